@@ -1,0 +1,20 @@
+import express, { type Express } from 'express';
+import { errorHandler, notFound } from './http/errors.js';
+import { requestLogger } from './http/logging.js';
+import { mountRoutes, type AppDeps, type MountOptions, type RouteSpec } from './http/routes.js';
+import { ROUTES } from './routes.js';
+
+/**
+ * The express application. Order matters: the request log wraps everything (so even a 404 has a
+ * request id), routes come next, and the error handler is last so every failure has one shape.
+ */
+export function createApp(deps: AppDeps, options: MountOptions = {}, routes: readonly RouteSpec[] = ROUTES): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.use(requestLogger(deps.logger));
+  mountRoutes(app, routes, deps, options);
+  app.use(notFound);
+  app.use(errorHandler(deps.config.maxBodyBytes));
+  return app;
+}

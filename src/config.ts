@@ -1,0 +1,99 @@
+import path from 'node:path';
+
+/** Typed configuration, built once at start from the environment. */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  clickhouse: ClickHouseConfig;
+  logLevel: LogLevel;
+  bootstrapApiKey: string | undefined;
+  maxBodyBytes: number;
+  shutdownTimeoutMs: number;
+}
+
+/** Unset `url`: the embedded engine in `path`; set: a ClickHouse server over HTTP. */
+export type ClickHouseConfig =
+  | { mode: 'embedded'; path: string; database: string }
+  | { mode: 'server'; url: string; user: string; password: string; database: string };
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** A configuration problem; the message names every offending variable. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads and validates the environment; throws ConfigError naming each bad variable. */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = env[name]?.trim();
+    if (raw === undefined || raw === '') return fallback;
+    if (/^\d+$/.test(raw) && Number(raw) >= min && Number(raw) <= max) return Number(raw);
+    problems.push(`${name}: must be a whole number from ${min} to ${max}, got "${raw}"`);
+    return fallback;
+  };
+  const text = (name: string, fallback: string, check?: (v: string) => string | null): string => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const problem = check?.(raw);
+    if (problem) {
+      problems.push(`${name}: ${problem}`);
+      return fallback;
+    }
+    return raw;
+  };
+
+  const port = integer('PORT', 8080, 0, 65535);
+  const host = text('HOST', '127.0.0.1', (v) => (/\s/.test(v) ? 'must be a host name or address' : null));
+  const dataDir = path.resolve(text('DATA_DIR', './data'));
+  const logLevel = text('LOG_LEVEL', 'info', (v) =>
+    (LOG_LEVELS as readonly string[]).includes(v) ? null : `must be one of ${LOG_LEVELS.join(', ')}`,
+  ) as LogLevel;
+  const maxBodyBytes = integer('MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024);
+  const shutdownTimeoutMs = integer('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000);
+  const bootstrapApiKey = text('BOOTSTRAP_API_KEY', '', (v) =>
+    // A bootstrap key is a real credential: short or spaced values are mistakes, not keys.
+    v.length < 16 || v.length > 256 || /\s/.test(v) ? 'must be 16 to 256 characters without spaces' : null,
+  );
+  const database = text('CLICKHOUSE_DATABASE', 'spendscope', (v) =>
+    /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(v) ? null : 'must be a plain identifier (letters, digits, _)',
+  );
+  const url = text('CLICKHOUSE_URL', '', (v) => {
+    try {
+      const u = new URL(v);
+      return u.protocol === 'http:' || u.protocol === 'https:' ? null : 'must be an http:// or https:// URL';
+    } catch {
+      return 'must be an http:// or https:// URL';
+    }
+  });
+
+  const clickhouse: ClickHouseConfig = url
+    ? {
+        mode: 'server',
+        url,
+        user: text('CLICKHOUSE_USER', 'default'),
+        password: env.CLICKHOUSE_PASSWORD ?? '',
+        database,
+      }
+    : { mode: 'embedded', path: path.join(dataDir, 'clickhouse'), database };
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    port,
+    host,
+    dataDir,
+    clickhouse,
+    logLevel,
+    bootstrapApiKey: bootstrapApiKey || undefined,
+    maxBodyBytes,
+    shutdownTimeoutMs,
+  };
+}

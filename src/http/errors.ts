@@ -1,0 +1,93 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+
+/** Every machine code an error response can carry, and its HTTP status: the one place they map. */
+export const ERROR_STATUS = {
+  invalid_json: 400,
+  validation_failed: 400,
+  unauthorized: 401,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  internal_error: 500,
+  store_unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** One field-level problem, as listed in `details` of a validation error. */
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+/** An error that becomes a response in the one error shape. */
+export class ApiError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: unknown,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+}
+
+/** `{"error": {"code", "message", "details"?, "requestId"}}`: the body of every error response. */
+export function errorBody(code: ErrorCode, message: string, requestId: unknown, details?: unknown) {
+  return { error: { code, message, ...(details === undefined ? {} : { details }), requestId: String(requestId) } };
+}
+
+/** Errors raised by express.json (body-parser) carry a `type`; map the ones a client causes. */
+function fromBodyParser(err: { type?: string; message?: string }, maxBodyBytes: number): ApiError | undefined {
+  switch (err.type) {
+    case 'entity.parse.failed':
+      return new ApiError('invalid_json', `Request body is not valid JSON: ${err.message ?? ''}`.trim());
+    case 'entity.too.large':
+      return new ApiError('payload_too_large', `Request body is larger than ${maxBodyBytes} bytes`);
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new ApiError('unsupported_media_type', err.message ?? 'Unsupported body encoding');
+    case 'request.aborted':
+    case 'request.size.invalid':
+      return new ApiError('invalid_json', 'Request body ended before its declared length');
+    default:
+      return undefined;
+  }
+}
+
+/** The last middleware: turns anything thrown into the error shape; only 5xx are logged with a stack. */
+export function errorHandler(maxBodyBytes: number): ErrorRequestHandler {
+  return (err, req, res, next) => {
+    if (res.headersSent) return next(err);
+    const apiError =
+      err instanceof ApiError ? err : fromBodyParser(err as { type?: string }, maxBodyBytes);
+    if (apiError) {
+      res.set(apiError.headers);
+      res.status(apiError.status).json(errorBody(apiError.code, apiError.message, req.id, apiError.details));
+      return;
+    }
+    // pino-http logs the request line at error level with this error and its stack.
+    res.err = err as Error;
+    res.status(500).json(errorBody('internal_error', 'Internal error; quote the request id when reporting it', req.id));
+  };
+}
+
+/** No route matched the path. */
+export const notFound: RequestHandler = (req, _res, next) => {
+  next(new ApiError('not_found', `No route for ${req.method} ${req.path}`));
+};
+
+/** The path exists but not with this method; `Allow` lists the ones it has. */
+export function methodNotAllowed(allowed: string[]): RequestHandler {
+  const allow = allowed.map((m) => m.toUpperCase()).join(', ');
+  return (req, _res, next) => {
+    next(new ApiError('method_not_allowed', `${req.method} is not allowed on ${req.path}; use ${allow}`, undefined, { Allow: allow }));
+  };
+}

@@ -1,0 +1,139 @@
+import { API_PREFIXES, type RouteSpec } from './routes.js';
+import type { SchemaRegistry } from './validation.js';
+
+type Json = Record<string, unknown>;
+
+/** Error responses every route of a kind can give; described once here, not per route. */
+function standardErrors(spec: RouteSpec): Record<number, string> {
+  const errors: Record<number, string> = {};
+  if (spec.body || spec.query) errors[400] = 'Invalid JSON or a field failed validation; `details` names each field';
+  if (!spec.public) errors[401] = 'Missing, unknown or revoked API key';
+  if (spec.path.includes(':')) errors[404] = 'No such resource in the team of the key';
+  if (spec.body) {
+    errors[413] = 'Body larger than MAX_BODY_BYTES';
+    errors[415] = 'Content-Type is not application/json';
+  }
+  return errors;
+}
+
+/** `/agents/:id` -> `/agents/{id}` */
+export function openApiPath(expressPath: string): string {
+  return expressPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+}
+
+/** Schema files reference each other by file name; in the document they live under components. */
+function rewriteRefs(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(rewriteRefs);
+  if (value && typeof value === 'object') {
+    const out: Json = {};
+    for (const [key, inner] of Object.entries(value)) {
+      if (key === '$id' || key === '$schema') continue;
+      if (key === '$ref' && typeof inner === 'string' && !inner.startsWith('#')) {
+        const [file, pointer] = inner.split('#');
+        out[key] = `#/components/schemas/${componentName(file!)}${pointer ?? ''}`;
+      } else {
+        out[key] = rewriteRefs(inner);
+      }
+    }
+    return out;
+  }
+  return value;
+}
+
+const componentName = (file: string): string => file.replace(/\.json$/, '');
+const ref = (file: string) => ({ $ref: `#/components/schemas/${componentName(file)}` });
+
+function operation(spec: RouteSpec, schemas: SchemaRegistry): Json {
+  const parameters: Json[] = [];
+  for (const match of spec.path.matchAll(/:([A-Za-z0-9_]+)/g)) {
+    parameters.push({ name: match[1], in: 'path', required: true, schema: { type: 'string' } });
+  }
+  if (spec.query) {
+    const query = schemas.schemas.get(spec.query) as { properties?: Json; required?: string[] };
+    for (const [name, schema] of Object.entries(query.properties ?? {})) {
+      const { description, ...rest } = schema as Json;
+      parameters.push({
+        name,
+        in: 'query',
+        required: query.required?.includes(name) ?? false,
+        ...(description ? { description } : {}),
+        schema: rewriteRefs(rest),
+      });
+    }
+  }
+  const responses: Json = {};
+  for (const [status, response] of Object.entries(spec.responses)) {
+    responses[status] = {
+      description: response.description,
+      ...(response.schema
+        ? {
+            content: {
+              'application/json': {
+                schema: ref(response.schema),
+                ...(response.example === undefined ? {} : { example: response.example }),
+              },
+            },
+          }
+        : {}),
+    };
+  }
+  for (const [status, description] of Object.entries(standardErrors(spec))) {
+    responses[status] ??= { description, content: { 'application/json': { schema: ref('error.json') } } };
+  }
+  return {
+    operationId: spec.operationId,
+    summary: spec.summary,
+    ...(spec.description ? { description: spec.description } : {}),
+    tags: [spec.tag],
+    ...(spec.public ? { security: [] } : {}),
+    ...(parameters.length ? { parameters } : {}),
+    ...(spec.body
+      ? {
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: ref(spec.body),
+                ...(spec.bodyExample === undefined ? {} : { example: spec.bodyExample }),
+              },
+            },
+          },
+        }
+      : {}),
+    responses,
+  };
+}
+
+/** The OpenAPI 3.1 document of every mounted route, built from the route specs and schema/api. */
+export function buildOpenApiDocument(routes: readonly RouteSpec[], schemas: SchemaRegistry, version: string): Json {
+  const paths: Record<string, Json> = {};
+  for (const spec of routes) {
+    const path = openApiPath(spec.path);
+    const item = (paths[path] ??= {});
+    const prefixes = spec.prefixes ?? API_PREFIXES;
+    // Paths are written relative to the servers; a route served elsewhere lists its own.
+    if (prefixes.join() !== API_PREFIXES.join()) {
+      item.servers = prefixes.map((p) => ({ url: p || '/' }));
+    }
+    item[spec.method] = operation(spec, schemas);
+  }
+  const components: Json = {};
+  for (const [file, schema] of schemas.schemas) components[componentName(file)] = rewriteRefs(schema);
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'spendscope',
+      version,
+      description:
+        'Spend control for software agents: audit-record ingest, budget policies, alerts and aggregated spend. ' +
+        'Every route below is served under both /api/v1 and /v1.',
+    },
+    servers: API_PREFIXES.map((url) => ({ url })),
+    security: [{ bearerAuth: [] }],
+    paths,
+    components: {
+      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API key>' } },
+      schemas: components,
+    },
+  };
+}

@@ -1,0 +1,166 @@
+import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { EventStore } from '../stores/clickhouse.js';
+import type { Registry } from '../stores/sqlite.js';
+import type { KeyOwner } from '../teams/repository.js';
+import { authenticate } from './auth.js';
+import { ApiError, methodNotAllowed } from './errors.js';
+import type { SchemaRegistry } from './validation.js';
+
+/** What handlers need: the stores main.ts opened, the config, the compiled schemas. */
+export interface AppDeps {
+  config: Config;
+  registry: Registry;
+  events: EventStore;
+  schemas: SchemaRegistry;
+  logger: Logger;
+}
+
+/** Where the API is served: the interface shows both forms and does not say which one. */
+export const API_PREFIXES = ['/api/v1', '/v1'] as const;
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface PublicContext<Body, Query> {
+  body: Body;
+  query: Query;
+  params: Record<string, string>;
+  deps: AppDeps;
+  requestId: string;
+  log: Logger;
+}
+
+export interface AuthedContext<Body, Query> extends PublicContext<Body, Query> {
+  /** The team of the API key: every read and write is scoped by it. */
+  team: KeyOwner;
+}
+
+export interface RouteResult {
+  status?: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface ResponseSpec {
+  description: string;
+  /** File name of the body's schema in schema/api. */
+  schema?: string;
+  example?: unknown;
+}
+
+interface RouteSpecBase {
+  method: HttpMethod;
+  /** Express path below each prefix, e.g. `/agents/:id`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  /** Prefixes the route is served under; the API prefixes unless said otherwise. */
+  prefixes?: readonly string[];
+  /** Schema file of the JSON body; declaring one makes the route accept only JSON. */
+  body?: string;
+  bodyExample?: unknown;
+  /** Schema file of the query string. */
+  query?: string;
+  responses: Record<number, ResponseSpec>;
+}
+
+export interface AuthedRouteSpec<Body = unknown, Query = unknown> extends RouteSpecBase {
+  public?: false;
+  handler: (ctx: AuthedContext<Body, Query>) => Promise<RouteResult> | RouteResult;
+}
+
+export interface PublicRouteSpec<Body = unknown, Query = unknown> extends RouteSpecBase {
+  public: true;
+  handler: (ctx: PublicContext<Body, Query>) => Promise<RouteResult> | RouteResult;
+}
+
+export type RouteSpec = AuthedRouteSpec<any, any> | PublicRouteSpec<any, any>;
+
+/** Declares a route that needs an API key; the handler sees the key's team. */
+export function defineRoute<Body = unknown, Query = unknown>(spec: AuthedRouteSpec<Body, Query>): RouteSpec {
+  return spec;
+}
+
+/** Declares a route anyone may call (health). */
+export function definePublicRoute<Body = unknown, Query = unknown>(spec: PublicRouteSpec<Body, Query>): RouteSpec {
+  return spec;
+}
+
+export interface MountOptions {
+  /** Check each response against its declared schema (tests): a mismatch is a 500. */
+  validateResponses?: boolean;
+}
+
+/**
+ * Mounts every route under each of its prefixes. Routes sharing a path share one express route,
+ * whose fallback answers 405 with the methods it has.
+ */
+export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: AppDeps, options: MountOptions = {}): void {
+  const byPath = new Map<string, RouteSpec[]>();
+  for (const spec of routes) {
+    const key = `${(spec.prefixes ?? API_PREFIXES).join(',')} ${spec.path}`;
+    byPath.set(key, [...(byPath.get(key) ?? []), spec]);
+  }
+  const auth = authenticate(deps.registry);
+  const json = express.json({ limit: deps.config.maxBodyBytes, type: JSON_TYPES });
+  for (const specs of byPath.values()) {
+    const first = specs[0]!;
+    for (const prefix of first.prefixes ?? API_PREFIXES) {
+      const route = app.route(prefix + first.path);
+      for (const spec of specs) {
+        const chain: RequestHandler[] = [];
+        if (!spec.public) chain.push(auth);
+        if (spec.body) chain.push(requireJson, json);
+        chain.push(runHandler(spec, deps, options));
+        route[spec.method](...chain);
+      }
+      route.all(methodNotAllowed(specs.map((s) => s.method)));
+    }
+  }
+}
+
+const JSON_TYPES = ['application/json', 'application/*+json'];
+
+/** A body of another type gets 415; no body at all is left to validation ("is required"). */
+const requireJson: RequestHandler = (req, _res, next) => {
+  if (req.is(JSON_TYPES) === false) {
+    throw new ApiError(
+      'unsupported_media_type',
+      `Content-Type must be application/json, got ${req.get('content-type') ?? 'none'}`,
+    );
+  }
+  next();
+};
+
+function runHandler(spec: RouteSpec, deps: AppDeps, options: MountOptions): RequestHandler {
+  return async (req: Request, res: Response) => {
+    const requestId = String(req.id);
+    const ctx: AuthedContext<unknown, unknown> = {
+      body: spec.body ? deps.schemas.body(spec.body, req.body) : undefined,
+      query: spec.query ? deps.schemas.query(spec.query, req.query as Record<string, unknown>) : {},
+      params: req.params as Record<string, string>,
+      deps,
+      requestId,
+      log: req.log,
+      team: res.locals.team as KeyOwner,
+    };
+    const result = await (spec.handler as (c: typeof ctx) => Promise<RouteResult> | RouteResult)(ctx);
+    const status = result.status ?? 200;
+    if (options.validateResponses) assertDeclaredResponse(spec, status, result.body, deps.schemas);
+    if (result.headers) res.set(result.headers);
+    res.status(status).json(result.body);
+  };
+}
+
+function assertDeclaredResponse(spec: RouteSpec, status: number, body: unknown, schemas: SchemaRegistry): void {
+  const declared = spec.responses[status];
+  if (!declared) throw new Error(`${spec.operationId} answered ${status}, which it does not declare`);
+  if (!declared.schema) return;
+  const problems = schemas.problems(declared.schema, body);
+  if (problems.length > 0) {
+    throw new Error(`${spec.operationId} ${status} body does not match ${declared.schema}: ${JSON.stringify(problems)}`);
+  }
+}

@@ -1,0 +1,112 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsPlugin from 'ajv-formats';
+import { ApiError, type FieldError } from './errors.js';
+
+type JsonSchema = Record<string, unknown>;
+
+// ajv-formats is CommonJS with `exports.default`; under NodeNext the default import is the module.
+const formatsModule = addFormatsPlugin as unknown as { default?: (ajv: Ajv2020) => Ajv2020 };
+const addFormats = formatsModule.default ?? (addFormatsPlugin as unknown as (ajv: Ajv2020) => Ajv2020);
+
+/**
+ * The JSON Schemas of `schema/api/`, each compiled once at start. The same files feed validation
+ * and the OpenAPI document, so the two cannot drift. A file's `$id` is its file name.
+ */
+export class SchemaRegistry {
+  readonly schemas = new Map<string, JsonSchema>();
+  private readonly strictValidators = new Map<string, ValidateFunction>();
+  private readonly queryValidators = new Map<string, ValidateFunction>();
+
+  constructor(dir: string) {
+    // Bodies are checked as sent; query strings arrive as text, so that instance coerces types.
+    const strict = newAjv({ coerceTypes: false });
+    const query = newAjv({ coerceTypes: true });
+    for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort()) {
+      const schema = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as JsonSchema;
+      if (schema.$id !== file) throw new Error(`schema/api/${file}: $id must be "${file}"`);
+      this.schemas.set(file, schema);
+      strict.addSchema(schema);
+      query.addSchema(schema);
+    }
+    for (const id of this.schemas.keys()) {
+      this.strictValidators.set(id, strict.getSchema(id)!);
+      this.queryValidators.set(id, query.getSchema(id)!);
+    }
+  }
+
+  /** Validates a request body; throws a 400 naming every bad field. */
+  body<T>(id: string, data: unknown): T {
+    return this.check(this.strictValidators, id, data, 'body') as T;
+  }
+
+  /** Validates (and coerces) a query string object; throws a 400 naming every bad parameter. */
+  query<T>(id: string, data: Record<string, unknown>): T {
+    const copy = { ...data };
+    return this.check(this.queryValidators, id, copy, 'query') as T;
+  }
+
+  /** Field errors of a value against a schema, without throwing (responses, per-record checks). */
+  problems(id: string, data: unknown): FieldError[] {
+    const validate = this.validator(this.strictValidators, id);
+    return validate(data) ? [] : toFieldErrors(validate.errors ?? []);
+  }
+
+  private check(validators: Map<string, ValidateFunction>, id: string, data: unknown, where: string): unknown {
+    const validate = this.validator(validators, id);
+    if (validate(data)) return data;
+    const details = toFieldErrors(validate.errors ?? []);
+    const first = details[0];
+    const what = where === 'body' ? 'Request body' : 'Query string';
+    const message = first ? `${what} is invalid: ${first.field ? `${first.field} ` : ''}${first.message}` : `${what} is invalid`;
+    throw new ApiError('validation_failed', message, details);
+  }
+
+  private validator(validators: Map<string, ValidateFunction>, id: string): ValidateFunction {
+    const validate = validators.get(id);
+    if (!validate) throw new Error(`No schema ${id} in schema/api`);
+    return validate;
+  }
+}
+
+function newAjv(options: { coerceTypes: boolean }): Ajv2020 {
+  const ajv = new Ajv2020({ allErrors: true, strict: true, useDefaults: true, coerceTypes: options.coerceTypes });
+  addFormats(ajv);
+  // OpenAPI annotations that ajv does not know but must accept in shared files.
+  ajv.addKeyword('example');
+  return ajv;
+}
+
+/** `/events/3/amount` -> `events[3].amount`: the field name a client sees. */
+export function fieldName(instancePath: string, child?: string): string {
+  const parts = instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (child !== undefined) parts.push(child);
+  return parts.reduce((name, part) => (/^\d+$/.test(part) ? `${name}[${part}]` : name ? `${name}.${part}` : part), '');
+}
+
+/** ajv errors -> one entry per field, in order, without ajv's duplicate anyOf/oneOf noise. */
+export function toFieldErrors(errors: ErrorObject[]): FieldError[] {
+  const seen = new Set<string>();
+  const result: FieldError[] = [];
+  for (const e of errors) {
+    const params = e.params as Record<string, unknown>;
+    let field = fieldName(e.instancePath);
+    let message = e.message ?? 'is invalid';
+    if (e.keyword === 'required') {
+      field = fieldName(e.instancePath, String(params.missingProperty));
+      message = 'is required';
+    } else if (e.keyword === 'additionalProperties') {
+      field = fieldName(e.instancePath, String(params.additionalProperty));
+      message = 'is not a known field';
+    } else if (e.keyword === 'enum') {
+      message = `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    } else if (e.keyword === 'errorMessage' || e.keyword === 'if') {
+      continue;
+    }
+    if (seen.has(field)) continue;
+    seen.add(field);
+    result.push({ field, message });
+  }
+  return result;
+}

@@ -1,0 +1,99 @@
+import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
+import { createChdbConnection } from 'chdb/connection';
+import type { ClickHouseConfig } from '../config.js';
+
+/**
+ * The event store: the one module the rest of the code uses to reach ClickHouse, whether the
+ * embedded engine (chdb) or a server over HTTP. Values always travel as `{name:Type}` parameters.
+ */
+export interface EventStore {
+  readonly mode: ClickHouseConfig['mode'];
+  readonly database: string;
+  /** Runs a SELECT and returns its rows; 64-bit integers and Decimals come back as strings. */
+  query<Row>(sql: string, params?: Record<string, unknown>): Promise<Row[]>;
+  /** Runs a statement that returns no rows (DDL, ALTER, INSERT ... SELECT). */
+  command(sql: string, params?: Record<string, unknown>): Promise<void>;
+  /** Inserts rows as JSONEachRow into a table of the store's database. */
+  insert(table: string, rows: readonly object[]): Promise<void>;
+  /** Throws when the store does not answer. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Money and counts must not pass through a JS number: quote Decimals and 64-bit integers. */
+const READ_SETTINGS: ClickHouseSettings = {
+  output_format_json_quote_decimals: 1,
+  output_format_json_quote_64bit_integers: 1,
+  date_time_input_format: 'best_effort',
+};
+
+/** Builds the client; no I/O happens until `ensureDatabase` or the first query. */
+export function createEventStore(config: ClickHouseConfig): EventStore {
+  const client =
+    config.mode === 'embedded'
+      ? createClient({ connection: embeddedConnection(config.path), clickhouse_settings: READ_SETTINGS })
+      : createClient({
+          url: config.url,
+          username: config.user,
+          password: config.password,
+          database: config.database,
+          clickhouse_settings: READ_SETTINGS,
+          request_timeout: 30_000,
+        });
+  return clientStore(client, config);
+}
+
+/**
+ * Creates the configured database when missing and makes it the default one. The embedded
+ * connection ignores the client's `database` option, so its session is switched with USE
+ * (a session setting that persists for the life of the engine).
+ */
+export async function ensureDatabase(store: EventStore, config: ClickHouseConfig): Promise<void> {
+  if (config.mode === 'embedded') {
+    await store.command(`CREATE DATABASE IF NOT EXISTS ${config.database}`);
+    await store.command(`USE ${config.database}`);
+    return;
+  }
+  // The server rejects requests naming a database that does not exist yet: create it without one.
+  const bootstrap = createClient({ url: config.url, username: config.user, password: config.password });
+  try {
+    await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${config.database}` });
+  } finally {
+    await bootstrap.close();
+  }
+}
+
+/**
+ * chdb implements the client's Connection contract but is typed against its own copy of
+ * @clickhouse/client-common; the shapes are the same, the declarations are not one.
+ */
+function embeddedConnection(path: string): ClientConnection {
+  return createChdbConnection({ path }) as unknown as ClientConnection;
+}
+
+type ClientConnection = NonNullable<Parameters<typeof createClient>[0]>['connection'];
+
+function clientStore(client: ClickHouseClient, config: ClickHouseConfig): EventStore {
+  return {
+    mode: config.mode,
+    database: config.database,
+    async query<Row>(sql: string, params?: Record<string, unknown>): Promise<Row[]> {
+      const result = await client.query({ query: sql, query_params: params, format: 'JSONEachRow' });
+      return result.json<Row>();
+    },
+    async command(sql: string, params?: Record<string, unknown>): Promise<void> {
+      await client.command({ query: sql, query_params: params });
+    },
+    async insert(table: string, rows: readonly object[]): Promise<void> {
+      if (rows.length === 0) return;
+      await client.insert({ table, values: rows as object[], format: 'JSONEachRow' });
+    },
+    async ping(): Promise<void> {
+      const result = await client.ping();
+      if (!result.success) throw result.error;
+    },
+    async close(): Promise<void> {
+      await client.close();
+    },
+  };
+}

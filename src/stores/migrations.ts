@@ -1,0 +1,168 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { EventStore } from './clickhouse.js';
+import type { Registry } from './sqlite.js';
+
+/** One `NNN_name.sql` file of `schema/sqlite` or `schema/clickhouse`. */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+/** A migration that cannot be applied; start-up stops with this message. */
+export class MigrationError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'MigrationError';
+  }
+}
+
+const FILE_NAME = /^(\d{3,})_([a-z0-9_]+)\.sql$/;
+const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Reads the migrations of a folder in version order; other files (a README) are ignored. */
+export function readMigrations(dir: string): Migration[] {
+  const migrations = fs
+    .readdirSync(dir)
+    .filter((file) => file.endsWith('.sql'))
+    .map((file) => {
+      const match = FILE_NAME.exec(file);
+      if (!match) throw new MigrationError(`${path.join(dir, file)}: name must be NNN_name.sql (lowercase)`);
+      const sql = fs.readFileSync(path.join(dir, file), 'utf8');
+      return {
+        version: Number(match[1]),
+        name: file,
+        sql,
+        checksum: crypto.createHash('sha256').update(sql).digest('hex'),
+      };
+    })
+    .sort((a, b) => a.version - b.version);
+  for (let i = 1; i < migrations.length; i++) {
+    if (migrations[i]!.version === migrations[i - 1]!.version) {
+      throw new MigrationError(`${dir}: two migrations share version ${migrations[i]!.version}`);
+    }
+  }
+  return migrations;
+}
+
+interface AppliedMigration {
+  version: number;
+  name: string;
+  checksum: string;
+}
+
+/**
+ * Decides what to apply. An applied migration whose file changed is refused: schema changes are
+ * new files, never edits of applied ones, or two deployments would disagree about their schema.
+ */
+function pendingMigrations(all: Migration[], applied: AppliedMigration[], store: string): Migration[] {
+  const byVersion = new Map(applied.map((m) => [Number(m.version), m]));
+  for (const migration of all) {
+    const done = byVersion.get(migration.version);
+    if (done && done.checksum !== migration.checksum) {
+      throw new MigrationError(
+        `${store} migration ${migration.name} was changed after it was applied (as ${done.name}); ` +
+          'add a new migration file instead of editing an applied one',
+      );
+    }
+  }
+  return all.filter((m) => !byVersion.has(m.version));
+}
+
+/** Applies pending registry migrations, each in a transaction with its record. Returns their names. */
+export function migrateRegistry(db: Registry, dir: string, table = 'schema_migrations'): string[] {
+  if (!TABLE_NAME.test(table)) throw new MigrationError(`bad migrations table name ${table}`);
+  db.exec(`CREATE TABLE IF NOT EXISTS ${table} (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    applied_at INTEGER NOT NULL
+  )`);
+  const all = readMigrations(dir);
+  // IMMEDIATE takes the write lock first, so a server and the team CLI starting together
+  // cannot both apply the same migration.
+  const run = db.transaction(() => {
+    const applied = db.prepare(`SELECT version, name, checksum FROM ${table}`).all() as AppliedMigration[];
+    const pending = pendingMigrations(all, applied, 'registry');
+    const record = db.prepare(`INSERT INTO ${table} (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)`);
+    for (const migration of pending) {
+      try {
+        db.exec(migration.sql);
+      } catch (err) {
+        throw new MigrationError(`registry migration ${migration.name} failed: ${(err as Error).message}`, {
+          cause: err,
+        });
+      }
+      record.run(migration.version, migration.name, migration.checksum, Date.now());
+    }
+    return pending.map((m) => m.name);
+  });
+  return run.immediate();
+}
+
+/**
+ * Applies pending event-store migrations in order. ClickHouse has no transactional DDL, so each
+ * statement should be idempotent (IF NOT EXISTS); a migration is recorded only after all of its
+ * statements succeeded, and a failed one is retried whole at the next start.
+ */
+export async function migrateEventStore(store: EventStore, dir: string, table = 'schema_migrations'): Promise<string[]> {
+  if (!TABLE_NAME.test(table)) throw new MigrationError(`bad migrations table name ${table}`);
+  await store.command(`CREATE TABLE IF NOT EXISTS ${table} (
+    version UInt32 COMMENT 'number prefix of the migration file',
+    name String COMMENT 'file name of the migration',
+    checksum String COMMENT 'sha256 of the file as applied',
+    applied_at DateTime64(3, 'UTC') COMMENT 'when it was applied'
+  ) ENGINE = ReplacingMergeTree ORDER BY version
+  COMMENT 'Migrations of schema/clickhouse applied to this database'`);
+  const applied = await store.query<AppliedMigration>(`SELECT version, name, checksum FROM ${table} FINAL`);
+  const pending = pendingMigrations(readMigrations(dir), applied, 'ClickHouse');
+  for (const migration of pending) {
+    for (const statement of splitStatements(migration.sql)) {
+      try {
+        await store.command(statement);
+      } catch (err) {
+        throw new MigrationError(`ClickHouse migration ${migration.name} failed: ${(err as Error).message}`, {
+          cause: err,
+        });
+      }
+    }
+    await store.insert(table, [
+      { version: migration.version, name: migration.name, checksum: migration.checksum, applied_at: Date.now() },
+    ]);
+  }
+  return pending.map((m) => m.name);
+}
+
+/**
+ * Splits a SQL file into statements at semicolons outside quotes and comments: the ClickHouse
+ * HTTP interface runs one statement per request.
+ */
+export function splitStatements(sql: string): string[] {
+  const statements: string[] = [];
+  let current = '';
+  let quote: string | null = null;
+  for (let i = 0; i < sql.length; i++) {
+    const ch = sql[i]!;
+    if (quote) {
+      current += ch;
+      if (ch === '\\') current += sql[++i] ?? '';
+      else if (ch === quote) quote = null;
+    } else if (ch === "'" || ch === '"' || ch === '`') {
+      quote = ch;
+      current += ch;
+    } else if (ch === '-' && sql[i + 1] === '-') {
+      const end = sql.indexOf('\n', i);
+      i = end === -1 ? sql.length : end - 1;
+    } else if (ch === ';') {
+      if (current.trim()) statements.push(current.trim());
+      current = '';
+    } else {
+      current += ch;
+    }
+  }
+  if (current.trim()) statements.push(current.trim());
+  return statements;
+}

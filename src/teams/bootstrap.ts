@@ -1,0 +1,26 @@
+import type { Config } from '../config.js';
+import type { Registry } from '../stores/sqlite.js';
+import { countTeams, createTeam, type Team } from './repository.js';
+
+/**
+ * First start: with no team at all, create `default`, keyed by BOOTSTRAP_API_KEY when set, else by
+ * a generated key that is printed once (it is stored only as a hash). Later starts do nothing, so a
+ * rotated bootstrap key stays rotated.
+ */
+export function bootstrapDefaultTeam(
+  registry: Registry,
+  config: Pick<Config, 'bootstrapApiKey' | 'host' | 'port'>,
+  print: (line: string) => void,
+): Team | undefined {
+  if (countTeams(registry) > 0) return undefined;
+  const { team, key } = createTeam(registry, 'default', config.bootstrapApiKey);
+  if (config.bootstrapApiKey) {
+    print(`Created team "default" (${team.id}) with the key from BOOTSTRAP_API_KEY.`);
+  } else {
+    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+    print(`Created team "default" (${team.id}). Its API key, shown only this once:`);
+    print(`  ${key.apiKey}`);
+    print(`Try it: curl -H "Authorization: Bearer ${key.apiKey}" http://${host}:${config.port}/api/v1/team`);
+  }
+  return team;
+}

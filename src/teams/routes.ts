@@ -1,0 +1,68 @@
+import { ApiError } from '../http/errors.js';
+import { defineRoute } from '../http/routes.js';
+import { findTeam, rotateKey } from './repository.js';
+import { teamUsage } from './usage.js';
+
+/** Responses that carry a key must never be stored by a proxy or a browser. */
+const NO_STORE = { 'Cache-Control': 'no-store' };
+
+export const getTeam = defineRoute({
+  method: 'get',
+  path: '/team',
+  operationId: 'getTeam',
+  summary: 'The team of the API key, with this month\'s usage',
+  tag: 'team',
+  responses: {
+    200: {
+      description: 'Team info',
+      schema: 'team.json',
+      example: {
+        id: 'team_b3k2m9q4x7c1v8n5z6a0',
+        name: 'default',
+        createdAt: '2026-11-01T09:30:00.000Z',
+        usage: { period: { start: '2026-11-01T00:00:00.000Z', end: '2026-12-01T00:00:00.000Z' }, activeApiKeys: 1 },
+      },
+    },
+  },
+  async handler({ deps, team }) {
+    const found = findTeam(deps.registry, team.teamId);
+    // The key was valid a moment ago; a team cannot be deleted, so this is a broken registry.
+    if (!found) throw new Error(`team ${team.teamId} of an authenticated key is missing`);
+    return {
+      body: {
+        id: found.id,
+        name: found.name,
+        createdAt: new Date(found.createdAt).toISOString(),
+        usage: await teamUsage(deps, found.id),
+      },
+    };
+  },
+});
+
+export const rotateTeamKey = defineRoute({
+  method: 'post',
+  path: '/team/rotate-key',
+  operationId: 'rotateTeamKey',
+  summary: 'Issue a new API key and revoke the one used for this request',
+  description:
+    'The new key is in the response and nowhere else: store it now. The key that made this request is ' +
+    'rejected from the next request on. No request body.',
+  tag: 'team',
+  responses: {
+    200: {
+      description: 'The new key, shown once',
+      schema: 'api-key.json',
+      example: { apiKey: 'ss_3q9V…', prefix: 'ss_3q9VxR1', createdAt: '2026-11-21T10:00:00.000Z' },
+    },
+  },
+  handler({ deps, team }) {
+    const issued = rotateKey(deps.registry, team);
+    if (!issued) throw new ApiError('unauthorized', 'This API key was rotated by another request');
+    return {
+      headers: NO_STORE,
+      body: { apiKey: issued.apiKey, prefix: issued.prefix, createdAt: new Date(issued.createdAt).toISOString() },
+    };
+  },
+});
+
+export const teamRoutes = [getTeam, rotateTeamKey];
