@@ -1,14 +1,14 @@
-import type { Server } from 'node:http';
 import path from 'node:path';
 import { pino, type Logger } from 'pino';
 import { createApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { SchemaRegistry } from './http/validation.js';
 import { SCHEMA_DIR } from './paths.js';
-import { createEventStore, ensureDatabase, type EventStore } from './stores/clickhouse.js';
+import { createEventStore, ensureDatabase, EventStoreOpenError, type EventStore } from './stores/clickhouse.js';
 import { MigrationError, migrateEventStore, migrateRegistry } from './stores/migrations.js';
 import { openRegistry, type Registry } from './stores/sqlite.js';
 import { bootstrapDefaultTeam } from './teams/bootstrap.js';
+import { startServer } from './server.js';
 
 /** Opens both stores and brings their schemas up to date; closes what it opened on failure. */
 export async function openStores(config: Config, logger: Logger): Promise<{ registry: Registry; events: EventStore }> {
@@ -38,45 +38,31 @@ async function main(): Promise<void> {
   bootstrapDefaultTeam(registry, config, (line) => process.stdout.write(`${line}\n`));
   const app = createApp({ config, registry, events, logger, schemas });
 
-  const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
-    s.once('error', reject);
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
+  const running = await startServer(app, { config, registry, events });
   logger.info(
-    { host: config.host, port, dataDir: config.dataDir, clickhouse: config.clickhouse.mode },
-    `spendscope listening on http://${config.host}:${port}`,
+    { host: config.host, port: running.port, dataDir: config.dataDir, clickhouse: config.clickhouse.mode },
+    `spendscope listening on http://${config.host}:${running.port}`,
   );
 
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  const stop = (signal: string) => {
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    // Past the deadline, stop waiting for slow clients; stores still close before exit.
-    const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
-    deadline.unref();
-    server.close(async () => {
-      clearTimeout(deadline);
-      try {
-        registry.close();
-        await events.close();
+    running.shutdown().then(
+      () => {
         logger.info('stores closed; bye');
         process.exit(0);
-      } catch (err) {
+      },
+      (err: unknown) => {
         logger.error({ err }, 'closing the stores failed');
         process.exit(1);
-      }
-    });
-    server.closeIdleConnections();
+      },
+    );
   };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
 }
 
 main().catch((err: unknown) => {
-  if (err instanceof ConfigError || err instanceof MigrationError) {
+  if (err instanceof ConfigError || err instanceof MigrationError || err instanceof EventStoreOpenError) {
     process.stderr.write(`spendscope: ${err.message}\n`);
   } else {
     process.stderr.write(`spendscope: start-up failed: ${err instanceof Error ? err.stack : String(err)}\n`);

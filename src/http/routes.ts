@@ -124,8 +124,12 @@ export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: Ap
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
 
-/** A body of another type gets 415; no body at all is left to validation ("is required"). */
+/** A body of another type gets 415; no body at all (or an empty one) is a 400 "is required". */
 const requireJson: RequestHandler = (req, _res, next) => {
+  const empty = req.get('content-length') === '0' || req.is(JSON_TYPES) === null;
+  if (empty && !req.get('content-type')) {
+    throw new ApiError('validation_failed', 'Request body is required', [{ field: 'body', message: 'is required' }]);
+  }
   if (req.is(JSON_TYPES) === false) {
     throw new ApiError(
       'unsupported_media_type',

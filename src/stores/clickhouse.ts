@@ -1,4 +1,4 @@
-import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
+import { ClickHouseLogLevel, createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
 import { createChdbConnection } from 'chdb/connection';
 import type { ClickHouseConfig } from '../config.js';
 
@@ -27,11 +27,14 @@ const READ_SETTINGS: ClickHouseSettings = {
   date_time_input_format: 'best_effort',
 };
 
+/** Failures reach our callers as errors and are logged once there; the client must not print them too. */
+const CLIENT_LOG = { level: ClickHouseLogLevel.OFF };
+
 /** Builds the client; no I/O happens until `ensureDatabase` or the first query. */
 export function createEventStore(config: ClickHouseConfig): EventStore {
   const client =
     config.mode === 'embedded'
-      ? createClient({ connection: embeddedConnection(config.path), clickhouse_settings: READ_SETTINGS })
+      ? createClient({ connection: embeddedConnection(config.path), clickhouse_settings: READ_SETTINGS, log: CLIENT_LOG })
       : createClient({
           url: config.url,
           username: config.user,
@@ -39,6 +42,7 @@ export function createEventStore(config: ClickHouseConfig): EventStore {
           database: config.database,
           clickhouse_settings: READ_SETTINGS,
           request_timeout: 30_000,
+          log: CLIENT_LOG,
         });
   return clientStore(client, config);
 }
@@ -55,7 +59,7 @@ export async function ensureDatabase(store: EventStore, config: ClickHouseConfig
     return;
   }
   // The server rejects requests naming a database that does not exist yet: create it without one.
-  const bootstrap = createClient({ url: config.url, username: config.user, password: config.password });
+  const bootstrap = createClient({ url: config.url, username: config.user, password: config.password, log: CLIENT_LOG });
   try {
     await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${config.database}` });
   } finally {
@@ -68,7 +72,24 @@ export async function ensureDatabase(store: EventStore, config: ClickHouseConfig
  * @clickhouse/client-common; the shapes are the same, the declarations are not one.
  */
 function embeddedConnection(path: string): ClientConnection {
-  return createChdbConnection({ path }) as unknown as ClientConnection;
+  try {
+    return createChdbConnection({ path }) as unknown as ClientConnection;
+  } catch (err) {
+    // The engine locks its directory: the usual cause is a server (or seed script) already running.
+    throw new EventStoreOpenError(
+      `cannot open the embedded ClickHouse in ${path}: another process may be using it ` +
+        '(one process at a time: stop the running server, or point CLICKHOUSE_URL at a ClickHouse server)',
+      { cause: err },
+    );
+  }
+}
+
+/** The event store could not be opened at start; the message says what to do. */
+export class EventStoreOpenError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'EventStoreOpenError';
+  }
 }
 
 type ClientConnection = NonNullable<Parameters<typeof createClient>[0]>['connection'];

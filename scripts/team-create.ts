@@ -1,0 +1,44 @@
+/**
+ * npm run team:create -- --name <name>
+ * Creates a team with its first API key and prints {"id", "name", "apiKey"} as JSON on stdout.
+ * It touches only the SQLite registry (WAL), so it works while the server runs; the server sees the
+ * new key on its next request, because keys are looked up per request.
+ */
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { SCHEMA_DIR } from '../src/paths.js';
+import { MigrationError, migrateRegistry } from '../src/stores/migrations.js';
+import { openRegistry } from '../src/stores/sqlite.js';
+import { createTeam, TeamNameTaken } from '../src/teams/repository.js';
+
+const USAGE = 'usage: npm run team:create -- --name <name>   (1 to 64 characters)';
+
+function fail(message: string, code: number): never {
+  process.stderr.write(`team:create: ${message}\n`);
+  process.exit(code);
+}
+
+let name: string;
+try {
+  const { values } = parseArgs({ options: { name: { type: 'string' } }, strict: true });
+  name = (values.name ?? '').trim();
+} catch (err) {
+  fail(`${(err as Error).message}\n${USAGE}`, 2);
+}
+if (!name || name.length > 64 || /[\u0000-\u001f]/.test(name)) fail(USAGE, 2);
+
+try {
+  const config = loadConfig();
+  const registry = openRegistry(config.dataDir);
+  try {
+    migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
+    const { team, key } = createTeam(registry, name);
+    process.stdout.write(`${JSON.stringify({ id: team.id, name: team.name, apiKey: key.apiKey })}\n`);
+  } finally {
+    registry.close();
+  }
+} catch (err) {
+  if (err instanceof TeamNameTaken || err instanceof ConfigError || err instanceof MigrationError) fail(err.message, 1);
+  throw err;
+}

@@ -1,0 +1,37 @@
+import type { Server } from 'node:http';
+import type { Express } from 'express';
+import type { AppDeps } from './http/routes.js';
+
+export interface RunningServer {
+  server: Server;
+  port: number;
+  /** Stops accepting, lets in-flight requests finish (up to the timeout), then closes both stores. */
+  shutdown(): Promise<void>;
+}
+
+/** Listens with the app and returns the means to stop it gracefully. */
+export async function startServer(app: Express, deps: Pick<AppDeps, 'config' | 'registry' | 'events'>): Promise<RunningServer> {
+  const { config } = deps;
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(config.port, config.host, () => resolve(s));
+    s.once('error', reject);
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+
+  let stopping: Promise<void> | undefined;
+  const shutdown = () =>
+    (stopping ??= new Promise<void>((resolve, reject) => {
+      // Past the deadline, stop waiting for slow clients; the stores still close before we return.
+      const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+      deadline.unref();
+      server.close(() => {
+        clearTimeout(deadline);
+        deps.registry.close();
+        deps.events.close().then(resolve, reject);
+      });
+      // Keep-alive connections with no request in progress would hold close() open until they time out.
+      server.closeIdleConnections();
+    }));
+  return { server, port, shutdown };
+}

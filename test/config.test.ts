@@ -1,0 +1,77 @@
+import { expect } from 'chai';
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+describe('config', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config.port).to.equal(8080);
+    expect(config.host).to.equal('127.0.0.1');
+    expect(config.dataDir).to.equal(path.resolve('./data'));
+    expect(config.clickhouse).to.deep.equal({
+      mode: 'embedded',
+      path: path.join(path.resolve('./data'), 'clickhouse'),
+      database: 'spendscope',
+    });
+    expect(config.logLevel).to.equal('info');
+    expect(config.maxBodyBytes).to.equal(1024 * 1024);
+    expect(config.bootstrapApiKey).to.equal(undefined);
+  });
+
+  it('switches to a ClickHouse server when CLICKHOUSE_URL is set', () => {
+    const config = loadConfig({
+      CLICKHOUSE_URL: 'http://clickhouse:8123',
+      CLICKHOUSE_USER: 'svc',
+      CLICKHOUSE_PASSWORD: 'secret',
+      CLICKHOUSE_DATABASE: 'spend',
+    });
+    expect(config.clickhouse).to.deep.equal({
+      mode: 'server',
+      url: 'http://clickhouse:8123',
+      user: 'svc',
+      password: 'secret',
+      database: 'spend',
+    });
+  });
+
+  it('reads every variable it documents', () => {
+    const config = loadConfig({
+      PORT: '9000',
+      HOST: '0.0.0.0',
+      DATA_DIR: '/tmp/x',
+      LOG_LEVEL: 'debug',
+      MAX_BODY_BYTES: '2048',
+      BOOTSTRAP_API_KEY: 'a-long-enough-bootstrap-key',
+    });
+    expect(config).to.include({ port: 9000, host: '0.0.0.0', dataDir: '/tmp/x', logLevel: 'debug', maxBodyBytes: 2048 });
+    expect(config.bootstrapApiKey).to.equal('a-long-enough-bootstrap-key');
+  });
+
+  const bad: Record<string, string> = {
+    PORT: 'eighty',
+    MAX_BODY_BYTES: '-5',
+    LOG_LEVEL: 'loud',
+    CLICKHOUSE_URL: 'ftp://clickhouse',
+    CLICKHOUSE_DATABASE: 'drop table;',
+    BOOTSTRAP_API_KEY: 'short',
+    SHUTDOWN_TIMEOUT_MS: '1.5',
+  };
+  for (const [name, value] of Object.entries(bad)) {
+    it(`rejects a bad ${name}, naming it`, () => {
+      expect(() => loadConfig({ [name]: value }))
+        .to.throw(ConfigError)
+        .with.property('message')
+        .that.includes(name);
+    });
+  }
+
+  it('names every bad variable at once', () => {
+    try {
+      loadConfig({ PORT: '99999', LOG_LEVEL: 'nope' });
+      expect.fail('should throw');
+    } catch (err) {
+      expect((err as ConfigError).problems).to.have.length(2);
+      expect((err as ConfigError).message).to.include('PORT').and.include('LOG_LEVEL');
+    }
+  });
+});

@@ -1,0 +1,99 @@
+/**
+ * The one test environment of a run: a temporary data directory with a real SQLite registry and a
+ * real embedded ClickHouse engine. The engine allows one data directory per process, so every
+ * test shares it and isolates itself by creating its own team.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import type { Express } from 'express';
+import { pino } from 'pino';
+import supertest from 'supertest';
+import { createApp } from '../../src/app.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import type { AppDeps, RouteSpec } from '../../src/http/routes.js';
+import { SchemaRegistry } from '../../src/http/validation.js';
+import { SCHEMA_DIR } from '../../src/paths.js';
+import { ROUTES } from '../../src/routes.js';
+import { createEventStore, ensureDatabase, type EventStore } from '../../src/stores/clickhouse.js';
+import { migrateEventStore, migrateRegistry } from '../../src/stores/migrations.js';
+import { openRegistry, type Registry } from '../../src/stores/sqlite.js';
+import { createTeam } from '../../src/teams/repository.js';
+
+export interface TestEnv {
+  dataDir: string;
+  config: Config;
+  registry: Registry;
+  events: EventStore;
+  schemas: SchemaRegistry;
+  /** Every log line written by the apps of this run, parsed. */
+  logLines: Record<string, unknown>[];
+  deps: AppDeps;
+  app: Express;
+}
+
+let env: TestEnv | undefined;
+
+export function testEnv(): TestEnv {
+  if (!env) throw new Error('test environment not started: is test/helpers/hooks.js required?');
+  return env;
+}
+
+export async function startTestEnv(): Promise<void> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-test-'));
+  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'info', MAX_BODY_BYTES: '4096' });
+  const registry = openRegistry(dataDir);
+  migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
+  const events = createEventStore(config.clickhouse);
+  await ensureDatabase(events, config.clickhouse);
+  await migrateEventStore(events, path.join(SCHEMA_DIR, 'clickhouse'));
+  const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
+  const logLines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line) logLines.push(JSON.parse(line));
+      done();
+    },
+  });
+  const logger = pino({ level: 'info' }, sink);
+  const deps: AppDeps = { config, registry, events, schemas, logger };
+  env = { dataDir, config, registry, events, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };
+}
+
+export async function stopTestEnv(): Promise<void> {
+  if (!env) return;
+  env.registry.close();
+  await env.events.close();
+  fs.rmSync(env.dataDir, { recursive: true, force: true });
+  env = undefined;
+}
+
+/** The service app with extra routes mounted (for error paths no real route has yet). */
+export function appWith(routes: readonly RouteSpec[], deps: Partial<AppDeps> = {}): Express {
+  const e = testEnv();
+  return createApp({ ...e.deps, ...deps }, { validateResponses: true }, [...ROUTES, ...routes]);
+}
+
+let teamCounter = 0;
+
+/** A fresh team with a key: the unit of isolation between tests. */
+export function newTeam(label = 'team'): { teamId: string; name: string; apiKey: string; auth: [string, string] } {
+  const name = `${label}-${process.pid}-${++teamCounter}-${Math.random().toString(36).slice(2, 8)}`;
+  const { team, key } = createTeam(testEnv().registry, name);
+  return { teamId: team.id, name, apiKey: key.apiKey, auth: ['Authorization', `Bearer ${key.apiKey}`] };
+}
+
+/** supertest against the shared app. */
+export function api(app: Express = testEnv().app) {
+  return supertest(app);
+}
+
+/** Asserts the one error shape and returns the error object. */
+export function errorOf(body: unknown): { code: string; message: string; details?: unknown; requestId: string } {
+  const error = (body as { error?: unknown }).error as { code: string; message: string; requestId: string };
+  if (!error || typeof error.code !== 'string' || typeof error.message !== 'string' || typeof error.requestId !== 'string') {
+    throw new Error(`not the error shape: ${JSON.stringify(body)}`);
+  }
+  return error;
+}

@@ -1,0 +1,12 @@
+import { startTestEnv, stopTestEnv } from './context.js';
+
+/** Mocha root hooks: one environment (and one embedded engine) for the whole run. */
+export const mochaHooks = {
+  async beforeAll(this: Mocha.Context) {
+    this.timeout(60_000);
+    await startTestEnv();
+  },
+  async afterAll() {
+    await stopTestEnv();
+  },
+};

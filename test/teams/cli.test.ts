@@ -1,0 +1,48 @@
+/** `npm run team:create`, run as a separate process while the service (the shared test app) runs. */
+import { expect } from 'chai';
+import path from 'node:path';
+import { PROJECT_ROOT } from '../../src/paths.js';
+import { api, newTeam, testEnv } from '../helpers/context.js';
+import { run } from '../helpers/processes.js';
+
+const CLI = path.join(PROJECT_ROOT, 'dist/scripts/team-create.js');
+
+describe('team:create CLI', function () {
+  this.timeout(60_000);
+
+  it('creates a team whose key works at once in the running service and sees only itself', async () => {
+    const other = newTeam('other');
+    const name = `cli-${Date.now()}`;
+    const result = await run(process.execPath, [CLI, '--name', name], { DATA_DIR: testEnv().dataDir });
+    expect(result.code, result.stderr).to.equal(0);
+    const created = JSON.parse(result.stdout) as { id: string; name: string; apiKey: string };
+    expect(created).to.have.keys('id', 'name', 'apiKey');
+    expect(created.name).to.equal(name);
+
+    const res = await api().get('/api/v1/team').set('Authorization', `Bearer ${created.apiKey}`).expect(200);
+    expect(res.body.id).to.equal(created.id);
+    expect(res.body.id).not.to.equal(other.teamId);
+  });
+
+  it('works exactly as the README writes it: npm run team:create -- --name <name>', async () => {
+    const name = `npm-${Date.now()}`;
+    const result = await run('npm', ['run', 'team:create', '--', '--name', name], { DATA_DIR: testEnv().dataDir });
+    expect(result.code, result.stderr).to.equal(0);
+    // npm prints its own banner first; the JSON is the last line of stdout.
+    const last = result.stdout.trim().split('\n').pop()!;
+    const created = JSON.parse(last) as { name: string; apiKey: string };
+    expect(created.name).to.equal(name);
+    await api().get('/v1/team').set('Authorization', `Bearer ${created.apiKey}`).expect(200);
+  });
+
+  it('refuses a taken name (exit 1) and a missing name (exit 2)', async () => {
+    const team = newTeam('taken');
+    const taken = await run(process.execPath, [CLI, '--name', team.name], { DATA_DIR: testEnv().dataDir });
+    expect(taken.code).to.equal(1);
+    expect(taken.stderr).to.include('already exists');
+    expect(taken.stdout).to.equal('');
+    const missing = await run(process.execPath, [CLI], { DATA_DIR: testEnv().dataDir });
+    expect(missing.code).to.equal(2);
+    expect(missing.stderr).to.include('usage');
+  });
+});

@@ -1,0 +1,69 @@
+import { expect } from 'chai';
+import { api, errorOf, newTeam } from '../helpers/context.js';
+
+describe('team endpoints', () => {
+  describe('GET /team', () => {
+    it('returns the team of the key with its usage', async () => {
+      const team = newTeam('acme');
+      const res = await api().get('/api/v1/team').set(...team.auth).expect(200);
+      expect(res.body).to.have.keys('id', 'name', 'createdAt', 'usage');
+      expect(res.body.id).to.equal(team.teamId);
+      expect(res.body.name).to.equal(team.name);
+      expect(Date.parse(res.body.createdAt)).to.be.closeTo(Date.now(), 60_000);
+      const now = new Date();
+      expect(res.body.usage.period.start).to.equal(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString());
+      expect(res.body.usage.period.end).to.equal(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString());
+      expect(res.body.usage.activeApiKeys).to.equal(1);
+    });
+
+    it('shows each team only itself', async () => {
+      const a = newTeam('a');
+      const b = newTeam('b');
+      const resA = await api().get('/v1/team').set(...a.auth).expect(200);
+      const resB = await api().get('/v1/team').set(...b.auth).expect(200);
+      expect(resA.body.id).to.equal(a.teamId);
+      expect(resB.body.id).to.equal(b.teamId);
+    });
+  });
+
+  describe('POST /team/rotate-key', () => {
+    it('returns a new key once; the old key is rejected from the next request on', async () => {
+      const team = newTeam();
+      const res = await api().post('/api/v1/team/rotate-key').set(...team.auth).expect(200);
+      expect(res.headers['cache-control']).to.equal('no-store');
+      expect(res.body).to.have.keys('apiKey', 'prefix', 'createdAt');
+      expect(res.body.apiKey).not.to.equal(team.apiKey);
+      expect(res.body.apiKey.startsWith(res.body.prefix)).to.equal(true);
+
+      const old = await api().get('/api/v1/team').set(...team.auth).expect(401);
+      expect(errorOf(old.body).code).to.equal('unauthorized');
+      const fresh = await api().get('/api/v1/team').set('Authorization', `Bearer ${res.body.apiKey}`).expect(200);
+      expect(fresh.body.id).to.equal(team.teamId);
+      expect(fresh.body.usage.activeApiKeys).to.equal(1);
+    });
+
+    it('works under /v1 too, and the rotated-to key can rotate again', async () => {
+      const team = newTeam();
+      const first = await api().post('/v1/team/rotate-key').set(...team.auth).expect(200);
+      const second = await api().post('/v1/team/rotate-key').set('Authorization', `Bearer ${first.body.apiKey}`).expect(200);
+      await api().get('/v1/team').set('Authorization', `Bearer ${first.body.apiKey}`).expect(401);
+      await api().get('/v1/team').set('Authorization', `Bearer ${second.body.apiKey}`).expect(200);
+    });
+
+    it('concurrent rotations with one key leave exactly one working key', async () => {
+      const team = newTeam();
+      const results = await Promise.all(
+        Array.from({ length: 5 }, () => api().post('/api/v1/team/rotate-key').set(...team.auth)),
+      );
+      const issued = results.filter((r) => r.status === 200).map((r) => r.body.apiKey as string);
+      expect(issued).to.have.length.greaterThan(0);
+      for (const r of results.filter((x) => x.status !== 200)) expect(r.status).to.equal(401);
+      const working = [];
+      for (const key of issued) {
+        const res = await api().get('/api/v1/team').set('Authorization', `Bearer ${key}`);
+        if (res.status === 200) working.push(key);
+      }
+      expect(working).to.have.length(1);
+    });
+  });
+});
