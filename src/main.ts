@@ -9,6 +9,9 @@ import { MigrationError, migrateEventStore, migrateRegistry } from './stores/mig
 import { openRegistry, type Registry } from './stores/sqlite.js';
 import { bootstrapDefaultTeam } from './teams/bootstrap.js';
 import { startServer } from './server.js';
+import { AgentDiscovery } from './agents/discovery.js';
+import { Ingestor } from './ingest/ingestor.js';
+import { EventWriter } from './ingest/writer.js';
 
 /** Opens both stores and brings their schemas up to date; closes what it opened on failure. */
 export async function openStores(config: Config, logger: Logger): Promise<{ registry: Registry; events: EventStore }> {
@@ -36,9 +39,11 @@ async function main(): Promise<void> {
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
   const { registry, events } = await openStores(config, logger);
   bootstrapDefaultTeam(registry, config, (line) => process.stdout.write(`${line}\n`));
-  const app = createApp({ config, registry, events, logger, schemas });
+  const writer = new EventWriter(events, logger);
+  const ingestor = new Ingestor(schemas, writer, new AgentDiscovery(registry), logger);
+  const app = createApp({ config, registry, events, logger, schemas, writer, ingestor });
 
-  const running = await startServer(app, { config, registry, events });
+  const running = await startServer(app, { config, registry, events, writer });
   logger.info(
     { host: config.host, port: running.port, dataDir: config.dataDir, clickhouse: config.clickhouse.mode },
     `spendscope listening on http://${config.host}:${running.port}`,

@@ -10,7 +10,10 @@ export interface RunningServer {
 }
 
 /** Listens with the app and returns the means to stop it gracefully. */
-export async function startServer(app: Express, deps: Pick<AppDeps, 'config' | 'registry' | 'events'>): Promise<RunningServer> {
+export async function startServer(
+  app: Express,
+  deps: Pick<AppDeps, 'config' | 'registry' | 'events' | 'writer'>,
+): Promise<RunningServer> {
   const { config } = deps;
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
@@ -27,8 +30,14 @@ export async function startServer(app: Express, deps: Pick<AppDeps, 'config' | '
       deadline.unref();
       server.close(() => {
         clearTimeout(deadline);
-        deps.registry.close();
-        deps.events.close().then(resolve, reject);
+        // Every answered request's rows are stored already; the writer's queue is empty or finishing.
+        deps.writer
+          .close()
+          .then(() => {
+            deps.registry.close();
+            return deps.events.close();
+          })
+          .then(resolve, reject);
       });
       // Keep-alive connections with no request in progress would hold close() open until they time out.
       server.closeIdleConnections();

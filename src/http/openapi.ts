@@ -21,18 +21,21 @@ export function openApiPath(expressPath: string): string {
   return expressPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 }
 
-/** Schema files reference each other by file name; in the document they live under components. */
-function rewriteRefs(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(rewriteRefs);
+/**
+ * Schema files reference each other by file name and themselves by `#/...`; in the document they
+ * live under components, so both kinds of reference are rewritten to point there.
+ */
+function rewriteRefs(value: unknown, file: string): unknown {
+  if (Array.isArray(value)) return value.map((v) => rewriteRefs(v, file));
   if (value && typeof value === 'object') {
     const out: Json = {};
     for (const [key, inner] of Object.entries(value)) {
       if (key === '$id' || key === '$schema') continue;
-      if (key === '$ref' && typeof inner === 'string' && !inner.startsWith('#')) {
-        const [file, pointer] = inner.split('#');
-        out[key] = `#/components/schemas/${componentName(file!)}${pointer ?? ''}`;
+      if (key === '$ref' && typeof inner === 'string') {
+        const [target, pointer] = inner.split('#');
+        out[key] = `#/components/schemas/${componentName(target || file)}${pointer ?? ''}`;
       } else {
-        out[key] = rewriteRefs(inner);
+        out[key] = rewriteRefs(inner, file);
       }
     }
     return out;
@@ -57,7 +60,7 @@ function operation(spec: RouteSpec, schemas: SchemaRegistry): Json {
         in: 'query',
         required: query.required?.includes(name) ?? false,
         ...(description ? { description } : {}),
-        schema: rewriteRefs(rest),
+        schema: rewriteRefs(rest, spec.query),
       });
     }
   }
@@ -118,7 +121,7 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], schemas: Sche
     item[spec.method] = operation(spec, schemas);
   }
   const components: Json = {};
-  for (const [file, schema] of schemas.schemas) components[componentName(file)] = rewriteRefs(schema);
+  for (const [file, schema] of schemas.schemas) components[componentName(file)] = rewriteRefs(schema, file);
   return {
     openapi: '3.1.0',
     info: {

@@ -1,6 +1,8 @@
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import type { Ingestor } from '../ingest/ingestor.js';
+import type { EventWriter } from '../ingest/writer.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
 import type { KeyOwner } from '../teams/repository.js';
@@ -15,6 +17,9 @@ export interface AppDeps {
   events: EventStore;
   schemas: SchemaRegistry;
   logger: Logger;
+  /** Group-commit writer of the events table; drained at shutdown before the stores close. */
+  writer: EventWriter;
+  ingestor: Ingestor;
 }
 
 /** Where the API is served: the interface shows both forms and does not say which one. */

@@ -71,10 +71,13 @@ export class SchemaRegistry {
 }
 
 function newAjv(options: { coerceTypes: boolean }): Ajv2020 {
-  const ajv = new Ajv2020({ allErrors: true, strict: true, useDefaults: true, coerceTypes: options.coerceTypes });
+  // verbose: errors carry their schema, so an `x-message` next to a pattern can replace ajv's text.
+  const ajv = new Ajv2020({ allErrors: true, strict: true, useDefaults: true, coerceTypes: options.coerceTypes, verbose: true });
   addFormats(ajv);
   // OpenAPI annotations that ajv does not know but must accept in shared files.
   ajv.addKeyword('example');
+  // A message for people, used instead of ajv's when a field fails its own constraints.
+  ajv.addKeyword('x-message');
   return ajv;
 }
 
@@ -85,9 +88,12 @@ export function fieldName(instancePath: string, child?: string): string {
   return parts.reduce((name, part) => (/^\d+$/.test(part) ? `${name}[${part}]` : name ? `${name}.${part}` : part), '');
 }
 
-/** ajv errors -> one entry per field, in order, without ajv's duplicate anyOf/oneOf noise. */
+/**
+ * ajv errors -> one entry per field, in order, without ajv's duplicate anyOf/oneOf noise. A
+ * schema's own `x-message` beats ajv's text for the same field (oneOf reports its branches first).
+ */
 export function toFieldErrors(errors: ErrorObject[]): FieldError[] {
-  const seen = new Set<string>();
+  const byField = new Map<string, { entry: FieldError; custom: boolean }>();
   const result: FieldError[] = [];
   for (const e of errors) {
     const params = e.params as Record<string, unknown>;
@@ -101,12 +107,20 @@ export function toFieldErrors(errors: ErrorObject[]): FieldError[] {
       message = 'is not a known field';
     } else if (e.keyword === 'enum') {
       message = `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
-    } else if (e.keyword === 'errorMessage' || e.keyword === 'if') {
+    } else if (e.keyword === 'if') {
       continue;
     }
-    if (seen.has(field)) continue;
-    seen.add(field);
-    result.push({ field, message });
+    const custom = (e.parentSchema as Record<string, unknown> | undefined)?.['x-message'];
+    const isCustom = typeof custom === 'string' && e.keyword !== 'required' && e.keyword !== 'additionalProperties';
+    if (isCustom) message = custom;
+    const earlier = byField.get(field);
+    if (earlier) {
+      if (isCustom && !earlier.custom) Object.assign(earlier, { custom: true }).entry.message = message;
+      continue;
+    }
+    const entry = { field, message };
+    byField.set(field, { entry, custom: isCustom });
+    result.push(entry);
   }
   return result;
 }

@@ -13,11 +13,16 @@ export interface EventStore {
   query<Row>(sql: string, params?: Record<string, unknown>): Promise<Row[]>;
   /** Runs a statement that returns no rows (DDL, ALTER, INSERT ... SELECT). */
   command(sql: string, params?: Record<string, unknown>): Promise<void>;
-  /** Inserts rows as JSONEachRow into a table of the store's database. */
-  insert(table: string, rows: readonly object[]): Promise<void>;
+  /** Inserts rows into a table: objects as JSONEachRow, or arrays in `columns` order as JSONCompactEachRow. */
+  insert(table: string, rows: readonly object[], options?: InsertOptions): Promise<void>;
   /** Throws when the store does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface InsertOptions {
+  format?: 'JSONEachRow' | 'JSONCompactEachRow';
+  columns?: readonly string[];
 }
 
 /** Money and counts must not pass through a JS number: quote Decimals and 64-bit integers. */
@@ -105,9 +110,14 @@ function clientStore(client: ClickHouseClient, config: ClickHouseConfig): EventS
     async command(sql: string, params?: Record<string, unknown>): Promise<void> {
       await client.command({ query: sql, query_params: params });
     },
-    async insert(table: string, rows: readonly object[]): Promise<void> {
+    async insert(table: string, rows: readonly object[], options: InsertOptions = {}): Promise<void> {
       if (rows.length === 0) return;
-      await client.insert({ table, values: rows as object[], format: 'JSONEachRow' });
+      await client.insert({
+        table,
+        values: rows as object[],
+        format: options.format ?? 'JSONEachRow',
+        ...(options.columns ? { columns: [...options.columns] as [string, ...string[]] } : {}),
+      });
     },
     async ping(): Promise<void> {
       const result = await client.ping();

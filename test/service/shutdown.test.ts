@@ -10,7 +10,8 @@ import { createTeam } from '../../src/teams/repository.js';
 import { migrateRegistry } from '../../src/stores/migrations.js';
 import { SCHEMA_DIR } from '../../src/paths.js';
 import path from 'node:path';
-import { appWith } from '../helpers/context.js';
+import { appWith, testEnv } from '../helpers/context.js';
+import { EventWriter } from '../../src/ingest/writer.js';
 import { tempDir } from '../helpers/processes.js';
 
 function get(port: number, path: string, key: string): Promise<{ status: number; body: string }> {
@@ -53,8 +54,9 @@ describe('graceful shutdown', () => {
         return { body: { finished: true } };
       },
     });
-    const app = appWith([slow], { config, registry, events });
-    const running = await startServer(app, { config, registry, events });
+    const writer = new EventWriter(events, testEnv().deps.logger);
+    const app = appWith([slow], { config, registry, events, writer });
+    const running = await startServer(app, { config, registry, events, writer });
 
     const inFlight = get(running.port, '/api/v1/test/slow', key.apiKey);
     await handlerStarted;
@@ -75,5 +77,9 @@ describe('graceful shutdown', () => {
     await stopping;
     expect(registry.open).to.equal(false);
     expect(eventsClosed).to.equal(true);
+    // The writer was drained and refuses further work.
+    let refusedWrite: unknown;
+    await writer.write([{ id: 'x' } as never]).catch((err: unknown) => (refusedWrite = err));
+    expect(refusedWrite).to.have.property('code', 'store_unavailable');
   });
 });

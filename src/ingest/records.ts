@@ -1,0 +1,197 @@
+import crypto from 'node:crypto';
+import type { FieldError } from '../http/errors.js';
+import type { SchemaRegistry } from '../http/validation.js';
+import { assetDecimals, rawToAmount } from './assets.js';
+import { categorize } from './categories.js';
+import { caip2Network } from './networks.js';
+
+/** Which route received a record. */
+export type IngestSource = 'events' | 'sdk';
+
+/** An incoming record after schema validation (audit-record.json). */
+export interface AuditRecordInput {
+  id?: string;
+  agent_id: string;
+  endpoint: string;
+  method: string;
+  amount?: string;
+  amount_raw?: string;
+  asset?: string;
+  network?: string;
+  scheme?: string | null;
+  policy_evaluation?: 'allowed' | 'flagged' | 'blocked';
+  team?: string | null;
+  tx_hash?: string | null;
+  payer_address?: string | null;
+  payee_address?: string | null;
+  facilitator?: string | null;
+  status_code?: number;
+  response_time_ms?: number;
+  tags?: string[];
+  metadata?: Record<string, unknown>;
+  category?: string;
+  created_at?: number | string;
+  timestamp?: number | string;
+  settled_at?: number | string | null;
+  human_sponsor?: string | null;
+  policy_id?: string | null;
+  budget_remaining?: string | null;
+  task_id?: string | null;
+  session_id?: string | null;
+}
+
+/** A row of the ClickHouse `events` table (schema/clickhouse/001_events.sql); times in Unix ms. */
+export interface EventRow {
+  team_id: string;
+  event_time: number;
+  id: string;
+  agent_id: string;
+  endpoint: string;
+  domain: string;
+  method: string;
+  category: string;
+  amount: string;
+  amount_raw: string;
+  asset: string;
+  network: string;
+  scheme: string;
+  policy_evaluation: string;
+  team_label: string | null;
+  tx_hash: string;
+  payer_address: string;
+  payee_address: string;
+  facilitator: string;
+  status_code: number;
+  response_time_ms: number;
+  human_sponsor: string;
+  policy_id: string;
+  budget_remaining: string;
+  task_id: string;
+  session_id: string;
+  tags: string[];
+  metadata: string;
+  settled_at: number | null;
+  received_at: number;
+  source: IngestSource;
+  record: string;
+}
+
+/** The columns of EventRow in insert order; the writer sends rows as arrays in this order. */
+export const EVENT_COLUMNS = [
+  'team_id', 'event_time', 'id', 'agent_id', 'endpoint', 'domain', 'method', 'category', 'amount', 'amount_raw',
+  'asset', 'network', 'scheme', 'policy_evaluation', 'team_label', 'tx_hash', 'payer_address', 'payee_address',
+  'facilitator', 'status_code', 'response_time_ms', 'human_sponsor', 'policy_id', 'budget_remaining', 'task_id',
+  'session_id', 'tags', 'metadata', 'settled_at', 'received_at', 'source', 'record',
+] as const satisfies readonly (keyof EventRow)[];
+
+/** How far ahead of the receive time an event time may be (clock skew), per the ingest contract. */
+export const MAX_FUTURE_SKEW_MS = 5 * 60 * 1000;
+/** Event times before this are almost always Unix seconds sent as milliseconds. */
+const EARLIEST_EVENT_TIME = Date.UTC(2000, 0, 1);
+const MAX_METADATA_BYTES = 8 * 1024;
+
+export type RecordOutcome = { ok: true; row: EventRow } | { ok: false; errors: FieldError[] };
+
+/** Unix ms of a record time (Unix ms or ISO 8601), or a reason it is not usable. */
+function parseTime(value: number | string): number | string {
+  const ms = typeof value === 'number' ? value : Date.parse(value);
+  if (!Number.isFinite(ms)) return 'is not a valid time';
+  if (ms < EARLIEST_EVENT_TIME) return 'is before 2000-01-01: send Unix milliseconds, not seconds';
+  return ms;
+}
+
+/**
+ * Validates one record and turns it into an event row: exact amount, event time, domain and
+ * category derived. Invalid records come back with every field that is wrong.
+ */
+export function recordToRow(
+  input: unknown,
+  schemas: SchemaRegistry,
+  teamId: string,
+  source: IngestSource,
+  receivedAt: number,
+): RecordOutcome {
+  const problems = schemas.problems('audit-record.json', input);
+  if (problems.length > 0) return { ok: false, errors: problems.map((p) => ({ ...p, field: p.field || 'record' })) };
+  const record = input as AuditRecordInput;
+  const errors: FieldError[] = [];
+
+  let domain = '';
+  try {
+    const url = new URL(record.endpoint);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http');
+    domain = url.hostname.toLowerCase();
+  } catch {
+    errors.push({ field: 'endpoint', message: 'must be an absolute http or https URL' });
+  }
+
+  const timeField = record.created_at !== undefined ? 'created_at' : record.timestamp !== undefined ? 'timestamp' : undefined;
+  let eventTime = receivedAt;
+  if (timeField) {
+    const parsed = parseTime(record[timeField]!);
+    if (typeof parsed === 'string') errors.push({ field: timeField, message: parsed });
+    else if (parsed > receivedAt + MAX_FUTURE_SKEW_MS) errors.push({ field: timeField, message: 'is more than 5 minutes in the future' });
+    else eventTime = parsed;
+  }
+  let settledAt: number | null = null;
+  if (record.settled_at !== undefined && record.settled_at !== null) {
+    const parsed = parseTime(record.settled_at);
+    if (typeof parsed === 'string') errors.push({ field: 'settled_at', message: parsed });
+    else settledAt = parsed;
+  }
+
+  const network = caip2Network(record.network ?? '');
+  if (network === undefined) errors.push({ field: 'network', message: 'must be CAIP-2 (<namespace>:<reference>) or a known x402 network name' });
+
+  const metadata = record.metadata ?? {};
+  const metadataJson = JSON.stringify(metadata);
+  if (Buffer.byteLength(metadataJson) > MAX_METADATA_BYTES) {
+    errors.push({ field: 'metadata', message: `is larger than ${MAX_METADATA_BYTES} bytes as JSON` });
+  }
+  if (errors.length > 0) return { ok: false, errors };
+
+  // A given amount wins; else the smallest-unit amount when the asset's decimals are known.
+  let amount = record.amount ?? '0';
+  if (record.amount === undefined && record.amount_raw !== undefined && record.asset) {
+    const decimals = assetDecimals(record.asset);
+    if (decimals !== undefined) amount = rawToAmount(record.amount_raw, decimals);
+  }
+  const tags = record.tags ?? [];
+  return {
+    ok: true,
+    row: {
+      team_id: teamId,
+      event_time: eventTime,
+      id: record.id ?? `srv_${crypto.randomUUID()}`,
+      agent_id: record.agent_id,
+      endpoint: record.endpoint,
+      domain,
+      method: record.method.toUpperCase(),
+      category: categorize(record.category, metadata, tags, domain),
+      amount,
+      amount_raw: record.amount_raw ?? '',
+      asset: record.asset ?? '',
+      network: network!,
+      scheme: record.scheme ?? '',
+      policy_evaluation: record.policy_evaluation ?? 'allowed',
+      team_label: record.team ?? null,
+      tx_hash: record.tx_hash ?? '',
+      payer_address: record.payer_address ?? '',
+      payee_address: record.payee_address ?? '',
+      facilitator: record.facilitator ?? '',
+      status_code: record.status_code ?? 0,
+      response_time_ms: record.response_time_ms ?? 0,
+      human_sponsor: record.human_sponsor ?? '',
+      policy_id: record.policy_id ?? '',
+      budget_remaining: record.budget_remaining ?? '',
+      task_id: record.task_id ?? '',
+      session_id: record.session_id ?? '',
+      tags,
+      metadata: metadataJson,
+      settled_at: settledAt,
+      received_at: receivedAt,
+      source,
+      record: JSON.stringify(input),
+    },
+  };
+}

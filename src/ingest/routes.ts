@@ -1,0 +1,61 @@
+import { API_PREFIXES, defineRoute } from '../http/routes.js';
+import type { IngestResult } from './ingestor.js';
+
+const RESPONSES = {
+  200: {
+    description: 'The valid records are stored; invalid ones are listed in errors by index',
+    schema: 'ingest-result.json',
+    example: { ingested: 99, duplicates: 0, errors: [{ index: 4, field: 'amount', message: 'must match pattern "^[0-9]{1,20}(\\.[0-9]{1,18})?$"' }], alerts_created: 0 },
+  },
+  503: { description: 'The event store failed: nothing of the batch was stored; retry', schema: 'error.json' },
+};
+
+const EXAMPLE_RECORD = {
+  agent_id: 'research-agent',
+  endpoint: 'https://api.example.com/v1/search?q=x',
+  method: 'GET',
+  amount: '0.001000',
+  network: 'eip155:8453',
+  asset: 'USDC',
+  policy_evaluation: 'allowed',
+  created_at: 1795243200000,
+};
+
+export const ingestEvents = defineRoute<{ events: unknown[] }>({
+  method: 'post',
+  path: '/events',
+  operationId: 'ingestEvents',
+  summary: 'Ingest a batch of 1 to 100 audit events',
+  description:
+    'Each record is validated on its own: valid records are stored (exactly once per id and team) and invalid ' +
+    'ones are reported by index. A batch with no valid record is a 400 listing them in details. Answered only ' +
+    'after the records are stored.',
+  tag: 'ingest',
+  body: 'events-batch.json',
+  bodyExample: { events: [EXAMPLE_RECORD] },
+  responses: RESPONSES,
+  async handler({ body, team, deps }): Promise<{ body: IngestResult }> {
+    return { body: await deps.ingestor.ingest(team.teamId, body.events, 'events') };
+  },
+});
+
+export const ingestAuditBatch = defineRoute<{ records: unknown[] }>({
+  method: 'post',
+  path: '/audit/batch',
+  // The SDK's base URL may be <site>/api/v1, <site>/v1 or the bare site.
+  prefixes: [...API_PREFIXES, ''],
+  operationId: 'ingestAuditBatch',
+  summary: 'Ingest a batch of audit records from the client SDK (ApiStorage)',
+  description:
+    'The SDK retries a failed batch up to 3 times: records are de-duplicated by id, so a retry stores nothing twice. ' +
+    'Same rules as POST /events.',
+  tag: 'ingest',
+  body: 'audit-batch.json',
+  bodyExample: { records: [{ id: '9f2c1a7b3d4e5f60', ...EXAMPLE_RECORD }] },
+  responses: RESPONSES,
+  async handler({ body, team, deps }): Promise<{ body: IngestResult }> {
+    return { body: await deps.ingestor.ingest(team.teamId, body.records, 'sdk') };
+  },
+});
+
+export const ingestRoutes = [ingestEvents, ingestAuditBatch];

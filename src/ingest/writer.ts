@@ -1,0 +1,138 @@
+import type { Logger } from 'pino';
+import { ApiError } from '../http/errors.js';
+import type { EventStore } from '../stores/clickhouse.js';
+import { EVENT_COLUMNS, type EventRow } from './records.js';
+
+/** What happened to the rows of one write. */
+export interface WriteOutcome {
+  /** Rows inserted by this write. */
+  stored: number;
+  /** Rows whose (team, id) was already stored, or repeated earlier in the same flush: not inserted. */
+  duplicates: number;
+}
+
+interface PendingWrite {
+  rows: EventRow[];
+  resolve: (outcome: WriteOutcome) => void;
+  reject: (err: unknown) => void;
+}
+
+export interface WriterOptions {
+  /** Upper bound of rows in one flush (one id look-up and one INSERT). */
+  maxRowsPerFlush: number;
+}
+
+const DEFAULTS: WriterOptions = { maxRowsPerFlush: 20_000 };
+
+/**
+ * Group commit into `events`. Requests queue their rows; one flush at a time takes everything
+ * queued (up to the bound), drops duplicate ids, inserts the rest in one INSERT, and only then
+ * answers each request. Under load the queue fills while a flush runs, so inserts grow with
+ * concurrency instead of staying at one request's 100 rows.
+ *
+ * Flushes never overlap, so the id look-up and the insert of one flush cannot race another's:
+ * the same record sent twice at once is stored once. (Several service processes on one ClickHouse
+ * server would each be serialised only with themselves.)
+ */
+export class EventWriter {
+  private queue: PendingWrite[] = [];
+  private draining: Promise<void> | undefined;
+  private closed = false;
+  private readonly options: WriterOptions;
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly logger: Logger,
+    options: Partial<WriterOptions> = {},
+  ) {
+    this.options = { ...DEFAULTS, ...options };
+  }
+
+  /** Resolves once the rows are stored (or found to be stored already); rejects with a 503 otherwise. */
+  write(rows: EventRow[]): Promise<WriteOutcome> {
+    if (this.closed) return Promise.reject(new ApiError('store_unavailable', 'The service is shutting down; retry'));
+    if (rows.length === 0) return Promise.resolve({ stored: 0, duplicates: 0 });
+    return new Promise((resolve, reject) => {
+      this.queue.push({ rows, resolve, reject });
+      // setImmediate lets requests already parsed in this turn join the first flush.
+      this.draining ??= new Promise<void>((done) => setImmediate(() => void this.drain().finally(done)));
+    });
+  }
+
+  /** Refuses new writes and waits until everything queued is flushed. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.draining;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length > 0) {
+      const flush = this.takeFlush();
+      try {
+        const outcomes = await this.flush(flush);
+        flush.forEach((pending, i) => pending.resolve(outcomes[i]!));
+      } catch (err) {
+        this.logger.error({ err, rows: flush.reduce((n, p) => n + p.rows.length, 0) }, 'event insert failed');
+        const unavailable = new ApiError('store_unavailable', 'The event store did not accept the records; nothing was stored, retry');
+        for (const pending of flush) pending.reject(unavailable);
+      }
+    }
+    this.draining = undefined;
+  }
+
+  /** Whole requests from the head of the queue, up to the row bound (always at least one). */
+  private takeFlush(): PendingWrite[] {
+    let rows = 0;
+    let count = 0;
+    while (count < this.queue.length) {
+      const next = this.queue[count]!.rows.length;
+      if (count > 0 && rows + next > this.options.maxRowsPerFlush) break;
+      rows += next;
+      count++;
+    }
+    return this.queue.splice(0, count);
+  }
+
+  private async flush(flush: PendingWrite[]): Promise<WriteOutcome[]> {
+    const stored = await this.storedIds(flush);
+    const seen = new Set<string>();
+    const insert: unknown[][] = [];
+    const outcomes = flush.map((pending) => {
+      let duplicates = 0;
+      for (const row of pending.rows) {
+        const key = `${row.team_id}\u0000${row.id}`;
+        if (seen.has(key) || stored.has(key)) {
+          duplicates++;
+          continue;
+        }
+        seen.add(key);
+        insert.push(EVENT_COLUMNS.map((column) => row[column]));
+      }
+      return { stored: pending.rows.length - duplicates, duplicates };
+    });
+    if (insert.length > 0) {
+      await this.store.insert('events', insert, { format: 'JSONCompactEachRow', columns: EVENT_COLUMNS });
+    }
+    return outcomes;
+  }
+
+  /** `team\0id` of the flush's client ids that the store already holds (server ids are new by construction). */
+  private async storedIds(flush: PendingWrite[]): Promise<Set<string>> {
+    const teams = new Set<string>();
+    const ids = new Set<string>();
+    for (const pending of flush) {
+      for (const row of pending.rows) {
+        if (row.id.startsWith('srv_')) continue;
+        teams.add(row.team_id);
+        ids.add(row.id);
+      }
+    }
+    if (ids.size === 0) return new Set();
+    // Served by the by_id projection, ordered by (team_id, id).
+    const found = await this.store.query<{ team_id: string; id: string }>(
+      'SELECT team_id, id FROM events WHERE team_id IN {teams:Array(String)} AND id IN {ids:Array(String)}',
+      { teams: [...teams], ids: [...ids] },
+    );
+    return new Set(found.map((r) => `${r.team_id}\u0000${r.id}`));
+  }
+}
