@@ -45,7 +45,7 @@ export function testEnv(): TestEnv {
 
 export async function startTestEnv(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-test-'));
-  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'info', MAX_BODY_BYTES: '4096' });
+  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'info', MAX_BODY_BYTES: '262144' });
   const registry = openRegistry(dataDir);
   migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
   const events = createEventStore(config.clickhouse);
