@@ -51,37 +51,71 @@ export interface EventRow {
   method: string;
   category: string;
   amount: string;
+  amount_text: string;
   amount_raw: string;
   asset: string;
   network: string;
   scheme: string;
   policy_evaluation: string;
   team_label: string | null;
-  tx_hash: string;
+  tx_hash: string | null;
   payer_address: string;
   payee_address: string;
-  facilitator: string;
+  facilitator: string | null;
   status_code: number;
   response_time_ms: number;
-  human_sponsor: string;
-  policy_id: string;
-  budget_remaining: string;
-  task_id: string;
-  session_id: string;
+  human_sponsor: string | null;
+  policy_id: string | null;
+  budget_remaining: string | null;
+  task_id: string | null;
+  session_id: string | null;
   tags: string[];
+  /** JSON text of the metadata object. */
   metadata: string;
   settled_at: number | null;
   received_at: number;
   source: IngestSource;
-  record: string;
+  /** JSON of what the columns do not keep of the record as sent; '' when nothing (see recordExtra). */
+  record_extra: string;
+}
+
+/**
+ * Fields of the SDK's AuditRecord. Each is kept by a column, so the record can be rebuilt exactly;
+ * anything else a client sends goes to record_extra.
+ */
+const AUDIT_RECORD_FIELDS = new Set([
+  'id', 'agent_id', 'team', 'human_sponsor', 'amount', 'amount_raw', 'asset', 'network', 'scheme', 'tx_hash',
+  'payer_address', 'payee_address', 'facilitator', 'endpoint', 'method', 'status_code', 'response_time_ms',
+  'policy_id', 'policy_evaluation', 'budget_remaining', 'task_id', 'session_id', 'metadata', 'created_at',
+  'settled_at', 'tags',
+]);
+
+/** Columns that hold '' for "not sent": a null sent there is kept in record_extra. */
+const NOT_NULL_TEXT_FIELDS = ['scheme', 'payer_address', 'payee_address', 'asset', 'network', 'amount_raw'] as const;
+
+/**
+ * What the columns do not keep of a record: unknown fields, values a column normalises (a network
+ * name mapped to CAIP-2, a lower-case method, an ISO time), and nulls where a column has ''.
+ * Empty for a record as the SDK builds it, so the common case costs nothing.
+ */
+function recordExtra(input: Record<string, unknown>, record: AuditRecordInput, network: string, method: string): string {
+  let extra: Record<string, unknown> | undefined;
+  const keep = (key: string, value: unknown) => ((extra ??= {})[key] = value);
+  for (const key of Object.keys(input)) if (!AUDIT_RECORD_FIELDS.has(key)) keep(key, input[key]);
+  if (record.network !== undefined && record.network !== network) keep('network', record.network);
+  if (record.method !== method) keep('method', record.method);
+  if (typeof record.created_at === 'string') keep('created_at', record.created_at);
+  if (typeof record.settled_at === 'string') keep('settled_at', record.settled_at);
+  for (const key of NOT_NULL_TEXT_FIELDS) if (input[key] === null) keep(key, null);
+  return extra ? JSON.stringify(extra) : '';
 }
 
 /** The columns of EventRow in insert order; the writer sends rows as arrays in this order. */
 export const EVENT_COLUMNS = [
-  'team_id', 'event_time', 'id', 'agent_id', 'endpoint', 'domain', 'method', 'category', 'amount', 'amount_raw',
+  'team_id', 'event_time', 'id', 'agent_id', 'endpoint', 'domain', 'method', 'category', 'amount', 'amount_text', 'amount_raw',
   'asset', 'network', 'scheme', 'policy_evaluation', 'team_label', 'tx_hash', 'payer_address', 'payee_address',
   'facilitator', 'status_code', 'response_time_ms', 'human_sponsor', 'policy_id', 'budget_remaining', 'task_id',
-  'session_id', 'tags', 'metadata', 'settled_at', 'received_at', 'source', 'record',
+  'session_id', 'tags', 'metadata', 'settled_at', 'received_at', 'source', 'record_extra',
 ] as const satisfies readonly (keyof EventRow)[];
 
 /** How far ahead of the receive time an event time may be (clock skew), per the ingest contract. */
@@ -157,6 +191,7 @@ export function recordToRow(
     if (decimals !== undefined) amount = rawToAmount(record.amount_raw, decimals);
   }
   const tags = record.tags ?? [];
+  const method = record.method.toUpperCase();
   return {
     ok: true,
     row: {
@@ -166,32 +201,33 @@ export function recordToRow(
       agent_id: record.agent_id,
       endpoint: record.endpoint,
       domain,
-      method: record.method.toUpperCase(),
+      method,
       category: categorize(record.category, metadata, tags, domain),
       amount,
+      amount_text: record.amount ?? '',
       amount_raw: record.amount_raw ?? '',
       asset: record.asset ?? '',
       network: network!,
       scheme: record.scheme ?? '',
       policy_evaluation: record.policy_evaluation ?? 'allowed',
       team_label: record.team ?? null,
-      tx_hash: record.tx_hash ?? '',
+      tx_hash: record.tx_hash ?? null,
       payer_address: record.payer_address ?? '',
       payee_address: record.payee_address ?? '',
-      facilitator: record.facilitator ?? '',
+      facilitator: record.facilitator ?? null,
       status_code: record.status_code ?? 0,
       response_time_ms: record.response_time_ms ?? 0,
-      human_sponsor: record.human_sponsor ?? '',
-      policy_id: record.policy_id ?? '',
-      budget_remaining: record.budget_remaining ?? '',
-      task_id: record.task_id ?? '',
-      session_id: record.session_id ?? '',
+      human_sponsor: record.human_sponsor ?? null,
+      policy_id: record.policy_id ?? null,
+      budget_remaining: record.budget_remaining ?? null,
+      task_id: record.task_id ?? null,
+      session_id: record.session_id ?? null,
       tags,
       metadata: metadataJson,
       settled_at: settledAt,
       received_at: receivedAt,
       source,
-      record: JSON.stringify(input),
+      record_extra: recordExtra(input as Record<string, unknown>, record, network!, method),
     },
   };
 }

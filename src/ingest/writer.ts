@@ -111,7 +111,7 @@ export class EventWriter {
       return { stored: pending.rows.length - duplicates, duplicates };
     });
     if (insert.length > 0) {
-      await this.store.insert('events', insert, { format: 'JSONCompactEachRow', columns: EVENT_COLUMNS });
+      await this.store.insertRows('events', EVENT_COLUMNS, insert);
     }
     return outcomes;
   }

@@ -49,6 +49,7 @@ describe('ingest', () => {
         method: 'GET',
         category: 'search',
         amount: '0.001',
+        amount_text: '0.001000',
         amount_raw: '0',
         asset: record.asset,
         network: 'eip155:8453',
@@ -58,14 +59,14 @@ describe('ingest', () => {
         tx_hash: '0xdeadbeef',
         payer_address: record.payer_address,
         payee_address: record.payee_address,
-        facilitator: '',
+        facilitator: null,
         status_code: 200,
         response_time_ms: 182,
         human_sponsor: 'ana@example.com',
-        policy_id: '',
+        policy_id: null,
         budget_remaining: '9.999000',
         task_id: 'task-7',
-        session_id: '',
+        session_id: null,
         tags: ['search'],
         metadata: '{"purpose":"test"}',
         source: 'sdk',
@@ -73,7 +74,26 @@ describe('ingest', () => {
       });
       expect(row!.settled_at).to.be.a('string');
       expect(Number(row!.received_ms)).to.be.within(before, Date.now());
-      expect(JSON.parse(row!.record as string)).to.deep.equal(record);
+      // What no column keeps is kept aside, so the record can be returned as it was sent.
+      expect(JSON.parse(row!.record_extra as string)).to.deep.equal({ extra_field_from_a_newer_sdk: { nested: true } });
+    });
+
+    it('keep aside what the columns normalise, and nothing for a plain SDK record', async () => {
+      const team = newTeam();
+      const records = [
+        sdkRecord({ id: 'plain' }),
+        sdkRecord({ id: 'normalised', network: 'base', method: 'get', created_at: '2026-01-02T03:04:05.000Z', scheme: null, timestamp: 5 }),
+      ];
+      await api().post('/audit/batch').set(...team.auth).send({ records }).expect(200);
+      const extras = Object.fromEntries((await storedRows(team.teamId)).map((r) => [r.id, r.record_extra]));
+      expect(extras.plain).to.equal('');
+      expect(JSON.parse(extras.normalised as string)).to.deep.equal({
+        timestamp: 5,
+        network: 'base',
+        method: 'get',
+        created_at: '2026-01-02T03:04:05.000Z',
+        scheme: null,
+      });
     });
 
     it('keep 18 decimals exactly and derive the amount from amount_raw for a known asset', async () => {

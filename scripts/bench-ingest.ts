@@ -1,0 +1,273 @@
+/**
+ * npm run bench:ingest -- [--seconds 10] [--concurrency 1,4,16] [--batch 100]
+ *
+ * Starts the service on a temporary data directory (embedded ClickHouse), drives POST /api/v1/events
+ * over HTTP with realistic batches at each concurrency for a fixed time, and prints events/s, p50
+ * and p99 request latency and the server's peak RSS. Then, with the server stopped, it checks that
+ * every acknowledged record is stored once, and inserts the same kind of rows straight through the
+ * ClickHouse client in large batches: the ceiling the HTTP path is compared with.
+ */
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../src/config.js';
+import { SchemaRegistry } from '../src/http/validation.js';
+import { recordToRow, EVENT_COLUMNS } from '../src/ingest/records.js';
+import { PROJECT_ROOT, SCHEMA_DIR } from '../src/paths.js';
+import { createEventStore, ensureDatabase } from '../src/stores/clickhouse.js';
+
+const { values: args } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '10' },
+    concurrency: { type: 'string', default: '1,4,16' },
+    batch: { type: 'string', default: '100' },
+    warmup: { type: 'string', default: '2' },
+  },
+});
+const SECONDS = Number(args.seconds);
+const LEVELS = args.concurrency!.split(',').map(Number);
+const BATCH = Number(args.batch);
+const API_KEY = 'bench-key-0123456789abcdef';
+
+// ---------------------------------------------------------------------------------------------
+// Realistic records: many agents and endpoints, 6-decimal USDC amounts, mostly allowed, SDK shape.
+
+const AGENTS = Array.from({ length: 200 }, (_, i) => `agent-${i}`);
+const ENDPOINTS = [
+  'https://api.openai.com/v1/chat/completions',
+  'https://api.anthropic.com/v1/messages',
+  'https://api.exa.ai/search',
+  'https://api.coingecko.com/api/v3/simple/price?ids=bitcoin',
+  'https://data.example.com/v2/prices/eth',
+  'https://weather.example.net/forecast?city=lisbon',
+  'https://api.tavily.com/search',
+  'https://images.example.io/render',
+  ...Array.from({ length: 40 }, (_, i) => `https://svc${i}.example.com/api/v1/resource/${i}`),
+];
+const NETWORKS = ['eip155:8453', 'eip155:8453', 'eip155:8453', 'eip155:84532', 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp'];
+const OUTCOMES = ['allowed', 'allowed', 'allowed', 'allowed', 'allowed', 'allowed', 'allowed', 'allowed', 'flagged', 'blocked'];
+const RUN = crypto.randomBytes(4).toString('hex');
+let sequence = 0;
+const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)]!;
+
+function record(now: number): Record<string, unknown> {
+  const micro = Math.floor(Math.random() * 50_000) + 1; // up to 0.05 USDC
+  const createdAt = now - Math.floor(Math.random() * 3_600_000);
+  return {
+    id: `${RUN}${(sequence++).toString(16).padStart(8, '0')}`,
+    agent_id: pick(AGENTS),
+    team: pick(['research', 'ops', null]),
+    human_sponsor: null,
+    amount: (micro / 1e6).toFixed(6),
+    amount_raw: '0',
+    asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+    network: pick(NETWORKS),
+    scheme: 'exact',
+    tx_hash: `0x${crypto.randomBytes(8).toString('hex')}`,
+    payer_address: '0x1111111111111111111111111111111111111111',
+    payee_address: '0x2222222222222222222222222222222222222222',
+    facilitator: null,
+    endpoint: pick(ENDPOINTS),
+    method: 'POST',
+    status_code: 200,
+    response_time_ms: Math.floor(Math.random() * 800),
+    policy_id: null,
+    policy_evaluation: pick(OUTCOMES),
+    budget_remaining: null,
+    task_id: null,
+    session_id: null,
+    metadata: { run: RUN },
+    created_at: createdAt,
+    settled_at: createdAt,
+    tags: [],
+  };
+}
+
+const batchBody = (): string => {
+  const now = Date.now();
+  return JSON.stringify({ events: Array.from({ length: BATCH }, () => record(now)) });
+};
+
+// ---------------------------------------------------------------------------------------------
+// The service under test.
+
+interface Service {
+  pid: number;
+  port: number;
+  stop(): Promise<number | null>;
+}
+
+async function startService(dataDir: string): Promise<Service> {
+  const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/main.js')], {
+    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', BOOTSTRAP_API_KEY: API_KEY, LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (out === undefined) return;
+      out += chunk.toString();
+      const match = /"port":(\d+)/.exec(out);
+      if (match) resolve(Number(match[1]));
+    });
+    void exited.then((code) => reject(new Error(`service exited with ${code}: ${out}`)));
+  });
+  child.stdout!.resume();
+  return {
+    pid: child.pid!,
+    port,
+    stop: async () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+/** Resident memory of a process in MiB, from /proc (Linux). */
+function rssMiB(pid: number): number {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    return kb / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+function post(port: number, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/api/v1/events',
+        agent,
+        headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Authorization: `Bearer ${API_KEY}` },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => {
+          if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}: ${text}`));
+          resolve((JSON.parse(text) as { ingested: number }).ingested);
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+interface LevelResult {
+  concurrency: number;
+  events: number;
+  seconds: number;
+  latencies: number[];
+  peakRss: number;
+}
+
+async function drive(service: Service, concurrency: number, seconds: number): Promise<LevelResult> {
+  const latencies: number[] = [];
+  let events = 0;
+  let peakRss = rssMiB(service.pid);
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMiB(service.pid))), 100);
+  const start = performance.now();
+  const end = start + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        const body = batchBody();
+        const t0 = performance.now();
+        const ingested = await post(service.port, body);
+        latencies.push(performance.now() - t0);
+        events += ingested; // not `events += await ...`: that reads events before the await and loses updates
+      }
+    }),
+  );
+  const elapsed = (performance.now() - start) / 1000;
+  clearInterval(sampler);
+  peakRss = Math.max(peakRss, rssMiB(service.pid));
+  return { concurrency, events, seconds: elapsed, latencies, peakRss };
+}
+
+const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+async function main(): Promise<void> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-ingest-'));
+  console.log(`spendscope ingest benchmark, ${new Date().toISOString().slice(0, 10)}: embedded ClickHouse, ` +
+    `${os.cpus().length} cores, batches of ${BATCH}, ${SECONDS} s per level`);
+  const service = await startService(dataDir);
+  let acknowledged = 0;
+  const results: LevelResult[] = [];
+  try {
+    acknowledged += (await drive(service, 4, Number(args.warmup))).events;
+    for (const level of LEVELS) {
+      const result = await drive(service, level, SECONDS);
+      acknowledged += result.events;
+      results.push(result);
+    }
+  } finally {
+    agent.destroy();
+    const code = await service.stop();
+    if (code !== 0) console.log(`service exited with ${code}`);
+  }
+
+  console.log('\nHTTP POST /api/v1/events');
+  console.log('concurrency    events/s    p50 ms    p99 ms    peak RSS MiB');
+  for (const r of results) {
+    const sorted = [...r.latencies].sort((a, b) => a - b);
+    console.log(
+      `${String(r.concurrency).padStart(11)}  ${fmt(r.events / r.seconds).padStart(10)}  ${fmt(percentile(sorted, 50), 1).padStart(8)}` +
+        `  ${fmt(percentile(sorted, 99), 1).padStart(8)}  ${fmt(r.peakRss).padStart(14)}`,
+    );
+  }
+
+  // The server is stopped: this process may open the engine. Every acknowledged record is there once?
+  const config = loadConfig({ DATA_DIR: dataDir });
+  const store = createEventStore(config.clickhouse);
+  await ensureDatabase(store, config.clickhouse);
+  const [stored] = await store.query<{ n: string; ids: string }>('SELECT count() AS n, uniqExact(team_id, id) AS ids FROM events');
+  console.log(`\nacknowledged ${fmt(acknowledged)} records; stored ${fmt(Number(stored!.n))} rows with ${fmt(Number(stored!.ids))} distinct ids`);
+
+  // The ceiling: the same kind of rows, built by the same code, inserted directly in large batches.
+  const [team] = await store.query<{ team_id: string }>('SELECT any(team_id) AS team_id FROM events');
+  await store.command('TRUNCATE TABLE events');
+  const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
+  const total = Math.min(1_000_000, Math.max(200_000, results.at(-1)?.events ?? 200_000));
+  const chunk = 50_000;
+  const receivedAt = Date.now();
+  const chunks: unknown[][][] = [];
+  for (let done = 0; done < total; done += chunk) {
+    const rows: unknown[][] = [];
+    for (let i = 0; i < Math.min(chunk, total - done); i++) {
+      const outcome = recordToRow(record(receivedAt), schemas, team!.team_id, 'events', receivedAt);
+      if (!outcome.ok) throw new Error(JSON.stringify(outcome.errors));
+      rows.push(EVENT_COLUMNS.map((c) => outcome.row[c]));
+    }
+    chunks.push(rows);
+  }
+  const t0 = performance.now();
+  for (const rows of chunks) await store.insertRows('events', EVENT_COLUMNS, rows);
+  const directSeconds = (performance.now() - t0) / 1000;
+  const direct = total / directSeconds;
+  await store.close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+
+  const top = results.find((r) => r.concurrency === Math.max(...LEVELS));
+  console.log(`direct insert through the ClickHouse client (${fmt(chunk)}-row inserts, ${fmt(total)} rows): ${fmt(direct)} events/s`);
+  if (top) console.log(`ratio HTTP at concurrency ${top.concurrency} / direct: ${fmt(top.events / top.seconds / direct, 2)}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
