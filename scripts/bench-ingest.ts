@@ -6,6 +6,9 @@
  * and p99 request latency and the server's peak RSS. Then, with the server stopped, it checks that
  * every acknowledged record is stored once, and inserts the same kind of rows straight through the
  * ClickHouse client in large batches: the ceiling the HTTP path is compared with.
+ *
+ * Also: --server-log FILE keeps the server's log (LOG_LEVEL=debug adds per-flush figures),
+ * --profile DIR writes a CPU profile of the server.
  */
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -26,6 +29,9 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '1,4,16' },
     batch: { type: 'string', default: '100' },
     warmup: { type: 'string', default: '2' },
+    'server-log': { type: 'string' },
+    // Writes a V8 CPU profile of the server to this folder (open it in Chrome DevTools).
+    profile: { type: 'string' },
   },
 });
 const SECONDS = Number(args.seconds);
@@ -102,8 +108,9 @@ interface Service {
 }
 
 async function startService(dataDir: string): Promise<Service> {
-  const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/main.js')], {
-    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', BOOTSTRAP_API_KEY: API_KEY, LOG_LEVEL: 'info' },
+  const nodeArgs = args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [];
+  const child = spawn(process.execPath, [...nodeArgs, path.join(PROJECT_ROOT, 'dist/src/main.js')], {
+    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', BOOTSTRAP_API_KEY: API_KEY, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
@@ -117,7 +124,8 @@ async function startService(dataDir: string): Promise<Service> {
     });
     void exited.then((code) => reject(new Error(`service exited with ${code}: ${out}`)));
   });
-  child.stdout!.resume();
+  if (args['server-log']) child.stdout!.pipe(fs.createWriteStream(args['server-log']));
+  else child.stdout!.resume();
   return {
     pid: child.pid!,
     port,
@@ -172,6 +180,19 @@ interface LevelResult {
   seconds: number;
   latencies: number[];
   peakRss: number;
+  /** CPU seconds per wall second: the server process, and this load generator. */
+  serverCpu: number;
+  clientCpu: number;
+}
+
+/** user+system CPU seconds of a process so far, from /proc (Linux). */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
 }
 
 async function drive(service: Service, concurrency: number, seconds: number): Promise<LevelResult> {
@@ -179,6 +200,8 @@ async function drive(service: Service, concurrency: number, seconds: number): Pr
   let events = 0;
   let peakRss = rssMiB(service.pid);
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMiB(service.pid))), 100);
+  const serverCpu0 = cpuSeconds(service.pid);
+  const clientCpu0 = process.cpuUsage();
   const start = performance.now();
   const end = start + seconds * 1000;
   await Promise.all(
@@ -195,7 +218,16 @@ async function drive(service: Service, concurrency: number, seconds: number): Pr
   const elapsed = (performance.now() - start) / 1000;
   clearInterval(sampler);
   peakRss = Math.max(peakRss, rssMiB(service.pid));
-  return { concurrency, events, seconds: elapsed, latencies, peakRss };
+  const client = process.cpuUsage(clientCpu0);
+  return {
+    concurrency,
+    events,
+    seconds: elapsed,
+    latencies,
+    peakRss,
+    serverCpu: (cpuSeconds(service.pid) - serverCpu0) / elapsed,
+    clientCpu: (client.user + client.system) / 1e6 / elapsed,
+  };
 }
 
 const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
@@ -222,12 +254,13 @@ async function main(): Promise<void> {
   }
 
   console.log('\nHTTP POST /api/v1/events');
-  console.log('concurrency    events/s    p50 ms    p99 ms    peak RSS MiB');
+  console.log('concurrency    events/s    p50 ms    p99 ms    peak RSS MiB    server CPU    load-generator CPU');
   for (const r of results) {
     const sorted = [...r.latencies].sort((a, b) => a - b);
     console.log(
       `${String(r.concurrency).padStart(11)}  ${fmt(r.events / r.seconds).padStart(10)}  ${fmt(percentile(sorted, 50), 1).padStart(8)}` +
-        `  ${fmt(percentile(sorted, 99), 1).padStart(8)}  ${fmt(r.peakRss).padStart(14)}`,
+        `  ${fmt(percentile(sorted, 99), 1).padStart(8)}  ${fmt(r.peakRss).padStart(14)}  ${fmt(r.serverCpu, 2).padStart(12)}` +
+        `  ${fmt(r.clientCpu, 2).padStart(20)}`,
     );
   }
 

@@ -10,6 +10,7 @@ export interface Config {
   bootstrapApiKey: string | undefined;
   maxBodyBytes: number;
   shutdownTimeoutMs: number;
+  ingest: { flushRows: number; lingerMs: number };
 }
 
 /** Unset `url`: the embedded engine in `path`; set: a ClickHouse server over HTTP. */
@@ -59,6 +60,10 @@ export function loadConfig(env: Env = process.env): Config {
   ) as LogLevel;
   const maxBodyBytes = integer('MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024);
   const shutdownTimeoutMs = integer('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000);
+  const ingest = {
+    flushRows: integer('INGEST_FLUSH_ROWS', 2_000, 1, 100_000),
+    lingerMs: integer('INGEST_LINGER_MS', 8, 0, 1_000),
+  };
   const bootstrapApiKey = text('BOOTSTRAP_API_KEY', '', (v) =>
     // A bootstrap key is a real credential: short or spaced values are mistakes, not keys.
     v.length < 16 || v.length > 256 || /\s/.test(v) ? 'must be 16 to 256 characters without spaces' : null,
@@ -95,5 +100,6 @@ export function loadConfig(env: Env = process.env): Config {
     bootstrapApiKey: bootstrapApiKey || undefined,
     maxBodyBytes,
     shutdownTimeoutMs,
+    ingest,
   };
 }

@@ -39,7 +39,10 @@ async function main(): Promise<void> {
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
   const { registry, events } = await openStores(config, logger);
   bootstrapDefaultTeam(registry, config, (line) => process.stdout.write(`${line}\n`));
-  const writer = new EventWriter(events, logger);
+  const writer = new EventWriter(events, logger, {
+    targetRowsPerFlush: config.ingest.flushRows,
+    lingerMs: config.ingest.lingerMs,
+  });
   const ingestor = new Ingestor(schemas, writer, new AgentDiscovery(registry), logger);
   const app = createApp({ config, registry, events, logger, schemas, writer, ingestor });
 
