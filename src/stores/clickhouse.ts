@@ -41,7 +41,7 @@ const CLIENT_LOG = { level: ClickHouseLogLevel.OFF };
 const SMALL_INSERT_SETTINGS: ClickHouseSettings = {
   max_threads: 1,
   max_insert_threads: '1',
-  input_format_parallel_parsing: false,
+  input_format_parallel_parsing: 0,
   max_compress_block_size: '65536',
   min_compress_block_size: '4096',
 };
