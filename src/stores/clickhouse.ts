@@ -1,4 +1,6 @@
 import { ClickHouseLogLevel, createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
+
+export type { ClickHouseSettings };
 import { createChdbConnection } from 'chdb/connection';
 import { Readable } from 'node:stream';
 import type { ClickHouseConfig } from '../config.js';
@@ -11,7 +13,7 @@ export interface EventStore {
   readonly mode: ClickHouseConfig['mode'];
   readonly database: string;
   /** Runs a SELECT and returns its rows; 64-bit integers and Decimals come back as strings. */
-  query<Row>(sql: string, params?: Record<string, unknown>): Promise<Row[]>;
+  query<Row>(sql: string, params?: Record<string, unknown>, settings?: ClickHouseSettings): Promise<Row[]>;
   /** Runs a statement that returns no rows (DDL, ALTER, INSERT ... SELECT). */
   command(sql: string, params?: Record<string, unknown>): Promise<void>;
   /** Inserts objects as JSONEachRow (small, occasional writes: migrations records). */
@@ -116,8 +118,8 @@ function clientStore(client: ClickHouseClient, config: ClickHouseConfig): EventS
   return {
     mode: config.mode,
     database: config.database,
-    async query<Row>(sql: string, params?: Record<string, unknown>): Promise<Row[]> {
-      const result = await client.query({ query: sql, query_params: params, format: 'JSONEachRow' });
+    async query<Row>(sql: string, params?: Record<string, unknown>, settings?: ClickHouseSettings): Promise<Row[]> {
+      const result = await client.query({ query: sql, query_params: params, format: 'JSONEachRow', clickhouse_settings: settings });
       return result.json<Row>();
     },
     async command(sql: string, params?: Record<string, unknown>): Promise<void> {
