@@ -31,6 +31,9 @@ export interface WriterOptions {
  * merge: 100-row parts cost about 4x per row what 1,600-row parts do (bench:ingest, 2 cores). A few
  * ms of waiting under load buys much larger parts; an idle writer still flushes at once.
  */
+/** No flush for this long means the load has paused: the next request goes without waiting. */
+const IDLE_AFTER_MS = 100;
+
 const DEFAULTS: WriterOptions = { maxRowsPerFlush: 20_000, targetRowsPerFlush: 1600, lingerMs: 20 };
 
 /**
@@ -52,6 +55,7 @@ export class EventWriter {
   /** Rows wanted before the next flush goes: what recent flushes carried (see drain). */
   private expectedRows = 0;
   private readonly recentFlushRows: number[] = [];
+  private lastFlushEnded = 0;
   private closed = false;
   private readonly options: WriterOptions;
 
@@ -86,10 +90,15 @@ export class EventWriter {
    * Under steady load, requests arrive in waves (clients answered by one flush send their next
    * batch together). Flushing the first request of a wave at once, and the rest behind it, halves
    * the rows per part; so a flush waits until as many rows are queued as recent flushes carried,
-   * or the linger bound passes. An idle writer (no recent flushes) still flushes a request at once.
+   * or the linger bound passes. An idle writer (no flush for IDLE_AFTER_MS) flushes at once. The
+   * queue running dry is not idleness: after a full flush every client is waiting for its answer.
    */
   private async drain(): Promise<void> {
     while (this.queue.length > 0) {
+      if (performance.now() - this.lastFlushEnded > IDLE_AFTER_MS) {
+        this.recentFlushRows.length = 0;
+        this.expectedRows = 0;
+      }
       if (this.queuedRows < this.expectedRows && !this.closed) {
         await new Promise<void>((resume) => {
           const timer = setTimeout(resume, this.options.lingerMs);
@@ -112,11 +121,9 @@ export class EventWriter {
         const unavailable = new ApiError('store_unavailable', 'The event store did not accept the records; nothing was stored, retry');
         for (const pending of flush) pending.reject(unavailable);
       }
+      this.lastFlushEnded = performance.now();
     }
     this.draining = undefined;
-    // The queue ran dry: load has paused, so the next request should not wait for company.
-    this.recentFlushRows.length = 0;
-    this.expectedRows = 0;
   }
 
   /** Whole requests from the head of the queue, up to the row bound (always at least one). */
