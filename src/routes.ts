@@ -1,3 +1,4 @@
+import { analyticsRoutes } from './analytics/routes.js';
 import { openApiRoute } from './docs/routes.js';
 import { healthRoutes } from './health/routes.js';
 import type { RouteSpec } from './http/routes.js';
@@ -9,5 +10,6 @@ export const ROUTES: readonly RouteSpec[] = [
   ...healthRoutes,
   ...teamRoutes,
   ...ingestRoutes,
+  ...analyticsRoutes,
   openApiRoute(() => ROUTES),
 ];

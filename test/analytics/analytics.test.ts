@@ -1,0 +1,239 @@
+/**
+ * Differential test: random events go in through the real ingest; every analytics answer is
+ * compared with one computed here with exact decimal arithmetic from the same events.
+ */
+import { expect } from 'chai';
+import BigNumber from 'bignumber.js';
+import { api, errorOf, newTeam } from '../helpers/context.js';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+interface Ev {
+  id: string;
+  agent_id: string;
+  endpoint: string;
+  domain: string;
+  method: string;
+  amount: string;
+  network: string;
+  category: string;
+  policy_evaluation: 'allowed' | 'flagged' | 'blocked';
+  created_at: number;
+}
+
+/** A seeded generator, so a failure can be replayed. */
+function random(seed: number) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+const DOMAINS = ['api.openai.com', 'api.anthropic.com', 'data.example.com', 'search.example.net', 'x.example.org', 'weather.example.io'];
+const NETWORKS: [string, string][] = [['eip155:8453', 'eip155:8453'], ['base', 'eip155:8453'], ['solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp', 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp'], ['', '']];
+const CATEGORIES = ['llm', 'api', 'data', 'search'];
+const OUTCOMES = ['allowed', 'allowed', 'allowed', 'flagged', 'blocked'] as const;
+
+function makeEvents(count: number, end: number, rnd: () => number): (Ev & { sentNetwork: string })[] {
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(rnd() * xs.length)]!;
+  return Array.from({ length: count }, (_, i) => {
+    const domain = pick(DOMAINS);
+    const [sentNetwork, network] = pick(NETWORKS);
+    // Amounts with 0 to 18 decimals, some tiny, some large.
+    const whole = rnd() < 0.1 ? String(Math.floor(rnd() * 1e6)) : '0';
+    const decimals = Math.floor(rnd() * 19);
+    const fraction = Array.from({ length: decimals }, () => Math.floor(rnd() * 10)).join('');
+    return {
+      id: `ev-${i}-${Math.floor(rnd() * 1e9)}`,
+      agent_id: `agent-${Math.floor(rnd() * 5)}`,
+      endpoint: `https://${domain}/v1/${pick(['a', 'b', 'c'])}`,
+      domain,
+      method: 'POST',
+      amount: decimals ? `${whole}.${fraction}` : whole,
+      network,
+      sentNetwork,
+      category: pick(CATEGORIES),
+      policy_evaluation: pick(OUTCOMES),
+      created_at: end - Math.floor(rnd() * 5 * DAY),
+    };
+  });
+}
+
+function expectedBy(events: Ev[], key: (e: Ev) => string) {
+  const map = new Map<string, { spend: BigNumber; count: number }>();
+  for (const e of events) {
+    const entry = map.get(key(e)) ?? { spend: new BigNumber(0), count: 0 };
+    entry.spend = entry.spend.plus(e.amount);
+    entry.count++;
+    map.set(key(e), entry);
+  }
+  return map;
+}
+
+const inRange = (events: Ev[], from: number, to: number) => events.filter((e) => e.created_at >= from && e.created_at < to);
+const total = (events: Ev[]) => events.reduce((s, e) => s.plus(e.amount), new BigNumber(0));
+const same = (actual: string, expected: BigNumber, what: string) =>
+  expect(new BigNumber(actual).isEqualTo(expected), `${what}: ${actual} != ${expected.toFixed()}`).to.equal(true);
+
+describe('analytics', function () {
+  this.timeout(60_000);
+  const now = Date.now();
+  const end = now - HOUR;
+  const rnd = random(20261121);
+  const events = makeEvents(700, end, rnd);
+  let team: ReturnType<typeof newTeam>;
+
+  before(async () => {
+    team = newTeam('analytics');
+    const toSend = events.map(({ domain: _d, sentNetwork, network: _n, ...e }) => ({ ...e, network: sentNetwork }));
+    for (let i = 0; i < toSend.length; i += 100) {
+      await api().post('/api/v1/events').set(...team.auth).send({ events: toSend.slice(i, i + 100) }).expect(200);
+    }
+    // Duplicates, re-sent in later batches and within a batch, must not change any answer.
+    const again = toSend.slice(0, 60);
+    await api().post('/api/v1/events').set(...team.auth).send({ events: [...again, ...again.slice(0, 10)] }).expect(200);
+  });
+
+  const ranges: [string, () => [number, number]][] = [
+    ['the whole data', () => [end - 6 * DAY, now]],
+    ['ragged ms edges across days', () => [end - 4 * DAY + 37 * 60_000 + 12_345, end - DAY + 5 * HOUR + 7_891]],
+    ['within one hour', () => [end - 2 * DAY + 10 * 60_000 + 1, end - 2 * DAY + 50 * 60_000 - 1]],
+    ['an empty range', () => [end - 30 * DAY, end - 20 * DAY]],
+  ];
+
+  for (const [name, range] of ranges) {
+    describe(`over ${name}`, () => {
+      it('summary matches', async () => {
+        const [from, to] = range();
+        const res = await api().get(`/api/v1/analytics/summary?from=${from}&to=${to}&limit=1000`).set(...team.auth).expect(200);
+        const inside = inRange(events, from, to);
+        const body = res.body;
+        same(body.totalSpend, total(inside), 'totalSpend');
+        expect(body.count).to.equal(inside.length);
+        expect(body.period).to.deep.equal({ from: new Date(from).toISOString(), to: new Date(to).toISOString() });
+        const max = inside.reduce((m, e) => BigNumber.max(m, e.amount), new BigNumber(0));
+        same(body.maxPayment, max, 'maxPayment');
+        const avg = inside.length ? total(inside).div(inside.length).decimalPlaces(18, BigNumber.ROUND_HALF_EVEN) : new BigNumber(0);
+        same(body.avgPayment, avg, 'avgPayment');
+        expect(body.activeAgents).to.equal(new Set(inside.map((e) => e.agent_id)).size);
+        expect(body.flagged).to.equal(inside.filter((e) => e.policy_evaluation === 'flagged').length);
+        expect(body.blocked).to.equal(inside.filter((e) => e.policy_evaluation === 'blocked').length);
+        for (const [field, key] of [['byAgent', (e: Ev) => e.agent_id], ['byEndpoint', (e: Ev) => e.domain]] as const) {
+          const expected = expectedBy(inside, key);
+          expect(Object.keys(body[field]).sort(), field).to.deep.equal([...expected.keys()].sort());
+          for (const [k, v] of expected) {
+            same(body[field][k].spend, v.spend, `${field}.${k}`);
+            expect(body[field][k].count).to.equal(v.count);
+          }
+        }
+        const previous = inRange(events, from - (to - from), from);
+        same(body.previous.totalSpend, total(previous), 'previous.totalSpend');
+        expect(body.previous.count).to.equal(previous.length);
+      });
+
+      const breakdowns: [string, (e: Ev) => string][] = [
+        ['by-agent', (e) => e.agent_id],
+        ['by-category', (e) => e.category],
+        ['by-endpoint', (e) => e.domain],
+        ['by-endpoint?level=url', (e) => e.endpoint],
+        ['by-network', (e) => e.network],
+      ];
+      for (const [path, key] of breakdowns) {
+        it(`${path} matches, sorted by spend`, async () => {
+          const [from, to] = range();
+          const sep = path.includes('?') ? '&' : '?';
+          const res = await api().get(`/v1/analytics/${path}${sep}from=${from}&to=${to}&limit=1000`).set(...team.auth).expect(200);
+          const inside = inRange(events, from, to);
+          const expected = expectedBy(inside, key);
+          expect(res.body.map((r: { key: string }) => r.key).sort()).to.deep.equal([...expected.keys()].sort());
+          const sum = total(inside);
+          for (const row of res.body as { key: string; spend: string; count: number; share: number }[]) {
+            same(row.spend, expected.get(row.key)!.spend, `${path} ${row.key}`);
+            expect(row.count).to.equal(expected.get(row.key)!.count);
+            expect(row.share).to.be.closeTo(sum.isZero() ? 0 : expected.get(row.key)!.spend.div(sum).toNumber(), 1e-6);
+          }
+          const spends = (res.body as { spend: string }[]).map((r) => new BigNumber(r.spend));
+          for (let i = 1; i < spends.length; i++) expect(spends[i - 1]!.gte(spends[i]!)).to.equal(true);
+        });
+      }
+
+      it('hourly timeseries is zero-filled, matches per bucket, and sums to the summary', async () => {
+        const [from, to] = range();
+        const res = await api().get(`/api/v1/analytics/timeseries?from=${from}&to=${to}&granularity=hour`).set(...team.auth).expect(200);
+        const firstBucket = Math.floor(from / HOUR) * HOUR;
+        const expectedBuckets = Math.ceil((to - firstBucket) / HOUR);
+        expect(res.body).to.have.length(expectedBuckets);
+        const inside = inRange(events, from, to);
+        const perBucket = expectedBy(inside, (e) => new Date(Math.floor(e.created_at / HOUR) * HOUR).toISOString());
+        let sum = new BigNumber(0);
+        let count = 0;
+        res.body.forEach((b: { t: string; spend: string; count: number }, i: number) => {
+          expect(b.t).to.equal(new Date(firstBucket + i * HOUR).toISOString());
+          same(b.spend, perBucket.get(b.t)?.spend ?? new BigNumber(0), `bucket ${b.t}`);
+          expect(b.count).to.equal(perBucket.get(b.t)?.count ?? 0);
+          sum = sum.plus(b.spend);
+          count += b.count;
+        });
+        same(sum.toFixed(), total(inside), 'sum of buckets');
+        expect(count).to.equal(inside.length);
+      });
+    });
+  }
+
+  it('day buckets follow tz (Asia/Kolkata, UTC+05:30)', async () => {
+    const [from, to] = [end - 4 * DAY, now];
+    const res = await api().get(`/api/v1/analytics/timeseries?from=${from}&to=${to}&granularity=day&tz=Asia/Kolkata`).set(...team.auth).expect(200);
+    const offset = 5.5 * HOUR;
+    const dayStart = (t: number) => Math.floor((t + offset) / DAY) * DAY - offset;
+    const inside = inRange(events, from, to);
+    const perDay = expectedBy(inside, (e) => new Date(dayStart(e.created_at)).toISOString());
+    expect(res.body[0].t).to.equal(new Date(dayStart(from)).toISOString());
+    for (const b of res.body as { t: string; spend: string; count: number }[]) {
+      same(b.spend, perDay.get(b.t)?.spend ?? new BigNumber(0), `day ${b.t}`);
+      expect(b.count).to.equal(perDay.get(b.t)?.count ?? 0);
+    }
+    expect(res.body.reduce((n: number, b: { count: number }) => n + b.count, 0)).to.equal(inside.length);
+  });
+
+  it('accepts ISO 8601 times and defaults to the last 30 days', async () => {
+    const from = end - 3 * DAY;
+    const iso = await api().get(`/api/v1/analytics/summary?from=${new Date(from).toISOString()}&to=${new Date(now).toISOString()}`).set(...team.auth).expect(200);
+    expect(iso.body.count).to.equal(inRange(events, from, now).length);
+    const defaults = await api().get('/api/v1/analytics/summary').set(...team.auth).expect(200);
+    expect(Date.parse(defaults.body.period.to) - Date.parse(defaults.body.period.from)).to.equal(30 * DAY);
+    expect(defaults.body.count).to.equal(events.length);
+  });
+
+  it('another team sees none of it', async () => {
+    const other = newTeam();
+    const res = await api().get(`/api/v1/analytics/summary?from=${end - 10 * DAY}&to=${now}`).set(...other.auth).expect(200);
+    expect(res.body.count).to.equal(0);
+    expect(res.body.byAgent).to.deep.equal({});
+  });
+
+  describe('parameter errors', () => {
+    const bad: [string, string][] = [
+      ['/analytics/summary?from=2000&to=1000', 'from'],
+      ['/analytics/summary?from=yesterday', 'from'],
+      ['/analytics/by-agent?to=2026-13-45T99:00:00Z', 'to'],
+      ['/analytics/by-agent?limit=0', 'limit'],
+      ['/analytics/by-network?limit=1001', 'limit'],
+      ['/analytics/by-category?limit=ten', 'limit'],
+      ['/analytics/timeseries?granularity=year', 'granularity'],
+      ['/analytics/timeseries?tz=Mars/Olympus_Mons', 'tz'],
+      ['/analytics/timeseries?granularity=minute', 'granularity'],
+      ['/analytics/by-endpoint?level=path', 'level'],
+      ['/analytics/summary?form=1', 'form'],
+    ];
+    for (const [path, field] of bad) {
+      it(`${path} is a 400 naming ${field}`, async () => {
+        const res = await api().get(`/api/v1${path}`).set(...team.auth).expect(400);
+        const error = errorOf(res.body);
+        expect(error.code).to.equal('validation_failed');
+        expect((error.details as { field: string }[]).map((d) => d.field)).to.include(field);
+      });
+    }
+  });
+});
