@@ -1,36 +1,17 @@
 import path from 'node:path';
-import { pino, type Logger } from 'pino';
+import { pino } from 'pino';
 import { createApp } from './app.js';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, loadConfig } from './config.js';
 import { SchemaRegistry } from './http/validation.js';
 import { SCHEMA_DIR } from './paths.js';
-import { createEventStore, ensureDatabase, EventStoreOpenError, type EventStore } from './stores/clickhouse.js';
-import { MigrationError, migrateEventStore, migrateRegistry } from './stores/migrations.js';
-import { openRegistry, type Registry } from './stores/sqlite.js';
+import { EventStoreOpenError } from './stores/clickhouse.js';
+import { openStores } from './stores/open.js';
+import { MigrationError } from './stores/migrations.js';
 import { bootstrapDefaultTeam } from './teams/bootstrap.js';
 import { startServer } from './server.js';
 import { AgentDiscovery } from './agents/discovery.js';
 import { Ingestor } from './ingest/ingestor.js';
 import { EventWriter } from './ingest/writer.js';
-
-/** Opens both stores and brings their schemas up to date; closes what it opened on failure. */
-export async function openStores(config: Config, logger: Logger): Promise<{ registry: Registry; events: EventStore }> {
-  const registry = openRegistry(config.dataDir);
-  let events: EventStore | undefined;
-  try {
-    const applied = migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
-    if (applied.length) logger.info({ applied }, 'registry migrations applied');
-    events = createEventStore(config.clickhouse);
-    await ensureDatabase(events, config.clickhouse);
-    const appliedCh = await migrateEventStore(events, path.join(SCHEMA_DIR, 'clickhouse'));
-    if (appliedCh.length) logger.info({ applied: appliedCh }, 'ClickHouse migrations applied');
-    return { registry, events };
-  } catch (err) {
-    registry.close();
-    await events?.close().catch(() => undefined);
-    throw err;
-  }
-}
 
 async function main(): Promise<void> {
   const config = loadConfig();

@@ -31,6 +31,9 @@ export interface WriterOptions {
  * merge: 100-row parts cost about 4x per row what 1,600-row parts do (bench:ingest, 2 cores). A few
  * ms of waiting under load buys much larger parts; an idle writer still flushes at once.
  */
+/** Ids per duplicate look-up query (see storedIds). */
+const LOOKUP_CHUNK = 5_000;
+
 /** No flush for this long means the load has paused: the next request goes without waiting. */
 const IDLE_AFTER_MS = 100;
 
@@ -187,14 +190,19 @@ export class EventWriter {
         ids.add(row.id);
       }
     }
-    if (ids.size === 0) return new Set();
-    // Served by the by_id projection, ordered by (team_id, id).
-    const found = await this.store.query<{ team_id: string; id: string }>(
-      'SELECT team_id, id FROM events WHERE team_id IN {teams:Array(String)} AND id IN {ids:Array(String)}',
-      { teams: [...teams], ids: [...ids] },
-      // A point look-up: one thread answers it sooner than a pool started for it.
-      { max_threads: 1 },
-    );
-    return new Set(found.map((r) => `${r.team_id}\u0000${r.id}`));
+    const stored = new Set<string>();
+    const all = [...ids];
+    // Served by the by_id projection, ordered by (team_id, id). ClickHouse's key analysis grows
+    // faster than linearly with the IN set: 45,000 ids took 70 s in one query, 0.13 s in chunks.
+    for (let i = 0; i < all.length; i += LOOKUP_CHUNK) {
+      const found = await this.store.query<{ team_id: string; id: string }>(
+        'SELECT team_id, id FROM events WHERE team_id IN {teams:Array(String)} AND id IN {ids:Array(String)}',
+        { teams: [...teams], ids: all.slice(i, i + LOOKUP_CHUNK) },
+        // A point look-up: one thread answers it sooner than a pool started for it.
+        { max_threads: 1 },
+      );
+      for (const r of found) stored.add(`${r.team_id}\u0000${r.id}`);
+    }
+    return stored;
   }
 }

@@ -1,0 +1,173 @@
+/**
+ * npm run seed -- --events N --teams T --agents A --days D [--data-dir DIR]
+ *
+ * Fills the store with realistic synthetic events through the same code as ingest (record
+ * validation and derivation, then the group-commit writer with its duplicate look-up), in large
+ * flushes. Run it while the server is stopped: the embedded engine allows one process at a time.
+ * Teams are named seed-1..seed-T (created when missing); their keys are printed when created.
+ */
+import crypto from 'node:crypto';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { AgentDiscovery } from '../src/agents/discovery.js';
+import { loadConfig } from '../src/config.js';
+import { SchemaRegistry } from '../src/http/validation.js';
+import { recordToRow, type EventRow } from '../src/ingest/records.js';
+import { EventWriter } from '../src/ingest/writer.js';
+import { openStores } from '../src/stores/open.js';
+import { SCHEMA_DIR } from '../src/paths.js';
+import { createTeam, TeamNameTaken } from '../src/teams/repository.js';
+
+export interface SeedOptions {
+  dataDir: string;
+  events: number;
+  teams: number;
+  agents: number;
+  days: number;
+  /** Called with progress lines. */
+  log?: (line: string) => void;
+}
+
+export interface SeededTeam {
+  id: string;
+  name: string;
+  /** Only for teams this run created. */
+  apiKey?: string;
+}
+
+// Providers with the categories the ingest rules give them, weighted toward LLM spend.
+const ENDPOINTS = [
+  'https://api.openai.com/v1/chat/completions',
+  'https://api.openai.com/v1/embeddings',
+  'https://api.anthropic.com/v1/messages',
+  'https://generativelanguage.googleapis.com/v1beta/models/gemini:generateContent',
+  'https://api.mistral.ai/v1/chat/completions',
+  'https://openrouter.ai/api/v1/chat/completions',
+  'https://api.exa.ai/search',
+  'https://api.tavily.com/search',
+  'https://api.coingecko.com/api/v3/simple/price',
+  'https://api.dune.com/api/v1/query/results',
+  'https://api.replicate.com/v1/predictions',
+  'https://api.elevenlabs.io/v1/text-to-speech',
+  ...Array.from({ length: 28 }, (_, i) => `https://svc${i}.example.com/v1/resource`),
+];
+const NETWORKS = ['eip155:8453', 'eip155:8453', 'eip155:8453', 'eip155:84532', 'eip155:137', 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp'];
+
+/** A tiny fast PRNG: 10 million records should not wait on crypto. */
+function generator(seed: number) {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return (s >>> 0) / 2 ** 32;
+  };
+}
+
+export async function seedStore(options: SeedOptions): Promise<SeededTeam[]> {
+  const log = options.log ?? (() => undefined);
+  const config = loadConfig({ ...process.env, DATA_DIR: options.dataDir });
+  const logger = pino({ level: process.env.LOG_LEVEL ?? 'warn' }, pino.destination(2));
+  const { registry, events } = await openStores(config, logger);
+  const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
+  const writer = new EventWriter(events, logger, { maxRowsPerFlush: 50_000, targetRowsPerFlush: 50_000, lingerMs: 0 });
+  const agents = new AgentDiscovery(registry);
+  const rnd = generator(options.events * 7 + options.teams);
+  try {
+    const teams: SeededTeam[] = [];
+    for (let i = 1; i <= options.teams; i++) {
+      const name = `seed-${i}`;
+      try {
+        const { team, key } = createTeam(registry, name);
+        teams.push({ id: team.id, name, apiKey: key.apiKey });
+      } catch (err) {
+        if (!(err instanceof TeamNameTaken)) throw err;
+        const row = registry.prepare('SELECT id FROM teams WHERE name = ?').get(name) as { id: string };
+        teams.push({ id: row.id, name });
+      }
+    }
+    const now = Date.now();
+    const span = options.days * 86_400_000;
+    const run = crypto.randomBytes(3).toString('hex');
+    const chunk = 50_000;
+    let pending: Promise<unknown> = Promise.resolve();
+    const started = performance.now();
+    for (let done = 0; done < options.events; done += chunk) {
+      const n = Math.min(chunk, options.events - done);
+      const rows: EventRow[] = [];
+      for (let i = 0; i < n; i++) {
+        // Business hours are busier: a day-shaped density, and a few large payments.
+        let t = now - 60_000 - Math.floor(rnd() * span);
+        if (rnd() < 0.4) t -= (t % 86_400_000) - (9 + Math.floor(rnd() * 9)) * 3_600_000;
+        const team = teams[Math.floor(rnd() * teams.length)]!;
+        const micros = rnd() < 0.01 ? Math.floor(rnd() * 50_000_000) : Math.floor(rnd() * 20_000) + 1;
+        const record = {
+          id: `${run}${(done + i).toString(16).padStart(10, '0')}`,
+          agent_id: `agent-${Math.floor(rnd() * rnd() * options.agents)}`,
+          endpoint: ENDPOINTS[Math.floor(rnd() * rnd() * ENDPOINTS.length)]!,
+          method: 'POST',
+          amount: (micros / 1e6).toFixed(6),
+          amount_raw: '0',
+          asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+          network: NETWORKS[Math.floor(rnd() * NETWORKS.length)]!,
+          scheme: 'exact',
+          policy_evaluation: rnd() < 0.9 ? 'allowed' : rnd() < 0.6 ? 'flagged' : 'blocked',
+          team: rnd() < 0.5 ? 'research' : null,
+          status_code: 200,
+          response_time_ms: Math.floor(rnd() * 900),
+          created_at: Math.min(t, now - 60_000),
+          tags: [],
+          metadata: {},
+        };
+        const outcome = recordToRow(record, schemas, team.id, 'events', now);
+        if (!outcome.ok) throw new Error(`generated an invalid record: ${JSON.stringify(outcome.errors)}`);
+        rows.push(outcome.row);
+      }
+      // Build the next chunk while this one is written.
+      await pending;
+      pending = writer.write(rows).then(() => {
+        for (const team of teams) agents.discover(team.id, rows.filter((r) => r.team_id === team.id).map((r) => r.agent_id));
+      });
+      if ((done / chunk) % 20 === 0) {
+        const rate = done / ((performance.now() - started) / 1000);
+        log(`${(done + n).toLocaleString('en-US')} / ${options.events.toLocaleString('en-US')} events (${Math.round(rate).toLocaleString('en-US')}/s)`);
+      }
+    }
+    await pending;
+    await writer.close();
+    const seconds = (performance.now() - started) / 1000;
+    log(`seeded ${options.events.toLocaleString('en-US')} events in ${seconds.toFixed(0)} s (${Math.round(options.events / seconds).toLocaleString('en-US')}/s)`);
+    return teams;
+  } finally {
+    registry.close();
+    await events.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      events: { type: 'string', default: '1000000' },
+      teams: { type: 'string', default: '3' },
+      agents: { type: 'string', default: '50' },
+      days: { type: 'string', default: '30' },
+      'data-dir': { type: 'string' },
+    },
+  });
+  const numbers = { events: Number(values.events), teams: Number(values.teams), agents: Number(values.agents), days: Number(values.days) };
+  for (const [name, value] of Object.entries(numbers)) {
+    if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a whole number of at least 1`);
+  }
+  const dataDir = path.resolve(values['data-dir'] ?? loadConfig().dataDir);
+  const teams = await seedStore({ dataDir, ...numbers, log: (line) => process.stderr.write(`${line}\n`) });
+  process.stdout.write(`${JSON.stringify({ dataDir, teams }, null, 2)}\n`);
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`seed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}
