@@ -1,10 +1,7 @@
-import BigNumber from 'bignumber.js';
 import { ApiError } from '../http/errors.js';
 import { defineRoute, type RouteSpec } from '../http/routes.js';
-import { spendBy, spendTimeseries, spendTotals, type Dimension, type Granularity, type SpendRow, type TimeRange } from './queries.js';
-
-/** Money arithmetic: exact to 18 decimals, the scale of the event store. */
-const Money = BigNumber.clone({ DECIMAL_PLACES: 18, ROUNDING_MODE: BigNumber.ROUND_HALF_EVEN, EXPONENTIAL_AT: 1e9 });
+import type { Dimension, Granularity, TimeRange } from './queries.js';
+import { breakdownReport, defaultGranularity, summaryReport, timeseriesReport } from './reports.js';
 
 const DAY = 86_400_000;
 const DEFAULT_RANGE_MS = 30 * DAY;
@@ -34,23 +31,6 @@ export function parseRange(query: RangeQuery, now = Date.now()): TimeRange {
   return { from, to };
 }
 
-const iso = (ms: number) => new Date(ms).toISOString();
-const period = (range: TimeRange) => ({ from: iso(range.from), to: iso(range.to) });
-
-/** Percent change, rounded to 2 decimals; null when there is nothing to compare with. */
-function percentChange(current: string | number, previous: string | number): number | null {
-  const before = new Money(previous);
-  if (before.isZero()) return null;
-  return new Money(current).minus(before).div(before).times(100).decimalPlaces(2).toNumber();
-}
-
-function withShares(rows: SpendRow[], total: string) {
-  const sum = new Money(total);
-  return rows.map((r) => ({ ...r, share: sum.isZero() ? 0 : new Money(r.spend).div(sum).decimalPlaces(6).toNumber() }));
-}
-
-const asMap = (rows: SpendRow[]) => Object.fromEntries(rows.map((r) => [r.key, { spend: r.spend, count: r.count }]));
-
 const RANGE_DOC =
   '`from` (inclusive) and `to` (exclusive) take Unix ms or ISO 8601; the default is the last 30 days. Answers are ' +
   'exact to the millisecond: whole hours come from the rollups, the ragged ends from the raw events.';
@@ -65,42 +45,9 @@ export const analyticsSummary = defineRoute<unknown, RangeQuery>({
   query: 'analytics-query.json',
   responses: { 200: { description: 'The summary', schema: 'analytics-summary.json' } },
   async handler({ query, team, deps }) {
-    const range = parseRange(query);
-    const limit = query.limit ?? DEFAULT_LIMIT;
-    const previousRange = { from: range.from - (range.to - range.from), to: range.from };
-    const [totals, byAgent, byDomain, previous] = await Promise.all([
-      spendTotals(deps.events, team.teamId, range),
-      spendBy(deps.events, team.teamId, range, 'agent_id', limit),
-      spendBy(deps.events, team.teamId, range, 'domain', limit),
-      spendTotals(deps.events, team.teamId, previousRange),
-    ]);
-    return {
-      body: {
-        period: period(range),
-        totalSpend: totals.spend,
-        count: totals.count,
-        avgPayment: totals.count === 0 ? '0' : new Money(totals.spend).div(totals.count).toFixed(),
-        maxPayment: totals.maxPayment,
-        activeAgents: totals.activeAgents,
-        flagged: totals.flagged,
-        blocked: totals.blocked,
-        byAgent: asMap(byAgent),
-        byEndpoint: asMap(byDomain),
-        previous: { period: period(previousRange), totalSpend: previous.spend, count: previous.count },
-        change: { spend: percentChange(totals.spend, previous.spend), count: percentChange(totals.count, previous.count) },
-      },
-    };
+    return { body: await summaryReport(deps.events, team.teamId, parseRange(query), query.limit ?? DEFAULT_LIMIT) };
   },
 });
-
-/** Bucket size for a range when the query names none: about 100 to 3,000 buckets. */
-function defaultGranularity(spanMs: number): Granularity {
-  if (spanMs <= 2 * 3_600_000) return 'minute';
-  if (spanMs <= 2 * DAY) return 'hour';
-  if (spanMs <= 90 * DAY) return 'day';
-  if (spanMs <= 730 * DAY) return 'week';
-  return 'month';
-}
 
 const BUCKET_MS: Record<Granularity, number> = { minute: 60_000, hour: 3_600_000, day: DAY, week: 7 * DAY, month: 28 * DAY };
 
@@ -130,8 +77,7 @@ export const analyticsTimeseries = defineRoute<unknown, RangeQuery & { granulari
     if ((range.to - range.from) / BUCKET_MS[granularity] > MAX_BUCKETS) {
       throw invalid('granularity', `would yield more than ${MAX_BUCKETS} buckets for this range; choose a larger one`);
     }
-    const buckets = await spendTimeseries(deps.events, team.teamId, range, granularity, tz);
-    return { body: buckets.map((b) => ({ t: iso(b.t), spend: b.spend, count: b.count })) };
+    return { body: await timeseriesReport(deps.events, team.teamId, range, granularity, tz) };
   },
 });
 
@@ -146,13 +92,8 @@ function breakdownRoute(path: string, operationId: string, summary: string, dime
     query: dimension === 'domain-or-url' ? 'endpoint-query.json' : 'analytics-query.json',
     responses: { 200: { description: 'Spend per key', schema: 'spend-breakdown.json' } },
     async handler({ query, team, deps }) {
-      const range = parseRange(query);
       const by: Dimension = dimension === 'domain-or-url' ? (query.level === 'url' ? 'endpoint' : 'domain') : dimension;
-      const [rows, totals] = await Promise.all([
-        spendBy(deps.events, team.teamId, range, by, query.limit ?? DEFAULT_LIMIT),
-        spendTotals(deps.events, team.teamId, range),
-      ]);
-      return { body: withShares(rows, totals.spend) };
+      return { body: await breakdownReport(deps.events, team.teamId, parseRange(query), by, query.limit ?? DEFAULT_LIMIT) };
     },
   });
 }

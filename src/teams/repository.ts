@@ -57,6 +57,11 @@ function insertKey(db: Registry, teamId: string, apiKey: string, now: number): I
   return { keyId, apiKey, prefix: visiblePrefix(apiKey), createdAt: now };
 }
 
+/** Issues one more key for an existing team (tools; rotation replaces a key instead). */
+export function issueKey(db: Registry, teamId: string): IssuedKey {
+  return insertKey(db, teamId, generateApiKey(), Date.now());
+}
+
 /** Creates a team and its first key (generated unless given). Throws TeamNameTaken. */
 export function createTeam(db: Registry, name: string, apiKey = generateApiKey()): { team: Team; key: IssuedKey } {
   const create = db.transaction(() => {

@@ -1,0 +1,67 @@
+import BigNumber from 'bignumber.js';
+import type { EventStore } from '../stores/clickhouse.js';
+import { spendBy, spendTimeseries, spendTotals, type Dimension, type Granularity, type SpendRow, type TimeRange } from './queries.js';
+
+/** Money arithmetic: exact to 18 decimals, the scale of the event store. */
+const Money = BigNumber.clone({ DECIMAL_PLACES: 18, ROUNDING_MODE: BigNumber.ROUND_HALF_EVEN, EXPONENTIAL_AT: 1e9 });
+
+const DAY = 86_400_000;
+
+/** Bucket size for a range when the query names none: about 100 to 3,000 buckets. */
+export function defaultGranularity(spanMs: number): Granularity {
+  if (spanMs <= 2 * 3_600_000) return 'minute';
+  if (spanMs <= 2 * DAY) return 'hour';
+  if (spanMs <= 90 * DAY) return 'day';
+  if (spanMs <= 730 * DAY) return 'week';
+  return 'month';
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const period = (range: TimeRange) => ({ from: iso(range.from), to: iso(range.to) });
+
+/** Percent change, rounded to 2 decimals; null when there is nothing to compare with. */
+function percentChange(current: string | number, previous: string | number): number | null {
+  const before = new Money(previous);
+  if (before.isZero()) return null;
+  return new Money(current).minus(before).div(before).times(100).decimalPlaces(2).toNumber();
+}
+
+const asMap = (rows: SpendRow[]) => Object.fromEntries(rows.map((r) => [r.key, { spend: r.spend, count: r.count }]));
+
+/** GET /analytics/summary: totals, top agents and domains, and the previous period of equal length. */
+export async function summaryReport(store: EventStore, teamId: string, range: TimeRange, limit: number) {
+  const previousRange = { from: range.from - (range.to - range.from), to: range.from };
+  const [totals, byAgent, byDomain, previous] = await Promise.all([
+    spendTotals(store, teamId, range),
+    spendBy(store, teamId, range, 'agent_id', limit),
+    spendBy(store, teamId, range, 'domain', limit),
+    spendTotals(store, teamId, previousRange),
+  ]);
+  return {
+    period: period(range),
+    totalSpend: totals.spend,
+    count: totals.count,
+    avgPayment: totals.count === 0 ? '0' : new Money(totals.spend).div(totals.count).toFixed(),
+    maxPayment: totals.maxPayment,
+    activeAgents: totals.activeAgents,
+    flagged: totals.flagged,
+    blocked: totals.blocked,
+    byAgent: asMap(byAgent),
+    byEndpoint: asMap(byDomain),
+    previous: { period: period(previousRange), totalSpend: previous.spend, count: previous.count },
+    change: { spend: percentChange(totals.spend, previous.spend), count: percentChange(totals.count, previous.count) },
+  };
+}
+
+/** GET /analytics/by-*: spend per key with its share of the range's total. */
+export async function breakdownReport(store: EventStore, teamId: string, range: TimeRange, dimension: Dimension, limit: number) {
+  const [rows, totals] = await Promise.all([spendBy(store, teamId, range, dimension, limit), spendTotals(store, teamId, range)]);
+  const sum = new Money(totals.spend);
+  return rows.map((r) => ({ ...r, share: sum.isZero() ? 0 : new Money(r.spend).div(sum).decimalPlaces(6).toNumber() }));
+}
+
+/** GET /analytics/timeseries: zero-filled buckets with ISO starts. */
+export async function timeseriesReport(store: EventStore, teamId: string, range: TimeRange, granularity: Granularity, tz: string) {
+  const buckets = await spendTimeseries(store, teamId, range, granularity, tz);
+  return buckets.map((b) => ({ t: iso(b.t), spend: b.spend, count: b.count }));
+}
