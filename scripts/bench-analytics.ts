@@ -45,10 +45,10 @@ const breakdown = (dimension: Dimension) => (store: EventStore, teamId: string, 
 const ENDPOINTS: Endpoint[] = [
   { name: 'summary', path: 'summary', bare: (s, t, r) => summaryReport(s, t, r, 100) },
   { name: 'timeseries', path: 'timeseries', bare: (s, t, r) => timeseriesReport(s, t, r, defaultGranularity(r.to - r.from), 'UTC') },
-  { name: 'by-agent', path: 'by-agent', bare: breakdown('agent_id') },
+  { name: 'by-agent', path: 'by-agent', bare: breakdown('agent') },
   { name: 'by-category', path: 'by-category', bare: breakdown('category') },
   { name: 'by-endpoint', path: 'by-endpoint', bare: breakdown('domain') },
-  { name: 'by-endpoint url', path: 'by-endpoint?level=url', bare: breakdown('endpoint') },
+  { name: 'by-endpoint url', path: 'by-endpoint?level=url', bare: breakdown('url') },
   { name: 'by-network', path: 'by-network', bare: breakdown('network') },
 ];
 

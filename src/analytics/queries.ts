@@ -31,26 +31,35 @@ const RAW_EDGES = `team_id = {team:String}
   AND ((event_time >= fromUnixTimestamp64Milli({from:Int64}) AND event_time < fromUnixTimestamp64Milli({bodyFrom:Int64}))
     OR (event_time >= fromUnixTimestamp64Milli({bodyTo:Int64}) AND event_time < fromUnixTimestamp64Milli({to:Int64})))`;
 
-/** Rows of spend_hourly over the whole hours of the range, plus raw rows of its edges, same shape. */
-const HOURLY_UNION = `
-  SELECT agent_id, domain, category, network, policy_evaluation, spend, events, max_amount
-    FROM spend_hourly
-   WHERE team_id = {team:String}
-     AND hour >= toDateTime(intDiv({bodyFrom:Int64}, 1000), 'UTC') AND hour < toDateTime(intDiv({bodyTo:Int64}, 1000), 'UTC')
-  UNION ALL
-  SELECT agent_id, domain, category, network, policy_evaluation, toDecimal256(amount, 18), toUInt64(1), amount
-    FROM events
-   WHERE ${RAW_EDGES}`;
+/** The dimensions of spend_hourly_by, and the events column each one is rolled up from. */
+const DIMENSION_COLUMN = {
+  agent: 'agent_id',
+  domain: 'domain',
+  url: 'endpoint',
+  category: 'category',
+  network: 'network',
+  outcome: 'policy_evaluation',
+} as const;
 
-const URL_UNION = `
-  SELECT endpoint, spend, events
-    FROM spend_hourly_by_url
-   WHERE team_id = {team:String}
+/** A dimension the analytics can group by. */
+export type Dimension = keyof typeof DIMENSION_COLUMN;
+
+/**
+ * Rows of one dimension of spend_hourly_by over the whole hours of the range, plus the raw rows of
+ * its edges in the same shape. `param` names the query parameter holding the dimension, so two
+ * unions can share a query.
+ */
+function dimensionUnion(dimension: Dimension, param: string): string {
+  return `
+  SELECT key, spend, events, max_amount
+    FROM spend_hourly_by
+   WHERE team_id = {team:String} AND dimension = {${param}:String}
      AND hour >= toDateTime(intDiv({bodyFrom:Int64}, 1000), 'UTC') AND hour < toDateTime(intDiv({bodyTo:Int64}, 1000), 'UTC')
   UNION ALL
-  SELECT endpoint, toDecimal256(amount, 18), toUInt64(1)
+  SELECT toString(${DIMENSION_COLUMN[dimension]}), toDecimal256(amount, 18), toUInt64(1), amount
     FROM events
    WHERE ${RAW_EDGES}`;
+}
 
 const MINUTE_UNION = `
   SELECT minute AS at, spend, events
@@ -62,9 +71,6 @@ const MINUTE_UNION = `
     FROM events
    WHERE ${RAW_EDGES}`;
 
-/** A dimension the analytics can group by, and the rollup that holds it. */
-export type Dimension = 'agent_id' | 'domain' | 'category' | 'network' | 'endpoint';
-
 export interface SpendRow {
   key: string;
   /** Exact decimal string. */
@@ -74,15 +80,14 @@ export interface SpendRow {
 
 /** Spend per value of a dimension over the range, largest first (ties by key), at most `limit`. */
 export async function spendBy(store: EventStore, teamId: string, range: TimeRange, dimension: Dimension, limit: number): Promise<SpendRow[]> {
-  const source = dimension === 'endpoint' ? URL_UNION : HOURLY_UNION;
   // Output aliases differ from column names: a ClickHouse alias would shadow the column in ORDER BY.
   const rows = await store.query<{ key: string; spend_total: string; count: string }>(
-    `SELECT ${dimension} AS key, toString(sum(spend)) AS spend_total, sum(events) AS count
-       FROM (${source})
+    `SELECT key, toString(sum(spend)) AS spend_total, sum(events) AS count
+       FROM (${dimensionUnion(dimension, 'dimension')})
       GROUP BY key
       ORDER BY sum(spend) DESC, key ASC
       LIMIT {limit:UInt32}`,
-    { ...rangeParams(teamId, range, HOUR), limit },
+    { ...rangeParams(teamId, range, HOUR), dimension, limit },
   );
   return rows.map((r) => ({ key: r.key, spend: r.spend_total, count: Number(r.count) }));
 }
@@ -97,14 +102,14 @@ export interface SpendTotals {
   blocked: number;
 }
 
-/** Totals of the range in one pass over the hourly rollup and the raw edges. */
+/** Totals of the range: the outcome dimension (every event once), and the agents seen. */
 export async function spendTotals(store: EventStore, teamId: string, range: TimeRange): Promise<SpendTotals> {
   const [row] = await store.query<{ spend_total: string; count: string; max: string; agents: string; flagged: string; blocked: string }>(
     `SELECT toString(sum(spend)) AS spend_total, sum(events) AS count, toString(max(max_amount)) AS max,
-            uniqExactIf(agent_id, events > 0) AS agents,
-            sumIf(events, policy_evaluation = 'flagged') AS flagged, sumIf(events, policy_evaluation = 'blocked') AS blocked
-       FROM (${HOURLY_UNION})`,
-    rangeParams(teamId, range, HOUR),
+            (SELECT uniqExact(key) FROM (${dimensionUnion('agent', 'agentDimension')})) AS agents,
+            sumIf(events, key = 'flagged') AS flagged, sumIf(events, key = 'blocked') AS blocked
+       FROM (${dimensionUnion('outcome', 'outcomeDimension')})`,
+    { ...rangeParams(teamId, range, HOUR), outcomeDimension: 'outcome', agentDimension: 'agent' },
   );
   return {
     spend: row!.spend_total,
@@ -137,14 +142,19 @@ export interface TimeBucket {
   count: number;
 }
 
-/** Every bucket start of the range (the one holding `from` first), without data. */
+/**
+ * Every bucket start of the range (the one holding `from` first), without data: the buckets of
+ * probes every few minutes from `from`, and of the range's last instant, which a probe can miss.
+ */
 export async function bucketStarts(store: EventStore, range: TimeRange, granularity: Granularity, tz: string): Promise<number[]> {
+  if (range.to <= range.from) return [];
   const step = BUCKET_PROBE_SECONDS[granularity];
   const probes = Math.max(1, Math.ceil((range.to - range.from) / 1000 / step));
   const rows = await store.query<{ b: string }>(
     `SELECT DISTINCT toUnixTimestamp(${BUCKET[granularity]}) * 1000 AS b
-       FROM (SELECT toDateTime(intDiv({from:Int64}, 1000) + number * {step:UInt32}, 'UTC') AS t FROM numbers({probes:UInt64})
-             WHERE toUnixTimestamp(t) * 1000 < {to:Int64})
+       FROM (SELECT toDateTime(arrayJoin(arrayConcat(
+                      arrayFilter(s -> s * 1000 < {to:Int64}, arrayMap(i -> intDiv({from:Int64}, 1000) + i * {step:UInt32}, range({probes:UInt64}))),
+                      [intDiv({to:Int64} - 1, 1000)])), 'UTC') AS t)
       ORDER BY b`,
     { from: range.from, to: range.to, step, probes, tz },
   );

@@ -33,7 +33,7 @@ export async function summaryReport(store: EventStore, teamId: string, range: Ti
   const previousRange = { from: range.from - (range.to - range.from), to: range.from };
   const [totals, byAgent, byDomain, previous] = await Promise.all([
     spendTotals(store, teamId, range),
-    spendBy(store, teamId, range, 'agent_id', limit),
+    spendBy(store, teamId, range, 'agent', limit),
     spendBy(store, teamId, range, 'domain', limit),
     spendTotals(store, teamId, previousRange),
   ]);

@@ -92,7 +92,7 @@ function breakdownRoute(path: string, operationId: string, summary: string, dime
     query: dimension === 'domain-or-url' ? 'endpoint-query.json' : 'analytics-query.json',
     responses: { 200: { description: 'Spend per key', schema: 'spend-breakdown.json' } },
     async handler({ query, team, deps }) {
-      const by: Dimension = dimension === 'domain-or-url' ? (query.level === 'url' ? 'endpoint' : 'domain') : dimension;
+      const by: Dimension = dimension === 'domain-or-url' ? (query.level === 'url' ? 'url' : 'domain') : dimension;
       return { body: await breakdownReport(deps.events, team.teamId, parseRange(query), by, query.limit ?? DEFAULT_LIMIT) };
     },
   });
@@ -101,7 +101,7 @@ function breakdownRoute(path: string, operationId: string, summary: string, dime
 export const analyticsRoutes: RouteSpec[] = [
   analyticsSummary,
   analyticsTimeseries,
-  breakdownRoute('/analytics/by-agent', 'analyticsByAgent', 'Spend per agent', 'agent_id'),
+  breakdownRoute('/analytics/by-agent', 'analyticsByAgent', 'Spend per agent', 'agent'),
   breakdownRoute('/analytics/by-category', 'analyticsByCategory', 'Spend per category (llm, api, data, ...)', 'category'),
   breakdownRoute('/analytics/by-endpoint', 'analyticsByEndpoint', 'Spend per endpoint domain, or per full URL with level=url', 'domain-or-url'),
   breakdownRoute('/analytics/by-network', 'analyticsByNetwork', 'Spend per blockchain network (CAIP-2)', 'network'),

@@ -182,6 +182,13 @@ describe('analytics', function () {
     });
   }
 
+  it('includes the last bucket when the range ends just after a boundary', async () => {
+    const hour = Math.floor(end / HOUR) * HOUR - 5 * HOUR;
+    const [from, to] = [hour + 10 * 60_000 + 1, hour + 2 * HOUR + 5 * 60_000];
+    const res = await api().get(`/api/v1/analytics/timeseries?from=${from}&to=${to}&granularity=hour`).set(...team.auth).expect(200);
+    expect(res.body.map((b: { t: string }) => b.t)).to.deep.equal([0, 1, 2].map((i) => new Date(hour + i * HOUR).toISOString()));
+  });
+
   it('day buckets follow tz (Asia/Kolkata, UTC+05:30)', async () => {
     const [from, to] = [end - 4 * DAY, now];
     const res = await api().get(`/api/v1/analytics/timeseries?from=${from}&to=${to}&granularity=day&tz=Asia/Kolkata`).set(...team.auth).expect(200);
