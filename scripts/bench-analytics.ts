@@ -68,7 +68,8 @@ async function timeRuns(run: () => Promise<unknown>, count: number): Promise<{ p
 
 async function startService(dataDir: string): Promise<{ port: number; stop: () => Promise<unknown> }> {
   const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/main.js')], {
-    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'warn' },
+    // info: the start-up line with the port is logged at info (request lines are drained below).
+    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise((resolve) => child.on('exit', resolve));
@@ -77,7 +78,10 @@ async function startService(dataDir: string): Promise<{ port: number; stop: () =
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const match = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
-      if (match) resolve(Number(match[1]));
+      if (match) {
+        out = '';
+        resolve(Number(match[1]));
+      }
     });
     void exited.then((code) => reject(new Error(`service exited with ${code}: ${out}`)));
   });
@@ -123,11 +127,13 @@ async function main(): Promise<void> {
       for (const endpoint of ENDPOINTS) {
         const sep = endpoint.path.includes('?') ? '&' : '?';
         const url = `http://127.0.0.1:${service.port}/api/v1/analytics/${endpoint.path}${sep}from=${range.from}&to=${range.to}`;
-        http[`${endpoint.name}|${rangeName}`] = await timeRuns(async () => {
+        const measured = await timeRuns(async () => {
           const res = await fetch(url, { headers: { Authorization: `Bearer ${apiKey}` } });
           if (res.status !== 200) throw new Error(`${url}: HTTP ${res.status} ${await res.text()}`);
           await res.json();
         }, REQUESTS);
+        http[`${endpoint.name}|${rangeName}`] = measured;
+        console.log(`  HTTP ${endpoint.name} over ${rangeName}: p50 ${measured.p50.toFixed(1)} ms, p95 ${measured.p95.toFixed(1)} ms`);
       }
     }
   } finally {
