@@ -7,7 +7,6 @@
  * stopped, it times the same reports called in-process (the bare rollup queries behind each
  * endpoint) and prints the ratio.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,11 +15,11 @@ import { pino } from 'pino';
 import { breakdownReport, defaultGranularity, summaryReport, timeseriesReport } from '../src/analytics/reports.js';
 import type { Dimension, TimeRange } from '../src/analytics/queries.js';
 import { loadConfig } from '../src/config.js';
-import { PROJECT_ROOT } from '../src/paths.js';
 import type { EventStore } from '../src/stores/clickhouse.js';
 import { openStores } from '../src/stores/open.js';
 import { issueKey } from '../src/teams/repository.js';
 import { seedStore } from './seed.js';
+import { startChildService } from './service.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -66,28 +65,6 @@ async function timeRuns(run: () => Promise<unknown>, count: number): Promise<{ p
   return { p50: percentile(times, 50), p95: percentile(times, 95) };
 }
 
-async function startService(dataDir: string): Promise<{ port: number; stop: () => Promise<unknown> }> {
-  const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/main.js')], {
-    // info: the start-up line with the port is logged at info (request lines are drained below).
-    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const match = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
-      if (match) {
-        out = '';
-        resolve(Number(match[1]));
-      }
-    });
-    void exited.then((code) => reject(new Error(`service exited with ${code}: ${out}`)));
-  });
-  return { port, stop: () => (child.kill('SIGTERM'), exited) };
-}
-
 async function main(): Promise<void> {
   let dataDir = args['data-dir'] ? path.resolve(args['data-dir']) : undefined;
   let temporary = false;
@@ -121,7 +98,7 @@ async function main(): Promise<void> {
     `${REQUESTS} sequential requests per row`);
 
   const http: Record<string, { p50: number; p95: number }> = {};
-  const service = await startService(dataDir);
+  const service = await startChildService({ dataDir });
   try {
     for (const [rangeName, range] of ranges) {
       for (const endpoint of ENDPOINTS) {

@@ -10,7 +10,6 @@
  * Also: --server-log FILE keeps the server's log (LOG_LEVEL=debug adds per-flush figures),
  * --profile DIR writes a CPU profile of the server.
  */
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -20,8 +19,9 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { SchemaRegistry } from '../src/http/validation.js';
 import { recordToRow, EVENT_COLUMNS } from '../src/ingest/records.js';
-import { PROJECT_ROOT, SCHEMA_DIR } from '../src/paths.js';
+import { SCHEMA_DIR } from '../src/paths.js';
 import { createEventStore, ensureDatabase } from '../src/stores/clickhouse.js';
+import { startChildService, type ChildService } from './service.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -99,43 +99,6 @@ const batchBody = (): string => {
 };
 
 // ---------------------------------------------------------------------------------------------
-// The service under test.
-
-interface Service {
-  pid: number;
-  port: number;
-  stop(): Promise<number | null>;
-}
-
-async function startService(dataDir: string): Promise<Service> {
-  const nodeArgs = args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [];
-  const child = spawn(process.execPath, [...nodeArgs, path.join(PROJECT_ROOT, 'dist/src/main.js')], {
-    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', BOOTSTRAP_API_KEY: API_KEY, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (out === undefined) return;
-      out += chunk.toString();
-      const match = /"port":(\d+)/.exec(out);
-      if (match) resolve(Number(match[1]));
-    });
-    void exited.then((code) => reject(new Error(`service exited with ${code}: ${out}`)));
-  });
-  if (args['server-log']) child.stdout!.pipe(fs.createWriteStream(args['server-log']));
-  else child.stdout!.resume();
-  return {
-    pid: child.pid!,
-    port,
-    stop: async () => {
-      child.kill('SIGTERM');
-      return exited;
-    },
-  };
-}
-
 /** Resident memory of a process in MiB, from /proc (Linux). */
 function rssMiB(pid: number): number {
   try {
@@ -195,7 +158,7 @@ function cpuSeconds(pid: number): number {
   }
 }
 
-async function drive(service: Service, concurrency: number, seconds: number): Promise<LevelResult> {
+async function drive(service: ChildService, concurrency: number, seconds: number): Promise<LevelResult> {
   const latencies: number[] = [];
   let events = 0;
   let peakRss = rssMiB(service.pid);
@@ -237,7 +200,12 @@ async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-ingest-'));
   console.log(`spendscope ingest benchmark, ${new Date().toISOString().slice(0, 10)}: embedded ClickHouse, ` +
     `${os.cpus().length} cores, batches of ${BATCH}, ${SECONDS} s per level`);
-  const service = await startService(dataDir);
+  const service = await startChildService({
+    dataDir,
+    env: { BOOTSTRAP_API_KEY: API_KEY, ...(process.env.LOG_LEVEL ? { LOG_LEVEL: process.env.LOG_LEVEL } : {}) },
+    nodeArgs: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [],
+    logFile: args['server-log'],
+  });
   let acknowledged = 0;
   const results: LevelResult[] = [];
   try {
