@@ -1,3 +1,4 @@
+import BigNumber from 'bignumber.js';
 import type { EventStore } from '../stores/clickhouse.js';
 
 /** A time range in Unix ms: from inclusive, to exclusive. */
@@ -8,68 +9,94 @@ export interface TimeRange {
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** A rollup grain: spend_daily_by, spend_hourly_by, spend_minutely (totals only). */
+export type Level = 'day' | 'hour' | 'minute';
+const UNIT_MS: Record<Level, number> = { day: DAY, hour: HOUR, minute: MINUTE };
+
+/** A piece of a range answered from one source: a rollup of whole units, or the raw events. */
+export interface Segment {
+  level: Level | 'raw';
+  from: number;
+  to: number;
+}
 
 /**
- * Rollups hold whole UTC hours (or minutes). A range with arbitrary ms ends is answered exactly by
- * reading the whole units in the middle from the rollup and the ragged ends from the raw events:
- * [from, bodyFrom) and [bodyTo, to) raw, [bodyFrom, bodyTo) rolled up.
+ * Splits a range into the coarsest whole units each part allows: whole days in the middle, whole
+ * hours around them, and so on, down to the raw events for the ragged ms ends. `levels` lists the
+ * usable rollups, coarsest first. Answers are exact to the ms and read few rows: a 30-day range is
+ * about 29 day rows and 46 hour rows per key plus under two hours of raw events.
  */
-export function splitRange(range: TimeRange, unitMs: number): { bodyFrom: number; bodyTo: number } {
-  const bodyFrom = Math.ceil(range.from / unitMs) * unitMs;
-  const bodyTo = Math.floor(range.to / unitMs) * unitMs;
-  // No whole unit inside: everything comes from the raw table.
-  return bodyFrom < bodyTo ? { bodyFrom, bodyTo } : { bodyFrom: range.to, bodyTo: range.to };
+export function splitRange(range: TimeRange, levels: readonly Level[]): Segment[] {
+  if (range.from >= range.to) return [];
+  const [level, ...finer] = levels;
+  if (!level) return [{ level: 'raw', from: range.from, to: range.to }];
+  const unit = UNIT_MS[level];
+  const bodyFrom = Math.ceil(range.from / unit) * unit;
+  const bodyTo = Math.floor(range.to / unit) * unit;
+  if (bodyFrom >= bodyTo) return splitRange(range, finer);
+  return [
+    ...splitRange({ from: range.from, to: bodyFrom }, finer),
+    { level, from: bodyFrom, to: bodyTo },
+    ...splitRange({ from: bodyTo, to: range.to }, finer),
+  ];
 }
 
-function rangeParams(teamId: string, range: TimeRange, unitMs: number) {
-  const { bodyFrom, bodyTo } = splitRange(range, unitMs);
-  return { team: teamId, from: range.from, to: range.to, bodyFrom, bodyTo };
+/** Query parameters named as they are added, so one query can hold any number of segments. */
+class Params {
+  readonly values: Record<string, unknown> = {};
+  add(value: unknown, type: string): string {
+    const name = `p${Object.keys(this.values).length}`;
+    this.values[name] = value;
+    return `{${name}:${type}}`;
+  }
+  /** A UTC DateTime from Unix ms (rollup units are whole seconds). */
+  dateTime(ms: number): string {
+    return `toDateTime(${this.add(Math.floor(ms / 1000), 'Int64')}, 'UTC')`;
+  }
 }
 
-/** Raw events of the ragged ends of a split range. */
-const RAW_EDGES = `team_id = {team:String}
-  AND ((event_time >= fromUnixTimestamp64Milli({from:Int64}) AND event_time < fromUnixTimestamp64Milli({bodyFrom:Int64}))
-    OR (event_time >= fromUnixTimestamp64Milli({bodyTo:Int64}) AND event_time < fromUnixTimestamp64Milli({to:Int64})))`;
+/** Per source: its table, the column holding the unit start, and that start as a UTC DateTime. */
+const SOURCE: Record<Level | 'raw', { table: string; at: string }> = {
+  day: { table: 'spend_daily_by', at: "toDateTime(day, 'UTC')" },
+  hour: { table: 'spend_hourly_by', at: 'hour' },
+  minute: { table: 'spend_minutely', at: 'minute' },
+  raw: { table: 'events', at: "toDateTime(event_time, 'UTC')" },
+};
 
-/** The dimensions of spend_hourly_by, and the events column each one is rolled up from. */
+/** WHERE condition selecting the segments of one level (OR-ed); undefined when there are none. */
+function segmentsCondition(segments: readonly Segment[], level: Level | 'raw', p: Params): string | undefined {
+  const own = segments.filter((s) => s.level === level);
+  if (own.length === 0) return undefined;
+  const parts = own.map((s) => {
+    if (level === 'day') return `(day >= toDate(${p.dateTime(s.from)}) AND day < toDate(${p.dateTime(s.to)}))`;
+    if (level !== 'raw') return `(${level} >= ${p.dateTime(s.from)} AND ${level} < ${p.dateTime(s.to)})`;
+    // The sort key leads with the hour: name it, or the index does not narrow the read (see
+    // schema/clickhouse/004). A raw segment spans at most a few hours.
+    const firstHour = Math.floor(s.from / HOUR) * HOUR;
+    const lastHour = Math.floor((s.to - 1) / HOUR) * HOUR;
+    return `(toStartOfHour(event_time) >= ${p.dateTime(firstHour)} AND toStartOfHour(event_time) <= ${p.dateTime(lastHour)}
+        AND event_time >= fromUnixTimestamp64Milli(${p.add(s.from, 'Int64')}) AND event_time < fromUnixTimestamp64Milli(${p.add(s.to, 'Int64')}))`;
+  });
+  return `(${parts.join(' OR ')})`;
+}
+
+/** The dimensions of the rollups, and the events column each one is rolled up from. */
 const DIMENSION_COLUMN = {
   agent: 'agent_id',
-  domain: 'domain',
+  domain: 'toString(domain)',
   url: 'endpoint',
-  category: 'category',
-  network: 'network',
-  outcome: 'policy_evaluation',
+  category: 'toString(category)',
+  network: 'toString(network)',
+  outcome: 'toString(policy_evaluation)',
 } as const;
 
 /** A dimension the analytics can group by. */
 export type Dimension = keyof typeof DIMENSION_COLUMN;
 
-/**
- * Rows of one dimension of spend_hourly_by over the whole hours of the range, plus the raw rows of
- * its edges in the same shape. `param` names the query parameter holding the dimension, so two
- * unions can share a query.
- */
-function dimensionUnion(dimension: Dimension, param: string): string {
-  return `
-  SELECT key, spend, events, max_amount
-    FROM spend_hourly_by
-   WHERE team_id = {team:String} AND dimension = {${param}:String}
-     AND hour >= toDateTime(intDiv({bodyFrom:Int64}, 1000), 'UTC') AND hour < toDateTime(intDiv({bodyTo:Int64}, 1000), 'UTC')
-  UNION ALL
-  SELECT toString(${DIMENSION_COLUMN[dimension]}), toDecimal256(amount, 18), toUInt64(1), amount
-    FROM events
-   WHERE ${RAW_EDGES}`;
-}
-
-const MINUTE_UNION = `
-  SELECT minute AS at, spend, events
-    FROM spend_minutely
-   WHERE team_id = {team:String}
-     AND minute >= toDateTime(intDiv({bodyFrom:Int64}, 1000), 'UTC') AND minute < toDateTime(intDiv({bodyTo:Int64}, 1000), 'UTC')
-  UNION ALL
-  SELECT toDateTime(event_time, 'UTC'), toDecimal256(amount, 18), toUInt64(1)
-    FROM events
-   WHERE ${RAW_EDGES}`;
+/** Money arithmetic: exact; sums of up to three outcome rows. */
+const Money = BigNumber.clone({ EXPONENTIAL_AT: 1e9 });
 
 export interface SpendRow {
   key: string;
@@ -78,47 +105,102 @@ export interface SpendRow {
   count: number;
 }
 
-/** Spend per value of a dimension over the range, largest first (ties by key), at most `limit`. */
-export async function spendBy(store: EventStore, teamId: string, range: TimeRange, dimension: Dimension, limit: number): Promise<SpendRow[]> {
-  // Output aliases differ from column names: a ClickHouse alias would shadow the column in ORDER BY.
-  const rows = await store.query<{ key: string; spend_total: string; count: string }>(
-    `SELECT key, toString(sum(spend)) AS spend_total, sum(events) AS count
-       FROM (${dimensionUnion(dimension, 'dimension')})
-      GROUP BY key
-      ORDER BY sum(spend) DESC, key ASC
-      LIMIT {limit:UInt32}`,
-    { ...rangeParams(teamId, range, HOUR), dimension, limit },
-  );
-  return rows.map((r) => ({ key: r.key, spend: r.spend_total, count: Number(r.count) }));
-}
-
 export interface SpendTotals {
   spend: string;
   count: number;
   /** Largest single payment; "0" when there is none. */
   maxPayment: string;
-  activeAgents: number;
   flagged: number;
   blocked: number;
 }
 
-/** Totals of the range: the outcome dimension (every event once), and the agents seen. */
-export async function spendTotals(store: EventStore, teamId: string, range: TimeRange): Promise<SpendTotals> {
-  const [row] = await store.query<{ spend_total: string; count: string; max: string; agents: string; flagged: string; blocked: string }>(
-    `SELECT toString(sum(spend)) AS spend_total, sum(events) AS count, toString(max(max_amount)) AS max,
-            (SELECT uniqExact(key) FROM (${dimensionUnion('agent', 'agentDimension')})) AS agents,
-            sumIf(events, key = 'flagged') AS flagged, sumIf(events, key = 'blocked') AS blocked
-       FROM (${dimensionUnion('outcome', 'outcomeDimension')})`,
-    { ...rangeParams(teamId, range, HOUR), outcomeDimension: 'outcome', agentDimension: 'agent' },
+export interface PeriodSpend {
+  totals: SpendTotals;
+  /** Per requested dimension: the top keys by spend (ties by key) and how many keys there are. */
+  by: Partial<Record<Dimension, { rows: SpendRow[]; keys: number }>>;
+}
+
+/**
+ * Spend of a range (and, when asked, of the period of equal length before it) by each requested
+ * dimension, with totals, in one query: rollup rows of every level and the raw edges as one union,
+ * grouped and ranked in ClickHouse. One query because the embedded engine runs one at a time.
+ */
+export async function spendByDimensions(
+  store: EventStore,
+  teamId: string,
+  range: TimeRange,
+  dimensions: readonly Dimension[],
+  limit: number,
+  options: { previous?: boolean } = {},
+): Promise<{ current: PeriodSpend; previous?: PeriodSpend }> {
+  const p = new Params();
+  const team = p.add(teamId, 'String');
+  const periodStart = p.add(range.from, 'Int64');
+  // Every event counts once in the outcome dimension: it gives the totals.
+  const dims = [...new Set<Dimension>([...dimensions, 'outcome'])];
+  // Dimension names are a closed set of our own (never user input): literals.
+  const dimList = `(${dims.map((d) => `'${d}'`).join(', ')})`;
+  const segments = splitRange(range, ['day', 'hour']);
+  if (options.previous) segments.push(...splitRange({ from: range.from - (range.to - range.from), to: range.from }, ['day', 'hour']));
+
+  const branches: string[] = [];
+  for (const level of ['day', 'hour'] as const) {
+    const where = segmentsCondition(segments, level, p);
+    if (!where) continue;
+    const at = SOURCE[level].at;
+    branches.push(`
+      SELECT toUnixTimestamp(${at}) * 1000 < ${periodStart} AS previous, dimension, key, spend, events, max_amount
+        FROM ${SOURCE[level].table}
+       WHERE team_id = ${team} AND dimension IN ${dimList} AND ${where}`);
+  }
+  const rawWhere = segmentsCondition(segments, 'raw', p);
+  if (rawWhere) {
+    const pairs = dims.map((d) => `('${d}', ${DIMENSION_COLUMN[d]})`).join(', ');
+    branches.push(`
+      SELECT toUnixTimestamp64Milli(event_time) < ${periodStart} AS previous, dim.1 AS dimension, dim.2 AS key,
+             toDecimal256(amount, 18) AS spend, toUInt64(1) AS events, amount AS max_amount
+        FROM events ARRAY JOIN [${pairs}] AS dim
+       WHERE team_id = ${team} AND ${rawWhere}`);
+  }
+  const result = { current: emptyPeriod(dims), ...(options.previous ? { previous: emptyPeriod(dims) } : {}) };
+  if (branches.length === 0) return result;
+
+  // Output aliases differ from column names: a ClickHouse alias would shadow the column.
+  const rows = await store.query<{ previous: number; dimension: Dimension; key: string; spend_total: string; count: string; max_total: string; keys: string }>(
+    `SELECT previous, dimension, key, spend_total, count, max_total, keys
+       FROM (SELECT previous, dimension, key, toString(sum(spend)) AS spend_total, sum(events) AS count,
+                    toString(max(max_amount)) AS max_total,
+                    count() OVER (PARTITION BY previous, dimension) AS keys,
+                    row_number() OVER (PARTITION BY previous, dimension ORDER BY sum(spend) DESC, key ASC) AS rank
+               FROM (${branches.join('\n      UNION ALL')})
+              GROUP BY previous, dimension, key)
+      WHERE rank <= ${p.add(limit, 'UInt32')} OR dimension = 'outcome'
+      ORDER BY previous, dimension, rank`,
+    p.values,
   );
+  for (const row of rows) {
+    const period = Number(row.previous) ? result.previous! : result.current;
+    const by = period.by[row.dimension]!;
+    by.keys = Number(row.keys);
+    by.rows.push({ key: row.key, spend: row.spend_total, count: Number(row.count) });
+    if (row.dimension === 'outcome') addOutcome(period.totals, row.key, row.spend_total, Number(row.count), row.max_total);
+  }
+  return result;
+}
+
+function emptyPeriod(dims: readonly Dimension[]): PeriodSpend {
   return {
-    spend: row!.spend_total,
-    count: Number(row!.count),
-    maxPayment: row!.max,
-    activeAgents: Number(row!.agents),
-    flagged: Number(row!.flagged),
-    blocked: Number(row!.blocked),
+    totals: { spend: '0', count: 0, maxPayment: '0', flagged: 0, blocked: 0 },
+    by: Object.fromEntries(dims.map((d) => [d, { rows: [], keys: 0 }])),
   };
+}
+
+function addOutcome(totals: SpendTotals, outcome: string, spend: string, count: number, max: string): void {
+  totals.spend = new Money(totals.spend).plus(spend).toFixed();
+  totals.count += count;
+  if (new Money(max).gt(totals.maxPayment)) totals.maxPayment = max;
+  if (outcome === 'flagged') totals.flagged += count;
+  if (outcome === 'blocked') totals.blocked += count;
 }
 
 export type Granularity = 'minute' | 'hour' | 'day' | 'week' | 'month';
@@ -161,7 +243,17 @@ export async function bucketStarts(store: EventStore, range: TimeRange, granular
   return rows.map((r) => Number(r.b));
 }
 
-/** Spend per bucket over the range, zero-filled, from the minute rollup and the raw edges. */
+/**
+ * Rollups whose units never straddle a bucket boundary: a unit can be summed into a bucket only
+ * if every boundary inside the range falls on a unit start (a zone at +05:30 puts day boundaries
+ * on half hours, so its days are summed from minutes).
+ */
+function alignedLevels(buckets: readonly number[]): Level[] {
+  const boundaries = buckets.slice(1);
+  return (['day', 'hour', 'minute'] as const).filter((level) => boundaries.every((b) => b % UNIT_MS[level] === 0));
+}
+
+/** Spend per bucket over the range, zero-filled, from the coarsest rollups that fit the buckets and the raw edges. */
 export async function spendTimeseries(
   store: EventStore,
   teamId: string,
@@ -169,15 +261,30 @@ export async function spendTimeseries(
   granularity: Granularity,
   tz: string,
 ): Promise<TimeBucket[]> {
-  const [buckets, rows] = await Promise.all([
-    bucketStarts(store, range, granularity, tz),
-    store.query<{ b: string; spend_total: string; count: string }>(
-      `SELECT toUnixTimestamp(${BUCKET[granularity]}) * 1000 AS b, toString(sum(spend)) AS spend_total, sum(events) AS count
-         FROM (SELECT at AS t, spend, events FROM (${MINUTE_UNION}))
-        GROUP BY b`,
-      { ...rangeParams(teamId, range, MINUTE), tz },
-    ),
-  ]);
+  const buckets = await bucketStarts(store, range, granularity, tz);
+  if (buckets.length === 0) return [];
+  const p = new Params();
+  const team = p.add(teamId, 'String');
+  const segments = splitRange(range, alignedLevels(buckets));
+  const branches: string[] = [];
+  for (const level of ['day', 'hour', 'minute', 'raw'] as const) {
+    const where = segmentsCondition(segments, level, p);
+    if (!where) continue;
+    const { table, at } = SOURCE[level];
+    // The outcome dimension counts every event once: its rows are the totals.
+    const outcome = level === 'day' || level === 'hour' ? "AND dimension = 'outcome'" : '';
+    const [spend, events] = level === 'raw' ? ['toDecimal256(amount, 18)', 'toUInt64(1)'] : ['spend', 'events'];
+    branches.push(`
+      SELECT ${at} AS t, ${spend} AS spend, ${events} AS events
+        FROM ${table}
+       WHERE team_id = ${team} ${outcome} AND ${where}`);
+  }
+  const rows = await store.query<{ b: string; spend_total: string; count: string }>(
+    `SELECT toUnixTimestamp(${BUCKET[granularity]}) * 1000 AS b, toString(sum(spend)) AS spend_total, sum(events) AS count
+       FROM (${branches.join('\n      UNION ALL')})
+      GROUP BY b`,
+    { ...p.values, tz },
+  );
   const byBucket = new Map(rows.map((r) => [Number(r.b), r]));
   return buckets.map((t) => {
     const row = byBucket.get(t);

@@ -1,6 +1,6 @@
 import BigNumber from 'bignumber.js';
 import type { EventStore } from '../stores/clickhouse.js';
-import { spendBy, spendTimeseries, spendTotals, type Dimension, type Granularity, type SpendRow, type TimeRange } from './queries.js';
+import { spendByDimensions, spendTimeseries, type Dimension, type Granularity, type SpendRow, type TimeRange } from './queries.js';
 
 /** Money arithmetic: exact to 18 decimals, the scale of the event store. */
 const Money = BigNumber.clone({ DECIMAL_PLACES: 18, ROUNDING_MODE: BigNumber.ROUND_HALF_EVEN, EXPONENTIAL_AT: 1e9 });
@@ -31,33 +31,30 @@ const asMap = (rows: SpendRow[]) => Object.fromEntries(rows.map((r) => [r.key, {
 /** GET /analytics/summary: totals, top agents and domains, and the previous period of equal length. */
 export async function summaryReport(store: EventStore, teamId: string, range: TimeRange, limit: number) {
   const previousRange = { from: range.from - (range.to - range.from), to: range.from };
-  const [totals, byAgent, byDomain, previous] = await Promise.all([
-    spendTotals(store, teamId, range),
-    spendBy(store, teamId, range, 'agent', limit),
-    spendBy(store, teamId, range, 'domain', limit),
-    spendTotals(store, teamId, previousRange),
-  ]);
+  const { current, previous } = await spendByDimensions(store, teamId, range, ['agent', 'domain'], limit, { previous: true });
+  const totals = current.totals;
+  const before = previous!.totals;
   return {
     period: period(range),
     totalSpend: totals.spend,
     count: totals.count,
     avgPayment: totals.count === 0 ? '0' : new Money(totals.spend).div(totals.count).toFixed(),
     maxPayment: totals.maxPayment,
-    activeAgents: totals.activeAgents,
+    activeAgents: current.by.agent!.keys,
     flagged: totals.flagged,
     blocked: totals.blocked,
-    byAgent: asMap(byAgent),
-    byEndpoint: asMap(byDomain),
-    previous: { period: period(previousRange), totalSpend: previous.spend, count: previous.count },
-    change: { spend: percentChange(totals.spend, previous.spend), count: percentChange(totals.count, previous.count) },
+    byAgent: asMap(current.by.agent!.rows),
+    byEndpoint: asMap(current.by.domain!.rows),
+    previous: { period: period(previousRange), totalSpend: before.spend, count: before.count },
+    change: { spend: percentChange(totals.spend, before.spend), count: percentChange(totals.count, before.count) },
   };
 }
 
 /** GET /analytics/by-*: spend per key with its share of the range's total. */
 export async function breakdownReport(store: EventStore, teamId: string, range: TimeRange, dimension: Dimension, limit: number) {
-  const [rows, totals] = await Promise.all([spendBy(store, teamId, range, dimension, limit), spendTotals(store, teamId, range)]);
-  const sum = new Money(totals.spend);
-  return rows.map((r) => ({ ...r, share: sum.isZero() ? 0 : new Money(r.spend).div(sum).decimalPlaces(6).toNumber() }));
+  const { current } = await spendByDimensions(store, teamId, range, [dimension], limit);
+  const sum = new Money(current.totals.spend);
+  return current.by[dimension]!.rows.map((r) => ({ ...r, share: sum.isZero() ? 0 : new Money(r.spend).div(sum).decimalPlaces(6).toNumber() }));
 }
 
 /** GET /analytics/timeseries: zero-filled buckets with ISO starts. */

@@ -204,6 +204,34 @@ describe('analytics', function () {
     expect(res.body.reduce((n: number, b: { count: number }) => n + b.count, 0)).to.equal(inside.length);
   });
 
+  it('day buckets in UTC (read from the daily rollup) match per day', async () => {
+    const [from, to] = [end - 6 * DAY + 7_777, now];
+    const res = await api().get(`/api/v1/analytics/timeseries?from=${from}&to=${to}&granularity=day`).set(...team.auth).expect(200);
+    const inside = inRange(events, from, to);
+    const perDay = expectedBy(inside, (e) => new Date(Math.floor(e.created_at / DAY) * DAY).toISOString());
+    expect(res.body).to.have.length(Math.ceil((to - Math.floor(from / DAY) * DAY) / DAY));
+    for (const b of res.body as { t: string; spend: string; count: number }[]) {
+      same(b.spend, perDay.get(b.t)?.spend ?? new BigNumber(0), `day ${b.t}`);
+      expect(b.count).to.equal(perDay.get(b.t)?.count ?? 0);
+    }
+  });
+
+  it('limit cuts the ranked keys, never the totals', async () => {
+    const [from, to] = [end - 6 * DAY + 1, now - 1];
+    const inside = inRange(events, from, to);
+    const summary = await api().get(`/api/v1/analytics/summary?from=${from}&to=${to}&limit=1`).set(...team.auth).expect(200);
+    same(summary.body.totalSpend, total(inside), 'totalSpend');
+    expect(summary.body.count).to.equal(inside.length);
+    expect(summary.body.activeAgents).to.equal(new Set(inside.map((e) => e.agent_id)).size);
+    const [topAgent] = [...expectedBy(inside, (e) => e.agent_id)].sort((a, b) => b[1].spend.comparedTo(a[1].spend) ?? 0);
+    expect(Object.keys(summary.body.byAgent)).to.deep.equal([topAgent![0]]);
+    expect(Object.keys(summary.body.byEndpoint)).to.have.length(1);
+    const byNetwork = await api().get(`/api/v1/analytics/by-network?from=${from}&to=${to}&limit=1`).set(...team.auth).expect(200);
+    expect(byNetwork.body).to.have.length(1);
+    const top = expectedBy(inside, (e) => e.network).get(byNetwork.body[0].key)!;
+    expect(byNetwork.body[0].share).to.be.closeTo(top.spend.div(total(inside)).toNumber(), 1e-6);
+  });
+
   it('accepts ISO 8601 times and defaults to the last 30 days', async () => {
     const from = end - 3 * DAY;
     const iso = await api().get(`/api/v1/analytics/summary?from=${new Date(from).toISOString()}&to=${new Date(now).toISOString()}`).set(...team.auth).expect(200);
