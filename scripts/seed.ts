@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { AgentDiscovery } from '../src/agents/discovery.js';
+import { AgentActivity } from '../src/agents/activity.js';
 import { loadConfig } from '../src/config.js';
 import { SchemaRegistry } from '../src/http/validation.js';
 import { recordToRow, type EventRow } from '../src/ingest/records.js';
@@ -73,7 +73,7 @@ export async function seedStore(options: SeedOptions): Promise<SeededTeam[]> {
   const { registry, events } = await openStores(config, logger);
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
   const writer = new EventWriter(events, logger, { maxRowsPerFlush: 50_000, targetRowsPerFlush: 50_000, lingerMs: 0 });
-  const agents = new AgentDiscovery(registry);
+  const agents = new AgentActivity(registry);
   const rnd = generator(options.events * 7 + options.teams);
   try {
     const teams: SeededTeam[] = [];
@@ -101,6 +101,8 @@ export async function seedStore(options: SeedOptions): Promise<SeededTeam[]> {
         // Business hours are busier: a day-shaped density, and a few large payments.
         let t = now - 60_000 - Math.floor(rnd() * span);
         if (rnd() < 0.4) t -= (t % 86_400_000) - (9 + Math.floor(rnd() * 9)) * 3_600_000;
+        // Business hours of today may lie ahead: take yesterday's instead of piling them up at now.
+        if (t > now - 60_000) t -= 86_400_000;
         const team = teams[Math.floor(rnd() * teams.length)]!;
         const micros = rnd() < 0.01 ? Math.floor(rnd() * 50_000_000) : Math.floor(rnd() * 20_000) + 1;
         const record = {
@@ -117,7 +119,7 @@ export async function seedStore(options: SeedOptions): Promise<SeededTeam[]> {
           team: rnd() < 0.5 ? 'research' : null,
           status_code: 200,
           response_time_ms: Math.floor(rnd() * 900),
-          created_at: Math.min(t, now - 60_000),
+          created_at: t,
           tags: [],
           metadata: {},
         };
@@ -128,7 +130,7 @@ export async function seedStore(options: SeedOptions): Promise<SeededTeam[]> {
       // Build the next chunk while this one is written.
       await pending;
       pending = writer.write(rows).then(() => {
-        for (const team of teams) agents.discover(team.id, rows.filter((r) => r.team_id === team.id).map((r) => r.agent_id));
+        for (const team of teams) agents.record(team.id, rows.filter((r) => r.team_id === team.id));
       });
       if ((done / chunk) % 20 === 0) {
         const rate = done / ((performance.now() - started) / 1000);

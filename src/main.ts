@@ -9,7 +9,7 @@ import { openStores } from './stores/open.js';
 import { MigrationError } from './stores/migrations.js';
 import { bootstrapDefaultTeam } from './teams/bootstrap.js';
 import { startServer } from './server.js';
-import { AgentDiscovery } from './agents/discovery.js';
+import { AgentActivity } from './agents/activity.js';
 import { Ingestor } from './ingest/ingestor.js';
 import { EventWriter } from './ingest/writer.js';
 
@@ -24,7 +24,7 @@ async function main(): Promise<void> {
     targetRowsPerFlush: config.ingest.flushRows,
     lingerMs: config.ingest.lingerMs,
   });
-  const ingestor = new Ingestor(schemas, writer, new AgentDiscovery(registry), logger);
+  const ingestor = new Ingestor(schemas, writer, new AgentActivity(registry), logger);
   const app = createApp({ config, registry, events, logger, schemas, writer, ingestor });
 
   const running = await startServer(app, { config, registry, events, writer });

@@ -1,8 +1,10 @@
+import { agentRoutes } from './agents/routes.js';
 import { analyticsRoutes } from './analytics/routes.js';
 import { openApiRoute } from './docs/routes.js';
 import { healthRoutes } from './health/routes.js';
 import type { RouteSpec } from './http/routes.js';
 import { ingestRoutes } from './ingest/routes.js';
+import { policyRoutes } from './policies/routes.js';
 import { teamRoutes } from './teams/routes.js';
 
 /** Every route of the service; app.ts mounts exactly these and the OpenAPI document lists them. */
@@ -10,6 +12,8 @@ export const ROUTES: readonly RouteSpec[] = [
   ...healthRoutes,
   ...teamRoutes,
   ...ingestRoutes,
+  ...agentRoutes,
+  ...policyRoutes,
   ...analyticsRoutes,
   openApiRoute(() => ROUTES),
 ];

@@ -43,6 +43,17 @@ export function splitRange(range: TimeRange, levels: readonly Level[]): Segment[
   ];
 }
 
+/** Merges touching segments of one level: each range in a condition costs a look-up per part. */
+function joinAdjacent(segments: readonly Segment[]): Segment[] {
+  const joined: Segment[] = [];
+  for (const s of segments) {
+    const last = joined.at(-1);
+    if (last && last.level === s.level && last.to === s.from) last.to = s.to;
+    else joined.push({ ...s });
+  }
+  return joined;
+}
+
 /** Query parameters named as they are added, so one query can hold any number of segments. */
 class Params {
   readonly values: Record<string, unknown> = {};
@@ -140,8 +151,11 @@ export async function spendByDimensions(
   const dims = [...new Set<Dimension>([...dimensions, 'outcome'])];
   // Dimension names are a closed set of our own (never user input): literals.
   const dimList = `(${dims.map((d) => `'${d}'`).join(', ')})`;
-  const segments = splitRange(range, ['day', 'hour']);
-  if (options.previous) segments.push(...splitRange({ from: range.from - (range.to - range.from), to: range.from }, ['day', 'hour']));
+  // The previous period ends where this one starts; rows are told apart by time (`previous`).
+  const previousRange = { from: range.from - (range.to - range.from), to: range.from };
+  const segments = options.previous
+    ? joinAdjacent([...splitRange(previousRange, ['day', 'hour']), ...splitRange(range, ['day', 'hour'])])
+    : splitRange(range, ['day', 'hour']);
 
   const branches: string[] = [];
   for (const level of ['day', 'hour'] as const) {

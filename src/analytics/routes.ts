@@ -1,5 +1,6 @@
 import { ApiError } from '../http/errors.js';
 import { defineRoute, type RouteSpec } from '../http/routes.js';
+import { isTimeZone } from '../http/validation.js';
 import type { Dimension, Granularity, TimeRange } from './queries.js';
 import { breakdownReport, defaultGranularity, summaryReport, timeseriesReport } from './reports.js';
 
@@ -51,15 +52,6 @@ export const analyticsSummary = defineRoute<unknown, RangeQuery>({
 
 const BUCKET_MS: Record<Granularity, number> = { minute: 60_000, hour: 3_600_000, day: DAY, week: 7 * DAY, month: 28 * DAY };
 
-function validTimeZone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 export const analyticsTimeseries = defineRoute<unknown, RangeQuery & { granularity?: Granularity; tz?: string }>({
   method: 'get',
   path: '/analytics/timeseries',
@@ -72,7 +64,7 @@ export const analyticsTimeseries = defineRoute<unknown, RangeQuery & { granulari
   async handler({ query, team, deps }) {
     const range = parseRange(query);
     const tz = query.tz ?? 'UTC';
-    if (!validTimeZone(tz)) throw invalid('tz', 'is not an IANA time zone');
+    if (!isTimeZone(tz)) throw invalid('tz', 'is not an IANA time zone');
     const granularity = query.granularity ?? defaultGranularity(range.to - range.from);
     if ((range.to - range.from) / BUCKET_MS[granularity] > MAX_BUCKETS) {
       throw invalid('granularity', `would yield more than ${MAX_BUCKETS} buckets for this range; choose a larger one`);

@@ -81,6 +81,16 @@ function newAjv(options: { coerceTypes: boolean }): Ajv2020 {
   return ajv;
 }
 
+/** Whether the runtime knows `tz` as an IANA time zone (or UTC). */
+export function isTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** `/events/3/amount` -> `events[3].amount`: the field name a client sees. */
 export function fieldName(instancePath: string, child?: string): string {
   const parts = instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { AgentDiscovery } from '../agents/discovery.js';
+import type { AgentActivity } from '../agents/activity.js';
 import { ApiError } from '../http/errors.js';
 import type { SchemaRegistry } from '../http/validation.js';
 import { recordToRow, type EventRow, type IngestSource } from './records.js';
@@ -27,7 +27,7 @@ export class Ingestor {
   constructor(
     private readonly schemas: SchemaRegistry,
     private readonly writer: EventWriter,
-    private readonly agents: AgentDiscovery,
+    private readonly agents: AgentActivity,
     private readonly logger: Logger,
   ) {}
 
@@ -46,10 +46,10 @@ export class Ingestor {
     }
     const outcome = await this.writer.write(rows);
     try {
-      this.agents.discover(teamId, rows.map((r) => r.agent_id));
+      this.agents.record(teamId, rows);
     } catch (err) {
       // The events are stored and acknowledged; a missing registry row is recreated by the next event.
-      this.logger.error({ err, teamId }, 'agent discovery failed');
+      this.logger.error({ err, teamId }, 'recording agent activity failed');
     }
     return { ingested: rows.length, duplicates: outcome.duplicates, errors, alerts_created: 0 };
   }

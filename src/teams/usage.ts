@@ -1,4 +1,7 @@
+import { countAgents } from '../agents/repository.js';
+import { spendByDimensions } from '../analytics/queries.js';
 import type { AppDeps } from '../http/routes.js';
+import { countActivePolicies } from '../policies/repository.js';
 import { countActiveKeys } from './repository.js';
 
 /** The calendar month (UTC) that holds `now`: start inclusive, end exclusive. */
@@ -8,11 +11,18 @@ export function calendarMonth(now: Date): { start: Date; end: Date } {
   return { start, end };
 }
 
-/** `usage` of GET /team: what the team used this month. Features add their counts here. */
-export async function teamUsage(deps: Pick<AppDeps, 'registry'>, teamId: string, now = new Date()) {
+/** `usage` of GET /team: what the team used this month, and what it has now. */
+export async function teamUsage(deps: Pick<AppDeps, 'registry' | 'events'>, teamId: string, now = new Date()) {
   const month = calendarMonth(now);
+  const { current } = await spendByDimensions(deps.events, teamId, { from: month.start.getTime(), to: month.end.getTime() }, [], 1);
   return {
     period: { start: month.start.toISOString(), end: month.end.toISOString() },
+    events: current.totals.count,
+    spend: current.totals.spend,
+    agents: countAgents(deps.registry, teamId),
+    activePolicies: countActivePolicies(deps.registry, teamId),
+    // Alerts land with policy evaluation; until then there are none.
+    openAlerts: 0,
     activeApiKeys: countActiveKeys(deps.registry, teamId),
   };
 }

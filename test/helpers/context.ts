@@ -20,7 +20,7 @@ import { createEventStore, ensureDatabase, type EventStore } from '../../src/sto
 import { migrateEventStore, migrateRegistry } from '../../src/stores/migrations.js';
 import { openRegistry, type Registry } from '../../src/stores/sqlite.js';
 import { createTeam } from '../../src/teams/repository.js';
-import { AgentDiscovery } from '../../src/agents/discovery.js';
+import { AgentActivity } from '../../src/agents/activity.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import { EventWriter } from '../../src/ingest/writer.js';
 
@@ -61,7 +61,7 @@ export async function startTestEnv(): Promise<void> {
   });
   const logger = pino({ level: 'info' }, sink);
   const writer = new EventWriter(events, logger);
-  const ingestor = new Ingestor(schemas, writer, new AgentDiscovery(registry), logger);
+  const ingestor = new Ingestor(schemas, writer, new AgentActivity(registry), logger);
   const deps: AppDeps = { config, registry, events, schemas, logger, writer, ingestor };
   env = { dataDir, config, registry, events, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };
 }

@@ -3,7 +3,7 @@ import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
 import { createEventStore } from '../../src/stores/clickhouse.js';
 import { EventWriter } from '../../src/ingest/writer.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
-import { AgentDiscovery } from '../../src/agents/discovery.js';
+import { AgentActivity } from '../../src/agents/activity.js';
 import { event, sdkRecord, storedCount, storedRows } from './fixtures.js';
 
 describe('ingest', () => {
@@ -363,7 +363,7 @@ describe('ingest', () => {
       const events = createEventStore({ mode: 'server', url: 'http://127.0.0.1:9', user: 'default', password: '', database: 'x' });
       const { deps } = testEnv();
       const writer = new EventWriter(events, deps.logger);
-      const ingestor = new Ingestor(deps.schemas, writer, new AgentDiscovery(deps.registry), deps.logger);
+      const ingestor = new Ingestor(deps.schemas, writer, new AgentActivity(deps.registry), deps.logger);
       try {
         const res = await api(appWith([], { events, writer, ingestor })).post('/api/v1/events').set(...team.auth).send({ events: [event({ agent_id: 'lost' })] }).expect(503);
         expect(errorOf(res.body).code).to.equal('store_unavailable');

@@ -1,0 +1,86 @@
+import type { Registry } from '../stores/sqlite.js';
+
+/** An agent as the registry keeps it; spend statistics come from ClickHouse (stats.ts). */
+export interface AgentRecord {
+  externalId: string;
+  name: string;
+  authorizedBy: string | null;
+  createdAt: number;
+  lastEventAt: number | null;
+}
+
+interface AgentRow {
+  external_id: string;
+  name: string;
+  authorized_by: string | null;
+  created_at: number;
+  last_event_at: number | null;
+}
+
+const COLUMNS = 'external_id, name, authorized_by, created_at, last_event_at';
+const toRecord = (r: AgentRow): AgentRecord => ({
+  externalId: r.external_id,
+  name: r.name,
+  authorizedBy: r.authorized_by,
+  createdAt: r.created_at,
+  lastEventAt: r.last_event_at,
+});
+
+/**
+ * Creates an agent. An agent so far only discovered from events becomes a created one: it takes the
+ * given name and authoriser and keeps its history. Returns undefined when the team already created
+ * an agent with this id. One statement, so it cannot race with discovery.
+ */
+export function createAgent(db: Registry, teamId: string, input: { externalId: string; name: string; authorizedBy?: string }): AgentRecord | undefined {
+  const row = db
+    .prepare(
+      `INSERT INTO agents (team_id, external_id, name, authorized_by, created_at, created_via)
+       VALUES (?, ?, ?, ?, ?, 'api')
+       ON CONFLICT (team_id, external_id) DO UPDATE
+         SET name = excluded.name, authorized_by = excluded.authorized_by, created_via = 'api'
+       WHERE created_via = 'events'
+       RETURNING ${COLUMNS}`,
+    )
+    .get(teamId, input.externalId, input.name, input.authorizedBy ?? null, Date.now()) as AgentRow | undefined;
+  return row && toRecord(row);
+}
+
+export function findAgent(db: Registry, teamId: string, externalId: string): AgentRecord | undefined {
+  const row = db.prepare(`SELECT ${COLUMNS} FROM agents WHERE team_id = ? AND external_id = ?`).get(teamId, externalId) as AgentRow | undefined;
+  return row && toRecord(row);
+}
+
+/** Where a page of the activity order ends: the next page starts after it. */
+export interface AgentCursor {
+  lastEventAt: number | null;
+  externalId: string;
+}
+
+/** `%`, `_` and the escape itself are literal in a prefix search. */
+const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/**
+ * Agents of a team, most recent activity first (agents without events last), then by id; `limit`
+ * rows after `after`. `q` keeps agents whose id or name starts with it (ASCII case-insensitive).
+ */
+export function listAgents(db: Registry, teamId: string, options: { limit: number; after?: AgentCursor; q?: string }): AgentRecord[] {
+  const where = ['team_id = ?'];
+  const args: unknown[] = [teamId];
+  if (options.q) {
+    where.push(`(external_id LIKE ? ESCAPE '\\' OR name LIKE ? ESCAPE '\\')`);
+    args.push(likePrefix(options.q), likePrefix(options.q));
+  }
+  if (options.after) {
+    const at = options.after.lastEventAt ?? -1;
+    where.push('(coalesce(last_event_at, -1) < ? OR (coalesce(last_event_at, -1) = ? AND external_id > ?))');
+    args.push(at, at, options.after.externalId);
+  }
+  const rows = db
+    .prepare(`SELECT ${COLUMNS} FROM agents WHERE ${where.join(' AND ')} ORDER BY coalesce(last_event_at, -1) DESC, external_id LIMIT ?`)
+    .all(...args, options.limit) as AgentRow[];
+  return rows.map(toRecord);
+}
+
+export function countAgents(db: Registry, teamId: string): number {
+  return (db.prepare('SELECT count(*) AS n FROM agents WHERE team_id = ?').get(teamId) as { n: number }).n;
+}

@@ -1,0 +1,103 @@
+import { decodeCursor, encodeCursor } from '../http/cursor.js';
+import { ApiError } from '../http/errors.js';
+import { defineRoute, type AppDeps } from '../http/routes.js';
+import { createAgent, findAgent, listAgents, type AgentCursor, type AgentRecord } from './repository.js';
+import { agentStats } from './stats.js';
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** Agent summaries of some registry rows, with statistics from one ClickHouse query. */
+async function summaries(deps: AppDeps, teamId: string, agents: readonly AgentRecord[]) {
+  const stats = await agentStats(deps.events, teamId, agents.map((a) => a.externalId));
+  return agents.map((a) => ({
+    agentId: a.externalId,
+    name: a.name,
+    totalSpend: stats.get(a.externalId)?.totalSpend ?? '0',
+    transactionCount: stats.get(a.externalId)?.transactionCount ?? 0,
+    lastActive: iso(a.lastEventAt),
+    authorizedBy: a.authorizedBy,
+    createdAt: iso(a.createdAt),
+  }));
+}
+
+const EXAMPLE_AGENT = {
+  agentId: 'research-bot',
+  name: 'Research bot',
+  totalSpend: '12.345678',
+  transactionCount: 1289,
+  lastActive: '2026-11-21T09:58:12.345Z',
+  authorizedBy: 'alice@example.com',
+  createdAt: '2026-11-02T08:00:00.000Z',
+};
+
+export const createAgentRoute = defineRoute<{ external_id: string; name: string; authorized_by?: string }>({
+  method: 'post',
+  path: '/agents',
+  operationId: 'createAgent',
+  summary: 'Register an agent',
+  description:
+    'An agent already discovered from its events becomes a registered one: it takes this name and authoriser and ' +
+    'keeps its statistics. An external_id the team already registered is a 409.',
+  tag: 'agents',
+  body: 'agent-create.json',
+  bodyExample: { external_id: 'research-bot', name: 'Research bot', authorized_by: 'alice@example.com' },
+  responses: {
+    201: { description: 'The agent', schema: 'agent.json', example: EXAMPLE_AGENT },
+    409: { description: 'The team already registered an agent with this external_id', schema: 'error.json' },
+  },
+  async handler({ body, team, deps }) {
+    const agent = createAgent(deps.registry, team.teamId, { externalId: body.external_id, name: body.name, authorizedBy: body.authorized_by });
+    if (!agent) throw new ApiError('conflict', `An agent with external_id "${body.external_id}" already exists`, [{ field: 'external_id', message: 'already exists' }]);
+    const [summary] = await summaries(deps, team.teamId, [agent]);
+    return { status: 201, headers: { Location: `/api/v1/agents/${encodeURIComponent(agent.externalId)}` }, body: summary };
+  },
+});
+
+export const getAgentRoute = defineRoute({
+  method: 'get',
+  path: '/agents/:id',
+  operationId: 'getAgent',
+  summary: 'One agent by its external id, with its spend statistics',
+  tag: 'agents',
+  responses: { 200: { description: 'The agent', schema: 'agent.json', example: EXAMPLE_AGENT } },
+  async handler({ params, team, deps }) {
+    const agent = findAgent(deps.registry, team.teamId, params.id!);
+    if (!agent) throw new ApiError('not_found', `No agent "${params.id}" in this team`);
+    const [summary] = await summaries(deps, team.teamId, [agent]);
+    return { body: summary };
+  },
+});
+
+const isAgentCursor = (v: unknown): v is AgentCursor =>
+  typeof v === 'object' && v !== null &&
+  (typeof (v as AgentCursor).lastEventAt === 'number' || (v as AgentCursor).lastEventAt === null) &&
+  typeof (v as AgentCursor).externalId === 'string';
+
+export const listAgentsRoute = defineRoute<unknown, { limit?: number; cursor?: string; q?: string }>({
+  method: 'get',
+  path: '/agents',
+  operationId: 'listAgents',
+  summary: 'Agents of the team, most recent activity first',
+  description:
+    'Registered and discovered agents in one list: latest event first, agents without events last, ties by id. ' +
+    'Pass `next_cursor` as `cursor` for the next page; it is null on the last page. `q` keeps agents whose id or name ' +
+    'starts with it (case-insensitive for ASCII). The order follows activity: an agent that spends while you page ' +
+    'moves to the front.',
+  tag: 'agents',
+  query: 'agents-query.json',
+  responses: {
+    200: { description: 'A page of agents', schema: 'agent-page.json', example: { data: [EXAMPLE_AGENT], next_cursor: null } },
+  },
+  async handler({ query, team, deps }) {
+    const limit = query.limit ?? 50;
+    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isAgentCursor);
+    // One row more than asked tells whether another page exists.
+    const rows = listAgents(deps.registry, team.teamId, { limit: limit + 1, after, q: query.q });
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    const next_cursor = rows.length > limit && last ? encodeCursor({ lastEventAt: last.lastEventAt, externalId: last.externalId }) : null;
+    return { body: { data: await summaries(deps, team.teamId, page), next_cursor } };
+  },
+});
+
+export const agentRoutes = [createAgentRoute, listAgentsRoute, getAgentRoute];

@@ -1,0 +1,25 @@
+import { ApiError } from './errors.js';
+
+/**
+ * Page cursors are opaque to clients: base64url JSON of where the page ended, so the next page
+ * starts strictly after it (keyset pagination: no duplicates or gaps while rows are added).
+ */
+export function encodeCursor(position: unknown): string {
+  return Buffer.from(JSON.stringify(position)).toString('base64url');
+}
+
+/** Decodes a cursor made by encodeCursor and checks its shape; anything else is a 400 naming `cursor`. */
+export function decodeCursor<T>(cursor: string, isPosition: (value: unknown) => value is T): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    value = undefined;
+  }
+  if (!isPosition(value)) {
+    throw new ApiError('validation_failed', 'Query string is invalid: cursor is not a cursor this API returned', [
+      { field: 'cursor', message: 'is not a cursor this API returned' },
+    ]);
+  }
+  return value;
+}

@@ -1,0 +1,132 @@
+import type { Registry } from '../stores/sqlite.js';
+import { newId } from '../teams/keys.js';
+import type { Limit } from './limits.js';
+
+export type PolicyAction = 'flag' | 'block';
+
+export interface Policy {
+  id: string;
+  name: string;
+  /** External ids; empty: every agent of the team. */
+  agents: string[];
+  limits: Limit[];
+  action: PolicyAction;
+  active: boolean;
+  /** IANA zone of daily windows; null: UTC. */
+  timezone: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type PolicyInput = Omit<Policy, 'id' | 'createdAt' | 'updatedAt'>;
+
+interface PolicyRow {
+  id: string;
+  name: string;
+  limits: string;
+  action: PolicyAction;
+  timezone: string | null;
+  active: number;
+  created_at: number;
+  updated_at: number;
+  agents: string | null;
+}
+
+// Agents come along as a JSON array, so a page is one statement, not one per policy.
+const SELECT = `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.active, p.created_at, p.updated_at,
+       (SELECT json_group_array(external_id) FROM (SELECT external_id FROM policy_agents pa WHERE pa.policy_id = p.id ORDER BY external_id)) AS agents
+  FROM policies p`;
+
+const toPolicy = (r: PolicyRow): Policy => ({
+  id: r.id,
+  name: r.name,
+  agents: JSON.parse(r.agents ?? '[]') as string[],
+  limits: JSON.parse(r.limits) as Limit[],
+  action: r.action,
+  active: r.active === 1,
+  timezone: r.timezone,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+function setAgents(db: Registry, teamId: string, policyId: string, agents: readonly string[]): void {
+  db.prepare('DELETE FROM policy_agents WHERE policy_id = ?').run(policyId);
+  const insert = db.prepare('INSERT INTO policy_agents (policy_id, team_id, external_id) VALUES (?, ?, ?)');
+  for (const agent of agents) insert.run(policyId, teamId, agent);
+}
+
+export function createPolicy(db: Registry, teamId: string, input: PolicyInput): Policy {
+  const id = newId('pol');
+  const now = Date.now();
+  db.transaction(() => {
+    db.prepare(
+      `INSERT INTO policies (id, team_id, name, limits, action, timezone, active, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(id, teamId, input.name, JSON.stringify(input.limits), input.action, input.timezone, input.active ? 1 : 0, now, now);
+    setAgents(db, teamId, id, input.agents);
+  })();
+  return findPolicy(db, teamId, id)!;
+}
+
+export function findPolicy(db: Registry, teamId: string, id: string): Policy | undefined {
+  const row = db.prepare(`${SELECT} WHERE p.team_id = ? AND p.id = ?`).get(teamId, id) as PolicyRow | undefined;
+  return row && toPolicy(row);
+}
+
+/** Applies the given fields; undefined when the team has no such policy. */
+export function updatePolicy(db: Registry, teamId: string, id: string, changes: Partial<PolicyInput>): Policy | undefined {
+  return db.transaction(() => {
+    const current = findPolicy(db, teamId, id);
+    if (!current) return undefined;
+    const next = { ...current, ...changes };
+    db.prepare('UPDATE policies SET name = ?, limits = ?, action = ?, timezone = ?, active = ?, updated_at = ? WHERE id = ?').run(
+      next.name,
+      JSON.stringify(next.limits),
+      next.action,
+      next.timezone,
+      next.active ? 1 : 0,
+      Math.max(Date.now(), current.updatedAt),
+      id,
+    );
+    if (changes.agents) setAgents(db, teamId, id, changes.agents);
+    return findPolicy(db, teamId, id);
+  })();
+}
+
+export function deletePolicy(db: Registry, teamId: string, id: string): boolean {
+  return db.prepare('DELETE FROM policies WHERE team_id = ? AND id = ?').run(teamId, id).changes === 1;
+}
+
+export interface PolicyCursor {
+  createdAt: number;
+  id: string;
+}
+
+/** Policies of a team, newest first (ties by id); `agent` keeps those that apply to that agent. */
+export function listPolicies(
+  db: Registry,
+  teamId: string,
+  options: { limit: number; after?: PolicyCursor; agent?: string; active?: boolean },
+): Policy[] {
+  const where = ['p.team_id = ?'];
+  const args: unknown[] = [teamId];
+  if (options.agent !== undefined) {
+    where.push(`(NOT EXISTS (SELECT 1 FROM policy_agents pa WHERE pa.policy_id = p.id)
+              OR EXISTS (SELECT 1 FROM policy_agents pa WHERE pa.policy_id = p.id AND pa.external_id = ?))`);
+    args.push(options.agent);
+  }
+  if (options.active !== undefined) {
+    where.push('p.active = ?');
+    args.push(options.active ? 1 : 0);
+  }
+  if (options.after) {
+    where.push('(p.created_at < ? OR (p.created_at = ? AND p.id < ?))');
+    args.push(options.after.createdAt, options.after.createdAt, options.after.id);
+  }
+  const rows = db.prepare(`${SELECT} WHERE ${where.join(' AND ')} ORDER BY p.created_at DESC, p.id DESC LIMIT ?`).all(...args, options.limit) as PolicyRow[];
+  return rows.map(toPolicy);
+}
+
+export function countActivePolicies(db: Registry, teamId: string): number {
+  return (db.prepare('SELECT count(*) AS n FROM policies WHERE team_id = ? AND active = 1').get(teamId) as { n: number }).n;
+}

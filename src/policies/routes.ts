@@ -1,0 +1,167 @@
+import { decodeCursor, encodeCursor } from '../http/cursor.js';
+import { ApiError } from '../http/errors.js';
+import { defineRoute } from '../http/routes.js';
+import { checkPolicyFields, type Limit } from './limits.js';
+import {
+  createPolicy,
+  deletePolicy,
+  findPolicy,
+  listPolicies,
+  updatePolicy,
+  type Policy,
+  type PolicyAction,
+  type PolicyCursor,
+  type PolicyInput,
+} from './repository.js';
+
+interface PolicyBody {
+  name?: string;
+  agents?: string[];
+  limits?: Limit[];
+  action?: PolicyAction;
+  active?: boolean;
+  timezone?: string | null;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const toBody = (p: Policy) => ({
+  id: p.id,
+  name: p.name,
+  agents: p.agents,
+  limits: p.limits,
+  action: p.action,
+  active: p.active,
+  timezone: p.timezone,
+  createdAt: iso(p.createdAt),
+  updatedAt: iso(p.updatedAt),
+});
+
+const notFound = (id: string) => new ApiError('not_found', `No policy "${id}" in this team`);
+
+const EXAMPLE_BODY = {
+  name: 'research budget',
+  agents: ['agent-1', 'agent-2'],
+  limits: [
+    { kind: 'per_call', amount: '1.00' },
+    { kind: 'per_hour', amount: '10' },
+    { kind: 'daily', amount: '100' },
+    { kind: 'per_endpoint', amount: '5', endpoint: 'api.example.com' },
+  ],
+  action: 'flag',
+  active: true,
+};
+const EXAMPLE_POLICY = {
+  id: 'pol_k3m9q4x7c1v8n5z6a0b2',
+  ...EXAMPLE_BODY,
+  timezone: null,
+  createdAt: '2026-11-21T10:00:00.000Z',
+  updatedAt: '2026-11-21T10:00:00.000Z',
+};
+
+const POLICY_DOC =
+  'Limits: per_call (one payment), per_hour and daily (an agent\'s spend in the calendar hour, or day in `timezone`, ' +
+  'default UTC), per_endpoint (an agent\'s spend per UTC day to endpoints matching a host, `*.host` or URL prefix). ' +
+  'Amounts are decimal strings. `agents` empty or omitted: every agent of the team. `action` flag or block sets the ' +
+  'severity of what a breach raises.';
+
+export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits: Limit[] }>({
+  method: 'post',
+  path: '/policies',
+  operationId: 'createPolicy',
+  summary: 'Create a budget policy',
+  description: `${POLICY_DOC} action defaults to flag, active to true.`,
+  tag: 'policies',
+  body: 'policy-create.json',
+  bodyExample: EXAMPLE_BODY,
+  responses: { 201: { description: 'The policy', schema: 'policy.json', example: EXAMPLE_POLICY } },
+  handler({ body, team, deps }) {
+    const limits = checkPolicyFields(body)!;
+    const input: PolicyInput = {
+      name: body.name,
+      agents: body.agents ?? [],
+      limits,
+      action: body.action ?? 'flag',
+      active: body.active ?? true,
+      timezone: body.timezone ?? null,
+    };
+    const policy = createPolicy(deps.registry, team.teamId, input);
+    return { status: 201, headers: { Location: `/api/v1/policies/${policy.id}` }, body: toBody(policy) };
+  },
+});
+
+export const getPolicyRoute = defineRoute({
+  method: 'get',
+  path: '/policies/:id',
+  operationId: 'getPolicy',
+  summary: 'One policy',
+  tag: 'policies',
+  responses: { 200: { description: 'The policy', schema: 'policy.json', example: EXAMPLE_POLICY } },
+  handler({ params, team, deps }) {
+    const policy = findPolicy(deps.registry, team.teamId, params.id!);
+    if (!policy) throw notFound(params.id!);
+    return { body: toBody(policy) };
+  },
+});
+
+export const updatePolicyRoute = defineRoute<PolicyBody>({
+  method: 'patch',
+  path: '/policies/:id',
+  operationId: 'updatePolicy',
+  summary: 'Change a policy',
+  description: `${POLICY_DOC} Only the fields sent change; agents and limits are replaced whole; timezone null means UTC.`,
+  tag: 'policies',
+  body: 'policy-patch.json',
+  bodyExample: { limits: [{ kind: 'daily', amount: '150' }], active: true },
+  responses: { 200: { description: 'The policy as changed', schema: 'policy.json', example: EXAMPLE_POLICY } },
+  handler({ params, body, team, deps }) {
+    const limits = checkPolicyFields(body);
+    const changes: Partial<PolicyInput> = { ...body, ...(limits ? { limits } : {}) };
+    const policy = updatePolicy(deps.registry, team.teamId, params.id!, changes);
+    if (!policy) throw notFound(params.id!);
+    return { body: toBody(policy) };
+  },
+});
+
+export const deletePolicyRoute = defineRoute({
+  method: 'delete',
+  path: '/policies/:id',
+  operationId: 'deletePolicy',
+  summary: 'Delete a policy',
+  description: 'It stops applying at once. Alerts it raised stay.',
+  tag: 'policies',
+  responses: { 204: { description: 'Deleted' } },
+  handler({ params, team, deps }) {
+    if (!deletePolicy(deps.registry, team.teamId, params.id!)) throw notFound(params.id!);
+    return { status: 204, body: undefined };
+  },
+});
+
+const isPolicyCursor = (v: unknown): v is PolicyCursor =>
+  typeof v === 'object' && v !== null && typeof (v as PolicyCursor).createdAt === 'number' && typeof (v as PolicyCursor).id === 'string';
+
+export const listPoliciesRoute = defineRoute<unknown, { limit?: number; cursor?: string; agent?: string; active?: boolean }>({
+  method: 'get',
+  path: '/policies',
+  operationId: 'listPolicies',
+  summary: 'Policies of the team, newest first',
+  description:
+    'Pass `next_cursor` as `cursor` for the next page; it is null on the last page. `agent` keeps the policies that ' +
+    'apply to that agent (naming it, or applying to every agent); `active` keeps active or inactive ones.',
+  tag: 'policies',
+  query: 'policies-query.json',
+  responses: {
+    200: { description: 'A page of policies', schema: 'policy-page.json', example: { data: [EXAMPLE_POLICY], next_cursor: null } },
+  },
+  handler({ query, team, deps }) {
+    const limit = query.limit ?? 50;
+    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isPolicyCursor);
+    // One row more than asked tells whether another page exists.
+    const rows = listPolicies(deps.registry, team.teamId, { limit: limit + 1, after, agent: query.agent, active: query.active });
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    const next_cursor = rows.length > limit && last ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null;
+    return { body: { data: page.map(toBody), next_cursor } };
+  },
+});
+
+export const policyRoutes = [createPolicyRoute, listPoliciesRoute, getPolicyRoute, updatePolicyRoute, deletePolicyRoute];
