@@ -34,7 +34,7 @@ export function parseRange(query: RangeQuery, now = Date.now()): TimeRange {
 
 const RANGE_DOC =
   '`from` (inclusive) and `to` (exclusive) take Unix ms or ISO 8601; the default is the last 30 days. Answers are ' +
-  'exact to the millisecond: whole hours come from the rollups, the ragged ends from the raw events.';
+  'exact to the millisecond: whole UTC days and hours come from the rollups, the ragged ends from the raw events.';
 
 export const analyticsSummary = defineRoute<unknown, RangeQuery>({
   method: 'get',
