@@ -11,6 +11,20 @@ export interface Config {
   maxBodyBytes: number;
   shutdownTimeoutMs: number;
   ingest: { flushRows: number; lingerMs: number };
+  anomalies: AnomalyConfig;
+}
+
+/** Thresholds of the anomaly checks at ingest (src/evaluation/anomalies.ts). */
+export interface AnomalyConfig {
+  /** A payment above this many times the agent's recent average is a spike. */
+  spikeFactor: number;
+  /** How many recent payments make the average; no spike is raised before half of them are seen. */
+  spikeBaseline: number;
+  /** More calls than this by one agent to one URL within loopSeconds is a runaway loop. */
+  loopCalls: number;
+  loopSeconds: number;
+  /** Payees an agent pays within this many hours of its first event are learned, not alerted. */
+  newPayeeLearningHours: number;
 }
 
 /** Unset `url`: the embedded engine in `path`; set: a ClickHouse server over HTTP. */
@@ -64,6 +78,13 @@ export function loadConfig(env: Env = process.env): Config {
     flushRows: integer('INGEST_FLUSH_ROWS', 2_000, 1, 100_000),
     lingerMs: integer('INGEST_LINGER_MS', 8, 0, 1_000),
   };
+  const anomalies: AnomalyConfig = {
+    spikeFactor: integer('ANOMALY_SPIKE_FACTOR', 10, 2, 1_000_000),
+    spikeBaseline: integer('ANOMALY_SPIKE_BASELINE', 50, 2, 10_000),
+    loopCalls: integer('ANOMALY_LOOP_CALLS', 300, 2, 10_000_000),
+    loopSeconds: integer('ANOMALY_LOOP_SECONDS', 60, 1, 86_400),
+    newPayeeLearningHours: integer('ANOMALY_NEW_PAYEE_LEARNING_HOURS', 24, 0, 8_760),
+  };
   const bootstrapApiKey = text('BOOTSTRAP_API_KEY', '', (v) =>
     // A bootstrap key is a real credential: short or spaced values are mistakes, not keys.
     v.length < 16 || v.length > 256 || /\s/.test(v) ? 'must be 16 to 256 characters without spaces' : null,
@@ -101,5 +122,6 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes,
     shutdownTimeoutMs,
     ingest,
+    anomalies,
   };
 }

@@ -10,6 +10,7 @@ import { MigrationError } from './stores/migrations.js';
 import { bootstrapDefaultTeam } from './teams/bootstrap.js';
 import { startServer } from './server.js';
 import { AgentActivity } from './agents/activity.js';
+import { Evaluator } from './evaluation/evaluator.js';
 import { Ingestor } from './ingest/ingestor.js';
 import { EventWriter } from './ingest/writer.js';
 
@@ -20,10 +21,13 @@ async function main(): Promise<void> {
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
   const { registry, events } = await openStores(config, logger);
   bootstrapDefaultTeam(registry, config, (line) => process.stdout.write(`${line}\n`));
-  const writer = new EventWriter(events, logger, {
-    targetRowsPerFlush: config.ingest.flushRows,
-    lingerMs: config.ingest.lingerMs,
-  });
+  const evaluator = new Evaluator(registry, events, config.anomalies, logger);
+  const writer = new EventWriter(
+    events,
+    logger,
+    { targetRowsPerFlush: config.ingest.flushRows, lingerMs: config.ingest.lingerMs },
+    evaluator,
+  );
   const ingestor = new Ingestor(schemas, writer, new AgentActivity(registry), logger);
   const app = createApp({ config, registry, events, logger, schemas, writer, ingestor });
 

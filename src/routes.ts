@@ -1,4 +1,5 @@
 import { agentRoutes } from './agents/routes.js';
+import { alertRoutes } from './alerts/routes.js';
 import { analyticsRoutes } from './analytics/routes.js';
 import { openApiRoute } from './docs/routes.js';
 import { healthRoutes } from './health/routes.js';
@@ -14,6 +15,7 @@ export const ROUTES: readonly RouteSpec[] = [
   ...ingestRoutes,
   ...agentRoutes,
   ...policyRoutes,
+  ...alertRoutes,
   ...analyticsRoutes,
   openApiRoute(() => ROUTES),
 ];

@@ -51,6 +51,6 @@ export class Ingestor {
       // The events are stored and acknowledged; a missing registry row is recreated by the next event.
       this.logger.error({ err, teamId }, 'recording agent activity failed');
     }
-    return { ingested: rows.length, duplicates: outcome.duplicates, errors, alerts_created: 0 };
+    return { ingested: rows.length, duplicates: outcome.duplicates, errors, alerts_created: outcome.alertsCreated };
   }
 }

@@ -9,6 +9,13 @@ export interface WriteOutcome {
   stored: number;
   /** Rows whose (team, id) was already stored, or repeated earlier in the same flush: not inserted. */
   duplicates: number;
+  /** Alerts opened by evaluating the stored rows. */
+  alertsCreated: number;
+}
+
+/** Evaluation of stored rows (policies, anomalies): new alerts per row. */
+export interface StoredRowsHook {
+  evaluate(rows: readonly EventRow[]): Promise<number[]>;
 }
 
 interface PendingWrite {
@@ -66,6 +73,8 @@ export class EventWriter {
     private readonly store: EventStore,
     private readonly logger: Logger,
     options: Partial<WriterOptions> = {},
+    /** Runs on each flush's inserted rows before the requests are answered, inside the serialised flush. */
+    private readonly evaluator?: StoredRowsHook,
   ) {
     this.options = { ...DEFAULTS, ...options };
   }
@@ -73,7 +82,7 @@ export class EventWriter {
   /** Resolves once the rows are stored (or found to be stored already); rejects with a 503 otherwise. */
   write(rows: EventRow[]): Promise<WriteOutcome> {
     if (this.closed) return Promise.reject(new ApiError('store_unavailable', 'The service is shutting down; retry'));
-    if (rows.length === 0) return Promise.resolve({ stored: 0, duplicates: 0 });
+    if (rows.length === 0) return Promise.resolve({ stored: 0, duplicates: 0, alertsCreated: 0 });
     return new Promise((resolve, reject) => {
       this.queue.push({ rows, resolve, reject });
       this.queuedRows += rows.length;
@@ -143,13 +152,29 @@ export class EventWriter {
     return this.queue.splice(0, count);
   }
 
+  /**
+   * Evaluates what this flush stored. The rows are stored and will be acknowledged whatever
+   * happens here: a failure is logged and raises no alert, it does not undo the insert.
+   */
+  private async evaluateStored(rows: EventRow[], owner: number[], outcomes: WriteOutcome[]): Promise<void> {
+    if (!this.evaluator) return;
+    try {
+      const created = await this.evaluator.evaluate(rows);
+      created.forEach((n, i) => (outcomes[owner[i]!]!.alertsCreated += n));
+    } catch (err) {
+      this.logger.error({ err, rows: rows.length }, 'policy evaluation failed; the events are stored');
+    }
+  }
+
   private async flush(flush: PendingWrite[]): Promise<WriteOutcome[]> {
     const started = performance.now();
     const stored = await this.storedIds(flush);
     const looked = performance.now();
     const seen = new Set<string>();
     const insert: unknown[][] = [];
-    const outcomes = flush.map((pending) => {
+    const inserted: EventRow[] = [];
+    const owner: number[] = [];
+    const outcomes = flush.map((pending, p) => {
       let duplicates = 0;
       for (const row of pending.rows) {
         const key = `${row.team_id}\u0000${row.id}`;
@@ -159,11 +184,14 @@ export class EventWriter {
         }
         seen.add(key);
         insert.push(EVENT_COLUMNS.map((column) => row[column]));
+        inserted.push(row);
+        owner.push(p);
       }
-      return { stored: pending.rows.length - duplicates, duplicates };
+      return { stored: pending.rows.length - duplicates, duplicates, alertsCreated: 0 };
     });
     if (insert.length > 0) {
       await this.store.insertRows('events', EVENT_COLUMNS, insert);
+      await this.evaluateStored(inserted, owner, outcomes);
     }
     this.logger.debug(
       {

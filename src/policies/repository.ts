@@ -4,6 +4,13 @@ import type { Limit } from './limits.js';
 
 export type PolicyAction = 'flag' | 'block';
 
+/**
+ * A counter per team, raised by every change to its policies: evaluation compares it to decide
+ * when to reload the team's policies (all changes go through this module, in this process).
+ */
+export const policyRevisions = new Map<string, number>();
+const changed = (teamId: string) => policyRevisions.set(teamId, (policyRevisions.get(teamId) ?? 0) + 1);
+
 export interface Policy {
   id: string;
   name: string;
@@ -65,6 +72,7 @@ export function createPolicy(db: Registry, teamId: string, input: PolicyInput): 
     ).run(id, teamId, input.name, JSON.stringify(input.limits), input.action, input.timezone, input.active ? 1 : 0, now, now);
     setAgents(db, teamId, id, input.agents);
   })();
+  changed(teamId);
   return findPolicy(db, teamId, id)!;
 }
 
@@ -89,12 +97,20 @@ export function updatePolicy(db: Registry, teamId: string, id: string, changes: 
       id,
     );
     if (changes.agents) setAgents(db, teamId, id, changes.agents);
+    changed(teamId);
     return findPolicy(db, teamId, id);
   })();
 }
 
 export function deletePolicy(db: Registry, teamId: string, id: string): boolean {
-  return db.prepare('DELETE FROM policies WHERE team_id = ? AND id = ?').run(teamId, id).changes === 1;
+  const deleted = db.prepare('DELETE FROM policies WHERE team_id = ? AND id = ?').run(teamId, id).changes === 1;
+  if (deleted) changed(teamId);
+  return deleted;
+}
+
+/** Every active policy of a team (evaluation loads them once per change). */
+export function activePolicies(db: Registry, teamId: string): Policy[] {
+  return (db.prepare(`${SELECT} WHERE p.team_id = ? AND p.active = 1 ORDER BY p.created_at, p.id`).all(teamId) as PolicyRow[]).map(toPolicy);
 }
 
 export interface PolicyCursor {

@@ -1,4 +1,5 @@
 import { countAgents } from '../agents/repository.js';
+import { countOpenAlerts } from '../alerts/repository.js';
 import { spendByDimensions } from '../analytics/queries.js';
 import type { AppDeps } from '../http/routes.js';
 import { countActivePolicies } from '../policies/repository.js';
@@ -21,8 +22,7 @@ export async function teamUsage(deps: Pick<AppDeps, 'registry' | 'events'>, team
     spend: current.totals.spend,
     agents: countAgents(deps.registry, teamId),
     activePolicies: countActivePolicies(deps.registry, teamId),
-    // Alerts land with policy evaluation; until then there are none.
-    openAlerts: 0,
+    openAlerts: countOpenAlerts(deps.registry, teamId),
     activeApiKeys: countActiveKeys(deps.registry, teamId),
   };
 }

@@ -21,6 +21,7 @@ import { migrateEventStore, migrateRegistry } from '../../src/stores/migrations.
 import { openRegistry, type Registry } from '../../src/stores/sqlite.js';
 import { createTeam } from '../../src/teams/repository.js';
 import { AgentActivity } from '../../src/agents/activity.js';
+import { Evaluator } from '../../src/evaluation/evaluator.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import { EventWriter } from '../../src/ingest/writer.js';
 
@@ -60,7 +61,7 @@ export async function startTestEnv(): Promise<void> {
     },
   });
   const logger = pino({ level: 'info' }, sink);
-  const writer = new EventWriter(events, logger);
+  const writer = new EventWriter(events, logger, {}, new Evaluator(registry, events, config.anomalies, logger));
   const ingestor = new Ingestor(schemas, writer, new AgentActivity(registry), logger);
   const deps: AppDeps = { config, registry, events, schemas, logger, writer, ingestor };
   env = { dataDir, config, registry, events, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };

@@ -1,0 +1,120 @@
+import type { Occurrence } from '../alerts/repository.js';
+import type { AnomalyConfig } from '../config.js';
+import type { EventRow } from '../ingest/records.js';
+import { formatUnits } from './money.js';
+
+/** An agent's recent payments: a ring of amounts and their running sum. */
+interface Baseline {
+  amounts: bigint[];
+  next: number;
+  sum: bigint;
+}
+
+/**
+ * Anomalies beyond what the client detects, from in-memory state per agent: spikes against the
+ * agent's recent average, runaway loops (one agent calling one URL too often in a short time).
+ * New payees need the registry and are checked by the evaluator. State starts empty when the
+ * process starts: a spike needs half a baseline of payments seen first.
+ */
+export class AnomalyDetector {
+  private readonly baselines = new Map<string, Baseline>();
+  private readonly calls = new Map<string, number[]>();
+
+  constructor(private readonly config: AnomalyConfig) {}
+
+  /** Anomalies of one stored event, after which it joins the agent's history. */
+  check(teamId: string, row: EventRow, amount: bigint): Occurrence[] {
+    const found: Occurrence[] = [];
+    const spike = this.spike(teamId, row, amount);
+    if (spike) found.push(spike);
+    const loop = this.loop(teamId, row);
+    if (loop) found.push(loop);
+    return found;
+  }
+
+  private spike(teamId: string, row: EventRow, amount: bigint): Occurrence | undefined {
+    const key = `${teamId}\u0000${row.agent_id}`;
+    let b = this.baselines.get(key);
+    if (!b) {
+      if (this.baselines.size > 200_000) this.baselines.clear();
+      b = { amounts: [], next: 0, sum: 0n };
+      this.baselines.set(key, b);
+    }
+    const n = BigInt(b.amounts.length);
+    let found: Occurrence | undefined;
+    // amount > factor x average  <=>  amount x n > factor x sum (exact, no division).
+    if (b.amounts.length * 2 >= this.config.spikeBaseline && b.sum > 0n && amount * n > BigInt(this.config.spikeFactor) * b.sum) {
+      const average = formatUnits(b.sum / n);
+      const threshold = formatUnits((BigInt(this.config.spikeFactor) * b.sum) / n);
+      const times = Number((amount * 100n * n) / b.sum) / 100;
+      found = {
+        teamId,
+        dedupKey: `${row.agent_id}\u0000anomaly\u0000spike`,
+        type: 'anomaly',
+        kind: 'spike',
+        severity: 'warning',
+        agentId: row.agent_id,
+        policyId: null,
+        window: null,
+        observed: formatUnits(amount),
+        limit: threshold,
+        subject: row.endpoint,
+        details: { factor: times, baseline: average, baselinePayments: b.amounts.length, threshold: this.config.spikeFactor },
+        message:
+          `Agent ${row.agent_id} paid ${formatUnits(amount)} to ${row.endpoint}: ${times} times its average of ${average} ` +
+          `over its last ${b.amounts.length} payments (alert above ${this.config.spikeFactor} times)`,
+        eventIds: [row.id],
+        count: 1,
+        firstSeen: row.event_time,
+        lastSeen: row.event_time,
+      };
+    }
+    if (b.amounts.length < this.config.spikeBaseline) b.amounts.push(amount);
+    else {
+      b.sum -= b.amounts[b.next]!;
+      b.amounts[b.next] = amount;
+      b.next = (b.next + 1) % this.config.spikeBaseline;
+    }
+    b.sum += amount;
+    return found;
+  }
+
+  private loop(teamId: string, row: EventRow): Occurrence | undefined {
+    const key = `${teamId}\u0000${row.agent_id}\u0000${row.endpoint}`;
+    let times = this.calls.get(key);
+    if (!times) {
+      if (this.calls.size > 200_000) this.calls.clear();
+      times = [];
+      this.calls.set(key, times);
+    }
+    const windowMs = this.config.loopSeconds * 1000;
+    times.push(row.event_time);
+    // Keep the calls of the last window before this one (records arrive roughly in time order).
+    let drop = 0;
+    while (drop < times.length && times[drop]! <= row.event_time - windowMs) drop++;
+    if (drop > 0) times.splice(0, drop);
+    if (times.length > this.config.loopCalls + 1) times.shift();
+    if (times.length <= this.config.loopCalls) return undefined;
+    return {
+      teamId,
+      dedupKey: `${row.agent_id}\u0000anomaly\u0000loop\u0000${row.endpoint}`,
+      type: 'anomaly',
+      kind: 'loop',
+      severity: 'critical',
+      agentId: row.agent_id,
+      policyId: null,
+      window: { start: row.event_time - windowMs, end: row.event_time },
+      observed: String(times.length),
+      limit: String(this.config.loopCalls),
+      subject: row.endpoint,
+      details: { calls: times.length, seconds: this.config.loopSeconds },
+      message:
+        `Agent ${row.agent_id} called ${row.endpoint} more than ${this.config.loopCalls} times within ` +
+        `${this.config.loopSeconds} s: a runaway loop?`,
+      eventIds: [row.id],
+      count: 1,
+      firstSeen: row.event_time,
+      lastSeen: row.event_time,
+    };
+  }
+}

@@ -1,0 +1,307 @@
+import type { Logger } from 'pino';
+import { recordOccurrences, type Occurrence } from '../alerts/repository.js';
+import type { AnomalyConfig } from '../config.js';
+import { MAX_FUTURE_SKEW_MS, type EventRow } from '../ingest/records.js';
+import { activePolicies, policyRevisions } from '../policies/repository.js';
+import type { EventStore } from '../stores/clickhouse.js';
+import type { Registry } from '../stores/sqlite.js';
+import { AnomalyDetector } from './anomalies.js';
+import { endpointMatcher } from './matchers.js';
+import { toUnits } from './money.js';
+import { checkPolicy, compilePolicy, scopeKey, type CompiledPolicy, type WindowScope } from './policies.js';
+import { utcDay, utcHour, zonedDay, type Window } from './windows.js';
+
+/** A running total a team's policies need: `h`, `d:<zone>` or `e:<pattern>` (see policies.ts). */
+interface ScopeSpec {
+  scope: string;
+  window: (t: number) => Window;
+  matches?: (domain: string, endpoint: string) => boolean;
+  /** Since when every stored event of the team was added to this scope's totals (Unix ms). */
+  since: number;
+}
+
+interface TeamState {
+  revision: number;
+  policies: CompiledPolicy[];
+  byAgent: Map<string, CompiledPolicy[]>;
+  scopes: Map<string, ScopeSpec>;
+}
+
+const DAY = 86_400_000;
+/** Totals of windows that ended this long ago are dropped from memory (and re-read if needed). */
+const KEEP_WINDOWS_MS = 2 * DAY;
+
+/**
+ * Evaluates every stored event against its team's active policies, the anomaly checks and the
+ * client's own outcome, and records alerts. Runs inside the writer's flush, which is serialised:
+ * batches of one agent arriving concurrently are evaluated one after the other against one running
+ * total, so no breach is missed and none is counted twice.
+ *
+ * Running totals per agent and window live in memory. A total is exact when every event of its
+ * window went through this process (the window started after the scope was first needed);
+ * otherwise it is read once from ClickHouse, after this flush's insert, minus this flush's events.
+ */
+export class Evaluator {
+  private readonly teams = new Map<string, TeamState>();
+  private readonly totals = new Map<string, bigint>();
+  private readonly anomalies: AnomalyDetector;
+  /** Payees per team and agent (loaded from the registry on first use). */
+  private readonly payees = new Map<string, Set<string>>();
+  /** Windows that ended before this may have been dropped from `totals`. */
+  private droppedBefore = 0;
+
+  constructor(
+    private readonly registry: Registry,
+    private readonly store: EventStore,
+    private readonly config: AnomalyConfig,
+    private readonly logger: Logger,
+  ) {
+    this.anomalies = new AnomalyDetector(config);
+  }
+
+  /** Evaluates one flush of stored events; returns, per event, how many alerts it opened. */
+  async evaluate(rows: readonly EventRow[], now = Date.now()): Promise<number[]> {
+    this.dropOldWindows(now);
+    const amounts = rows.map((r) => toUnits(r.amount));
+    const states = new Map<string, TeamState>();
+    for (const row of rows) if (!states.has(row.team_id)) states.set(row.team_id, this.teamState(row.team_id, now));
+    await this.loadMissingTotals(rows, amounts, states);
+
+    const found: { row: number; occurrence: Occurrence }[] = [];
+    rows.forEach((row, i) => {
+      const state = states.get(row.team_id)!;
+      const amount = amounts[i]!;
+      // Each scope's total grows once per event, however many policies read it.
+      for (const spec of state.scopes.values()) {
+        if (spec.matches && !spec.matches(row.domain, row.endpoint)) continue;
+        const key = this.totalKey(row.team_id, { agentId: row.agent_id, scope: spec.scope, window: spec.window(row.event_time) });
+        this.totals.set(key, (this.totals.get(key) ?? 0n) + amount);
+      }
+      const spendAfter = (scope: WindowScope) => this.totals.get(this.totalKey(row.team_id, scope)) ?? 0n;
+      for (const policy of this.policiesOf(state, row.agent_id)) {
+        for (const occurrence of checkPolicy(row.team_id, policy, row, amount, spendAfter, now)) found.push({ row: i, occurrence });
+      }
+      const client = clientReported(row);
+      if (client) found.push({ row: i, occurrence: client });
+      for (const occurrence of this.anomalies.check(row.team_id, row, amount)) found.push({ row: i, occurrence });
+    });
+    for (const { row, occurrence } of this.newPayees(rows, now)) found.push({ row, occurrence });
+
+    // Occurrences of one breach in this flush become one: the first event opens (or updates) the alert.
+    const merged = new Map<string, { row: number; occurrence: Occurrence }>();
+    for (const f of found) {
+      const key = `${f.occurrence.teamId}\u0000${f.occurrence.dedupKey}`;
+      const earlier = merged.get(key);
+      if (!earlier) merged.set(key, { row: f.row, occurrence: { ...f.occurrence } });
+      else mergeInto(earlier.occurrence, f.occurrence);
+    }
+    const created = new Array<number>(rows.length).fill(0);
+    if (merged.size === 0) return created;
+    const groups = [...merged.values()];
+    const opened = recordOccurrences(this.registry, groups.map((g) => g.occurrence), now);
+    groups.forEach((g, i) => {
+      if (opened[i]) created[g.row]!++;
+    });
+    return created;
+  }
+
+  private totalKey(teamId: string, scope: WindowScope): string {
+    return `${teamId}\u0000${scopeKey(scope)}`;
+  }
+
+  /** The team's active policies and scopes, reloaded whenever its policies changed. */
+  private teamState(teamId: string, now: number): TeamState {
+    const revision = policyRevisions.get(teamId) ?? 0;
+    const current = this.teams.get(teamId);
+    if (current && current.revision === revision) return current;
+    const policies = activePolicies(this.registry, teamId).map(compilePolicy);
+    // Scopes stay once needed: their totals keep growing even while no policy reads them.
+    const scopes = current?.scopes ?? new Map<string, ScopeSpec>();
+    for (const policy of policies) {
+      for (const limit of policy.limits) {
+        const spec: Omit<ScopeSpec, 'since'> | undefined =
+          limit.kind === 'per_hour'
+            ? { scope: 'h', window: utcHour }
+            : limit.kind === 'daily'
+              ? { scope: `d:${policy.timezone}`, window: (t) => zonedDay(t, policy.timezone) }
+              : limit.kind === 'per_endpoint'
+                ? { scope: `e:${limit.endpoint}`, window: utcDay, matches: endpointMatcher(limit.endpoint!) }
+                : undefined;
+        if (spec && !scopes.has(spec.scope)) scopes.set(spec.scope, { ...spec, since: now });
+      }
+    }
+    const state = { revision, policies, byAgent: new Map(), scopes };
+    this.teams.set(teamId, state);
+    return state;
+  }
+
+  private policiesOf(state: TeamState, agentId: string): CompiledPolicy[] {
+    let list = state.byAgent.get(agentId);
+    if (!list) {
+      list = state.policies.filter((p) => p.agents === null || p.agents.has(agentId));
+      if (state.byAgent.size > 100_000) state.byAgent.clear();
+      state.byAgent.set(agentId, list);
+    }
+    return list;
+  }
+
+  /**
+   * Totals this flush touches that memory cannot vouch for: windows that began before their scope
+   * was tracked (an event time may lie up to 5 minutes ahead of its arrival), or that were dropped.
+   * Read in one query, after the insert, so this flush's events are taken out again.
+   */
+  private async loadMissingTotals(rows: readonly EventRow[], amounts: readonly bigint[], states: Map<string, TeamState>): Promise<void> {
+    const missing = new Map<string, { teamId: string; agentId: string; spec: ScopeSpec; window: Window; flushSum: bigint }>();
+    rows.forEach((row, i) => {
+      for (const spec of states.get(row.team_id)!.scopes.values()) {
+        if (spec.matches && !spec.matches(row.domain, row.endpoint)) continue;
+        const window = spec.window(row.event_time);
+        const key = this.totalKey(row.team_id, { agentId: row.agent_id, scope: spec.scope, window });
+        const known = this.totals.has(key) || (window.start >= spec.since + MAX_FUTURE_SKEW_MS && window.end > this.droppedBefore);
+        if (known) continue;
+        const entry = missing.get(key) ?? { teamId: row.team_id, agentId: row.agent_id, spec, window, flushSum: 0n };
+        entry.flushSum += amounts[i]!;
+        missing.set(key, entry);
+      }
+    });
+    if (missing.size === 0) return;
+    const entries = [...missing.entries()];
+    const params: Record<string, unknown> = {};
+    const branches = entries.map(([, e], i) => {
+      Object.assign(params, { [`t${i}`]: e.teamId, [`a${i}`]: e.agentId, [`f${i}`]: e.window.start, [`e${i}`]: e.window.end });
+      return `SELECT ${i} AS k, domain, endpoint, toString(sum(amount)) AS spend
+                FROM events
+               WHERE team_id = {t${i}:String} AND agent_id = {a${i}:String}
+                 AND toStartOfHour(event_time) >= toStartOfHour(fromUnixTimestamp64Milli({f${i}:Int64}, 'UTC'))
+                 AND toStartOfHour(event_time) <= toStartOfHour(fromUnixTimestamp64Milli({e${i}:Int64} - 1, 'UTC'))
+                 AND event_time >= fromUnixTimestamp64Milli({f${i}:Int64}) AND event_time < fromUnixTimestamp64Milli({e${i}:Int64})
+               GROUP BY domain, endpoint`;
+    });
+    const found = await this.store.query<{ k: number; domain: string; endpoint: string; spend: string }>(branches.join('\nUNION ALL\n'), params);
+    const sums = new Array<bigint>(entries.length).fill(0n);
+    for (const r of found) {
+      const { spec } = entries[Number(r.k)]![1];
+      if (!spec.matches || spec.matches(r.domain, r.endpoint)) sums[Number(r.k)]! += toUnits(r.spend);
+    }
+    entries.forEach(([key, e], i) => this.totals.set(key, sums[i]! - e.flushSum));
+    this.logger.debug({ windows: entries.length }, 'policy window totals read from the event store');
+  }
+
+  private dropOldWindows(now: number): void {
+    if (this.totals.size < 100_000) return;
+    const horizon = now - KEEP_WINDOWS_MS;
+    for (const key of this.totals.keys()) {
+      const start = Number(key.slice(key.lastIndexOf('\u0000') + 1));
+      // Windows are at most a day (plus a DST hour) long.
+      if (start + DAY + 3_600_000 < horizon) this.totals.delete(key);
+    }
+    this.droppedBefore = Math.max(this.droppedBefore, horizon);
+  }
+
+  /**
+   * A first payment of an agent to a payee it has not paid before. Payees paid within the learning
+   * period after the agent's first event are learned silently, so a new agent raises none.
+   */
+  private newPayees(rows: readonly EventRow[], now: number): { row: number; occurrence: Occurrence }[] {
+    const found: { row: number; occurrence: Occurrence }[] = [];
+    const learning = this.config.newPayeeLearningHours * 3_600_000;
+    const fresh: [string, string, string, number][] = [];
+    rows.forEach((row, i) => {
+      if (!row.payee_address) return;
+      const known = this.knownPayees(row.team_id, row.agent_id);
+      if (known.has(row.payee_address)) return;
+      known.add(row.payee_address);
+      fresh.push([row.team_id, row.agent_id, row.payee_address, row.event_time]);
+      const firstSeen = this.agentFirstSeen(row.team_id, row.agent_id) ?? now;
+      if (known.size === 1 || now - firstSeen < learning) return;
+      found.push({
+        row: i,
+        occurrence: {
+          teamId: row.team_id,
+          dedupKey: `${row.agent_id}\u0000anomaly\u0000new_payee\u0000${row.payee_address}`,
+          type: 'anomaly',
+          kind: 'new_payee',
+          severity: 'warning',
+          agentId: row.agent_id,
+          policyId: null,
+          window: null,
+          observed: row.amount,
+          limit: null,
+          subject: row.payee_address,
+          details: { payee: row.payee_address, knownPayees: known.size - 1 },
+          message: `Agent ${row.agent_id} paid ${row.amount} to ${row.payee_address}, a payee it has not paid before (via ${row.endpoint})`,
+          eventIds: [row.id],
+          count: 1,
+          firstSeen: row.event_time,
+          lastSeen: row.event_time,
+        },
+      });
+    });
+    if (fresh.length > 0) {
+      const insert = this.registry.prepare('INSERT OR IGNORE INTO agent_payees (team_id, agent_id, payee, first_seen) VALUES (?, ?, ?, ?)');
+      this.registry.transaction(() => {
+        for (const f of fresh) insert.run(...f);
+      })();
+    }
+    return found;
+  }
+
+  private knownPayees(teamId: string, agentId: string): Set<string> {
+    const key = `${teamId}\u0000${agentId}`;
+    let known = this.payees.get(key);
+    if (!known) {
+      if (this.payees.size > 100_000) this.payees.clear();
+      const rows = this.registry.prepare('SELECT payee FROM agent_payees WHERE team_id = ? AND agent_id = ?').all(teamId, agentId) as { payee: string }[];
+      known = new Set(rows.map((r) => r.payee));
+      this.payees.set(key, known);
+    }
+    return known;
+  }
+
+  private agentFirstSeen(teamId: string, agentId: string): number | undefined {
+    const row = this.registry.prepare('SELECT created_at FROM agents WHERE team_id = ? AND external_id = ?').get(teamId, agentId) as
+      | { created_at: number }
+      | undefined;
+    return row?.created_at;
+  }
+}
+
+/** The client's own verdict: blocked is a critical violation, flagged a warning. */
+function clientReported(row: EventRow): Occurrence | undefined {
+  if (row.policy_evaluation !== 'blocked' && row.policy_evaluation !== 'flagged') return undefined;
+  const blocked = row.policy_evaluation === 'blocked';
+  const subject = row.policy_id ?? row.domain;
+  return {
+    teamId: row.team_id,
+    dedupKey: `${row.agent_id}\u0000client\u0000${row.policy_evaluation}\u0000${subject}`,
+    type: 'violation',
+    kind: blocked ? 'client_blocked' : 'client_flagged',
+    severity: blocked ? 'critical' : 'warning',
+    agentId: row.agent_id,
+    policyId: null,
+    window: null,
+    observed: row.amount,
+    limit: null,
+    subject,
+    details: { clientPolicyId: row.policy_id, endpoint: row.endpoint, budgetRemaining: row.budget_remaining },
+    message:
+      `The client ${blocked ? 'blocked' : 'flagged'} a payment of ${row.amount} by agent ${row.agent_id} to ${row.endpoint}` +
+      (row.policy_id ? ` (client policy ${row.policy_id})` : ''),
+    eventIds: [row.id],
+    count: 1,
+    firstSeen: row.event_time,
+    lastSeen: row.event_time,
+  };
+}
+
+function mergeInto(target: Occurrence, next: Occurrence): void {
+  target.count += next.count;
+  target.firstSeen = Math.min(target.firstSeen, next.firstSeen);
+  if (next.lastSeen >= target.lastSeen) {
+    target.lastSeen = next.lastSeen;
+    target.observed = next.observed;
+    target.message = next.message;
+    target.details = next.details;
+  }
+  if (target.eventIds.length < 10) target.eventIds = [...target.eventIds, ...next.eventIds].slice(0, 10);
+}

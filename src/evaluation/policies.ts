@@ -1,0 +1,127 @@
+import type { EventRow } from '../ingest/records.js';
+import type { Occurrence } from '../alerts/repository.js';
+import type { LimitKind } from '../policies/limits.js';
+import type { Policy } from '../policies/repository.js';
+import { endpointMatcher } from './matchers.js';
+import { formatUnits, toUnits } from './money.js';
+import { utcDay, utcHour, zonedDay, type Window } from './windows.js';
+
+/** A limit ready to check: amount in 10^-18 units, pattern as a function. */
+interface CompiledLimit {
+  kind: LimitKind;
+  amount: bigint;
+  amountText: string;
+  endpoint?: string;
+  matches?: (domain: string, endpoint: string) => boolean;
+}
+
+export interface CompiledPolicy {
+  id: string;
+  name: string;
+  severity: 'warning' | 'critical';
+  timezone: string;
+  /** null: every agent of the team. */
+  agents: Set<string> | null;
+  limits: CompiledLimit[];
+}
+
+export function compilePolicy(p: Policy): CompiledPolicy {
+  return {
+    id: p.id,
+    name: p.name,
+    severity: p.action === 'block' ? 'critical' : 'warning',
+    timezone: p.timezone ?? 'UTC',
+    agents: p.agents.length ? new Set(p.agents) : null,
+    limits: p.limits.map((l) => ({
+      kind: l.kind,
+      amount: toUnits(l.amount),
+      amountText: l.amount,
+      ...(l.endpoint ? { endpoint: l.endpoint, matches: endpointMatcher(l.endpoint) } : {}),
+    })),
+  };
+}
+
+/**
+ * What a windowed limit sums: an agent's spend in a window of some scope. Policies that share a
+ * scope share one running total (`h` UTC hour, `d:<zone>` day in a zone, `e:<pattern>` UTC day to
+ * matching endpoints).
+ */
+export interface WindowScope {
+  agentId: string;
+  scope: string;
+  window: Window;
+  /** Events that count: all of the agent's, or those to matching endpoints. */
+  pattern?: string;
+}
+
+export const scopeKey = (s: WindowScope) => `${s.agentId}\u0000${s.scope}\u0000${s.window.start}`;
+
+/** The scope a windowed limit of a policy sums for an event, undefined for per_call. */
+export function scopeOf(policy: CompiledPolicy, limit: CompiledLimit, row: EventRow): WindowScope | undefined {
+  switch (limit.kind) {
+    case 'per_call':
+      return undefined;
+    case 'per_hour':
+      return { agentId: row.agent_id, scope: 'h', window: utcHour(row.event_time) };
+    case 'daily':
+      return { agentId: row.agent_id, scope: `d:${policy.timezone}`, window: zonedDay(row.event_time, policy.timezone) };
+    case 'per_endpoint':
+      return { agentId: row.agent_id, scope: `e:${limit.endpoint}`, window: utcDay(row.event_time), pattern: limit.endpoint };
+  }
+}
+
+const KIND_TEXT: Record<LimitKind, string> = {
+  per_call: 'per-call',
+  per_hour: 'hourly',
+  daily: 'daily',
+  per_endpoint: 'per-endpoint daily',
+};
+
+/**
+ * Checks one stored event against one policy. `spendAfter` gives the running total of a scope
+ * including this event (the caller adds it once per scope, however many policies share it).
+ */
+export function checkPolicy(
+  teamId: string,
+  policy: CompiledPolicy,
+  row: EventRow,
+  amount: bigint,
+  spendAfter: (scope: WindowScope) => bigint,
+  now: number,
+): Occurrence[] {
+  const found: Occurrence[] = [];
+  for (const limit of policy.limits) {
+    if (limit.matches && !limit.matches(row.domain, row.endpoint)) continue;
+    const scope = scopeOf(policy, limit, row);
+    const observed = scope ? spendAfter(scope) : amount;
+    if (observed <= limit.amount) continue;
+    const window = scope?.window ?? null;
+    const late = window !== null && window.end <= now;
+    const what = limit.kind === 'per_call' ? `a payment of ${formatUnits(amount)}` : `spend of ${formatUnits(observed)}`;
+    const where = limit.endpoint ? ` to ${limit.endpoint}` : '';
+    const span = window ? ` in the window ${new Date(window.start).toISOString()} to ${new Date(window.end).toISOString()}` : '';
+    found.push({
+      teamId,
+      dedupKey: `${row.agent_id}\u0000policy\u0000${policy.id}\u0000${limit.kind}\u0000${limit.endpoint ?? ''}\u0000${window?.start ?? ''}`,
+      type: 'violation',
+      kind: limit.kind,
+      severity: policy.severity,
+      agentId: row.agent_id,
+      policyId: policy.id,
+      window,
+      observed: formatUnits(observed),
+      limit: limit.amountText,
+      subject: limit.endpoint ?? null,
+      details: { policyName: policy.name, ...(late ? { late: true } : {}) },
+      message:
+        `Agent ${row.agent_id} broke the ${KIND_TEXT[limit.kind]} limit of ${limit.amountText} of policy "${policy.name}": ` +
+        `${what}${where}${span}` +
+        (late ? ` (a late record: this window closed at ${new Date(window.end).toISOString()})` : ''),
+      eventIds: [row.id],
+      count: 1,
+      firstSeen: row.event_time,
+      lastSeen: row.event_time,
+    });
+  }
+  return found;
+}

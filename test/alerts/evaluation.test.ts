@@ -1,0 +1,315 @@
+import { expect } from 'chai';
+import type { Express } from 'express';
+import { AgentActivity } from '../../src/agents/activity.js';
+import { Evaluator } from '../../src/evaluation/evaluator.js';
+import { Ingestor } from '../../src/ingest/ingestor.js';
+import { EventWriter } from '../../src/ingest/writer.js';
+import { api, appWith, newTeam, testEnv } from '../helpers/context.js';
+
+type Team = ReturnType<typeof newTeam>;
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+let seq = 0;
+
+interface Ev {
+  agent_id?: string;
+  endpoint?: string;
+  amount: string;
+  created_at: number;
+  policy_evaluation?: string;
+  payee_address?: string;
+  policy_id?: string;
+}
+const record = (e: Ev) => ({
+  id: `ev-${process.pid}-${++seq}`,
+  agent_id: 'bot',
+  endpoint: 'https://api.example.com/v1/x',
+  method: 'POST',
+  ...e,
+});
+
+async function ingest(team: Team, events: Ev[], app?: Express): Promise<{ alerts_created: number; ingested: number }> {
+  const res = await api(app).post('/api/v1/events').set(...team.auth).send({ events: events.map(record) }).expect(200);
+  return res.body;
+}
+async function alerts(team: Team, query = '', app?: Express) {
+  const res = await api(app).get(`/api/v1/alerts?limit=200${query}`).set(...team.auth).expect(200);
+  return res.body.data as Record<string, any>[];
+}
+async function policy(team: Team, limits: object[], extra: object = {}) {
+  return (await api().post('/api/v1/policies').set(...team.auth).send({ name: 'p', limits, ...extra }).expect(201)).body;
+}
+
+/** The start of yesterday's UTC day, plus an offset: windows that closed (late records) and were read from the store. */
+const yesterday = (offset: number) => Math.floor(Date.now() / DAY) * DAY - DAY + offset;
+
+describe('policy evaluation at ingest', () => {
+  it('per_call: at the limit nothing, one unit of 10^-18 over it a warning for flag', async () => {
+    const team = newTeam();
+    const p = await policy(team, [{ kind: 'per_call', amount: '1.000000000000000001' }]);
+    const t = Date.now() - 60_000;
+    expect((await ingest(team, [{ amount: '1.000000000000000001', created_at: t }, { amount: '1', created_at: t }])).alerts_created).to.equal(0);
+    expect((await ingest(team, [{ amount: '1.000000000000000002', created_at: t }])).alerts_created).to.equal(1);
+    const [a] = await alerts(team);
+    expect(a).to.include({ type: 'violation', kind: 'per_call', severity: 'warning', status: 'open', agentId: 'bot', policyId: p.id, observed: '1.000000000000000002', limit: '1.000000000000000001', count: 1, window: null });
+    // Another breach updates the open alert.
+    expect((await ingest(team, [{ amount: '3', created_at: t + 1 }])).alerts_created).to.equal(0);
+    const [again] = await alerts(team);
+    expect(again).to.include({ id: a!.id, count: 2, observed: '3' });
+    expect(again!.sampleEventIds).to.have.length(2);
+  });
+
+  it('per_hour: the window total including the record, exact; a new hour starts from zero', async () => {
+    const team = newTeam();
+    await policy(team, [{ kind: 'per_hour', amount: '10' }], { action: 'block' });
+    const h = yesterday(5 * HOUR);
+    expect((await ingest(team, [{ amount: '3.3', created_at: h }, { amount: '3.3', created_at: h + 1000 }])).alerts_created).to.equal(0);
+    expect((await ingest(team, [{ amount: '3.4', created_at: h + HOUR - 1 }])).alerts_created).to.equal(0); // exactly 10
+    expect((await ingest(team, [{ amount: '5', created_at: h + HOUR }])).alerts_created).to.equal(0); // next hour: 5
+    expect((await ingest(team, [{ amount: '0.000000000000000001', created_at: h + 2 }])).alerts_created).to.equal(1); // first hour: 10 + 1e-18
+    expect((await ingest(team, [{ amount: '5.000000000000000001', created_at: h + HOUR + 5 }])).alerts_created).to.equal(1); // second hour
+    const list = await alerts(team);
+    expect(list.map((a) => a.window.start).sort()).to.deep.equal([new Date(h).toISOString(), new Date(h + HOUR).toISOString()]);
+    const first = list.find((a) => a.window.start === new Date(h).toISOString())!;
+    expect(first).to.include({ kind: 'per_hour', severity: 'critical', observed: '10.000000000000000001', limit: '10' });
+    expect(first.details.late).to.equal(true);
+    expect(first.message).to.match(/late record: this window closed at/);
+  });
+
+  it('daily follows the policy time zone', async () => {
+    const team = newTeam();
+    await policy(team, [{ kind: 'daily', amount: '10' }], { timezone: 'Asia/Kolkata' });
+    // Kolkata midnight is 18:30 UTC: these two fall on different local days, the same UTC day.
+    const midnight = yesterday(18 * HOUR + 30 * 60_000);
+    expect((await ingest(team, [{ amount: '6', created_at: midnight - 1 }, { amount: '6', created_at: midnight }])).alerts_created).to.equal(0);
+    expect((await ingest(team, [{ amount: '4.000000000000000001', created_at: midnight + HOUR }])).alerts_created).to.equal(1);
+    const [a] = await alerts(team);
+    expect(a!.window).to.deep.equal({ start: new Date(midnight).toISOString(), end: new Date(midnight + DAY).toISOString() });
+    expect(a!.observed).to.equal('10.000000000000000001');
+  });
+
+  it('per_endpoint sums matching endpoints per UTC day only', async () => {
+    const team = newTeam();
+    await policy(team, [{ kind: 'per_endpoint', amount: '5', endpoint: '*.example.com' }]);
+    const t = yesterday(HOUR);
+    const res = await ingest(team, [
+      { amount: '2', created_at: t, endpoint: 'https://a.example.com/x' },
+      { amount: '3', created_at: t + 1, endpoint: 'https://b.example.com/y' },
+      { amount: '100', created_at: t + 2, endpoint: 'https://example.org/z' },
+      { amount: '100', created_at: t + 3, endpoint: 'https://example.com/apex' },
+    ]);
+    expect(res.alerts_created).to.equal(0);
+    expect((await ingest(team, [{ amount: '0.01', created_at: yesterday(DAY - 1), endpoint: 'https://c.example.com/' }])).alerts_created).to.equal(1);
+    expect((await ingest(team, [{ amount: '4', created_at: yesterday(DAY), endpoint: 'https://c.example.com/' }])).alerts_created).to.equal(0); // next day
+    const [a] = await alerts(team);
+    expect(a).to.include({ kind: 'per_endpoint', subject: '*.example.com', observed: '5.01', limit: '5' });
+  });
+
+  it('applies only to the agents a policy names, and not after it is deactivated', async () => {
+    const team = newTeam();
+    const p = await policy(team, [{ kind: 'per_call', amount: '1' }], { agents: ['named'] });
+    const t = Date.now() - 1000;
+    expect((await ingest(team, [{ agent_id: 'other', amount: '5', created_at: t }])).alerts_created).to.equal(0);
+    expect((await ingest(team, [{ agent_id: 'named', amount: '5', created_at: t }])).alerts_created).to.equal(1);
+    await api().patch(`/api/v1/policies/${p.id}`).set(...team.auth).send({ active: false }).expect(200);
+    await api().patch(`/api/v1/alerts/${(await alerts(team))[0]!.id}`).set(...team.auth).send({ status: 'resolved' }).expect(200);
+    expect((await ingest(team, [{ agent_id: 'named', amount: '5', created_at: t + 1 }])).alerts_created).to.equal(0);
+  });
+
+  it('concurrent batches of one agent raise exactly one alert, counting every breaching record', async () => {
+    const team = newTeam();
+    await policy(team, [{ kind: 'daily', amount: '10' }]);
+    const t = Date.now() - 120_000;
+    const batches = Array.from({ length: 8 }, (_, b) => Array.from({ length: 5 }, (_, i) => ({ amount: '1', created_at: t + b * 10 + i })));
+    const results = await Promise.all(batches.map((events) => ingest(team, events)));
+    expect(results.reduce((n, r) => n + r.alerts_created, 0)).to.equal(1);
+    const list = await alerts(team);
+    expect(list).to.have.length(1);
+    expect(list[0]).to.include({ count: 30, observed: '40' }); // records 11 to 40 are over 10
+  });
+
+  it('a retried batch changes nothing', async () => {
+    const team = newTeam();
+    await policy(team, [{ kind: 'per_call', amount: '1' }]);
+    const events = [record({ amount: '2', created_at: Date.now() - 1000 })];
+    const first = await api().post('/api/v1/events').set(...team.auth).send({ events }).expect(200);
+    const retry = await api().post('/api/v1/events').set(...team.auth).send({ events }).expect(200);
+    expect([first.body.alerts_created, retry.body.alerts_created, retry.body.duplicates]).to.deep.equal([1, 0, 1]);
+    expect((await alerts(team))[0]!.count).to.equal(1);
+  });
+
+  it('a client-reported blocked record is a critical violation, flagged a warning; one alert each', async () => {
+    const team = newTeam();
+    const t = Date.now() - 1000;
+    const res = await ingest(team, [
+      { amount: '1', created_at: t, policy_evaluation: 'blocked', policy_id: 'client-budget' },
+      { amount: '1', created_at: t + 1, policy_evaluation: 'blocked', policy_id: 'client-budget' },
+      { amount: '1', created_at: t + 2, policy_evaluation: 'flagged' },
+      { amount: '1', created_at: t + 3, policy_evaluation: 'allowed' },
+    ]);
+    expect(res.alerts_created).to.equal(2);
+    const list = await alerts(team);
+    const blocked = list.find((a) => a.kind === 'client_blocked')!;
+    const flagged = list.find((a) => a.kind === 'client_flagged')!;
+    expect(blocked).to.include({ type: 'violation', severity: 'critical', count: 2, subject: 'client-budget' });
+    expect(flagged).to.include({ type: 'violation', severity: 'warning', count: 1, subject: 'api.example.com' });
+  });
+
+  it('a resolved alert stays resolved; the next breach opens a new one; reopening it then is a 409', async () => {
+    const team = newTeam();
+    await policy(team, [{ kind: 'per_call', amount: '1' }]);
+    const t = Date.now() - 1000;
+    await ingest(team, [{ amount: '2', created_at: t }]);
+    const [a] = await alerts(team);
+    const resolved = await api().patch(`/api/v1/alerts/${a!.id}`).set(...team.auth).send({ status: 'resolved', note: 'raised the budget' }).expect(200);
+    expect(resolved.body).to.include({ status: 'resolved', resolution: 'raised the budget' });
+    expect(Date.parse(resolved.body.resolvedAt)).to.be.closeTo(Date.now(), 10_000);
+    expect((await ingest(team, [{ amount: '2', created_at: t + 1 }])).alerts_created).to.equal(1);
+    const old = await api().get(`/api/v1/alerts/${a!.id}`).set(...team.auth).expect(200);
+    expect(old.body).to.include({ status: 'resolved', count: 1 });
+    const conflict = await api().patch(`/api/v1/alerts/${a!.id}`).set(...team.auth).send({ status: 'open' }).expect(409);
+    expect(conflict.body.error.code).to.equal('conflict');
+    const newer = (await alerts(team, '&status=open'))[0]!;
+    await api().patch(`/api/v1/alerts/${newer.id}`).set(...team.auth).send({ status: 'resolved' }).expect(200);
+    const reopened = await api().patch(`/api/v1/alerts/${a!.id}`).set(...team.auth).send({ status: 'open' }).expect(200);
+    expect(reopened.body).to.include({ status: 'open', resolvedAt: null, resolution: null });
+  });
+
+  it('team usage counts open alerts', async () => {
+    const team = newTeam();
+    await policy(team, [{ kind: 'per_call', amount: '1' }]);
+    await ingest(team, [{ amount: '2', created_at: Date.now() - 1000, agent_id: 'a' }, { amount: '2', created_at: Date.now() - 1000, agent_id: 'b' }]);
+    const res = await api().get('/api/v1/team').set(...team.auth).expect(200);
+    expect(res.body.usage.openAlerts).to.equal(2);
+  });
+});
+
+describe('anomalies', () => {
+  let app: Express;
+  before(() => {
+    const { deps } = testEnv();
+    const config = { spikeFactor: 10, spikeBaseline: 10, loopCalls: 20, loopSeconds: 60, newPayeeLearningHours: 0 };
+    const writer = new EventWriter(deps.events, deps.logger, {}, new Evaluator(deps.registry, deps.events, config, deps.logger));
+    app = appWith([], { writer, ingestor: new Ingestor(deps.schemas, writer, new AgentActivity(deps.registry), deps.logger) });
+  });
+
+  /** Ten calls a minute apart to a few URLs, amounts within 20% of 1, one payee. */
+  const steady = (t0: number, n = 30) =>
+    Array.from({ length: n }, (_, i) => ({
+      amount: (0.9 + (i % 5) * 0.05).toFixed(2),
+      created_at: t0 + i * 60_000,
+      endpoint: `https://api.example.com/v1/${i % 3}`,
+      payee_address: '0xpayee1',
+    }));
+
+  it('steady traffic raises none', async () => {
+    const team = newTeam();
+    const t0 = Date.now() - 40 * 60_000;
+    const events = steady(t0);
+    for (let i = 0; i < events.length; i += 10) expect((await ingest(team, events.slice(i, i + 10), app)).alerts_created).to.equal(0);
+    expect(await alerts(team, '', app)).to.deep.equal([]);
+  });
+
+  it('a spike against the agent\'s recent average, with factor and baseline', async () => {
+    const team = newTeam();
+    const t0 = Date.now() - 40 * 60_000;
+    await ingest(team, steady(t0, 10), app);
+    expect((await ingest(team, [{ amount: '50', created_at: t0 + 11 * 60_000, payee_address: '0xpayee1' }], app)).alerts_created).to.equal(1);
+    const [a] = await alerts(team, '', app);
+    expect(a).to.include({ type: 'anomaly', kind: 'spike', observed: '50', limit: '10' });
+    expect(a!.details).to.include({ baseline: '1', factor: 50, baselinePayments: 10 });
+  });
+
+  it('a first payment to a new payee, once the agent has paid another', async () => {
+    const team = newTeam();
+    const t0 = Date.now() - 40 * 60_000;
+    await ingest(team, steady(t0, 5), app);
+    const res = await ingest(team, [{ amount: '1', created_at: t0 + 6 * 60_000, payee_address: '0xnewpayee' }, { amount: '1', created_at: t0 + 7 * 60_000, payee_address: '0xnewpayee' }], app);
+    expect(res.alerts_created).to.equal(1);
+    const [a] = await alerts(team, '', app);
+    expect(a).to.include({ kind: 'new_payee', subject: '0xnewpayee', count: 1 });
+    expect((await ingest(team, [{ amount: '1', created_at: t0 + 8 * 60_000, payee_address: '0xnewpayee' }], app)).alerts_created).to.equal(0);
+  });
+
+  it('a runaway loop: one agent calling one URL more than the threshold within the window', async () => {
+    const team = newTeam();
+    const t0 = Date.now() - 10 * 60_000;
+    const calls = Array.from({ length: 21 }, (_, i) => ({ amount: '0.01', created_at: t0 + i * 1000, endpoint: 'https://api.example.com/loop', payee_address: '0xpayee1' }));
+    expect((await ingest(team, calls.slice(0, 20), app)).alerts_created).to.equal(0);
+    expect((await ingest(team, calls.slice(20), app)).alerts_created).to.equal(1);
+    const [a] = await alerts(team, '', app);
+    expect(a).to.include({ kind: 'loop', severity: 'critical', subject: 'https://api.example.com/loop', observed: '21', limit: '20' });
+  });
+});
+
+describe('alerts API', () => {
+  it('filters by status, type, severity, agent and time; pages with no duplicates or gaps', async () => {
+    const team = newTeam();
+    await policy(team, [{ kind: 'per_call', amount: '1' }], { action: 'block' });
+    const t = Date.now() - 10 * 60_000;
+    // 12 agents breach per_call (critical violations); 3 of them also report flagged (warnings).
+    const events: Ev[] = Array.from({ length: 12 }, (_, i) => ({ agent_id: `agent-${i}`, amount: '2', created_at: t + i * 1000 }));
+    events.push(...[0, 1, 2].map((i) => ({ agent_id: `agent-${i}`, amount: '0.5', created_at: t + 100_000 + i, policy_evaluation: 'flagged' })));
+    expect((await ingest(team, events)).alerts_created).to.equal(15);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res: { body: { data: { id: string }[]; next_cursor: string | null } } = await api()
+        .get(`/api/v1/alerts?limit=4${cursor ? `&cursor=${cursor}` : ''}`)
+        .set(...team.auth)
+        .expect(200);
+      seen.push(...res.body.data.map((a) => a.id));
+      cursor = res.body.next_cursor;
+    } while (cursor);
+    expect(seen).to.have.length(15);
+    expect(new Set(seen).size).to.equal(15);
+    expect(await alerts(team, '&severity=warning')).to.have.length(3);
+    expect(await alerts(team, '&severity=critical&type=violation')).to.have.length(12);
+    expect(await alerts(team, '&type=anomaly')).to.have.length(0);
+    expect(await alerts(team, '&agent=agent-1')).to.have.length(2);
+    expect(await alerts(team, `&from=${t + 100_000}`)).to.have.length(3);
+    expect(await alerts(team, `&to=${new Date(t + 5000).toISOString()}`)).to.have.length(5);
+    const one = (await alerts(team, '&agent=agent-5'))[0]!;
+    await api().patch(`/api/v1/alerts/${one.id}`).set(...team.auth).send({ status: 'resolved' }).expect(200);
+    expect(await alerts(team, '&status=resolved')).to.have.length(1);
+    expect(await alerts(team, '&status=open')).to.have.length(14);
+  });
+
+  it('another team gets 404 for get and patch; unknown ids 404', async () => {
+    const team = newTeam();
+    await policy(team, [{ kind: 'per_call', amount: '1' }]);
+    await ingest(team, [{ amount: '2', created_at: Date.now() - 1000 }]);
+    const [a] = await alerts(team);
+    const other = newTeam();
+    await api().get(`/api/v1/alerts/${a!.id}`).set(...other.auth).expect(404);
+    await api().patch(`/api/v1/alerts/${a!.id}`).set(...other.auth).send({ status: 'resolved' }).expect(404);
+    expect((await api().get(`/api/v1/alerts/${a!.id}`).set(...team.auth).expect(200)).body.status).to.equal('open');
+    await api().get('/api/v1/alerts/alr_nope').set(...team.auth).expect(404);
+    expect(await alerts(other)).to.deep.equal([]);
+  });
+
+  const badPatches: [object, string][] = [
+    [{}, 'status'],
+    [{ status: 'closed' }, 'status'],
+    [{ status: 'open', note: 'x' }, 'note'],
+    [{ status: 'resolved', note: 5 }, 'note'],
+    [{ status: 'resolved', severity: 'info' }, 'severity'],
+  ];
+  for (const [body, field] of badPatches) {
+    it(`PATCH ${JSON.stringify(body)} is a 400 naming ${field}`, async () => {
+      const team = newTeam();
+      await policy(team, [{ kind: 'per_call', amount: '1' }]);
+      await ingest(team, [{ amount: '2', created_at: Date.now() - 1000 }]);
+      const [a] = await alerts(team);
+      const res = await api().patch(`/api/v1/alerts/${a!.id}`).set(...team.auth).send(body).expect(400);
+      expect(res.body.error.details.map((d: { field: string }) => d.field)).to.include(field);
+    });
+  }
+
+  for (const [query, field] of [['status=closed', 'status'], ['severity=high', 'severity'], ['from=soon', 'from'], ['limit=0', 'limit'], ['cursor=xyz', 'cursor']]) {
+    it(`GET /alerts?${query} is a 400 naming ${field}`, async () => {
+      const res = await api().get(`/api/v1/alerts?${query}`).set(...newTeam().auth).expect(400);
+      expect(res.body.error.details.map((d: { field: string }) => d.field)).to.include(field);
+    });
+  }
+});
