@@ -1,5 +1,5 @@
 /**
- * npm run bench:ingest -- [--seconds 10] [--concurrency 1,4,16] [--batch 100]
+ * npm run bench:ingest -- [--seconds 10] [--concurrency 1,4,16] [--batch 100] [--policies 100]
  *
  * Starts the service on a temporary data directory (embedded ClickHouse), drives POST /api/v1/events
  * over HTTP with realistic batches at each concurrency for a fixed time, and prints events/s, p50
@@ -29,6 +29,7 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '1,4,16' },
     batch: { type: 'string', default: '100' },
     warmup: { type: 'string', default: '2' },
+    policies: { type: 'string', default: '0' },
     'server-log': { type: 'string' },
     // Writes a V8 CPU profile of the server to this folder (open it in Chrome DevTools).
     profile: { type: 'string' },
@@ -112,29 +113,47 @@ function rssMiB(pid: number): number {
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
-function post(port: number, body: string): Promise<number> {
+/** One API call; rejects unless the status is the expected one. Returns the parsed body. */
+function call<T>(port: number, method: string, path: string, body: string | undefined, expect: number): Promise<T> {
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        method: 'POST',
-        path: '/api/v1/events',
-        agent,
-        headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Authorization: `Bearer ${API_KEY}` },
-      },
-      (res) => {
-        let text = '';
-        res.on('data', (d: Buffer) => (text += d.toString()));
-        res.on('end', () => {
-          if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}: ${text}`));
-          resolve((JSON.parse(text) as { ingested: number }).ingested);
-        });
-      },
-    );
+    const headers: Record<string, string | number> = { Authorization: `Bearer ${API_KEY}` };
+    if (body !== undefined) Object.assign(headers, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+    const req = http.request({ host: '127.0.0.1', port, method, path, agent, headers }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => {
+        if (res.statusCode !== expect) return reject(new Error(`${method} ${path}: HTTP ${res.statusCode}: ${text}`));
+        resolve(JSON.parse(text) as T);
+      });
+    });
     req.on('error', reject);
     req.end(body);
   });
+}
+
+const post = async (port: number, body: string): Promise<number> =>
+  (await call<{ ingested: number }>(port, 'POST', '/api/v1/events', body, 200)).ingested;
+
+/**
+ * Policies over the team's agents, each with every limit kind; limits a few records break
+ * (the largest payments, busy hours), so evaluation also records alerts as it goes.
+ */
+async function createPolicies(port: number, count: number): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const policy = {
+      name: `bench policy ${i}`,
+      agents: [AGENTS[(2 * i) % AGENTS.length], AGENTS[(2 * i + 1) % AGENTS.length]],
+      limits: [
+        { kind: 'per_call', amount: '0.049' },
+        { kind: 'per_hour', amount: '20' },
+        { kind: 'daily', amount: '200' },
+        { kind: 'per_endpoint', amount: '2', endpoint: new URL(ENDPOINTS[i % 8]!).hostname },
+      ],
+      action: i % 2 ? 'block' : 'flag',
+      ...(i % 10 === 0 ? { timezone: 'America/New_York' } : {}),
+    };
+    await call(port, 'POST', '/api/v1/policies', JSON.stringify(policy), 201);
+  }
 }
 
 interface LevelResult {
@@ -196,10 +215,17 @@ async function drive(service: ChildService, concurrency: number, seconds: number
 const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
-async function main(): Promise<void> {
+interface Phase {
+  policies: number;
+  results: LevelResult[];
+  acknowledged: number;
+  openAlerts: number;
+  dataDir: string;
+}
+
+/** Starts a service on a fresh data directory, creates the policies, drives every level, stops it. */
+async function measure(policies: number): Promise<Phase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-ingest-'));
-  console.log(`spendscope ingest benchmark, ${new Date().toISOString().slice(0, 10)}: embedded ClickHouse, ` +
-    `${os.cpus().length} cores, batches of ${BATCH}, ${SECONDS} s per level`);
   const service = await startChildService({
     dataDir,
     env: { BOOTSTRAP_API_KEY: API_KEY, ...(process.env.LOG_LEVEL ? { LOG_LEVEL: process.env.LOG_LEVEL } : {}) },
@@ -207,21 +233,22 @@ async function main(): Promise<void> {
     logFile: args['server-log'],
   });
   let acknowledged = 0;
+  let openAlerts = 0;
   const results: LevelResult[] = [];
   try {
+    await createPolicies(service.port, policies);
     acknowledged += (await drive(service, 4, Number(args.warmup))).events;
     for (const level of LEVELS) {
       const result = await drive(service, level, SECONDS);
       acknowledged += result.events;
       results.push(result);
     }
+    openAlerts = (await call<{ usage: { openAlerts: number } }>(service.port, 'GET', '/api/v1/team', undefined, 200)).usage.openAlerts;
   } finally {
-    agent.destroy();
     const code = await service.stop();
     if (code !== 0) console.log(`service exited with ${code}`);
   }
-
-  console.log('\nHTTP POST /api/v1/events');
+  console.log(`\nHTTP POST /api/v1/events, ${policies} active policies (${fmt(openAlerts)} open alerts at the end)`);
   console.log('concurrency    events/s    p50 ms    p99 ms    peak RSS MiB    server CPU    load-generator CPU');
   for (const r of results) {
     const sorted = [...r.latencies].sort((a, b) => a - b);
@@ -230,6 +257,25 @@ async function main(): Promise<void> {
         `  ${fmt(percentile(sorted, 99), 1).padStart(8)}  ${fmt(r.peakRss).padStart(14)}  ${fmt(r.serverCpu, 2).padStart(12)}` +
         `  ${fmt(r.clientCpu, 2).padStart(20)}`,
     );
+  }
+  return { policies, results, acknowledged, openAlerts, dataDir };
+}
+
+async function main(): Promise<void> {
+  const policies = Number(args.policies);
+  console.log(`spendscope ingest benchmark, ${new Date().toISOString().slice(0, 10)}: embedded ClickHouse, ` +
+    `${os.cpus().length} cores, batches of ${BATCH}, ${SECONDS} s per level`);
+  // With policies, the same run first measures without them, on its own fresh store, for the ratio.
+  const baseline = policies > 0 ? await measure(0) : undefined;
+  if (baseline) fs.rmSync(baseline.dataDir, { recursive: true, force: true });
+  const { results, acknowledged, dataDir } = await measure(policies);
+  agent.destroy();
+  if (baseline) {
+    console.log(`\nwith ${policies} policies / without, events/s:`);
+    results.forEach((r, i) => {
+      const before = baseline.results[i]!;
+      console.log(`  concurrency ${r.concurrency}: ${fmt(r.events / r.seconds / (before.events / before.seconds), 2)}`);
+    });
   }
 
   // The server is stopped: this process may open the engine. Every acknowledged record is there once?
