@@ -44,6 +44,32 @@ async function policy(team: Team, limits: object[], extra: object = {}) {
 const yesterday = (offset: number) => Math.floor(Date.now() / DAY) * DAY - DAY + offset;
 
 describe('policy evaluation at ingest', () => {
+  // Each kind: just under, exactly at, then just over its limit of 2.5, by 10^-18.
+  const kinds: [string, object][] = [
+    ['per_call', { kind: 'per_call', amount: '2.5' }],
+    ['per_hour', { kind: 'per_hour', amount: '2.5' }],
+    ['daily', { kind: 'daily', amount: '2.5' }],
+    ['per_endpoint', { kind: 'per_endpoint', amount: '2.5', endpoint: 'https://api.example.com/v1/' }],
+  ];
+  for (const [kind, limit] of kinds) {
+    it(`${kind}: just under and at the limit raise nothing, just over raises one alert`, async () => {
+      const team = newTeam();
+      await policy(team, [limit]);
+      const t = yesterday(7 * HOUR);
+      if (kind === 'per_call') {
+        const res = await ingest(team, [{ amount: '2.499999999999999999', created_at: t }, { amount: '2.5', created_at: t + 1 }]);
+        expect(res.alerts_created).to.equal(0);
+        expect((await ingest(team, [{ amount: '2.500000000000000001', created_at: t + 2 }])).alerts_created).to.equal(1);
+      } else {
+        expect((await ingest(team, [{ amount: '2.499999999999999999', created_at: t }])).alerts_created).to.equal(0);
+        expect((await ingest(team, [{ amount: '0.000000000000000001', created_at: t + 1 }])).alerts_created).to.equal(0);
+        expect((await ingest(team, [{ amount: '0.000000000000000001', created_at: t + 2 }])).alerts_created).to.equal(1);
+      }
+      const [a] = await alerts(team);
+      expect(a).to.include({ kind, limit: '2.5', observed: '2.500000000000000001', count: 1 });
+    });
+  }
+
   it('per_call: at the limit nothing, one unit of 10^-18 over it a warning for flag', async () => {
     const team = newTeam();
     const p = await policy(team, [{ kind: 'per_call', amount: '1.000000000000000001' }]);
