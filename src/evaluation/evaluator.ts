@@ -27,7 +27,8 @@ interface TeamState {
   scopes: Map<string, ScopeSpec>;
 }
 
-const DAY = 86_400_000;
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 /** Totals of windows that ended this long ago are dropped from memory (and re-read if needed). */
 const KEEP_WINDOWS_MS = 2 * DAY;
 
@@ -49,6 +50,8 @@ export class Evaluator {
   private readonly payees = new Map<string, Set<string>>();
   /** Windows that ended before this may have been dropped from `totals`. */
   private droppedBefore = 0;
+  /** Team, scope and window start of windows read whole from the event store. */
+  private readonly loadedWindows = new Set<string>();
 
   constructor(
     private readonly registry: Registry,
@@ -148,43 +151,73 @@ export class Evaluator {
   /**
    * Totals this flush touches that memory cannot vouch for: windows that began before their scope
    * was tracked (an event time may lie up to 5 minutes ahead of its arrival), or that were dropped.
-   * Read in one query, after the insert, so this flush's events are taken out again.
+   * A missing window is read whole, for every agent of the team, in one query per flush: an agent
+   * seen later in the same window then needs no query. Read after this flush's insert, so this
+   * flush's events are taken out again (the caller adds them one by one).
    */
   private async loadMissingTotals(rows: readonly EventRow[], amounts: readonly bigint[], states: Map<string, TeamState>): Promise<void> {
-    const missing = new Map<string, { teamId: string; agentId: string; spec: ScopeSpec; window: Window; flushSum: bigint }>();
+    const flushSums = new Map<string, bigint>();
+    const missing = new Map<string, { teamId: string; spec: ScopeSpec; window: Window }>();
     rows.forEach((row, i) => {
       for (const spec of states.get(row.team_id)!.scopes.values()) {
         if (spec.matches && !spec.matches(row.domain, row.endpoint)) continue;
         const window = spec.window(row.event_time);
         const key = this.totalKey(row.team_id, { agentId: row.agent_id, scope: spec.scope, window });
-        const known = this.totals.has(key) || (window.start >= spec.since + MAX_FUTURE_SKEW_MS && window.end > this.droppedBefore);
-        if (known) continue;
-        const entry = missing.get(key) ?? { teamId: row.team_id, agentId: row.agent_id, spec, window, flushSum: 0n };
-        entry.flushSum += amounts[i]!;
-        missing.set(key, entry);
+        flushSums.set(key, (flushSums.get(key) ?? 0n) + amounts[i]!);
+        if (this.totals.has(key) || this.isTracked(row.team_id, spec, window)) continue;
+        missing.set(`${row.team_id}\u0000${spec.scope}\u0000${window.start}`, { teamId: row.team_id, spec, window });
       }
     });
     if (missing.size === 0) return;
-    const entries = [...missing.entries()];
+    const byTeam = new Map<string, { spec: ScopeSpec; window: Window; index: number }[]>();
+    for (const m of missing.values()) byTeam.set(m.teamId, [...(byTeam.get(m.teamId) ?? []), { spec: m.spec, window: m.window, index: 0 }]);
     const params: Record<string, unknown> = {};
-    const branches = entries.map(([, e], i) => {
-      Object.assign(params, { [`t${i}`]: e.teamId, [`a${i}`]: e.agentId, [`f${i}`]: e.window.start, [`e${i}`]: e.window.end });
-      return `SELECT ${i} AS k, domain, endpoint, toString(sum(amount)) AS spend
-                FROM events
-               WHERE team_id = {t${i}:String} AND agent_id = {a${i}:String}
-                 AND toStartOfHour(event_time) >= toStartOfHour(fromUnixTimestamp64Milli({f${i}:Int64}, 'UTC'))
-                 AND toStartOfHour(event_time) <= toStartOfHour(fromUnixTimestamp64Milli({e${i}:Int64} - 1, 'UTC'))
-                 AND event_time >= fromUnixTimestamp64Milli({f${i}:Int64}) AND event_time < fromUnixTimestamp64Milli({e${i}:Int64})
-               GROUP BY domain, endpoint`;
+    const branches: string[] = [];
+    const teams = [...byTeam.entries()];
+    teams.forEach(([teamId, wanted], t) => {
+      // Distinct windows get an index; each event is counted once per window it falls in.
+      const windows = [...new Map(wanted.map((w) => [`${w.window.start}:${w.window.end}`, w.window])).values()];
+      const index = new Map(windows.map((w, i) => [`${w.start}:${w.end}`, i + 1]));
+      for (const w of wanted) w.index = index.get(`${w.window.start}:${w.window.end}`)!;
+      Object.assign(params, { [`team${t}`]: teamId, [`starts${t}`]: windows.map((w) => w.start), [`ends${t}`]: windows.map((w) => w.end) });
+      const hours = windows
+        .map((w) => {
+          const [first, last] = [Math.floor(w.start / HOUR) * HOUR, Math.floor((w.end - 1) / HOUR) * HOUR];
+          return `(toStartOfHour(event_time) >= toDateTime(${first / 1000}, 'UTC') AND toStartOfHour(event_time) <= toDateTime(${last / 1000}, 'UTC'))`;
+        })
+        .join(' OR ');
+      // URLs are needed only to match URL-prefix patterns; hosts are enough otherwise.
+      const urls = wanted.some((w) => w.spec.scope.startsWith('e:http'));
+      branches.push(`
+        SELECT ${t} AS t, agent_id, w, domain, ${urls ? 'endpoint' : "''"} AS url, toString(sum(amount)) AS spend
+          FROM events
+         ARRAY JOIN arrayFilter(i -> toUnixTimestamp64Milli(event_time) >= {starts${t}:Array(Int64)}[i]
+                                 AND toUnixTimestamp64Milli(event_time) < {ends${t}:Array(Int64)}[i], range(1, ${windows.length + 1})) AS w
+         WHERE team_id = {team${t}:String} AND (${hours})
+         GROUP BY agent_id, w, domain, url`);
     });
-    const found = await this.store.query<{ k: number; domain: string; endpoint: string; spend: string }>(branches.join('\nUNION ALL\n'), params);
-    const sums = new Array<bigint>(entries.length).fill(0n);
+    const found = await this.store.query<{ t: number; agent_id: string; w: number; domain: string; url: string; spend: string }>(
+      branches.join('\nUNION ALL\n'),
+      params,
+    );
+    const sums = new Map<string, bigint>();
     for (const r of found) {
-      const { spec } = entries[Number(r.k)]![1];
-      if (!spec.matches || spec.matches(r.domain, r.endpoint)) sums[Number(r.k)]! += toUnits(r.spend);
+      const [teamId, wanted] = teams[Number(r.t)]!;
+      for (const { spec, window, index } of wanted) {
+        if (index !== Number(r.w) || (spec.matches && !spec.matches(r.domain, r.url))) continue;
+        const key = this.totalKey(teamId, { agentId: r.agent_id, scope: spec.scope, window });
+        sums.set(key, (sums.get(key) ?? 0n) + toUnits(r.spend));
+      }
     }
-    entries.forEach(([key, e], i) => this.totals.set(key, sums[i]! - e.flushSum));
-    this.logger.debug({ windows: entries.length }, 'policy window totals read from the event store');
+    for (const [key, sum] of sums) if (!this.totals.has(key)) this.totals.set(key, sum - (flushSums.get(key) ?? 0n));
+    for (const m of missing.values()) this.loadedWindows.add(`${m.teamId}\u0000${m.spec.scope}\u0000${m.window.start}`);
+    this.logger.debug({ windows: missing.size, rows: found.length }, 'policy window totals read from the event store');
+  }
+
+  /** Whether every event of the team in this window of the scope has passed through `totals`. */
+  private isTracked(teamId: string, spec: ScopeSpec, window: Window): boolean {
+    if (window.end <= this.droppedBefore) return false;
+    return window.start >= spec.since + MAX_FUTURE_SKEW_MS || this.loadedWindows.has(`${teamId}\u0000${spec.scope}\u0000${window.start}`);
   }
 
   private dropOldWindows(now: number): void {
@@ -196,6 +229,7 @@ export class Evaluator {
       if (start + DAY + 3_600_000 < horizon) this.totals.delete(key);
     }
     this.droppedBefore = Math.max(this.droppedBefore, horizon);
+    this.loadedWindows.clear(); // a dropped window is read again when needed
   }
 
   /**
