@@ -189,8 +189,10 @@ export class EventWriter {
       }
       return { stored: pending.rows.length - duplicates, duplicates, alertsCreated: 0 };
     });
+    let insertedAt = performance.now();
     if (insert.length > 0) {
       await this.store.insertRows('events', EVENT_COLUMNS, insert);
+      insertedAt = performance.now();
       await this.evaluateStored(inserted, owner, outcomes);
     }
     this.logger.debug(
@@ -200,7 +202,8 @@ export class EventWriter {
         duplicates: stored.size,
         queuedRows: this.queuedRows,
         lookupMs: Math.round(looked - started),
-        insertMs: Math.round(performance.now() - looked),
+        insertMs: Math.round(insertedAt - looked),
+        evaluateMs: Math.round(performance.now() - insertedAt),
       },
       'events flushed',
     );
