@@ -47,6 +47,18 @@ describe('config', () => {
     expect(config.bootstrapApiKey).to.equal('a-long-enough-bootstrap-key');
   });
 
+  it('reads the anomaly thresholds, with defaults', () => {
+    expect(loadConfig({}).anomalies).to.deep.equal({ spikeFactor: 10, spikeBaseline: 50, loopCalls: 300, loopSeconds: 60, newPayeeLearningHours: 24 });
+    const config = loadConfig({
+      ANOMALY_SPIKE_FACTOR: '20',
+      ANOMALY_SPIKE_BASELINE: '100',
+      ANOMALY_LOOP_CALLS: '1000',
+      ANOMALY_LOOP_SECONDS: '30',
+      ANOMALY_NEW_PAYEE_LEARNING_HOURS: '0',
+    });
+    expect(config.anomalies).to.deep.equal({ spikeFactor: 20, spikeBaseline: 100, loopCalls: 1000, loopSeconds: 30, newPayeeLearningHours: 0 });
+  });
+
   const bad: Record<string, string> = {
     PORT: 'eighty',
     MAX_BODY_BYTES: '-5',
@@ -55,6 +67,8 @@ describe('config', () => {
     CLICKHOUSE_DATABASE: 'drop table;',
     BOOTSTRAP_API_KEY: 'short',
     SHUTDOWN_TIMEOUT_MS: '1.5',
+    ANOMALY_SPIKE_FACTOR: '1',
+    ANOMALY_LOOP_SECONDS: '0',
   };
   for (const [name, value] of Object.entries(bad)) {
     it(`rejects a bad ${name}, naming it`, () => {
