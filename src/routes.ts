@@ -1,6 +1,7 @@
 import { agentRoutes } from './agents/routes.js';
 import { alertRoutes } from './alerts/routes.js';
 import { analyticsRoutes } from './analytics/routes.js';
+import { auditRoutes } from './audit/routes.js';
 import { openApiRoute } from './docs/routes.js';
 import { healthRoutes } from './health/routes.js';
 import type { RouteSpec } from './http/routes.js';
@@ -13,6 +14,7 @@ export const ROUTES: readonly RouteSpec[] = [
   ...healthRoutes,
   ...teamRoutes,
   ...ingestRoutes,
+  ...auditRoutes,
   ...agentRoutes,
   ...policyRoutes,
   ...alertRoutes,

@@ -77,6 +77,8 @@ export interface EventRow {
   source: IngestSource;
   /** JSON of what the columns do not keep of the record as sent; '' when nothing (see recordExtra). */
   record_extra: string;
+  /** Storage order (microseconds since the epoch, increasing), assigned by the writer. */
+  ingest_seq: number;
 }
 
 /**
@@ -115,7 +117,7 @@ export const EVENT_COLUMNS = [
   'team_id', 'event_time', 'id', 'agent_id', 'endpoint', 'domain', 'method', 'category', 'amount', 'amount_text', 'amount_raw',
   'asset', 'network', 'scheme', 'policy_evaluation', 'team_label', 'tx_hash', 'payer_address', 'payee_address',
   'facilitator', 'status_code', 'response_time_ms', 'human_sponsor', 'policy_id', 'budget_remaining', 'task_id',
-  'session_id', 'tags', 'metadata', 'settled_at', 'received_at', 'source', 'record_extra',
+  'session_id', 'tags', 'metadata', 'settled_at', 'received_at', 'source', 'record_extra', 'ingest_seq',
 ] as const satisfies readonly (keyof EventRow)[];
 
 /** How far ahead of the receive time an event time may be (clock skew), per the ingest contract. */
@@ -228,6 +230,7 @@ export function recordToRow(
       received_at: receivedAt,
       source,
       record_extra: recordExtra(input as Record<string, unknown>, record, network!, method),
+      ingest_seq: 0, // set by the writer, in the order it stores rows
     },
   };
 }

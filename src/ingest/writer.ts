@@ -67,6 +67,7 @@ export class EventWriter {
   private readonly recentFlushRows: number[] = [];
   private lastFlushEnded = 0;
   private closed = false;
+  private lastSeq = 0;
   private readonly options: WriterOptions;
 
   constructor(
@@ -153,6 +154,15 @@ export class EventWriter {
   }
 
   /**
+   * Storage order of the next row: microseconds since the epoch, and always more than the last
+   * (below 2^53 until the year 2255, so a JS number holds it exactly).
+   */
+  private nextSeq(): number {
+    this.lastSeq = Math.max(Date.now() * 1000, this.lastSeq + 1);
+    return this.lastSeq;
+  }
+
+  /**
    * Evaluates what this flush stored. The rows are stored and will be acknowledged whatever
    * happens here: a failure is logged and raises no alert, it does not undo the insert.
    */
@@ -183,6 +193,7 @@ export class EventWriter {
           continue;
         }
         seen.add(key);
+        row.ingest_seq = this.nextSeq();
         insert.push(EVENT_COLUMNS.map((column) => row[column]));
         inserted.push(row);
         owner.push(p);

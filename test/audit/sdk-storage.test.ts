@@ -1,0 +1,193 @@
+/**
+ * Compatibility of the remote storage with the published SDK (@x402sentinel/x402 0.2.0): its
+ * ApiStorage, pointed at a real server, must answer query, summarize, count and getById exactly
+ * as its own MemoryStorage fed the same records.
+ */
+import { expect } from 'chai';
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApiStorage, MemoryStorage } from '@x402sentinel/x402';
+import { api, errorOf, newTeam, testEnv } from '../helpers/context.js';
+
+type AuditRecord = Parameters<MemoryStorage['write']>[0];
+type AuditQuery = Parameters<MemoryStorage['query']>[0];
+
+/** A seeded generator, so a failure can be replayed. */
+function random(seed: number) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+const ENDPOINTS = [
+  'https://api.example.com/v1/search?q=spend',
+  'https://api.example.com/v1/Search?q=spend',
+  'https://api.example.com/v1/search?q=épice',
+  'https://data.example.org/prices/eth',
+  'https://Data.example.org/prices/btc',
+  'http://weather.example.net/forecast',
+  'https://api.example.com/v1/fetch',
+];
+
+function makeRecords(count: number): AuditRecord[] {
+  const rnd = random(7);
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(rnd() * xs.length)]!;
+  const t0 = Date.now() - 2 * 86_400_000;
+  return Array.from({ length: count }, (_, i) => {
+    const agent = `agent-${Math.floor(rnd() * 4)}`;
+    const endpoint = pick(ENDPOINTS);
+    // Ties on purpose: some records share a time, some an amount.
+    const created = t0 + Math.floor(i / 3) * 61_000;
+    const amount = rnd() < 0.15 ? '0.000000' : (Math.floor(rnd() * 5_000) / 1e6).toFixed(6);
+    const blocked = rnd() < 0.1;
+    return {
+      id: crypto.createHash('sha256').update(`${agent}|${endpoint}|${created}|${amount}|${i}`).digest('hex').slice(0, 16),
+      agent_id: agent,
+      team: pick(['research', 'ops', null, '(none)']),
+      human_sponsor: rnd() < 0.5 ? 'ana@example.com' : null,
+      amount,
+      amount_raw: '0',
+      asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+      network: pick(['eip155:8453', 'base', 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp']),
+      scheme: 'exact',
+      tx_hash: blocked ? null : `0x${i.toString(16).padStart(8, '0')}`,
+      payer_address: rnd() < 0.2 ? '' : '0x1111111111111111111111111111111111111111',
+      payee_address: '0x2222222222222222222222222222222222222222',
+      facilitator: rnd() < 0.5 ? 'https://x402.org/facilitator' : null,
+      endpoint,
+      method: pick(['GET', 'POST', 'post']),
+      status_code: blocked ? 0 : pick([200, 200, 402, 500]),
+      response_time_ms: Math.floor(rnd() * 900),
+      policy_id: blocked ? 'max-per-call' : null,
+      policy_evaluation: blocked ? 'blocked' : rnd() < 0.1 ? 'flagged' : 'allowed',
+      budget_remaining: rnd() < 0.5 ? '9.500000' : null,
+      task_id: rnd() < 0.3 ? `task-${i % 7}` : null,
+      session_id: rnd() < 0.3 ? crypto.randomUUID() : null,
+      metadata: blocked ? { violation_type: 'per_call', violation_limit: '0.004000' } : {},
+      created_at: created,
+      settled_at: blocked || rnd() < 0.3 ? null : created + 1500,
+      tags: pick([[], ['search'], ['llm', 'search'], ['data'], ['retry', 'error']]),
+    } as AuditRecord;
+  });
+}
+
+describe('remote storage for the published SDK (ApiStorage against its MemoryStorage)', function () {
+  this.timeout(60_000);
+  let server: http.Server;
+  let base: string;
+  let team: ReturnType<typeof newTeam>;
+  let remote: ApiStorage;
+  const local = new MemoryStorage();
+  const records = makeRecords(320);
+  const fellBack = () => (remote as unknown as { useFallback: boolean }).useFallback;
+
+  before(async () => {
+    server = http.createServer(testEnv().app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    team = newTeam('sdk');
+    remote = new ApiStorage({ apiKey: team.apiKey, baseUrl: `${base}/api/v1`, batchSize: 50, flushIntervalMs: 3_600_000 });
+    for (const r of records) {
+      await remote.write(r);
+      await local.write(r);
+    }
+    await remote.flush();
+    expect(fellBack(), 'the SDK switched to local storage while writing').to.equal(false);
+    // The SDK tries each batch three times: a batch that arrives again changes nothing.
+    for (const batch of [records.slice(0, 50), records.slice(100, 150)]) {
+      const res = await api().post('/audit/batch').set(...team.auth).send({ records: batch }).expect(200);
+      expect(res.body.duplicates).to.equal(50);
+    }
+  });
+  after(async () => {
+    remote.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  const t0 = Date.now() - 2 * 86_400_000;
+  const queries: [string, AuditQuery][] = [
+    ['everything, storage order', {}],
+    ['one agent', { agentId: 'agent-2' }],
+    ['a team label', { team: 'research' }],
+    ['the label "(none)"', { team: '(none)' }],
+    ['an endpoint substring, case-sensitive', { endpoint: 'search' }],
+    ['another case', { endpoint: 'Search' }],
+    ['amount bounds, inclusive', { minAmount: '0.001000', maxAmount: '0.003' }],
+    ['zero amounts', { maxAmount: '0' }],
+    ['a time window, inclusive', { startTime: t0 + 61_000 * 10, endTime: t0 + 61_000 * 40 }],
+    ['statuses', { status: ['flagged', 'blocked'] }],
+    ['any of some tags', { tags: ['llm', 'data'] }],
+    ['empty filters filter nothing', { agentId: '', endpoint: '', status: [], tags: [], startTime: 0 }],
+    ['created_at ascending', { orderBy: 'created_at' }],
+    ['created_at descending, ties in storage order', { orderBy: 'created_at', order: 'desc' }],
+    ['amount ascending', { orderBy: 'amount', order: 'asc' }],
+    ['amount descending, a page', { orderBy: 'amount', order: 'desc', offset: 20, limit: 25 }],
+    ['endpoint as localeCompare sorts', { orderBy: 'endpoint' }],
+    ['endpoint descending', { orderBy: 'endpoint', order: 'desc' }],
+    ['a page without order', { offset: 7, limit: 13 }],
+    ['limit 0', { limit: 0 }],
+    ['an offset past the end', { offset: 1000 }],
+    ['filters, order and a page together', { agentId: 'agent-1', status: ['allowed'], orderBy: 'endpoint', order: 'desc', offset: 3, limit: 10 }],
+    ['nothing matches', { agentId: 'nobody' }],
+  ];
+
+  for (const [name, query] of queries) {
+    it(`query, count and summarize agree: ${name}`, async () => {
+      expect(await remote.query(query)).to.deep.equal(await local.query(query));
+      expect(await remote.count(query)).to.equal(await local.count(query));
+      expect(await remote.summarize(query)).to.deep.equal(await local.summarize(query));
+      expect(fellBack(), 'the SDK switched to local storage').to.equal(false);
+    });
+  }
+
+  it('getById returns each record exactly as sent, and null for an unknown id', async () => {
+    for (const r of records.filter((_, i) => i % 29 === 0)) expect(await remote.getById(r.id)).to.deep.equal(r);
+    expect(await remote.getById('0000000000000000')).to.equal(null);
+    expect(fellBack()).to.equal(false);
+  });
+
+  it('answers the same under /v1 and the bare site', async () => {
+    for (const prefix of ['/v1', '']) {
+      const storage = new ApiStorage({ apiKey: team.apiKey, baseUrl: `${base}${prefix}`, flushIntervalMs: 3_600_000 });
+      try {
+        expect(await storage.count({ agentId: 'agent-0' })).to.equal(await local.count({ agentId: 'agent-0' }));
+        expect(await storage.getById(records[5]!.id)).to.deep.equal(records[5]);
+        expect((storage as unknown as { useFallback: boolean }).useFallback).to.equal(false);
+      } finally {
+        storage.destroy();
+      }
+    }
+  });
+
+  it('another team sees none of it', async () => {
+    const other = newTeam();
+    expect((await api().post('/api/v1/audit/count').set(...other.auth).send({}).expect(200)).body).to.deep.equal({ count: 0 });
+    expect((await api().get(`/api/v1/audit/${records[0]!.id}`).set(...other.auth).expect(200)).body).to.equal(null);
+  });
+
+  const malformed: [object, string][] = [
+    [{ limit: -1 }, 'limit'],
+    [{ offset: -5 }, 'offset'],
+    [{ limit: 'ten' }, 'limit'],
+    [{ orderBy: 'agent' }, 'orderBy'],
+    [{ order: 'up' }, 'order'],
+    [{ status: 'blocked' }, 'status'],
+    [{ status: ['denied'] }, 'status[0]'],
+    [{ minAmount: 5 }, 'minAmount'],
+    [{ maxAmount: '1e3' }, 'maxAmount'],
+    [{ startTime: 'yesterday' }, 'startTime'],
+    [{ tags: [1] }, 'tags[0]'],
+    [{ agent: 'x' }, 'agent'],
+  ];
+  for (const [body, field] of malformed) {
+    it(`a malformed query ${JSON.stringify(body)} is a 400 naming ${field}`, async () => {
+      for (const path of ['/api/v1/audit/query', '/v1/audit/summarize', '/audit/count']) {
+        const res = await api().post(path).set(...team.auth).send(body).expect(400);
+        expect((errorOf(res.body).details as { field: string }[]).map((d) => d.field)).to.include(field);
+      }
+    });
+  }
+});
