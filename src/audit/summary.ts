@@ -40,8 +40,6 @@ interface SummaryRow {
   n: string;
   spend: string;
   max_amount: string;
-  endpoints: string;
-  agents: string;
   violations: string;
   min_ms: string;
   max_ms: string;
@@ -55,7 +53,7 @@ export async function auditSummary(store: EventStore, filter: Filter, q: AuditQu
   const rows = await store.query<SummaryRow>(
     `SELECT grouping(agent_id, endpoint, team_key) AS g, agent_id, endpoint, team_key,
             count() AS n, toString(sum(amount)) AS spend, toString(max(amount)) AS max_amount,
-            uniqExact(endpoint) AS endpoints, uniqExact(agent_id) AS agents, countIf(policy_evaluation = 'blocked') AS violations,
+            countIf(policy_evaluation = 'blocked') AS violations,
             min(toUnixTimestamp64Milli(event_time)) AS min_ms, max(toUnixTimestamp64Milli(event_time)) AS max_ms,
             min(ingest_seq) AS first_seq
        FROM (SELECT agent_id, endpoint, ifNull(team_label, '(none)') AS team_key, amount, policy_evaluation, event_time, ingest_seq
@@ -64,7 +62,9 @@ export async function auditSummary(store: EventStore, filter: Filter, q: AuditQu
       ORDER BY g, first_seq`,
     filter.params,
   );
-  const by = { agent_id: {}, endpoint: {}, team_key: {} } as Record<'agent_id' | 'endpoint' | 'team_key', Record<string, { spend: string; count: number }>>;
+  // Prototype-less maps: an agent called "__proto__" is a key like any other.
+  const map = () => Object.create(null) as Record<string, { spend: string; count: number }>;
+  const by = { agent_id: map(), endpoint: map(), team_key: map() };
   // grouping() sets a bit for each column NOT in the set: 3 = by agent, 5 = by endpoint, 6 = by team, 7 = all.
   const SETS: Record<string, 'agent_id' | 'endpoint' | 'team_key'> = { '3': 'agent_id', '5': 'endpoint', '6': 'team_key' };
   let total: SummaryRow | undefined;
@@ -78,8 +78,9 @@ export async function auditSummary(store: EventStore, filter: Filter, q: AuditQu
   return {
     total_spend: humanAmount(totalSpend),
     total_transactions: count,
-    unique_endpoints: Number(total?.endpoints ?? 0),
-    unique_agents: Number(total?.agents ?? 0),
+    // Distinct URLs and agents are the keys of their breakdowns: no separate distinct count.
+    unique_endpoints: Object.keys(by.endpoint).length,
+    unique_agents: Object.keys(by.agent_id).length,
     avg_payment: count > 0 ? humanAmount(microsToDecimal(toMicros(totalSpend) / BigInt(count))) : '0.00',
     max_payment: humanAmount(count ? total!.max_amount : '0'),
     by_agent: by.agent_id,
