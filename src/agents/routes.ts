@@ -1,4 +1,4 @@
-import { decodeCursor, encodeCursor } from '../http/cursor.js';
+import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
 import { defineRoute, type AppDeps } from '../http/routes.js';
 import { createAgent, findAgent, listAgents, type AgentCursor, type AgentRecord } from './repository.js';
@@ -91,12 +91,12 @@ export const listAgentsRoute = defineRoute<unknown, { limit?: number; cursor?: s
   async handler({ query, team, deps }) {
     const limit = query.limit ?? 50;
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isAgentCursor);
-    // One row more than asked tells whether another page exists.
-    const rows = listAgents(deps.registry, team.teamId, { limit: limit + 1, after, q: query.q });
-    const page = rows.slice(0, limit);
-    const last = page.at(-1);
-    const next_cursor = rows.length > limit && last ? encodeCursor({ lastEventAt: last.lastEventAt, externalId: last.externalId }) : null;
-    return { body: { data: await summaries(deps, team.teamId, page), next_cursor } };
+    const { rows, next_cursor } = keysetPage(
+      limit,
+      (n) => listAgents(deps.registry, team.teamId, { limit: n, after, q: query.q }),
+      (last) => ({ lastEventAt: last.lastEventAt, externalId: last.externalId }),
+    );
+    return { body: { data: await summaries(deps, team.teamId, rows), next_cursor } };
   },
 });
 

@@ -5,10 +5,8 @@ export type AlertType = 'violation' | 'anomaly';
 export type Severity = 'info' | 'warning' | 'critical';
 export type AlertStatus = 'open' | 'resolved';
 
-/** One or more occurrences of the same breach found in one flush. */
-export interface Occurrence {
-  teamId: string;
-  dedupKey: string;
+/** What an alert says, whether it is being raised (Occurrence) or stored (Alert). */
+interface AlertFacts {
   type: AlertType;
   kind: string;
   severity: Severity;
@@ -21,30 +19,22 @@ export interface Occurrence {
   subject: string | null;
   details: Record<string, unknown>;
   message: string;
-  eventIds: string[];
   count: number;
   firstSeen: number;
   lastSeen: number;
 }
 
-export interface Alert {
+/** One or more occurrences of the same breach found in one flush. */
+export interface Occurrence extends AlertFacts {
+  teamId: string;
+  dedupKey: string;
+  eventIds: string[];
+}
+
+export interface Alert extends AlertFacts {
   id: string;
-  type: AlertType;
-  kind: string;
-  severity: Severity;
   status: AlertStatus;
-  agentId: string;
-  policyId: string | null;
-  window: { start: number; end: number } | null;
-  observed: string | null;
-  limit: string | null;
-  subject: string | null;
-  details: Record<string, unknown>;
-  message: string;
   sampleEventIds: string[];
-  count: number;
-  firstSeen: number;
-  lastSeen: number;
   createdAt: number;
   updatedAt: number;
   resolvedAt: number | null;

@@ -1,4 +1,4 @@
-import { decodeCursor, encodeCursor } from '../http/cursor.js';
+import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
 import { defineRoute } from '../http/routes.js';
 import { AlertConflict, findAlert, listAlerts, setAlertStatus, type Alert, type AlertCursor, type AlertFilter, type AlertStatus } from './repository.js';
@@ -90,12 +90,12 @@ export const listAlertsRoute = defineRoute<unknown, AlertsQuery>({
     };
     const limit = query.limit ?? 50;
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isAlertCursor);
-    // One row more than asked tells whether another page exists.
-    const rows = listAlerts(deps.registry, team.teamId, filter, { limit: limit + 1, after });
-    const page = rows.slice(0, limit);
-    const last = page.at(-1);
-    const next_cursor = rows.length > limit && last ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null;
-    return { body: { data: page.map(toBody), next_cursor } };
+    const { rows, next_cursor } = keysetPage(
+      limit,
+      (n) => listAlerts(deps.registry, team.teamId, filter, { limit: n, after }),
+      (last) => ({ createdAt: last.createdAt, id: last.id }),
+    );
+    return { body: { data: rows.map(toBody), next_cursor } };
   },
 });
 

@@ -23,3 +23,18 @@ export function decodeCursor<T>(cursor: string, isPosition: (value: unknown) => 
   }
   return value;
 }
+
+/**
+ * A page of a keyset listing. `fetch` is asked for one row more than the page holds: that row
+ * tells whether another page exists; the cursor is the position of the page's last row.
+ */
+export function keysetPage<Row>(
+  limit: number,
+  fetch: (rows: number) => Row[],
+  position: (last: Row) => unknown,
+): { rows: Row[]; next_cursor: string | null } {
+  const fetched = fetch(limit + 1);
+  const rows = fetched.slice(0, limit);
+  const last = rows.at(-1);
+  return { rows, next_cursor: fetched.length > limit && last !== undefined ? encodeCursor(position(last)) : null };
+}

@@ -1,4 +1,4 @@
-import { decodeCursor, encodeCursor } from '../http/cursor.js';
+import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
 import { defineRoute } from '../http/routes.js';
 import { checkPolicyFields, type Limit } from './limits.js';
@@ -155,12 +155,12 @@ export const listPoliciesRoute = defineRoute<unknown, { limit?: number; cursor?:
   handler({ query, team, deps }) {
     const limit = query.limit ?? 50;
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isPolicyCursor);
-    // One row more than asked tells whether another page exists.
-    const rows = listPolicies(deps.registry, team.teamId, { limit: limit + 1, after, agent: query.agent, active: query.active });
-    const page = rows.slice(0, limit);
-    const last = page.at(-1);
-    const next_cursor = rows.length > limit && last ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null;
-    return { body: { data: page.map(toBody), next_cursor } };
+    const { rows, next_cursor } = keysetPage(
+      limit,
+      (n) => listPolicies(deps.registry, team.teamId, { limit: n, after, agent: query.agent, active: query.active }),
+      (last) => ({ createdAt: last.createdAt, id: last.id }),
+    );
+    return { body: { data: rows.map(toBody), next_cursor } };
   },
 });
 
