@@ -1,6 +1,7 @@
 import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
 import { defineRoute } from '../http/routes.js';
+import { parseQueryTime } from '../http/validation.js';
 import { AlertConflict, findAlert, listAlerts, setAlertStatus, type Alert, type AlertCursor, type AlertFilter, type AlertStatus } from './repository.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -57,12 +58,6 @@ const EXAMPLE_ALERT = {
 
 const notFound = (id: string) => new ApiError('not_found', `No alert "${id}" in this team`);
 
-function parseTime(value: string, field: string): number {
-  const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
-  if (!Number.isFinite(ms)) throw new ApiError('validation_failed', `Query string is invalid: ${field} is not a valid time`, [{ field, message: 'is not a valid time' }]);
-  return ms;
-}
-
 const isAlertCursor = (v: unknown): v is AlertCursor =>
   typeof v === 'object' && v !== null && typeof (v as AlertCursor).createdAt === 'number' && typeof (v as AlertCursor).id === 'string';
 
@@ -85,8 +80,8 @@ export const listAlertsRoute = defineRoute<unknown, AlertsQuery>({
       type: query.type,
       severity: query.severity,
       agent: query.agent,
-      from: query.from === undefined ? undefined : parseTime(query.from, 'from'),
-      to: query.to === undefined ? undefined : parseTime(query.to, 'to'),
+      from: query.from === undefined ? undefined : parseQueryTime(query.from, 'from'),
+      to: query.to === undefined ? undefined : parseQueryTime(query.to, 'to'),
     };
     const limit = query.limit ?? 50;
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isAlertCursor);

@@ -1,6 +1,6 @@
 import { ApiError } from '../http/errors.js';
 import { defineRoute, type RouteSpec } from '../http/routes.js';
-import { isTimeZone } from '../http/validation.js';
+import { isTimeZone, parseQueryTime } from '../http/validation.js';
 import type { Dimension, Granularity, TimeRange } from './queries.js';
 import { breakdownReport, defaultGranularity, summaryReport, timeseriesReport } from './reports.js';
 
@@ -18,16 +18,10 @@ interface RangeQuery {
 const invalid = (field: string, message: string) =>
   new ApiError('validation_failed', `Query string is invalid: ${field} ${message}`, [{ field, message }]);
 
-function parseTime(value: string, field: string): number {
-  const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
-  if (!Number.isFinite(ms)) throw invalid(field, 'is not a valid time');
-  return ms;
-}
-
 /** from/to of a query: Unix ms or ISO 8601; the last 30 days by default; from after to is a 400. */
 export function parseRange(query: RangeQuery, now = Date.now()): TimeRange {
-  const to = query.to !== undefined ? parseTime(query.to, 'to') : now;
-  const from = query.from !== undefined ? parseTime(query.from, 'from') : to - DEFAULT_RANGE_MS;
+  const to = query.to !== undefined ? parseQueryTime(query.to, 'to') : now;
+  const from = query.from !== undefined ? parseQueryTime(query.from, 'from') : to - DEFAULT_RANGE_MS;
   if (from > to) throw invalid('from', 'must not be after to');
   return { from, to };
 }

@@ -68,18 +68,25 @@ export class Evaluator {
     const amounts = rows.map((r) => toUnits(r.amount));
     const states = new Map<string, TeamState>();
     for (const row of rows) if (!states.has(row.team_id)) states.set(row.team_id, this.teamState(row.team_id, now));
-    await this.loadMissingTotals(rows, amounts, states);
+    // The running totals each event adds to, worked out once per event (teams without windowed
+    // policies have no scopes, and pay nothing here).
+    const touched = rows.map((row) => {
+      const keys: { key: string; spec: ScopeSpec; window: Window }[] = [];
+      for (const spec of states.get(row.team_id)!.scopes.values()) {
+        if (spec.matches && !spec.matches(row.domain, row.endpoint)) continue;
+        const window = spec.window(row.event_time);
+        keys.push({ key: this.totalKey(row.team_id, { agentId: row.agent_id, scope: spec.scope, window }), spec, window });
+      }
+      return keys;
+    });
+    await this.loadMissingTotals(rows, amounts, touched);
 
     const found: { row: number; occurrence: Occurrence }[] = [];
     rows.forEach((row, i) => {
       const state = states.get(row.team_id)!;
       const amount = amounts[i]!;
       // Each scope's total grows once per event, however many policies read it.
-      for (const spec of state.scopes.values()) {
-        if (spec.matches && !spec.matches(row.domain, row.endpoint)) continue;
-        const key = this.totalKey(row.team_id, { agentId: row.agent_id, scope: spec.scope, window: spec.window(row.event_time) });
-        this.totals.set(key, (this.totals.get(key) ?? 0n) + amount);
-      }
+      for (const { key } of touched[i]!) this.totals.set(key, (this.totals.get(key) ?? 0n) + amount);
       const spendAfter = (scope: WindowScope) => this.totals.get(this.totalKey(row.team_id, scope)) ?? 0n;
       for (const policy of this.policiesOf(state, row.agent_id)) {
         for (const occurrence of checkPolicy(row.team_id, policy, row, amount, spendAfter, now)) found.push({ row: i, occurrence });
@@ -155,14 +162,15 @@ export class Evaluator {
    * seen later in the same window then needs no query. Read after this flush's insert, so this
    * flush's events are taken out again (the caller adds them one by one).
    */
-  private async loadMissingTotals(rows: readonly EventRow[], amounts: readonly bigint[], states: Map<string, TeamState>): Promise<void> {
+  private async loadMissingTotals(
+    rows: readonly EventRow[],
+    amounts: readonly bigint[],
+    touched: readonly { key: string; spec: ScopeSpec; window: Window }[][],
+  ): Promise<void> {
     const flushSums = new Map<string, bigint>();
     const missing = new Map<string, { teamId: string; spec: ScopeSpec; window: Window }>();
     rows.forEach((row, i) => {
-      for (const spec of states.get(row.team_id)!.scopes.values()) {
-        if (spec.matches && !spec.matches(row.domain, row.endpoint)) continue;
-        const window = spec.window(row.event_time);
-        const key = this.totalKey(row.team_id, { agentId: row.agent_id, scope: spec.scope, window });
+      for (const { key, spec, window } of touched[i]!) {
         flushSums.set(key, (flushSums.get(key) ?? 0n) + amounts[i]!);
         if (this.totals.has(key) || this.isTracked(row.team_id, spec, window)) continue;
         missing.set(`${row.team_id}\u0000${spec.scope}\u0000${window.start}`, { teamId: row.team_id, spec, window });

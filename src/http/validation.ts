@@ -81,6 +81,15 @@ function newAjv(options: { coerceTypes: boolean }): Ajv2020 {
   return ajv;
 }
 
+/** A time query parameter: Unix ms or ISO 8601; anything else is a 400 naming the parameter. */
+export function parseQueryTime(value: string, field: string): number {
+  const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  if (!Number.isFinite(ms)) {
+    throw new ApiError('validation_failed', `Query string is invalid: ${field} is not a valid time`, [{ field, message: 'is not a valid time' }]);
+  }
+  return ms;
+}
+
 /** Whether the runtime knows `tz` as an IANA time zone (or UTC). */
 export function isTimeZone(tz: string): boolean {
   try {
