@@ -2,8 +2,8 @@
  * npm run seed -- --events N --teams T --agents A --days D [--data-dir DIR]
  *
  * Fills the store with realistic synthetic events through the same code as ingest (record
- * validation and derivation, then the group-commit writer with its duplicate look-up), in large
- * flushes. Run it while the server is stopped: the embedded engine allows one process at a time.
+ * validation and derivation, the ingest log's group commit with its (team, id) claims, and the
+ * loader), in large chunks. Run it while the server is stopped: the embedded engine allows one process at a time.
  * Teams are named seed-1..seed-T (created when missing); their keys are printed when created.
  */
 import crypto from 'node:crypto';
@@ -11,11 +11,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { AgentActivity } from '../src/agents/activity.js';
 import { loadConfig } from '../src/config.js';
 import { SchemaRegistry } from '../src/http/validation.js';
 import { recordToRow, type EventRow } from '../src/ingest/records.js';
-import { EventWriter } from '../src/ingest/writer.js';
+import { startIngestPipeline } from '../src/ingest/pipeline.js';
 import { openStores } from '../src/stores/open.js';
 import { SCHEMA_DIR } from '../src/paths.js';
 import { createTeam, TeamNameTaken } from '../src/teams/repository.js';
@@ -68,12 +67,13 @@ function generator(seed: number) {
 
 export async function seedStore(options: SeedOptions): Promise<SeededTeam[]> {
   const log = options.log ?? (() => undefined);
-  const config = loadConfig({ ...process.env, DATA_DIR: options.dataDir });
+  // Blocks as large as the chunks this script commits; no backlog bound (nothing else is waiting).
+  const config = loadConfig({ ...process.env, DATA_DIR: options.dataDir, LOAD_BLOCK_ROWS: '50000', INGEST_BACKLOG_MAX_ROWS: '1000000000' });
   const logger = pino({ level: process.env.LOG_LEVEL ?? 'warn' }, pino.destination(2));
-  const { registry, events } = await openStores(config, logger);
+  const { registry, events, loaderEvents } = await openStores(config, logger);
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
-  const writer = new EventWriter(events, logger, { maxRowsPerFlush: 50_000, targetRowsPerFlush: 50_000, lingerMs: 0 });
-  const agents = new AgentActivity(registry);
+  // The service's write path (log, claims, loader), without policy evaluation.
+  const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger }, { evaluate: false });
   const rnd = generator(options.events * 7 + options.teams);
   try {
     const teams: SeededTeam[] = [];
@@ -137,22 +137,24 @@ export async function seedStore(options: SeedOptions): Promise<SeededTeam[]> {
       }
       // Build the next chunk while this one is written.
       await pending;
-      pending = writer.write(rows).then(() => {
-        for (const team of teams) agents.record(team.id, rows.filter((r) => r.team_id === team.id));
-      });
+      pending = Promise.all(teams.map((team) => ingest.commit.write(team.id, rows.filter((r) => r.team_id === team.id))));
       if ((done / chunk) % 20 === 0) {
         const rate = done / ((performance.now() - started) / 1000);
         log(`${(done + n).toLocaleString('en-US')} / ${options.events.toLocaleString('en-US')} events (${Math.round(rate).toLocaleString('en-US')}/s)`);
       }
     }
     await pending;
-    await writer.close();
+    // Everything committed, then loaded into ClickHouse.
+    while (!(await ingest.freshness.waitFor(ingest.log.endPos - 1, 60_000))) log(`loading: ${ingest.freshness.backlog().rows} records to go`);
+    await ingest.close();
     const seconds = (performance.now() - started) / 1000;
     log(`seeded ${options.events.toLocaleString('en-US')} events in ${seconds.toFixed(0)} s (${Math.round(options.events / seconds).toLocaleString('en-US')}/s)`);
     return teams;
   } finally {
+    await ingest.close();
     registry.close();
     await events.close();
+    await loaderEvents.close();
   }
 }
 

@@ -10,8 +10,23 @@ export interface Config {
   bootstrapApiKey: string | undefined;
   maxBodyBytes: number;
   shutdownTimeoutMs: number;
-  ingest: { flushRows: number; lingerMs: number };
+  ingest: IngestConfig;
   anomalies: AnomalyConfig;
+}
+
+/** The ingest log and its loader (src/ingest). */
+export interface IngestConfig {
+  /** Ids are remembered for duplicate detection at least this many days (whole UTC days). */
+  dedupWindowDays: number;
+  /** The loader inserts blocks of up to about this many records... */
+  loadBlockRows: number;
+  /** ...at the latest this long after the oldest unloaded record was acknowledged. */
+  loadIntervalMs: number;
+  /** Past this many unloaded records, or bytes of them, ingest answers 503. */
+  backlogMaxRows: number;
+  backlogMaxBytes: number;
+  /** How long a read waits for the loader to reach what was acknowledged before it; then 503. */
+  readWaitMs: number;
 }
 
 /** Thresholds of the anomaly checks at ingest (src/evaluation/anomalies.ts). */
@@ -74,9 +89,14 @@ export function loadConfig(env: Env = process.env): Config {
   ) as LogLevel;
   const maxBodyBytes = integer('MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024);
   const shutdownTimeoutMs = integer('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000);
-  const ingest = {
-    flushRows: integer('INGEST_FLUSH_ROWS', 2_000, 1, 100_000),
-    lingerMs: integer('INGEST_LINGER_MS', 8, 0, 1_000),
+  const ingest: IngestConfig = {
+    dedupWindowDays: integer('DEDUP_WINDOW_DAYS', 7, 1, 365),
+    loadBlockRows: integer('LOAD_BLOCK_ROWS', 10_000, 1, 1_000_000),
+    loadIntervalMs: integer('LOAD_INTERVAL_MS', 200, 1, 60_000),
+    // About a minute of peak load (50,000 records/s of about 600 bytes).
+    backlogMaxRows: integer('INGEST_BACKLOG_MAX_ROWS', 3_000_000, 1, 1_000_000_000),
+    backlogMaxBytes: integer('INGEST_BACKLOG_MAX_BYTES', 2 * 1024 ** 3, 1024, 1024 ** 4),
+    readWaitMs: integer('READ_WAIT_MS', 10_000, 1, 600_000),
   };
   const anomalies: AnomalyConfig = {
     spikeFactor: integer('ANOMALY_SPIKE_FACTOR', 10, 2, 1_000_000),

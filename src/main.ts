@@ -9,29 +9,22 @@ import { openStores } from './stores/open.js';
 import { MigrationError } from './stores/migrations.js';
 import { bootstrapDefaultTeam } from './teams/bootstrap.js';
 import { startServer } from './server.js';
-import { AgentActivity } from './agents/activity.js';
-import { Evaluator } from './evaluation/evaluator.js';
-import { Ingestor } from './ingest/ingestor.js';
-import { EventWriter } from './ingest/writer.js';
+import { freshReads } from './ingest/freshness.js';
+import { startIngestPipeline } from './ingest/pipeline.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = pino({ level: config.logLevel });
   // Compile the API schemas before touching any store: a broken schema file must not half-start.
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
-  const { registry, events } = await openStores(config, logger);
+  const { registry, events, loaderEvents } = await openStores(config, logger);
   bootstrapDefaultTeam(registry, config, (line) => process.stdout.write(`${line}\n`));
-  const evaluator = new Evaluator(registry, events, config.anomalies, logger);
-  const writer = new EventWriter(
-    events,
-    logger,
-    { targetRowsPerFlush: config.ingest.flushRows, lingerMs: config.ingest.lingerMs },
-    evaluator,
-  );
-  const ingestor = new Ingestor(schemas, writer, new AgentActivity(registry), logger);
-  const app = createApp({ config, registry, events, logger, schemas, writer, ingestor });
+  const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger });
+  const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
+  const deps = { config, registry, events, loaderEvents, logger, schemas, ingest, readEvents };
+  const app = createApp(deps);
 
-  const running = await startServer(app, { config, registry, events, writer });
+  const running = await startServer(app, deps);
   logger.info(
     { host: config.host, port: running.port, dataDir: config.dataDir, clickhouse: config.clickhouse.mode },
     `spendscope listening on http://${config.host}:${running.port}`,

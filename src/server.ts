@@ -12,7 +12,7 @@ export interface RunningServer {
 /** Listens with the app and returns the means to stop it gracefully. */
 export async function startServer(
   app: Express,
-  deps: Pick<AppDeps, 'config' | 'registry' | 'events' | 'writer'>,
+  deps: Pick<AppDeps, 'config' | 'registry' | 'events' | 'loaderEvents' | 'ingest'>,
 ): Promise<RunningServer> {
   const { config } = deps;
   const server: Server = await new Promise((resolve, reject) => {
@@ -30,12 +30,14 @@ export async function startServer(
       deadline.unref();
       server.close(() => {
         clearTimeout(deadline);
-        // Every answered request's rows are stored already; the writer's queue is empty or finishing.
-        deps.writer
+        // Every answered request's rows are in the log already; what the loader has not copied yet
+        // stays there and is loaded at the next start.
+        deps.ingest
           .close()
-          .then(() => {
+          .then(async () => {
             deps.registry.close();
-            return deps.events.close();
+            await deps.events.close();
+            await deps.loaderEvents.close();
           })
           .then(resolve, reject);
       });

@@ -19,6 +19,11 @@ export class AgentActivity {
     private readonly capacity = 200_000,
   ) {}
 
+  /** Forgets what was written (after a rolled-back transaction): the next events write again. */
+  reset(): void {
+    this.written.clear();
+  }
+
   /**
    * Records the events of a batch for a team. Duplicates of stored events may be included: their
    * times are real, and a retry after a crash between insert and this write heals the registry.

@@ -8,7 +8,7 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 
 /** Agent summaries of some registry rows, with statistics from one ClickHouse query. */
 async function summaries(deps: AppDeps, teamId: string, agents: readonly AgentRecord[]) {
-  const stats = await agentStats(deps.events, teamId, agents.map((a) => a.externalId));
+  const stats = await agentStats(await deps.readEvents(teamId), teamId, agents.map((a) => a.externalId));
   return agents.map((a) => ({
     agentId: a.externalId,
     name: a.name,

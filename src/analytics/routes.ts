@@ -40,7 +40,7 @@ export const analyticsSummary = defineRoute<unknown, RangeQuery>({
   query: 'analytics-query.json',
   responses: { 200: { description: 'The summary', schema: 'analytics-summary.json' } },
   async handler({ query, team, deps }) {
-    return { body: await summaryReport(deps.events, team.teamId, parseRange(query), query.limit ?? DEFAULT_LIMIT) };
+    return { body: await summaryReport(await deps.readEvents(team.teamId), team.teamId, parseRange(query), query.limit ?? DEFAULT_LIMIT) };
   },
 });
 
@@ -63,7 +63,7 @@ export const analyticsTimeseries = defineRoute<unknown, RangeQuery & { granulari
     if ((range.to - range.from) / BUCKET_MS[granularity] > MAX_BUCKETS) {
       throw invalid('granularity', `would yield more than ${MAX_BUCKETS} buckets for this range; choose a larger one`);
     }
-    return { body: await timeseriesReport(deps.events, team.teamId, range, granularity, tz) };
+    return { body: await timeseriesReport(await deps.readEvents(team.teamId), team.teamId, range, granularity, tz) };
   },
 });
 
@@ -79,7 +79,7 @@ function breakdownRoute(path: string, operationId: string, summary: string, dime
     responses: { 200: { description: 'Spend per key', schema: 'spend-breakdown.json' } },
     async handler({ query, team, deps }) {
       const by: Dimension = dimension === 'domain-or-url' ? (query.level === 'url' ? 'url' : 'domain') : dimension;
-      return { body: await breakdownReport(deps.events, team.teamId, parseRange(query), by, query.limit ?? DEFAULT_LIMIT) };
+      return { body: await breakdownReport(await deps.readEvents(team.teamId), team.teamId, parseRange(query), by, query.limit ?? DEFAULT_LIMIT) };
     },
   });
 }

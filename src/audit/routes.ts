@@ -51,15 +51,16 @@ export const auditQueryRoute = defineRoute<AuditQuery>({
   bodyExample: { agentId: 'research-bot', status: ['flagged', 'blocked'], orderBy: 'amount', order: 'desc', limit: 20 },
   responses: { 200: { description: 'The records, exactly as they were sent', schema: 'audit-records.json', example: [EXAMPLE_RECORD] } },
   async handler({ body, team, deps }) {
+    const events = await deps.readEvents(team.teamId);
     const filter = auditFilter(team.teamId, body);
-    const order = await auditOrder(deps.events, filter, body);
+    const order = await auditOrder(events, filter, body);
     const params: Record<string, unknown> = { ...filter.params, ...order.params, offset: body.offset ?? 0 };
     let page = 'OFFSET {offset:UInt64}';
     if (body.limit !== undefined && body.limit !== null) {
       page = 'LIMIT {limit:UInt64} OFFSET {offset:UInt64}';
       params.limit = body.limit;
     }
-    const rows = await deps.events.query<RecordRow>(`SELECT ${RECORD_COLUMNS} FROM events WHERE ${filter.where} ORDER BY ${order.orderBy} ${page}`, params);
+    const rows = await events.query<RecordRow>(`SELECT ${RECORD_COLUMNS} FROM events WHERE ${filter.where} ORDER BY ${order.orderBy} ${page}`, params);
     return { body: rows.map(rowToRecord) };
   },
 });
@@ -94,7 +95,7 @@ export const auditSummarizeRoute = defineRoute<AuditQuery>({
     },
   },
   async handler({ body, team, deps }) {
-    return { body: await auditSummary(deps.events, auditFilter(team.teamId, body), body) };
+    return { body: await auditSummary(await deps.readEvents(team.teamId), auditFilter(team.teamId, body), body) };
   },
 });
 
@@ -111,7 +112,8 @@ export const auditCountRoute = defineRoute<AuditQuery>({
   responses: { 200: { description: 'The count', schema: 'audit-count.json', example: { count: 1289 } } },
   async handler({ body, team, deps }) {
     const filter = auditFilter(team.teamId, body);
-    const [row] = await deps.events.query<{ n: string }>(`SELECT count() AS n FROM events WHERE ${filter.where}`, filter.params);
+    const events = await deps.readEvents(team.teamId);
+    const [row] = await events.query<{ n: string }>(`SELECT count() AS n FROM events WHERE ${filter.where}`, filter.params);
     return { body: { count: Number(row?.n ?? 0) } };
   },
 });
@@ -126,7 +128,8 @@ export const auditGetRoute = defineRoute({
   prefixes: SDK_PREFIXES,
   responses: { 200: { description: 'The record as it was sent, or null', schema: 'audit-record-or-null.json', example: EXAMPLE_RECORD } },
   async handler({ params, team, deps }) {
-    const [row] = await deps.events.query<RecordRow>(
+    const events = await deps.readEvents(team.teamId);
+    const [row] = await events.query<RecordRow>(
       `SELECT ${RECORD_COLUMNS} FROM events WHERE team_id = {team:String} AND id = {id:String} LIMIT 1`,
       { team: team.teamId, id: params.id },
     );

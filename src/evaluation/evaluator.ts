@@ -3,6 +3,7 @@ import { recordOccurrences, type Occurrence } from '../alerts/repository.js';
 import type { AnomalyConfig } from '../config.js';
 import { MAX_FUTURE_SKEW_MS, type EventRow } from '../ingest/records.js';
 import { activePolicies, policyRevisions } from '../policies/repository.js';
+import type { AckEvaluator } from '../ingest/group-commit.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
 import { AnomalyDetector } from './anomalies.js';
@@ -20,6 +21,21 @@ interface ScopeSpec {
   since: number;
 }
 
+interface TouchedTotal {
+  key: string;
+  spec: ScopeSpec;
+  window: Window;
+}
+
+/** What `prepare` worked out for one group, for `apply`. */
+export interface EvaluationPlan {
+  rows: readonly EventRow[];
+  states: Map<string, TeamState>;
+  touched: TouchedTotal[][];
+  /** Totals that could not be read (ClickHouse behind or down): not added to, not checked. */
+  unknown: Set<string>;
+}
+
 interface TeamState {
   revision: number;
   policies: CompiledPolicy[];
@@ -34,18 +50,20 @@ const KEEP_WINDOWS_MS = 2 * DAY;
 
 /**
  * Evaluates every stored event against its team's active policies, the anomaly checks and the
- * client's own outcome, and records alerts. Runs inside the writer's flush, which is serialised:
- * batches of one agent arriving concurrently are evaluated one after the other against one running
- * total, so no breach is missed and none is counted twice.
+ * client's own outcome, and records alerts, at the acknowledgement: inside the ingest log's group
+ * commit, which is serialised, so batches of one agent arriving concurrently are evaluated one
+ * after the other against one running total, no breach is missed and none is counted twice; and
+ * the alerts commit with the records, so a duplicate is never evaluated again, even after a crash.
  *
- * Running totals per agent and window live in memory. A total is exact when every event of its
- * window went through this process (the window started after the scope was first needed);
- * otherwise it is read once from ClickHouse, after this flush's insert, minus this flush's events.
+ * Running totals per agent and window live in memory and include records not yet in ClickHouse.
+ * A total is exact when every event of its window went through this process (the window started
+ * after the scope was first needed); otherwise it is read once from ClickHouse, once the loader
+ * has every earlier acknowledged record, before the group is committed.
  */
-export class Evaluator {
+export class Evaluator implements AckEvaluator<EvaluationPlan> {
   private readonly teams = new Map<string, TeamState>();
   private readonly totals = new Map<string, bigint>();
-  private readonly anomalies: AnomalyDetector;
+  private anomalies: AnomalyDetector;
   /** Payees per team and agent (loaded from the registry on first use). */
   private readonly payees = new Map<string, Set<string>>();
   /** Windows that ended before this may have been dropped from `totals`. */
@@ -58,20 +76,26 @@ export class Evaluator {
     private readonly store: EventStore,
     private readonly config: AnomalyConfig,
     private readonly logger: Logger,
+    /** Resolves true once ClickHouse holds every record these teams acknowledged (false: not in time). */
+    private readonly awaitLoaded: (teamIds: string[]) => Promise<boolean>,
   ) {
     this.anomalies = new AnomalyDetector(config);
   }
 
-  /** Evaluates one flush of stored events; returns, per event, how many alerts it opened. */
-  async evaluate(rows: readonly EventRow[], now = Date.now()): Promise<number[]> {
+  /**
+   * Before the commit: works out the running totals each event adds to, and reads from ClickHouse
+   * those the process cannot vouch for. A read waits until the loader has every record the team
+   * acknowledged before; when ClickHouse cannot answer in time, those totals stay unknown and the
+   * windowed limits on them are not checked for this group (logged), and read again next time.
+   */
+  async prepare(rows: readonly EventRow[], now = Date.now()): Promise<EvaluationPlan> {
     this.dropOldWindows(now);
-    const amounts = rows.map((r) => toUnits(r.amount));
     const states = new Map<string, TeamState>();
     for (const row of rows) if (!states.has(row.team_id)) states.set(row.team_id, this.teamState(row.team_id, now));
     // The running totals each event adds to, worked out once per event (teams without windowed
     // policies have no scopes, and pay nothing here).
     const touched = rows.map((row) => {
-      const keys: { key: string; spec: ScopeSpec; window: Window }[] = [];
+      const keys: TouchedTotal[] = [];
       for (const spec of states.get(row.team_id)!.scopes.values()) {
         if (spec.matches && !spec.matches(row.domain, row.endpoint)) continue;
         const window = spec.window(row.event_time);
@@ -79,14 +103,26 @@ export class Evaluator {
       }
       return keys;
     });
-    await this.loadMissingTotals(rows, amounts, touched);
+    const unknown = await this.loadMissingTotals(rows, touched);
+    return { rows, states, touched, unknown };
+  }
 
+  /**
+   * Inside the commit's transaction: evaluates the rows the commit claimed (`fresh`; duplicates
+   * are never evaluated again) and records alerts. Returns, per row, how many alerts it opened.
+   */
+  apply(plan: EvaluationPlan, fresh: readonly boolean[], now = Date.now()): number[] {
+    const { rows, states, touched, unknown } = plan;
     const found: { row: number; occurrence: Occurrence }[] = [];
+    const claimed: number[] = [];
     rows.forEach((row, i) => {
+      if (!fresh[i]) return;
+      claimed.push(i);
       const state = states.get(row.team_id)!;
-      const amount = amounts[i]!;
-      // Each scope's total grows once per event, however many policies read it.
-      for (const { key } of touched[i]!) this.totals.set(key, (this.totals.get(key) ?? 0n) + amount);
+      const amount = toUnits(row.amount);
+      // Each scope's total grows once per event, however many policies read it. An unknown total
+      // stays absent (reads as 0: its limits are not checked) until it can be read whole.
+      for (const { key } of touched[i]!) if (!unknown.has(key)) this.totals.set(key, (this.totals.get(key) ?? 0n) + amount);
       const spendAfter = (scope: WindowScope) => this.totals.get(this.totalKey(row.team_id, scope)) ?? 0n;
       for (const policy of this.policiesOf(state, row.agent_id)) {
         for (const occurrence of checkPolicy(row.team_id, policy, row, amount, spendAfter, now)) found.push({ row: i, occurrence });
@@ -95,9 +131,9 @@ export class Evaluator {
       if (client) found.push({ row: i, occurrence: client });
       for (const occurrence of this.anomalies.check(row.team_id, row, amount)) found.push({ row: i, occurrence });
     });
-    for (const { row, occurrence } of this.newPayees(rows, now)) found.push({ row, occurrence });
+    for (const { row, occurrence } of this.newPayees(rows, claimed, now)) found.push({ row, occurrence });
 
-    // Occurrences of one breach in this flush become one: the first event opens (or updates) the alert.
+    // Occurrences of one breach in this group become one: the first event opens (or updates) the alert.
     const merged = new Map<string, { row: number; occurrence: Occurrence }>();
     for (const f of found) {
       const key = `${f.occurrence.teamId}\u0000${f.occurrence.dedupKey}`;
@@ -113,6 +149,18 @@ export class Evaluator {
       if (opened[i]) created[g.row]!++;
     });
     return created;
+  }
+
+  /**
+   * Forgets every running total, anomaly baseline and cached payee (after a rolled-back commit,
+   * whose rows they may include): totals are read again from ClickHouse when next needed.
+   */
+  reset(): void {
+    this.teams.clear();
+    this.totals.clear();
+    this.loadedWindows.clear();
+    this.payees.clear();
+    this.anomalies = new AnomalyDetector(this.config);
   }
 
   private totalKey(teamId: string, scope: WindowScope): string {
@@ -156,27 +204,28 @@ export class Evaluator {
   }
 
   /**
-   * Totals this flush touches that memory cannot vouch for: windows that began before their scope
+   * Totals this group touches that memory cannot vouch for: windows that began before their scope
    * was tracked (an event time may lie up to 5 minutes ahead of its arrival), or that were dropped.
-   * A missing window is read whole, for every agent of the team, in one query per flush: an agent
-   * seen later in the same window then needs no query. Read after this flush's insert, so this
-   * flush's events are taken out again (the caller adds them one by one).
+   * A missing window is read whole, for every agent of the team, in one query per group: an agent
+   * seen later in the same window then needs no query. Read before this group is committed, once
+   * ClickHouse has every earlier acknowledged record: the caller adds this group's events. Returns
+   * the keys that could not be read.
    */
-  private async loadMissingTotals(
-    rows: readonly EventRow[],
-    amounts: readonly bigint[],
-    touched: readonly { key: string; spec: ScopeSpec; window: Window }[][],
-  ): Promise<void> {
-    const flushSums = new Map<string, bigint>();
+  private async loadMissingTotals(rows: readonly EventRow[], touched: readonly TouchedTotal[][]): Promise<Set<string>> {
     const missing = new Map<string, { teamId: string; spec: ScopeSpec; window: Window }>();
+    const missingKeys = new Set<string>();
     rows.forEach((row, i) => {
       for (const { key, spec, window } of touched[i]!) {
-        flushSums.set(key, (flushSums.get(key) ?? 0n) + amounts[i]!);
         if (this.totals.has(key) || this.isTracked(row.team_id, spec, window)) continue;
         missing.set(`${row.team_id}\u0000${spec.scope}\u0000${window.start}`, { teamId: row.team_id, spec, window });
+        missingKeys.add(key);
       }
     });
-    if (missing.size === 0) return;
+    if (missing.size === 0) return new Set();
+    if (!(await this.awaitLoaded([...new Set([...missing.values()].map((m) => m.teamId))]))) {
+      this.logger.warn({ windows: missing.size }, 'ClickHouse is behind or down: windowed limits of these windows are not checked for this group');
+      return missingKeys;
+    }
     const byTeam = new Map<string, { spec: ScopeSpec; window: Window; index: number }[]>();
     for (const m of missing.values()) byTeam.set(m.teamId, [...(byTeam.get(m.teamId) ?? []), { spec: m.spec, window: m.window, index: 0 }]);
     const params: Record<string, unknown> = {};
@@ -217,9 +266,10 @@ export class Evaluator {
         sums.set(key, (sums.get(key) ?? 0n) + toUnits(r.spend));
       }
     }
-    for (const [key, sum] of sums) if (!this.totals.has(key)) this.totals.set(key, sum - (flushSums.get(key) ?? 0n));
+    for (const [key, sum] of sums) if (!this.totals.has(key)) this.totals.set(key, sum);
     for (const m of missing.values()) this.loadedWindows.add(`${m.teamId}\u0000${m.spec.scope}\u0000${m.window.start}`);
     this.logger.debug({ windows: missing.size, rows: found.length }, 'policy window totals read from the event store');
+    return new Set();
   }
 
   /** Whether every event of the team in this window of the scope has passed through `totals`. */
@@ -244,11 +294,12 @@ export class Evaluator {
    * A first payment of an agent to a payee it has not paid before. Payees paid within the learning
    * period after the agent's first event are learned silently, so a new agent raises none.
    */
-  private newPayees(rows: readonly EventRow[], now: number): { row: number; occurrence: Occurrence }[] {
+  private newPayees(rows: readonly EventRow[], claimed: readonly number[], now: number): { row: number; occurrence: Occurrence }[] {
     const found: { row: number; occurrence: Occurrence }[] = [];
     const learning = this.config.newPayeeLearningHours * 3_600_000;
     const fresh: [string, string, string, number][] = [];
-    rows.forEach((row, i) => {
+    claimed.forEach((i) => {
+      const row = rows[i]!;
       if (!row.payee_address) return;
       const known = this.knownPayees(row.team_id, row.agent_id);
       if (known.has(row.payee_address)) return;

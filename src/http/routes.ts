@@ -1,8 +1,7 @@
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import type { Ingestor } from '../ingest/ingestor.js';
-import type { EventWriter } from '../ingest/writer.js';
+import type { IngestPipeline } from '../ingest/pipeline.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
 import type { KeyOwner } from '../teams/repository.js';
@@ -14,12 +13,19 @@ import type { SchemaRegistry } from './validation.js';
 export interface AppDeps {
   config: Config;
   registry: Registry;
+  /** The read session of the event store (health checks; reads of events go through readEvents). */
   events: EventStore;
+  /** The loader's session; closed at shutdown. */
+  loaderEvents: EventStore;
   schemas: SchemaRegistry;
   logger: Logger;
-  /** Group-commit writer of the events table; drained at shutdown before the stores close. */
-  writer: EventWriter;
-  ingestor: Ingestor;
+  /** The write path: log, group commit, loader; closed at shutdown before the stores. */
+  ingest: IngestPipeline;
+  /**
+   * The event store for a read of a team's events, once it holds every record the team had
+   * acknowledged when the read began (503 when the loader cannot get there in time).
+   */
+  readEvents(teamId: string): Promise<EventStore>;
 }
 
 /** Where the API is served: the interface shows both forms and does not say which one. */

@@ -1,9 +1,7 @@
-import type { Logger } from 'pino';
-import type { AgentActivity } from '../agents/activity.js';
 import { ApiError } from '../http/errors.js';
 import type { SchemaRegistry } from '../http/validation.js';
 import { recordToRow, type EventRow, type IngestSource } from './records.js';
-import type { EventWriter } from './writer.js';
+import type { GroupCommit } from './group-commit.js';
 
 /** One invalid field of one record of a batch. */
 export interface RecordError {
@@ -20,15 +18,14 @@ export interface IngestResult {
 }
 
 /**
- * The one pipeline behind both ingest routes: validate each record on its own, store the valid
- * ones exactly once, register new agents, and report per-record errors.
+ * The one pipeline behind both ingest routes: validate each record on its own, append the valid
+ * ones to the ingest log exactly once (the group commit also evaluates them and registers new
+ * agents), and report per-record errors.
  */
 export class Ingestor {
   constructor(
     private readonly schemas: SchemaRegistry,
-    private readonly writer: EventWriter,
-    private readonly agents: AgentActivity,
-    private readonly logger: Logger,
+    private readonly commit: GroupCommit,
   ) {}
 
   async ingest(teamId: string, records: readonly unknown[], source: IngestSource): Promise<IngestResult> {
@@ -44,13 +41,7 @@ export class Ingestor {
       throw new ApiError('validation_failed', `No record of the batch is valid (${errors.length} problems, first: ` +
         `records[${errors[0]?.index}].${errors[0]?.field} ${errors[0]?.message})`, errors);
     }
-    const outcome = await this.writer.write(rows);
-    try {
-      this.agents.record(teamId, rows);
-    } catch (err) {
-      // The events are stored and acknowledged; a missing registry row is recreated by the next event.
-      this.logger.error({ err, teamId }, 'recording agent activity failed');
-    }
+    const outcome = await this.commit.write(teamId, rows);
     return { ingested: rows.length, duplicates: outcome.duplicates, errors, alerts_created: outcome.alertsCreated };
   }
 }

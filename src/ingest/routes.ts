@@ -35,7 +35,7 @@ export const ingestEvents = defineRoute<{ events: unknown[] }>({
   bodyExample: { events: [EXAMPLE_RECORD] },
   responses: RESPONSES,
   async handler({ body, team, deps }): Promise<{ body: IngestResult }> {
-    return { body: await deps.ingestor.ingest(team.teamId, body.events, 'events') };
+    return { body: await deps.ingest.ingestor.ingest(team.teamId, body.events, 'events') };
   },
 });
 
@@ -54,7 +54,7 @@ export const ingestAuditBatch = defineRoute<{ records: unknown[] }>({
   bodyExample: { records: [{ id: '9f2c1a7b3d4e5f60', ...EXAMPLE_RECORD }] },
   responses: RESPONSES,
   async handler({ body, team, deps }): Promise<{ body: IngestResult }> {
-    return { body: await deps.ingestor.ingest(team.teamId, body.records, 'sdk') };
+    return { body: await deps.ingest.ingestor.ingest(team.teamId, body.records, 'sdk') };
   },
 });
 

@@ -20,6 +20,12 @@ export interface EventStore {
   insert(table: string, rows: readonly object[]): Promise<void>;
   /** Inserts rows given as arrays in `columns` order (JSONCompactEachRow), serialised once here. */
   insertRows(table: string, columns: readonly string[], rows: readonly unknown[][]): Promise<void>;
+  /**
+   * Inserts TabSeparated lines (the ingest loader's blocks) with query-level settings such as
+   * insert_deduplication_token. Embedded: the bytes go to the engine as they are (no copy, parsed
+   * on the engine's threads); server: the body of one HTTP request.
+   */
+  insertTsv(table: string, columns: readonly string[], body: Buffer, settings: Record<string, string | number>): Promise<void>;
   /** Throws when the store does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -52,18 +58,20 @@ const SMALL_INSERT_ROWS = 10_000;
 
 /** Builds the client; no I/O happens until `ensureDatabase` or the first query. */
 export function createEventStore(config: ClickHouseConfig): EventStore {
-  const client =
-    config.mode === 'embedded'
-      ? createClient({ connection: embeddedConnection(config.path), clickhouse_settings: READ_SETTINGS, log: CLIENT_LOG })
-      : createClient({
-          url: config.url,
-          username: config.user,
-          password: config.password,
-          database: config.database,
-          clickhouse_settings: READ_SETTINGS,
-          request_timeout: 30_000,
-          log: CLIENT_LOG,
-        });
+  if (config.mode === 'embedded') {
+    const connection = embeddedConnection(config.path);
+    const client = createClient({ connection: connection as unknown as ClientConnection, clickhouse_settings: READ_SETTINGS, log: CLIENT_LOG });
+    return clientStore(client, config, connection);
+  }
+  const client = createClient({
+    url: config.url,
+    username: config.user,
+    password: config.password,
+    database: config.database,
+    clickhouse_settings: READ_SETTINGS,
+    request_timeout: 30_000,
+    log: CLIENT_LOG,
+  });
   return clientStore(client, config);
 }
 
@@ -91,9 +99,9 @@ export async function ensureDatabase(store: EventStore, config: ClickHouseConfig
  * chdb implements the client's Connection contract but is typed against its own copy of
  * @clickhouse/client-common; the shapes are the same, the declarations are not one.
  */
-function embeddedConnection(path: string): ClientConnection {
+function embeddedConnection(path: string): ChdbConnection {
   try {
-    return createChdbConnection({ path }) as unknown as ClientConnection;
+    return createChdbConnection({ path });
   } catch (err) {
     // The engine locks its directory: the usual cause is a server (or seed script) already running.
     throw new EventStoreOpenError(
@@ -113,8 +121,14 @@ export class EventStoreOpenError extends Error {
 }
 
 type ClientConnection = NonNullable<Parameters<typeof createClient>[0]>['connection'];
+type ChdbConnection = ReturnType<typeof createChdbConnection>;
 
-function clientStore(client: ClickHouseClient, config: ClickHouseConfig): EventStore {
+/**
+ * Each store built here is its own engine session (embedded) or client (server): the service
+ * opens one for reads and one for the loader, so a read never queues behind an insert (chDB runs
+ * sessions on one data path in parallel).
+ */
+function clientStore(client: ClickHouseClient, config: ClickHouseConfig, embedded?: ChdbConnection): EventStore {
   return {
     mode: config.mode,
     database: config.database,
@@ -142,6 +156,19 @@ function clientStore(client: ClickHouseClient, config: ClickHouseConfig): EventS
         clickhouse_settings: rows.length <= SMALL_INSERT_ROWS ? SMALL_INSERT_SETTINGS : {},
       });
       // Over HTTP the response must be read to free the socket; it is empty for an INSERT.
+      for await (const _chunk of result.stream) void _chunk;
+    },
+    async insertTsv(table: string, columns: readonly string[], body: Buffer, settings: Record<string, string | number>): Promise<void> {
+      if (body.length === 0) return;
+      if (embedded) {
+        await embedded.chdb.rawInsert({ table, columns, values: body, format: 'TSV', settings });
+        return;
+      }
+      const result = await client.exec({
+        query: `INSERT INTO ${table} (${columns.join(', ')}) FORMAT TabSeparated`,
+        values: Readable.from([body], { objectMode: false }),
+        clickhouse_settings: settings,
+      });
       for await (const _chunk of result.stream) void _chunk;
     },
     async ping(): Promise<void> {

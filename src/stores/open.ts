@@ -6,10 +6,19 @@ import { createEventStore, ensureDatabase, type EventStore } from './clickhouse.
 import { migrateEventStore, migrateRegistry } from './migrations.js';
 import { openRegistry, type Registry } from './sqlite.js';
 
+export interface Stores {
+  registry: Registry;
+  /** Reads (routes, evaluation) and migrations. */
+  events: EventStore;
+  /** The ingest loader's own session or client, so a read never queues behind an insert. */
+  loaderEvents: EventStore;
+}
+
 /** Opens both stores and brings their schemas up to date; closes what it opened on failure. */
-export async function openStores(config: Config, logger: Logger): Promise<{ registry: Registry; events: EventStore }> {
+export async function openStores(config: Config, logger: Logger): Promise<Stores> {
   const registry = openRegistry(config.dataDir);
   let events: EventStore | undefined;
+  let loaderEvents: EventStore | undefined;
   try {
     const applied = migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
     if (applied.length) logger.info({ applied }, 'registry migrations applied');
@@ -17,10 +26,13 @@ export async function openStores(config: Config, logger: Logger): Promise<{ regi
     await ensureDatabase(events, config.clickhouse);
     const appliedCh = await migrateEventStore(events, path.join(SCHEMA_DIR, 'clickhouse'));
     if (appliedCh.length) logger.info({ applied: appliedCh }, 'ClickHouse migrations applied');
-    return { registry, events };
+    loaderEvents = createEventStore(config.clickhouse);
+    await ensureDatabase(loaderEvents, config.clickhouse);
+    return { registry, events, loaderEvents };
   } catch (err) {
     registry.close();
     await events?.close().catch(() => undefined);
+    await loaderEvents?.close().catch(() => undefined);
     throw err;
   }
 }

@@ -13,7 +13,9 @@ export function openRegistry(dataDir: string): Registry {
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
-  db.pragma('synchronous = NORMAL');
+  // FULL: a commit is on disk when it returns. The ingest log acknowledges records on it, and
+  // NORMAL (WAL) could lose the last commits on a power loss.
+  db.pragma('synchronous = FULL');
   return db;
 }
 

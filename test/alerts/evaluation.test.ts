@@ -3,7 +3,7 @@ import type { Express } from 'express';
 import { AgentActivity } from '../../src/agents/activity.js';
 import { Evaluator } from '../../src/evaluation/evaluator.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
-import { EventWriter } from '../../src/ingest/writer.js';
+import { GroupCommit } from '../../src/ingest/group-commit.js';
 import { api, appWith, newTeam, testEnv } from '../helpers/context.js';
 
 type Team = ReturnType<typeof newTeam>;
@@ -215,8 +215,11 @@ describe('anomalies', () => {
   before(() => {
     const { deps } = testEnv();
     const config = { spikeFactor: 10, spikeBaseline: 10, loopCalls: 20, loopSeconds: 60, newPayeeLearningHours: 0 };
-    const writer = new EventWriter(deps.events, deps.logger, {}, new Evaluator(deps.registry, deps.events, config, deps.logger));
-    app = appWith([], { writer, ingestor: new Ingestor(deps.schemas, writer, new AgentActivity(deps.registry), deps.logger) });
+    // A group commit of its own (other thresholds), on the shared log and loader.
+    const evaluator = new Evaluator(deps.registry, deps.events, config, deps.logger, deps.ingest.awaitLoaded);
+    const limits = { maxRows: deps.config.ingest.backlogMaxRows, maxBytes: deps.config.ingest.backlogMaxBytes };
+    const commit = new GroupCommit(deps.registry, deps.ingest.log, deps.ingest.freshness, limits, deps.logger, evaluator, new AgentActivity(deps.registry));
+    app = appWith([], { ingest: { ...deps.ingest, commit, ingestor: new Ingestor(deps.schemas, commit) } });
   });
 
   /** Ten calls a minute apart to a few URLs, amounts within 20% of 1, one payee. */

@@ -20,16 +20,15 @@ import { createEventStore, ensureDatabase, type EventStore } from '../../src/sto
 import { migrateEventStore, migrateRegistry } from '../../src/stores/migrations.js';
 import { openRegistry, type Registry } from '../../src/stores/sqlite.js';
 import { createTeam } from '../../src/teams/repository.js';
-import { AgentActivity } from '../../src/agents/activity.js';
-import { Evaluator } from '../../src/evaluation/evaluator.js';
-import { Ingestor } from '../../src/ingest/ingestor.js';
-import { EventWriter } from '../../src/ingest/writer.js';
+import { freshReads } from '../../src/ingest/freshness.js';
+import { startIngestPipeline } from '../../src/ingest/pipeline.js';
 
 export interface TestEnv {
   dataDir: string;
   config: Config;
   registry: Registry;
   events: EventStore;
+  loaderEvents: EventStore;
   schemas: SchemaRegistry;
   /** Every log line written by the apps of this run, parsed. */
   logLines: Record<string, unknown>[];
@@ -52,6 +51,8 @@ export async function startTestEnv(): Promise<void> {
   const events = createEventStore(config.clickhouse);
   await ensureDatabase(events, config.clickhouse);
   await migrateEventStore(events, path.join(SCHEMA_DIR, 'clickhouse'));
+  const loaderEvents = createEventStore(config.clickhouse);
+  await ensureDatabase(loaderEvents, config.clickhouse);
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
   const logLines: Record<string, unknown>[] = [];
   const sink = new Writable({
@@ -61,16 +62,18 @@ export async function startTestEnv(): Promise<void> {
     },
   });
   const logger = pino({ level: 'info' }, sink);
-  const writer = new EventWriter(events, logger, {}, new Evaluator(registry, events, config.anomalies, logger));
-  const ingestor = new Ingestor(schemas, writer, new AgentActivity(registry), logger);
-  const deps: AppDeps = { config, registry, events, schemas, logger, writer, ingestor };
-  env = { dataDir, config, registry, events, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };
+  const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger });
+  const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
+  const deps: AppDeps = { config, registry, events, loaderEvents, schemas, logger, ingest, readEvents };
+  env = { dataDir, config, registry, events, loaderEvents, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };
 }
 
 export async function stopTestEnv(): Promise<void> {
   if (!env) return;
+  await env.deps.ingest.close();
   env.registry.close();
   await env.events.close();
+  await env.loaderEvents.close();
   fs.rmSync(env.dataDir, { recursive: true, force: true });
   env = undefined;
 }
@@ -88,6 +91,11 @@ export function newTeam(label = 'team'): { teamId: string; name: string; apiKey:
   const name = `${label}-${process.pid}-${++teamCounter}-${Math.random().toString(36).slice(2, 8)}`;
   const { team, key } = createTeam(testEnv().registry, name);
   return { teamId: team.id, name, apiKey: key.apiKey, auth: ['Authorization', `Bearer ${key.apiKey}`] };
+}
+
+/** The read session once ClickHouse holds everything the team had acknowledged (tests read it directly). */
+export function loadedEvents(teamId: string): Promise<EventStore> {
+  return testEnv().deps.readEvents(teamId);
 }
 
 /** supertest against the shared app. */

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { testEnv } from '../helpers/context.js';
+import { loadedEvents } from '../helpers/context.js';
 
 /** A record exactly as the SDK (@x402sentinel/x402 0.2.0) builds it: every field present. */
 export function sdkRecord(overrides: Record<string, unknown> = {}): Record<string, unknown> {
@@ -42,7 +42,7 @@ export function event(overrides: Record<string, unknown> = {}): Record<string, u
 }
 
 export async function storedRows(teamId: string): Promise<Record<string, unknown>[]> {
-  return testEnv().events.query(
+  return (await loadedEvents(teamId)).query(
     `SELECT *, toUnixTimestamp64Milli(event_time) AS event_ms, toUnixTimestamp64Milli(received_at) AS received_ms
        FROM events WHERE team_id = {team:String} ORDER BY event_time, id`,
     { team: teamId },
@@ -50,6 +50,6 @@ export async function storedRows(teamId: string): Promise<Record<string, unknown
 }
 
 export async function storedCount(teamId: string): Promise<number> {
-  const [row] = await testEnv().events.query<{ n: string }>('SELECT count() AS n FROM events WHERE team_id = {team:String}', { team: teamId });
+  const [row] = await (await loadedEvents(teamId)).query<{ n: string }>('SELECT count() AS n FROM events WHERE team_id = {team:String}', { team: teamId });
   return Number(row!.n);
 }

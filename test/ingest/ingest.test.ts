@@ -1,9 +1,5 @@
 import { expect } from 'chai';
-import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
-import { createEventStore } from '../../src/stores/clickhouse.js';
-import { EventWriter } from '../../src/ingest/writer.js';
-import { Ingestor } from '../../src/ingest/ingestor.js';
-import { AgentActivity } from '../../src/agents/activity.js';
+import { api, errorOf, loadedEvents, newTeam, testEnv } from '../helpers/context.js';
 import { event, sdkRecord, storedCount, storedRows } from './fixtures.js';
 
 describe('ingest', () => {
@@ -118,7 +114,7 @@ describe('ingest', () => {
         'raw-unknown-asset': '0',
         'no-amount': '0',
       });
-      const [sum] = await testEnv().events.query<{ total: string }>(
+      const [sum] = await (await loadedEvents(team.teamId)).query<{ total: string }>(
         'SELECT sum(amount) AS total FROM events WHERE team_id = {t:String}',
         { t: team.teamId },
       );
@@ -357,21 +353,28 @@ describe('ingest', () => {
     });
   });
 
-  describe('when the event store fails', () => {
-    it('answers 503 in the error shape and acknowledges nothing', async () => {
+  describe('when the ingest log cannot be written', () => {
+    it('answers 503 with Retry-After, acknowledges and claims nothing (disk full)', async () => {
       const team = newTeam();
-      const events = createEventStore({ mode: 'server', url: 'http://127.0.0.1:9', user: 'default', password: '', database: 'x' });
-      const { deps } = testEnv();
-      const writer = new EventWriter(events, deps.logger);
-      const ingestor = new Ingestor(deps.schemas, writer, new AgentActivity(deps.registry), deps.logger);
+      const { registry } = testEnv();
+      const max = registry.pragma('max_page_count', { simple: true }) as number;
+      // A real SQLITE_FULL: no free page left, and the chunk (an overflow blob) needs new ones.
+      registry.exec('VACUUM');
+      registry.pragma(`max_page_count = ${registry.pragma('page_count', { simple: true }) as number}`);
+      const batch = Array.from({ length: 20 }, (_, i) => event({ id: `full-${i}`, agent_id: 'lost', metadata: { pad: 'x'.repeat(1000) } }));
       try {
-        const res = await api(appWith([], { events, writer, ingestor })).post('/api/v1/events').set(...team.auth).send({ events: [event({ agent_id: 'lost' })] }).expect(503);
+        const res = await api().post('/api/v1/events').set(...team.auth).send({ events: batch }).expect(503);
         expect(errorOf(res.body).code).to.equal('store_unavailable');
-        const agents = deps.registry.prepare('SELECT count(*) AS n FROM agents WHERE team_id = ?').get(team.teamId);
-        expect(agents).to.deep.equal({ n: 0 });
+        expect(res.headers['retry-after']).to.match(/^\d+$/);
       } finally {
-        await events.close();
+        registry.pragma(`max_page_count = ${max}`);
       }
+      const agents = registry.prepare('SELECT count(*) AS n FROM agents WHERE team_id = ?').get(team.teamId);
+      expect(agents).to.deep.equal({ n: 0 });
+      // Nothing was claimed: the same records sent again are new, and stored once.
+      const again = await api().post('/api/v1/events').set(...team.auth).send({ events: batch }).expect(200);
+      expect(again.body).to.include({ ingested: 20, duplicates: 0 });
+      expect(await storedCount(team.teamId)).to.equal(20);
     });
   });
 });

@@ -11,7 +11,7 @@ import { migrateRegistry } from '../../src/stores/migrations.js';
 import { SCHEMA_DIR } from '../../src/paths.js';
 import path from 'node:path';
 import { appWith, testEnv } from '../helpers/context.js';
-import { EventWriter } from '../../src/ingest/writer.js';
+import { startIngestPipeline } from '../../src/ingest/pipeline.js';
 import { tempDir } from '../helpers/processes.js';
 
 function get(port: number, path: string, key: string): Promise<{ status: number; body: string }> {
@@ -54,9 +54,10 @@ describe('graceful shutdown', () => {
         return { body: { finished: true } };
       },
     });
-    const writer = new EventWriter(events, testEnv().deps.logger);
-    const app = appWith([slow], { config, registry, events, writer });
-    const running = await startServer(app, { config, registry, events, writer });
+    const { schemas, logger } = testEnv().deps;
+    const ingest = startIngestPipeline({ config, registry, events, loaderEvents: events, schemas, logger });
+    const app = appWith([slow], { config, registry, events, loaderEvents: events, ingest });
+    const running = await startServer(app, { config, registry, events, loaderEvents: events, ingest });
 
     const inFlight = get(running.port, '/api/v1/test/slow', key.apiKey);
     await handlerStarted;
@@ -77,9 +78,9 @@ describe('graceful shutdown', () => {
     await stopping;
     expect(registry.open).to.equal(false);
     expect(eventsClosed).to.equal(true);
-    // The writer was drained and refuses further work.
+    // The group commit was drained and refuses further work.
     let refusedWrite: unknown;
-    await writer.write([{ id: 'x' } as never]).catch((err: unknown) => (refusedWrite = err));
+    await ingest.commit.write('team', [{ id: 'x' } as never]).catch((err: unknown) => (refusedWrite = err));
     expect(refusedWrite).to.have.property('code', 'store_unavailable');
   });
 });

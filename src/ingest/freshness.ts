@@ -1,0 +1,139 @@
+import { ApiError } from '../http/errors.js';
+import type { EventStore } from '../stores/clickhouse.js';
+import type { LogChunk } from './log.js';
+
+/** The unloaded part of the log: what back-pressure and /healthz look at. */
+export interface Backlog {
+  rows: number;
+  bytes: number;
+  /** Unix ms of the oldest unloaded commit; null when everything is loaded. */
+  oldestCommittedAt: number | null;
+}
+
+interface Waiter {
+  pos: number;
+  resolve: () => void;
+}
+
+/**
+ * "Has the loader passed position P?": the log tells it what each team committed, the loader what
+ * ClickHouse has. A read waits until the loader has passed the team's last acknowledged record,
+ * so it sees everything acknowledged before it began; a waiting read makes the loader go at once.
+ */
+export class Freshness {
+  private readonly committedByTeam = new Map<string, number>();
+  /** Unloaded chunks in position order (summaries only; bodies stay in SQLite). */
+  private readonly unloaded: LogChunk[] = [];
+  private head = 0;
+  private rows = 0;
+  private bytes = 0;
+  private loadedPos: number;
+  private waiters: Waiter[] = [];
+  /** Set by the loader: load now, a reader is waiting. */
+  wakeLoader: () => void = () => undefined;
+  /** Set by the loader: whether its last insert failed (ClickHouse down or refusing). */
+  loaderFailing: () => boolean = () => false;
+
+  constructor(loadedPos: number, unloaded: readonly LogChunk[] = []) {
+    this.loadedPos = loadedPos;
+    this.committed(unloaded);
+  }
+
+  /** Records chunks the group commit has just made durable. */
+  committed(chunks: readonly LogChunk[]): void {
+    for (const chunk of chunks) {
+      if (chunk.lastPos <= this.loadedPos) continue;
+      this.unloaded.push(chunk);
+      this.rows += chunk.rows;
+      this.bytes += chunk.bytes;
+      this.committedByTeam.set(chunk.teamId, Math.max(this.committedByTeam.get(chunk.teamId) ?? 0, chunk.lastPos));
+    }
+  }
+
+  /** The loader has every record up to `pos` in ClickHouse. */
+  loaded(pos: number): void {
+    if (pos <= this.loadedPos) return;
+    this.loadedPos = pos;
+    while (this.head < this.unloaded.length && this.unloaded[this.head]!.lastPos <= pos) {
+      const chunk = this.unloaded[this.head++]!;
+      this.rows -= chunk.rows;
+      this.bytes -= chunk.bytes;
+    }
+    if (this.head > 1024 && this.head * 2 > this.unloaded.length) {
+      this.unloaded.splice(0, this.head);
+      this.head = 0;
+    }
+    const still: Waiter[] = [];
+    for (const w of this.waiters) (w.pos <= pos ? w.resolve() : still.push(w));
+    this.waiters = still;
+  }
+
+  get loadedPosition(): number {
+    return this.loadedPos;
+  }
+
+  backlog(): Backlog {
+    const oldest = this.unloaded[this.head];
+    return { rows: this.rows, bytes: this.bytes, oldestCommittedAt: oldest ? oldest.committedAt : null };
+  }
+
+  /** The first unloaded chunks, up to about `rows` records (at least one chunk). */
+  nextChunks(rows: number): LogChunk[] {
+    const out: LogChunk[] = [];
+    let n = 0;
+    for (let i = this.head; i < this.unloaded.length; i++) {
+      const chunk = this.unloaded[i]!;
+      if (out.length > 0 && n + chunk.rows > rows) break;
+      out.push(chunk);
+      n += chunk.rows;
+    }
+    return out;
+  }
+
+  /** Resolves once ClickHouse holds every record the team had acknowledged when this was called. */
+  waitForTeam(teamId: string, timeoutMs: number): Promise<boolean> {
+    return this.waitFor(this.committedByTeam.get(teamId) ?? 0, timeoutMs);
+  }
+
+  /** Resolves true once the loader has passed `pos`, false after `timeoutMs`. */
+  waitFor(pos: number, timeoutMs: number): Promise<boolean> {
+    if (pos <= this.loadedPos) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        resolve(false);
+      }, timeoutMs);
+      const waiter: Waiter = {
+        pos,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve(true);
+        },
+      };
+      this.waiters.push(waiter);
+      this.wakeLoader();
+    });
+  }
+
+  /**
+   * For a read: resolves once the team's acknowledged records are in ClickHouse; a 503 with
+   * Retry-After when the loader cannot get there in time (ClickHouse down or far behind).
+   */
+  async caughtUp(teamId: string, timeoutMs: number): Promise<void> {
+    if (await this.waitForTeam(teamId, timeoutMs)) return;
+    throw new ApiError(
+      'store_unavailable',
+      `Records acknowledged before this read are not in the event store yet (backlog ${this.rows} records); retry shortly`,
+      undefined,
+      { 'Retry-After': '5' },
+    );
+  }
+}
+
+/** `AppDeps.readEvents`: the read session, after the team's acknowledged records are loaded. */
+export function freshReads(events: EventStore, freshness: Freshness, waitMs: number): (teamId: string) => Promise<EventStore> {
+  return async (teamId) => {
+    await freshness.caughtUp(teamId, waitMs);
+    return events;
+  };
+}

@@ -1,0 +1,198 @@
+import type { Logger } from 'pino';
+import type { AgentActivity } from '../agents/activity.js';
+import { ApiError } from '../http/errors.js';
+import type { Registry } from '../stores/sqlite.js';
+import type { Freshness } from './freshness.js';
+import type { IngestLog, LogChunk } from './log.js';
+import type { EventRow } from './records.js';
+import { rowToTsv } from './tsv.js';
+
+/** What happened to the rows of one request. */
+export interface CommitOutcome {
+  /** Rows appended to the log by this request. */
+  stored: number;
+  /** Rows the team had sent before (or earlier in the same group commit): not appended again. */
+  duplicates: number;
+  /** Alerts opened by evaluating the stored rows. */
+  alertsCreated: number;
+}
+
+/**
+ * Evaluation at the acknowledgement, in two halves: `prepare` may read ClickHouse (running totals
+ * the process has not seen) before the transaction; `apply` runs inside it, on the rows the
+ * commit claimed, and writes alerts in the same transaction.
+ */
+export interface AckEvaluator<Plan> {
+  prepare(rows: readonly EventRow[], now: number): Promise<Plan>;
+  apply(plan: Plan, fresh: readonly boolean[], now: number): number[];
+  /** Forgets in-memory state that a rolled-back transaction may have changed. */
+  reset(): void;
+}
+
+export interface BacklogLimits {
+  maxRows: number;
+  maxBytes: number;
+}
+
+interface PendingWrite {
+  teamId: string;
+  rows: EventRow[];
+  resolve: (outcome: CommitOutcome) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Group commit into the ingest log. Requests queue their validated rows; one commit at a time
+ * takes everything queued and, in one SQLite transaction synced to disk, claims each (team, id),
+ * appends the new rows, evaluates them (alerts) and records agent activity; then it answers every
+ * request of the group. Requests that arrive during a commit form the next group, so a commit
+ * grows with concurrency while an idle service commits a lone request at once.
+ */
+export class GroupCommit {
+  private queue: PendingWrite[] = [];
+  private draining: Promise<void> | undefined;
+  private closed = false;
+  private lastSeq = 0;
+
+  constructor(
+    private readonly db: Registry,
+    private readonly log: IngestLog,
+    private readonly freshness: Freshness,
+    private readonly limits: BacklogLimits,
+    private readonly logger: Logger,
+    private readonly evaluator?: AckEvaluator<unknown>,
+    private readonly agents?: AgentActivity,
+  ) {}
+
+  /** Resolves once the rows are durable in the log (or found to be there already); rejects with a 503 otherwise. */
+  write(teamId: string, rows: EventRow[]): Promise<CommitOutcome> {
+    if (this.closed) return Promise.reject(new ApiError('store_unavailable', 'The service is shutting down; retry', undefined, { 'Retry-After': '1' }));
+    if (rows.length === 0) return Promise.resolve({ stored: 0, duplicates: 0, alertsCreated: 0 });
+    const backlog = this.freshness.backlog();
+    if (backlog.rows >= this.limits.maxRows || backlog.bytes >= this.limits.maxBytes) {
+      return Promise.reject(
+        new ApiError(
+          'store_unavailable',
+          `The event store is behind by ${backlog.rows} records (${backlog.bytes} bytes), past the backlog bound; nothing was stored, retry later`,
+          undefined,
+          { 'Retry-After': '10' },
+        ),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push({ teamId, rows, resolve, reject });
+      // setImmediate lets requests already parsed in this turn join the group.
+      this.draining ??= new Promise<void>((done) => setImmediate(() => void this.drain().finally(done)));
+    });
+  }
+
+  /** Refuses new writes and waits until everything queued is committed. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.draining;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length > 0) {
+      const group = this.queue.splice(0);
+      await this.commit(group);
+    }
+    this.draining = undefined;
+  }
+
+  /**
+   * Storage order of a row: microseconds since the epoch, always more than the last (the SDK's
+   * insertion order; below 2^53 until the year 2255, so a JS number holds it exactly).
+   */
+  private nextSeq(): number {
+    this.lastSeq = Math.max(Date.now() * 1000, this.lastSeq + 1);
+    return this.lastSeq;
+  }
+
+  private async commit(group: PendingWrite[]): Promise<void> {
+    const started = performance.now();
+    const now = Date.now();
+    const all = group.flatMap((p) => p.rows);
+    let plan: unknown;
+    if (this.evaluator) {
+      try {
+        plan = await this.evaluator.prepare(all, now);
+      } catch (err) {
+        // The records are still acknowledged; their windowed limits go unchecked (logged).
+        this.logger.error({ err, rows: all.length }, 'preparing policy evaluation failed; the records are stored unevaluated');
+      }
+    }
+    const prepared = performance.now();
+    const endPos = this.log.endPos;
+    let chunks: LogChunk[] = [];
+    let outcomes: CommitOutcome[];
+    try {
+      ({ chunks, outcomes } = this.db.transaction(() => this.claimAndAppend(group, all, plan, now))());
+    } catch (err) {
+      this.log.rolledBack(endPos);
+      this.evaluator?.reset();
+      this.agents?.reset();
+      this.logger.error({ err, rows: all.length }, 'ingest log write failed; nothing of the group is acknowledged');
+      const unavailable = new ApiError('store_unavailable', 'The ingest log could not be written; nothing was stored, retry', undefined, { 'Retry-After': '5' });
+      for (const pending of group) pending.reject(unavailable);
+      return;
+    }
+    this.freshness.committed(chunks);
+    group.forEach((pending, i) => pending.resolve(outcomes[i]!));
+    this.logger.debug(
+      { requests: group.length, rows: all.length, prepareMs: Math.round(prepared - started), commitMs: Math.round(performance.now() - prepared) },
+      'ingest log committed',
+    );
+  }
+
+  /** The body of the transaction: claim, append per team, evaluate, record agents. */
+  private claimAndAppend(group: PendingWrite[], all: EventRow[], plan: unknown, now: number) {
+    const fresh: boolean[] = [];
+    const linesByTeam = new Map<string, string[]>();
+    const outcomes = group.map((pending) => {
+      const claimed = this.log.claim(pending.teamId, pending.rows.map((r) => r.id), now);
+      let duplicates = 0;
+      pending.rows.forEach((row, i) => {
+        fresh.push(claimed[i]!);
+        if (!claimed[i]) {
+          duplicates++;
+          return;
+        }
+        row.ingest_seq = this.nextSeq();
+        let lines = linesByTeam.get(row.team_id);
+        if (!lines) linesByTeam.set(row.team_id, (lines = []));
+        lines.push(rowToTsv(row));
+      });
+      return { stored: pending.rows.length - duplicates, duplicates, alertsCreated: 0 };
+    });
+    const chunks = [...linesByTeam].map(([teamId, lines]) => this.log.append(teamId, lines, now));
+
+    if (this.evaluator && plan !== undefined) {
+      try {
+        // A savepoint: a failing evaluation rolls back its own writes, never the records.
+        const created = this.db.transaction(() => this.evaluator!.apply(plan, fresh, now))();
+        let offset = 0;
+        group.forEach((pending, p) => {
+          for (let i = 0; i < pending.rows.length; i++) outcomes[p]!.alertsCreated += created[offset + i] ?? 0;
+          offset += pending.rows.length;
+        });
+      } catch (err) {
+        this.evaluator.reset();
+        this.logger.error({ err, rows: all.length }, 'policy evaluation failed; the records are stored');
+      }
+    }
+    if (this.agents) {
+      // Duplicates count too: their times are real, and a lost registry row is healed by a retry.
+      const byTeam = new Map<string, EventRow[]>();
+      for (const row of all) (byTeam.get(row.team_id) ?? byTeam.set(row.team_id, []).get(row.team_id)!).push(row);
+      try {
+        for (const [teamId, rows] of byTeam) this.agents.record(teamId, rows);
+      } catch (err) {
+        // A savepoint too: the records are stored; the next event of the agent writes its row again.
+        this.agents.reset();
+        this.logger.error({ err }, 'recording agent activity failed; the records are stored');
+      }
+    }
+    return { chunks, outcomes };
+  }
+}

@@ -1,0 +1,256 @@
+import type { Logger } from 'pino';
+import type { EventStore } from '../stores/clickhouse.js';
+import type { Registry } from '../stores/sqlite.js';
+import type { Freshness } from './freshness.js';
+import type { LogChunk } from './log.js';
+import { TSV_COLUMNS, teamAndIdOf } from './tsv.js';
+
+export interface LoaderOptions {
+  /** A block holds up to about this many records (whole chunks; one chunk may exceed it). */
+  blockRows: number;
+  /** ...and goes at the latest this long after its oldest record was acknowledged. */
+  intervalMs: number;
+}
+
+/** What the loader reports, for metrics. */
+export interface LoaderObserver {
+  blockLoaded(rows: number, seconds: number): void;
+  rowsSetAside(rows: number): void;
+  insertFailed(): void;
+}
+
+interface Block {
+  firstPos: number;
+  lastPos: number;
+}
+
+/**
+ * ClickHouse error codes that mean "these rows cannot be parsed or stored as they are": raised
+ * while the block is parsed, before anything is written, so the block can be split to find the
+ * rows at fault. Anything else (no connection, a missing table, memory) is an outage: the same
+ * block is tried again later.
+ */
+const DATA_ERRORS = new Set([
+  6, 26, 27, 32, 33, 38, 41, 53, 69, 70, 72, 117, 130, 131, 190, 321, 349, 407, 691,
+]);
+
+function clickHouseCode(err: unknown): number | undefined {
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code === 'string' && /^\d+$/.test(code)) return Number(code);
+  const match = /Code: (\d+)\./.exec(err instanceof Error ? err.message : String(err));
+  return match ? Number(match[1]) : undefined;
+}
+
+const BACKOFF_MIN_MS = 200;
+const BACKOFF_MAX_MS = 5_000;
+
+/**
+ * Copies the ingest log into ClickHouse in large blocks, over its own engine session. A block's
+ * boundaries are recorded (synced) before its insert, and its token is made from them, so the
+ * block inserted again after a crash or a timeout is dropped by ClickHouse's deduplication in
+ * events and in every rollup. The loaded position moves, and loaded chunks are pruned, only after
+ * ClickHouse confirmed the insert. A block ClickHouse refuses for its data is split in halves
+ * until the rows at fault stand alone; those are set aside in `ingest_rejects` and the rest loads.
+ */
+export class Loader {
+  private stopped = false;
+  private running: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private failing = false;
+  /** A reader (or evaluation) waits: the next block goes without waiting for its interval. */
+  private urgent = false;
+  private readonly logId: string;
+  private readonly statements;
+
+  constructor(
+    private readonly db: Registry,
+    private readonly store: EventStore,
+    private readonly freshness: Freshness,
+    private readonly options: LoaderOptions,
+    private readonly logger: Logger,
+    private readonly observer?: LoaderObserver,
+  ) {
+    this.logId = (db.prepare('SELECT log_id FROM ingest_loader WHERE id = 1').get() as { log_id: string }).log_id;
+    this.statements = {
+      pending: db.prepare('SELECT first_pos AS firstPos, last_pos AS lastPos FROM ingest_blocks ORDER BY first_pos'),
+      record: db.prepare('INSERT INTO ingest_blocks (first_pos, last_pos) VALUES (?, ?)'),
+      forget: db.prepare('DELETE FROM ingest_blocks WHERE first_pos = ?'),
+      loaded: db.prepare('UPDATE ingest_loader SET loaded_pos = max(loaded_pos, ?) WHERE id = 1'),
+      prune: db.prepare('DELETE FROM ingest_log WHERE last_pos <= ?'),
+      bodies: db.prepare('SELECT first_pos AS firstPos, body FROM ingest_log WHERE last_pos >= ? AND first_pos <= ? ORDER BY first_pos'),
+      reject: db.prepare('INSERT OR IGNORE INTO ingest_rejects (pos, team_id, id, line, error, rejected_at) VALUES (?, ?, ?, ?, ?, ?)'),
+    };
+    freshness.wakeLoader = () => {
+      this.urgent = true;
+      this.wake?.();
+    };
+    freshness.loaderFailing = () => this.failing;
+  }
+
+  /** The loaded position and the unloaded chunks recorded in the log (for Freshness at start). */
+  static state(db: Registry): { loadedPos: number; unloaded: LogChunk[] } {
+    const { loaded_pos } = db.prepare('SELECT loaded_pos FROM ingest_loader WHERE id = 1').get() as { loaded_pos: number };
+    const unloaded = db
+      .prepare(
+        `SELECT first_pos AS firstPos, last_pos AS lastPos, team_id AS teamId, rows, bytes, committed_at AS committedAt
+           FROM ingest_log WHERE last_pos > ? ORDER BY first_pos`,
+      )
+      .all(loaded_pos) as LogChunk[];
+    return { loadedPos: loaded_pos, unloaded };
+  }
+
+  /** Whether the last insert failed and has not succeeded since. */
+  get isFailing(): boolean {
+    return this.failing;
+  }
+
+  start(): void {
+    this.running ??= this.run();
+  }
+
+  /** Stops after the block in progress; what is not loaded stays in the log for the next start. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.running;
+  }
+
+  private async run(): Promise<void> {
+    let backoff = BACKOFF_MIN_MS;
+    while (!this.stopped) {
+      try {
+        // Blocks recorded but not confirmed (a crash, or the last attempt failed) go first, as they were.
+        const pending = this.statements.pending.all() as Block[];
+        if (pending.length > 0) {
+          for (const block of pending) await this.load(block);
+        } else if (await this.due()) {
+          const chunks = this.freshness.nextChunks(this.options.blockRows);
+          if (chunks.length === 0) continue;
+          const block = { firstPos: chunks[0]!.firstPos, lastPos: chunks.at(-1)!.lastPos };
+          this.statements.record.run(block.firstPos, block.lastPos);
+          await this.load(block);
+        }
+        this.failing = false;
+        backoff = BACKOFF_MIN_MS;
+      } catch (err) {
+        this.failing = true;
+        this.observer?.insertFailed();
+        this.logger.error({ err, retryInMs: backoff }, 'loading the ingest log into ClickHouse failed; will retry the same block');
+        await this.sleep(backoff);
+        backoff = Math.min(BACKOFF_MAX_MS, backoff * 2);
+      }
+    }
+  }
+
+  /**
+   * Waits until a block is due: a full block is waiting, the oldest unloaded record is
+   * `intervalMs` old, a reader waits, or stop. False when stopping.
+   */
+  private async due(): Promise<boolean> {
+    for (;;) {
+      if (this.stopped) return false;
+      const backlog = this.freshness.backlog();
+      if (backlog.oldestCommittedAt !== null) {
+        if (backlog.rows >= this.options.blockRows || this.urgent) {
+          this.urgent = false;
+          return true;
+        }
+        const wait = backlog.oldestCommittedAt + this.options.intervalMs - Date.now();
+        if (wait <= 0) return true;
+        if (await this.sleep(wait)) return true; // woken by a reader
+      } else {
+        await this.sleep(this.options.intervalMs);
+      }
+    }
+  }
+
+  /** Sleeps up to `ms`; true when woken early (a reader waits, or stop). */
+  private sleep(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve(false);
+      }, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve(true);
+      };
+    });
+  }
+
+  /** The TSV lines of positions firstPos..lastPos, read from the log. */
+  private lines(block: Block): string[] {
+    const lines: string[] = [];
+    for (const chunk of this.statements.bodies.all(block.firstPos, block.lastPos) as { firstPos: number; body: Buffer }[]) {
+      const chunkLines = chunk.body.toString('utf8').split('\n');
+      chunkLines.pop(); // the text after the last '\n' is empty
+      chunkLines.forEach((line, i) => {
+        const pos = chunk.firstPos + i;
+        if (pos >= block.firstPos && pos <= block.lastPos) lines.push(`${line}\n`);
+      });
+    }
+    return lines;
+  }
+
+  /** Inserts one recorded block and confirms it; splits it when ClickHouse refuses its data. */
+  private async load(block: Block): Promise<void> {
+    const lines = this.lines(block);
+    if (lines.length !== block.lastPos - block.firstPos + 1) {
+      throw new Error(`ingest log positions ${block.firstPos}..${block.lastPos} hold ${lines.length} records: the log is damaged`);
+    }
+    const started = performance.now();
+    try {
+      await this.store.insertTsv('events', TSV_COLUMNS, Buffer.from(lines.join('')), {
+        insert_deduplication_token: `${this.logId}:${block.firstPos}-${block.lastPos}`,
+      });
+    } catch (err) {
+      const code = clickHouseCode(err);
+      if (code === undefined || !DATA_ERRORS.has(code)) throw err;
+      await this.split(block, lines, err);
+      return;
+    }
+    this.observer?.blockLoaded(lines.length, (performance.now() - started) / 1000);
+    this.confirm(block);
+  }
+
+  /** The block is in ClickHouse: forget it, move the loaded position, prune what is loaded. */
+  private confirm(block: Block): void {
+    this.db.transaction(() => {
+      this.statements.forget.run(block.firstPos);
+      this.statements.loaded.run(block.lastPos);
+      this.statements.prune.run(block.lastPos);
+    })();
+    this.freshness.loaded(block.lastPos);
+  }
+
+  /** Halves a refused block (both halves recorded before either is tried); a lone refused row is set aside. */
+  private async split(block: Block, lines: string[], err: unknown): Promise<void> {
+    if (block.firstPos === block.lastPos) {
+      const line = lines[0]!;
+      const { teamId, id } = teamAndIdOf(line);
+      const message = err instanceof Error ? err.message : String(err);
+      this.db.transaction(() => {
+        this.statements.reject.run(block.firstPos, teamId, id, Buffer.from(line), message.slice(0, 2000), Date.now());
+        this.statements.forget.run(block.firstPos);
+        this.statements.loaded.run(block.lastPos);
+        this.statements.prune.run(block.lastPos);
+      })();
+      this.freshness.loaded(block.lastPos);
+      this.observer?.rowsSetAside(1);
+      this.logger.error({ teamId, id, pos: block.firstPos, err: message.slice(0, 500) }, 'ClickHouse refused a record; set aside in ingest_rejects');
+      return;
+    }
+    const middle = block.firstPos + Math.floor((block.lastPos - block.firstPos) / 2);
+    const halves = [
+      { firstPos: block.firstPos, lastPos: middle },
+      { firstPos: middle + 1, lastPos: block.lastPos },
+    ];
+    this.logger.warn({ ...block, rows: lines.length }, 'ClickHouse refused a block for its data; splitting it to find the records at fault');
+    this.db.transaction(() => {
+      this.statements.forget.run(block.firstPos);
+      for (const half of halves) this.statements.record.run(half.firstPos, half.lastPos);
+    })();
+    for (const half of halves) await this.load(half);
+  }
+}

@@ -1,0 +1,86 @@
+import type { Logger } from 'pino';
+import { AgentActivity } from '../agents/activity.js';
+import type { AnomalyConfig, IngestConfig } from '../config.js';
+import { Evaluator } from '../evaluation/evaluator.js';
+import type { SchemaRegistry } from '../http/validation.js';
+import type { EventStore } from '../stores/clickhouse.js';
+import type { Registry } from '../stores/sqlite.js';
+import { Freshness } from './freshness.js';
+import { GroupCommit } from './group-commit.js';
+import { Ingestor } from './ingestor.js';
+import { Loader, type LoaderObserver } from './loader.js';
+import { IngestLog } from './log.js';
+
+/** The write path, assembled: routes -> ingestor -> group commit into the log -> loader -> ClickHouse. */
+export interface IngestPipeline {
+  log: IngestLog;
+  freshness: Freshness;
+  commit: GroupCommit;
+  loader: Loader;
+  ingestor: Ingestor;
+  evaluator: Evaluator | undefined;
+  /** For evaluation: resolves true once ClickHouse holds what these teams acknowledged (false: not soon). */
+  awaitLoaded(teamIds: string[]): Promise<boolean>;
+  /** Refuses new writes, commits what is queued, stops the loader after its current block. */
+  close(): Promise<void>;
+}
+
+export interface IngestPipelineDeps {
+  config: { ingest: IngestConfig; anomalies: AnomalyConfig };
+  registry: Registry;
+  /** The read session: evaluation reads running totals there. */
+  events: EventStore;
+  /** The loader's own session. */
+  loaderEvents: EventStore;
+  schemas: SchemaRegistry;
+  logger: Logger;
+  loaderObserver?: LoaderObserver;
+}
+
+/** Builds the write path and starts its loader. `evaluate: false` (the seed script) skips policies and alerts. */
+export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluate?: boolean } = {}): IngestPipeline {
+  const { config, registry, logger } = deps;
+  const log = new IngestLog(registry, config.ingest.dedupWindowDays);
+  const { loadedPos, unloaded } = Loader.state(registry);
+  const freshness = new Freshness(loadedPos, unloaded);
+  const loader = new Loader(
+    registry,
+    deps.loaderEvents,
+    freshness,
+    { blockRows: config.ingest.loadBlockRows, intervalMs: config.ingest.loadIntervalMs },
+    logger,
+    deps.loaderObserver,
+  );
+  // Running totals read at the acknowledgement need every earlier record in ClickHouse; while the
+  // loader is failing there is no point in waiting for it.
+  const awaitLoaded = async (teamIds: string[]) => {
+    if (loader.isFailing) return false;
+    const waits = await Promise.all(teamIds.map((t) => freshness.waitForTeam(t, Math.min(2_000, config.ingest.readWaitMs))));
+    return waits.every(Boolean);
+  };
+  const evaluator = options.evaluate === false ? undefined : new Evaluator(registry, deps.events, config.anomalies, logger, awaitLoaded);
+  const commit = new GroupCommit(
+    registry,
+    log,
+    freshness,
+    { maxRows: config.ingest.backlogMaxRows, maxBytes: config.ingest.backlogMaxBytes },
+    logger,
+    evaluator,
+    new AgentActivity(registry),
+  );
+  const ingestor = new Ingestor(deps.schemas, commit);
+  loader.start();
+  return {
+    log,
+    freshness,
+    commit,
+    loader,
+    ingestor,
+    evaluator,
+    awaitLoaded,
+    async close() {
+      await commit.close();
+      await loader.stop();
+    },
+  };
+}

@@ -1,0 +1,83 @@
+import { EVENT_COLUMNS, type EventRow } from './records.js';
+
+/**
+ * Event rows as ClickHouse TabSeparated lines: the loader's input format. TSV parses in about
+ * 30% less time than JSONEachRow (INGEST.md) and a line never contains a raw newline, so a log
+ * chunk is split into records by '\n' alone (the loader bisects blocks that way).
+ */
+
+const NEEDS_ESCAPE = /[\\\t\n\r\0]/;
+const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r', '\0': '\\0', "'": "\\'" };
+
+/** A String field: backslash, tab, newline, CR and NUL escaped as TSV wants. */
+function text(value: string): string {
+  return NEEDS_ESCAPE.test(value) ? value.replace(/[\\\t\n\r\0]/g, (c) => ESCAPES[c]!) : value;
+}
+
+/** An Array(String) field: `['a','b\'c']`, elements quoted and escaped (tabs and newlines too). */
+function stringArray(values: readonly string[]): string {
+  if (values.length === 0) return '[]';
+  return `[${values.map((v) => `'${v.replace(/[\\'\t\n\r\0]/g, (c) => ESCAPES[c]!)}'`).join(',')}]`;
+}
+
+/** A DateTime64(3) field from Unix ms: `YYYY-MM-DD hh:mm:ss.sss` (UTC). */
+function dateTime(ms: number): string {
+  const iso = new Date(ms).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 23)}`;
+}
+
+const NULL = '\\N';
+
+/** One row as a TSV line (with its '\n'), columns in EVENT_COLUMNS order. */
+export function rowToTsv(row: EventRow): string {
+  return (
+    [
+      text(row.team_id),
+      dateTime(row.event_time),
+      text(row.id),
+      text(row.agent_id),
+      text(row.endpoint),
+      text(row.domain),
+      text(row.method),
+      text(row.category),
+      row.amount,
+      text(row.amount_text),
+      text(row.amount_raw),
+      text(row.asset),
+      text(row.network),
+      text(row.scheme),
+      text(row.policy_evaluation),
+      row.team_label === null ? NULL : text(row.team_label),
+      row.tx_hash === null ? NULL : text(row.tx_hash),
+      text(row.payer_address),
+      text(row.payee_address),
+      row.facilitator === null ? NULL : text(row.facilitator),
+      String(row.status_code),
+      String(row.response_time_ms),
+      row.human_sponsor === null ? NULL : text(row.human_sponsor),
+      row.policy_id === null ? NULL : text(row.policy_id),
+      row.budget_remaining === null ? NULL : text(row.budget_remaining),
+      row.task_id === null ? NULL : text(row.task_id),
+      row.session_id === null ? NULL : text(row.session_id),
+      stringArray(row.tags),
+      text(row.metadata),
+      row.settled_at === null ? NULL : dateTime(row.settled_at),
+      dateTime(row.received_at),
+      row.source,
+      text(row.record_extra),
+      String(row.ingest_seq),
+    ].join('\t') + '\n'
+  );
+}
+
+/** Columns of a TSV line, in order; rowToTsv writes exactly these. */
+export const TSV_COLUMNS = EVENT_COLUMNS;
+
+const UNESCAPES: Record<string, string> = { '\\': '\\', t: '\t', n: '\n', r: '\r', '0': '\0', "'": "'" };
+
+/** Team and id of a TSV line (for a row set aside: it is logged and kept with them). */
+export function teamAndIdOf(line: string): { teamId: string; id: string } {
+  const fields = line.replace(/\n$/, '').split('\t');
+  const unescape = (s = '') => s.replace(/\\(.)/g, (_, c: string) => UNESCAPES[c] ?? c);
+  return { teamId: unescape(fields[0]), id: unescape(fields[2]) };
+}
