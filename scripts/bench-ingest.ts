@@ -1,15 +1,19 @@
 /**
- * npm run bench:ingest -- [--seconds 10] [--concurrency 1,4,16] [--batch 100] [--policies 100]
+ * npm run bench:ingest -- [--seconds 30] [--concurrency 1,4,16] [--batch 100] [--policies 100]
  *
- * Starts the service on a temporary data directory (embedded ClickHouse), drives POST /api/v1/events
- * over HTTP with realistic batches at each concurrency for a fixed time, and prints events/s, p50
- * and p99 request latency and the server's peak RSS. Then, with the server stopped, it checks that
- * every acknowledged record is stored once, and inserts the same kind of rows straight through the
- * ClickHouse client in large batches: the ceiling the HTTP path is compared with.
+ * Starts the service on a temporary data directory (embedded ClickHouse), drives POST
+ * /api/v1/events over HTTP with realistic batches at each concurrency for a fixed time, and prints
+ * acknowledged events/s, p50 and p99 request latency and the server's peak RSS. After the last
+ * level it times how long the loader needs until every acknowledged record is in ClickHouse, and
+ * the throughput through to ClickHouse. Then the same load drives a null Node JSON server (parse,
+ * answer) for the ratio. With the server stopped, it checks that ClickHouse holds every
+ * acknowledged record once, and that every rollup agrees with the raw events.
  *
- * Also: --server-log FILE keeps the server's log (LOG_LEVEL=debug adds per-flush figures),
+ * --policies N runs everything twice, without and with N policies, and prints the ratio.
+ * Also: --server-log FILE keeps the server's log (LOG_LEVEL=debug adds per-commit figures),
  * --profile DIR writes a CPU profile of the server.
  */
+import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -17,15 +21,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
-import { SchemaRegistry } from '../src/http/validation.js';
-import { recordToRow, EVENT_COLUMNS } from '../src/ingest/records.js';
-import { SCHEMA_DIR } from '../src/paths.js';
+import { PROJECT_ROOT } from '../src/paths.js';
 import { createEventStore, ensureDatabase } from '../src/stores/clickhouse.js';
-import { startChildService, type ChildService } from './service.js';
+import { startChildService } from './service.js';
 
 const { values: args } = parseArgs({
   options: {
-    seconds: { type: 'string', default: '10' },
+    seconds: { type: 'string', default: '30' },
     concurrency: { type: 'string', default: '1,4,16' },
     batch: { type: 'string', default: '100' },
     warmup: { type: 'string', default: '2' },
@@ -65,7 +67,6 @@ function record(now: number): Record<string, unknown> {
   const micro = Math.floor(Math.random() * 50_000) + 1; // up to 0.05 USDC
   const createdAt = now - Math.floor(Math.random() * 3_600_000);
   return {
-    id: `${RUN}${(sequence++).toString(16).padStart(8, '0')}`,
     agent_id: pick(AGENTS),
     team: pick(['research', 'ops', null]),
     human_sponsor: null,
@@ -94,9 +95,17 @@ function record(now: number): Record<string, unknown> {
   };
 }
 
+/**
+ * The load generator shares the 2 cores with the server, so it must be cheap: records are drawn
+ * from a pool serialised once, and only the id (unique per record) is written per request.
+ */
+const POOL = Array.from({ length: 4096 }, () => JSON.stringify(record(Date.now())).slice(1));
 const batchBody = (): string => {
-  const now = Date.now();
-  return JSON.stringify({ events: Array.from({ length: BATCH }, () => record(now)) });
+  let body = '{"events":[';
+  for (let i = 0; i < BATCH; i++) {
+    body += `${i ? ',' : ''}{"id":"${RUN}${(sequence++).toString(16).padStart(8, '0')}",${POOL[Math.floor(Math.random() * POOL.length)]!}`;
+  }
+  return `${body}]}`;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -106,6 +115,16 @@ function rssMiB(pid: number): number {
     const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
     return kb / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** user+system CPU seconds of a process so far, from /proc (Linux). */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
     return 0;
   }
@@ -131,9 +150,6 @@ function call<T>(port: number, method: string, path: string, body: string | unde
   });
 }
 
-const post = async (port: number, body: string): Promise<number> =>
-  (await call<{ ingested: number }>(port, 'POST', '/api/v1/events', body, 200)).ingested;
-
 /**
  * Policies over the team's agents, each with every limit kind; limits a few records break
  * (the largest payments, busy hours), so evaluation also records alerts as it goes.
@@ -156,6 +172,11 @@ async function createPolicies(port: number, count: number): Promise<void> {
   }
 }
 
+interface Target {
+  pid: number;
+  port: number;
+}
+
 interface LevelResult {
   concurrency: number;
   events: number;
@@ -167,22 +188,13 @@ interface LevelResult {
   clientCpu: number;
 }
 
-/** user+system CPU seconds of a process so far, from /proc (Linux). */
-function cpuSeconds(pid: number): number {
-  try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
-}
-
-async function drive(service: ChildService, concurrency: number, seconds: number): Promise<LevelResult> {
+/** `concurrency` clients, each sending its next batch as soon as the last one is answered. */
+async function drive(target: Target, concurrency: number, seconds: number): Promise<LevelResult> {
   const latencies: number[] = [];
   let events = 0;
-  let peakRss = rssMiB(service.pid);
-  const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMiB(service.pid))), 100);
-  const serverCpu0 = cpuSeconds(service.pid);
+  let peakRss = rssMiB(target.pid);
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMiB(target.pid))), 100);
+  const serverCpu0 = cpuSeconds(target.pid);
   const clientCpu0 = process.cpuUsage();
   const start = performance.now();
   const end = start + seconds * 1000;
@@ -191,15 +203,15 @@ async function drive(service: ChildService, concurrency: number, seconds: number
       while (performance.now() < end) {
         const body = batchBody();
         const t0 = performance.now();
-        const ingested = await post(service.port, body);
+        const answer = await call<{ ingested: number }>(target.port, 'POST', '/api/v1/events', body, 200);
         latencies.push(performance.now() - t0);
-        events += ingested; // not `events += await ...`: that reads events before the await and loses updates
+        events += answer.ingested; // not `events += await ...`: that reads events before the await and loses updates
       }
     }),
   );
   const elapsed = (performance.now() - start) / 1000;
   clearInterval(sampler);
-  peakRss = Math.max(peakRss, rssMiB(service.pid));
+  peakRss = Math.max(peakRss, rssMiB(target.pid));
   const client = process.cpuUsage(clientCpu0);
   return {
     concurrency,
@@ -207,24 +219,42 @@ async function drive(service: ChildService, concurrency: number, seconds: number
     seconds: elapsed,
     latencies,
     peakRss,
-    serverCpu: (cpuSeconds(service.pid) - serverCpu0) / elapsed,
+    serverCpu: (cpuSeconds(target.pid) - serverCpu0) / elapsed,
     clientCpu: (client.user + client.system) / 1e6 / elapsed,
   };
 }
 
 const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const rate = (r: LevelResult) => r.events / r.seconds;
+
+function printLevels(title: string, results: LevelResult[]): void {
+  console.log(`\n${title}`);
+  console.log('concurrency    events/s    p50 ms    p99 ms    peak RSS MiB    server CPU    load-generator CPU');
+  for (const r of results) {
+    const sorted = [...r.latencies].sort((a, b) => a - b);
+    console.log(
+      `${String(r.concurrency).padStart(11)}  ${fmt(rate(r)).padStart(10)}  ${fmt(percentile(sorted, 50), 1).padStart(8)}` +
+        `  ${fmt(percentile(sorted, 99), 1).padStart(8)}  ${fmt(r.peakRss).padStart(14)}  ${fmt(r.serverCpu, 2).padStart(12)}` +
+        `  ${fmt(r.clientCpu, 2).padStart(20)}`,
+    );
+  }
+}
 
 interface Phase {
   policies: number;
   results: LevelResult[];
   acknowledged: number;
-  openAlerts: number;
+  /** Seconds from the end of the last level until the loader had every acknowledged record in ClickHouse. */
+  drainSeconds: number;
   dataDir: string;
 }
 
-/** Starts a service on a fresh data directory, creates the policies, drives every level, stops it. */
-async function measure(policies: number): Promise<Phase> {
+/**
+ * Starts a service on a fresh data directory, creates the policies, drives every level, waits
+ * until ClickHouse has everything acknowledged (the loader's backlog, from /healthz), stops it.
+ */
+async function measureService(policies: number): Promise<Phase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-ingest-'));
   const service = await startChildService({
     dataDir,
@@ -234,6 +264,7 @@ async function measure(policies: number): Promise<Phase> {
   });
   let acknowledged = 0;
   let openAlerts = 0;
+  let drainSeconds = 0;
   const results: LevelResult[] = [];
   try {
     await createPolicies(service.port, policies);
@@ -243,22 +274,73 @@ async function measure(policies: number): Promise<Phase> {
       acknowledged += result.events;
       results.push(result);
     }
+    const stopped = performance.now();
+    for (;;) {
+      const health = await call<{ ingest: { backlogRows: number } }>(service.port, 'GET', '/healthz', undefined, 200);
+      if (health.ingest.backlogRows === 0) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    drainSeconds = (performance.now() - stopped) / 1000;
     openAlerts = (await call<{ usage: { openAlerts: number } }>(service.port, 'GET', '/api/v1/team', undefined, 200)).usage.openAlerts;
   } finally {
     const code = await service.stop();
     if (code !== 0) console.log(`service exited with ${code}`);
   }
-  console.log(`\nHTTP POST /api/v1/events, ${policies} active policies (${fmt(openAlerts)} open alerts at the end)`);
-  console.log('concurrency    events/s    p50 ms    p99 ms    peak RSS MiB    server CPU    load-generator CPU');
-  for (const r of results) {
-    const sorted = [...r.latencies].sort((a, b) => a - b);
-    console.log(
-      `${String(r.concurrency).padStart(11)}  ${fmt(r.events / r.seconds).padStart(10)}  ${fmt(percentile(sorted, 50), 1).padStart(8)}` +
-        `  ${fmt(percentile(sorted, 99), 1).padStart(8)}  ${fmt(r.peakRss).padStart(14)}  ${fmt(r.serverCpu, 2).padStart(12)}` +
-        `  ${fmt(r.clientCpu, 2).padStart(20)}`,
-    );
+  printLevels(`spendscope, POST /api/v1/events, ${policies} active policies (${fmt(openAlerts)} open alerts at the end)`, results);
+  const last = results.at(-1)!;
+  console.log(
+    `after the concurrency ${last.concurrency} run: every acknowledged record in ClickHouse ${fmt(drainSeconds, 2)} s after the load stopped; ` +
+      `throughput through to ClickHouse ${fmt(last.events / (last.seconds + drainSeconds))} events/s`,
+  );
+  return { policies, results, acknowledged, drainSeconds, dataDir };
+}
+
+/** The same load against the null JSON server (scripts/null-server.ts). */
+async function measureNull(): Promise<LevelResult[]> {
+  const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'dist/scripts/null-server.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const match = /listening (\d+)/.exec(out);
+      if (match) resolve(Number(match[1]));
+    });
+    child.on('exit', (code) => reject(new Error(`null server exited with ${code}`)));
+  });
+  const results: LevelResult[] = [];
+  try {
+    await drive({ pid: child.pid!, port }, 4, Number(args.warmup));
+    for (const level of LEVELS) results.push(await drive({ pid: child.pid!, port }, level, SECONDS));
+  } finally {
+    child.kill('SIGTERM');
   }
-  return { policies, results, acknowledged, openAlerts, dataDir };
+  printLevels('null Node JSON server (parse the body, answer), same load', results);
+  return results;
+}
+
+/** With the server stopped: every acknowledged record stored once, and every rollup equal to the raw events. */
+async function verifyStore(dataDir: string, acknowledged: number): Promise<void> {
+  const config = loadConfig({ DATA_DIR: dataDir });
+  const store = createEventStore(config.clickhouse);
+  await ensureDatabase(store, config.clickhouse);
+  try {
+    const [raw] = await store.query<{ n: string; ids: string; spend: string }>(
+      'SELECT count() AS n, uniqExact(team_id, id) AS ids, toString(sum(toDecimal256(amount, 18))) AS spend FROM events',
+    );
+    const rollups = await store.query<{ name: string; n: string; spend: string }>(
+      `SELECT 'spend_minutely' AS name, toString(sum(events)) AS n, toString(sum(spend)) AS spend FROM spend_minutely
+       UNION ALL SELECT 'spend_hourly_by', toString(sum(events)), toString(sum(spend)) FROM spend_hourly_by WHERE dimension = 'outcome'
+       UNION ALL SELECT 'spend_daily_by', toString(sum(events)), toString(sum(spend)) FROM spend_daily_by WHERE dimension = 'outcome'`,
+    );
+    console.log(`\nacknowledged ${fmt(acknowledged)} records; events holds ${fmt(Number(raw!.n))} rows with ${fmt(Number(raw!.ids))} distinct ids, spend ${raw!.spend}`);
+    for (const r of rollups) {
+      const same = r.n === raw!.n && r.spend === raw!.spend;
+      console.log(`  ${r.name.padEnd(16)} ${fmt(Number(r.n))} events, spend ${r.spend}: ${same ? 'equal to events' : 'DIFFERS from events'}`);
+    }
+    if (Number(raw!.n) !== acknowledged || Number(raw!.ids) !== acknowledged) console.log('  MISMATCH: stored is not what was acknowledged');
+  } finally {
+    await store.close();
+  }
 }
 
 async function main(): Promise<void> {
@@ -266,52 +348,19 @@ async function main(): Promise<void> {
   console.log(`spendscope ingest benchmark, ${new Date().toISOString().slice(0, 10)}: embedded ClickHouse, ` +
     `${os.cpus().length} cores, batches of ${BATCH}, ${SECONDS} s per level`);
   // With policies, the same run first measures without them, on its own fresh store, for the ratio.
-  const baseline = policies > 0 ? await measure(0) : undefined;
+  const baseline = policies > 0 ? await measureService(0) : undefined;
   if (baseline) fs.rmSync(baseline.dataDir, { recursive: true, force: true });
-  const { results, acknowledged, dataDir } = await measure(policies);
+  const phase = await measureService(policies);
+  const yardstick = await measureNull();
   agent.destroy();
+  console.log('\nspendscope / null server, events/s:');
+  phase.results.forEach((r, i) => console.log(`  concurrency ${r.concurrency}: ${fmt(rate(r) / rate(yardstick[i]!), 2)}`));
   if (baseline) {
     console.log(`\nwith ${policies} policies / without, events/s:`);
-    results.forEach((r, i) => {
-      const before = baseline.results[i]!;
-      console.log(`  concurrency ${r.concurrency}: ${fmt(r.events / r.seconds / (before.events / before.seconds), 2)}`);
-    });
+    phase.results.forEach((r, i) => console.log(`  concurrency ${r.concurrency}: ${fmt(rate(r) / rate(baseline.results[i]!), 2)}`));
   }
-
-  // The server is stopped: this process may open the engine. Every acknowledged record is there once?
-  const config = loadConfig({ DATA_DIR: dataDir });
-  const store = createEventStore(config.clickhouse);
-  await ensureDatabase(store, config.clickhouse);
-  const [stored] = await store.query<{ n: string; ids: string }>('SELECT count() AS n, uniqExact(team_id, id) AS ids FROM events');
-  console.log(`\nacknowledged ${fmt(acknowledged)} records; stored ${fmt(Number(stored!.n))} rows with ${fmt(Number(stored!.ids))} distinct ids`);
-
-  // The ceiling: the same kind of rows, built by the same code, inserted directly in large batches.
-  const [team] = await store.query<{ team_id: string }>('SELECT any(team_id) AS team_id FROM events');
-  await store.command('TRUNCATE TABLE events');
-  const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
-  const total = Math.min(1_000_000, Math.max(200_000, results.at(-1)?.events ?? 200_000));
-  const chunk = 50_000;
-  const receivedAt = Date.now();
-  const chunks: unknown[][][] = [];
-  for (let done = 0; done < total; done += chunk) {
-    const rows: unknown[][] = [];
-    for (let i = 0; i < Math.min(chunk, total - done); i++) {
-      const outcome = recordToRow(record(receivedAt), schemas, team!.team_id, 'events', receivedAt);
-      if (!outcome.ok) throw new Error(JSON.stringify(outcome.errors));
-      rows.push(EVENT_COLUMNS.map((c) => outcome.row[c]));
-    }
-    chunks.push(rows);
-  }
-  const t0 = performance.now();
-  for (const rows of chunks) await store.insertRows('events', EVENT_COLUMNS, rows);
-  const directSeconds = (performance.now() - t0) / 1000;
-  const direct = total / directSeconds;
-  await store.close();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-
-  const top = results.find((r) => r.concurrency === Math.max(...LEVELS));
-  console.log(`direct insert through the ClickHouse client (${fmt(chunk)}-row inserts, ${fmt(total)} rows): ${fmt(direct)} events/s`);
-  if (top) console.log(`ratio HTTP at concurrency ${top.concurrency} / direct: ${fmt(top.events / top.seconds / direct, 2)}`);
+  await verifyStore(phase.dataDir, phase.acknowledged);
+  fs.rmSync(phase.dataDir, { recursive: true, force: true });
 }
 
 main().catch((err: unknown) => {

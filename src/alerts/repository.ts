@@ -92,32 +92,49 @@ const toAlert = (r: AlertRow): Alert => ({
 
 const MAX_SAMPLES = 10;
 
+/** Statements of recordOccurrences, prepared once per registry: it runs in every ingest commit. */
+const statementsOf = new WeakMap<Registry, ReturnType<typeof prepareOccurrenceStatements>>();
+
+function prepareOccurrenceStatements(db: Registry) {
+  return {
+    findOpen: db.prepare(`SELECT id, sample_event_ids, last_seen FROM alerts WHERE team_id = ? AND dedup_key = ? AND status = 'open'`),
+    update: db.prepare(
+      `UPDATE alerts SET count = count + ?, first_seen = min(first_seen, ?), last_seen = max(last_seen, ?),
+              observed = CASE WHEN ? >= last_seen THEN ? ELSE observed END, message = CASE WHEN ? >= last_seen THEN ? ELSE message END,
+              details = CASE WHEN ? >= last_seen THEN ? ELSE details END, sample_event_ids = ?, updated_at = ?
+        WHERE id = ?`,
+    ),
+    insert: db.prepare(
+      `INSERT INTO alerts (id, team_id, dedup_key, type, kind, severity, status, agent_id, policy_id, window_start, window_end,
+                           observed, limit_value, subject, details, message, sample_event_ids, count, first_seen, last_seen,
+                           created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+  };
+}
+
+function occurrenceStatements(db: Registry) {
+  let statements = statementsOf.get(db);
+  if (!statements) statementsOf.set(db, (statements = prepareOccurrenceStatements(db)));
+  return statements;
+}
+
 /**
  * Records occurrences: each updates the open alert of its breach, or opens one. Returns, per
  * occurrence, whether it opened a new alert. One transaction, so concurrent flushes cannot open
  * two alerts for one breach (the partial unique index would refuse the second anyway).
  */
 export function recordOccurrences(db: Registry, occurrences: readonly Occurrence[], now = Date.now()): boolean[] {
-  const findOpen = db.prepare(`SELECT id, sample_event_ids, last_seen FROM alerts WHERE team_id = ? AND dedup_key = ? AND status = 'open'`);
-  const update = db.prepare(
-    `UPDATE alerts SET count = count + ?, first_seen = min(first_seen, ?), last_seen = max(last_seen, ?),
-            observed = CASE WHEN ? >= last_seen THEN ? ELSE observed END, message = CASE WHEN ? >= last_seen THEN ? ELSE message END,
-            details = CASE WHEN ? >= last_seen THEN ? ELSE details END, sample_event_ids = ?, updated_at = ?
-      WHERE id = ?`,
-  );
-  const insert = db.prepare(
-    `INSERT INTO alerts (id, team_id, dedup_key, type, kind, severity, status, agent_id, policy_id, window_start, window_end,
-                         observed, limit_value, subject, details, message, sample_event_ids, count, first_seen, last_seen,
-                         created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
+  const { findOpen, update, insert } = occurrenceStatements(db);
   return db.transaction(() =>
     occurrences.map((o) => {
       const open = findOpen.get(o.teamId, o.dedupKey) as { id: string; sample_event_ids: string; last_seen: number } | undefined;
       const details = JSON.stringify(o.details);
       if (open) {
-        const samples = [...new Set([...(JSON.parse(open.sample_event_ids) as string[]), ...o.eventIds])].slice(0, MAX_SAMPLES);
-        update.run(o.count, o.firstSeen, o.lastSeen, o.lastSeen, o.observed, o.lastSeen, o.message, o.lastSeen, details, JSON.stringify(samples), now, open.id);
+        // A full sample list (the usual case for a busy alert) does not change.
+        const known = JSON.parse(open.sample_event_ids) as string[];
+        const samples = known.length >= MAX_SAMPLES ? open.sample_event_ids : JSON.stringify([...new Set([...known, ...o.eventIds])].slice(0, MAX_SAMPLES));
+        update.run(o.count, o.firstSeen, o.lastSeen, o.lastSeen, o.observed, o.lastSeen, o.message, o.lastSeen, details, samples, now, open.id);
         return false;
       }
       insert.run(

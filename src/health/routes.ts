@@ -28,7 +28,15 @@ export const health = definePublicRoute({
   summary: 'Liveness and readiness: both stores answer',
   tag: 'operations',
   responses: {
-    200: { description: 'Both stores answer', schema: 'health.json', example: { status: 'ok', stores: { registry: 'ok', clickhouse: 'ok' } } },
+    200: {
+      description: 'Both stores answer',
+      schema: 'health.json',
+      example: {
+        status: 'ok',
+        stores: { registry: 'ok', clickhouse: 'ok' },
+        ingest: { backlogRows: 1800, backlogBytes: 1075000, oldestUnloadedAgeMs: 140, loader: 'ok' },
+      },
+    },
     503: { description: 'A store does not answer; `stores` says which', schema: 'health.json' },
   },
   async handler({ deps, requestId }) {
@@ -43,10 +51,17 @@ export const health = definePublicRoute({
     } catch (err) {
       stores.clickhouse = describe(err);
     }
+    const backlog = deps.ingest.freshness.backlog();
+    const ingest = {
+      backlogRows: backlog.rows,
+      backlogBytes: backlog.bytes,
+      oldestUnloadedAgeMs: backlog.oldestCommittedAt === null ? null : Math.max(0, Date.now() - backlog.oldestCommittedAt),
+      loader: deps.ingest.loader.isFailing ? 'failing' : 'ok',
+    };
     const failed = Object.entries(stores).filter(([, state]) => state !== 'ok').map(([name]) => name);
-    if (failed.length === 0) return { body: { status: 'ok', stores } };
+    if (failed.length === 0) return { body: { status: 'ok', stores, ingest } };
     const error = errorBody('store_unavailable', `Store not answering: ${failed.join(', ')}`, requestId);
-    return { status: 503, body: { status: 'unavailable', stores, ...error } };
+    return { status: 503, body: { status: 'unavailable', stores, ingest, ...error } };
   },
 });
 

@@ -51,12 +51,12 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
     logger,
     deps.loaderObserver,
   );
-  // Running totals read at the acknowledgement need every earlier record in ClickHouse; while the
-  // loader is failing there is no point in waiting for it.
-  const awaitLoaded = async (teamIds: string[]) => {
+  // Running totals read at the acknowledgement need every earlier record in ClickHouse: all that
+  // the log holds (also a group still waiting for its disk flush, which the loader takes after it).
+  // While the loader is failing there is no point in waiting for it.
+  const awaitLoaded = async (_teamIds: string[]) => {
     if (loader.isFailing) return false;
-    const waits = await Promise.all(teamIds.map((t) => freshness.waitForTeam(t, Math.min(2_000, config.ingest.readWaitMs))));
-    return waits.every(Boolean);
+    return freshness.waitFor(log.endPos - 1, Math.min(2_000, config.ingest.readWaitMs));
   };
   const evaluator = options.evaluate === false ? undefined : new Evaluator(registry, deps.events, config.anomalies, logger, awaitLoaded);
   const commit = new GroupCommit(

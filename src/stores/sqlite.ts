@@ -23,3 +23,39 @@ export function openRegistry(dataDir: string): Registry {
 export function pingRegistry(db: Registry): void {
   db.prepare('SELECT 1').get();
 }
+
+/**
+ * Makes committed WAL frames durable off the main thread. The ingest log commits with
+ * synchronous=NORMAL (the commit writes the WAL but does not fsync it) and then calls this, which
+ * fdatasyncs the WAL file on a libuv thread: the same guarantee as synchronous=FULL (every frame
+ * written before the call is on disk when it resolves), but the event loop keeps parsing requests
+ * during the disk flush, and one flush covers every commit made before it started. Concurrent
+ * callers share flushes: a call resolves after a flush that began after the call.
+ */
+export function walSyncer(db: Registry): () => Promise<void> {
+  const walPath = `${db.name}-wal`;
+  let fd: number | undefined;
+  let running: Promise<void> | undefined;
+  let next: Promise<void> | undefined;
+  const flush = async () => {
+    // The WAL file exists once the first transaction wrote it; SQLite keeps it (same inode) while open.
+    fd ??= fs.openSync(walPath, 'r');
+    await new Promise<void>((resolve, reject) => fs.fdatasync(fd!, (err) => (err ? reject(err) : resolve())));
+  };
+  return () => {
+    if (!running) {
+      running = flush().finally(() => (running = undefined));
+      return running;
+    }
+    // A flush is under way and may have started before this commit: queue one more after it.
+    next ??= running.then(
+      () => undefined,
+      () => undefined,
+    ).then(() => {
+      next = undefined;
+      running = flush().finally(() => (running = undefined));
+      return running;
+    });
+    return next;
+  };
+}

@@ -8,7 +8,9 @@ import { tempDir } from '../helpers/processes.js';
 describe('GET /healthz', () => {
   it('answers 200 without a key when both stores answer', async () => {
     const res = await api().get('/healthz').expect(200);
-    expect(res.body).to.deep.equal({ status: 'ok', stores: { registry: 'ok', clickhouse: 'ok' } });
+    expect(res.body).to.deep.include({ status: 'ok', stores: { registry: 'ok', clickhouse: 'ok' } });
+    expect(res.body.ingest.loader).to.equal('ok');
+    expect(res.body.ingest.backlogRows).to.be.a('number');
   });
 
   it('answers 503 naming ClickHouse when the event store does not answer', async () => {
