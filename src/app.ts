@@ -2,6 +2,7 @@ import express, { type Express } from 'express';
 import { errorHandler, notFound } from './http/errors.js';
 import { requestLogger } from './http/logging.js';
 import { mountRoutes, type AppDeps, type MountOptions, type RouteSpec } from './http/routes.js';
+import { countRequests } from './metrics/routes.js';
 import { ROUTES } from './routes.js';
 
 /**
@@ -13,6 +14,7 @@ export function createApp(deps: AppDeps, options: MountOptions = {}, routes: rea
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   app.use(requestLogger(deps.logger));
+  app.use(countRequests(deps.metrics));
   mountRoutes(app, routes, deps, options);
   app.use(notFound);
   app.use(errorHandler(deps.config.maxBodyBytes));

@@ -11,6 +11,7 @@ import { bootstrapDefaultTeam } from './teams/bootstrap.js';
 import { startServer } from './server.js';
 import { freshReads } from './ingest/freshness.js';
 import { startIngestPipeline } from './ingest/pipeline.js';
+import { Metrics } from './metrics/metrics.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -19,9 +20,10 @@ async function main(): Promise<void> {
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
   const { registry, events, loaderEvents } = await openStores(config, logger);
   bootstrapDefaultTeam(registry, config, (line) => process.stdout.write(`${line}\n`));
-  const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger });
+  const metrics = new Metrics();
+  const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger, metrics });
   const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
-  const deps = { config, registry, events, loaderEvents, logger, schemas, ingest, readEvents };
+  const deps = { config, registry, events, loaderEvents, logger, schemas, ingest, readEvents, metrics };
   const app = createApp(deps);
 
   const running = await startServer(app, deps);

@@ -6,12 +6,14 @@ import { openApiRoute } from './docs/routes.js';
 import { healthRoutes } from './health/routes.js';
 import type { RouteSpec } from './http/routes.js';
 import { ingestRoutes } from './ingest/routes.js';
+import { metricsRoute } from './metrics/routes.js';
 import { policyRoutes } from './policies/routes.js';
 import { teamRoutes } from './teams/routes.js';
 
 /** Every route of the service; app.ts mounts exactly these and the OpenAPI document lists them. */
 export const ROUTES: readonly RouteSpec[] = [
   ...healthRoutes,
+  metricsRoute,
   ...teamRoutes,
   ...ingestRoutes,
   ...auditRoutes,

@@ -2,6 +2,7 @@ import express, { type Express, type Request, type RequestHandler, type Response
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { IngestPipeline } from '../ingest/pipeline.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
 import type { KeyOwner } from '../teams/repository.js';
@@ -26,6 +27,8 @@ export interface AppDeps {
    * acknowledged when the read began (503 when the loader cannot get there in time).
    */
   readEvents(teamId: string): Promise<EventStore>;
+  /** Prometheus series (GET /metrics). */
+  metrics: Metrics;
 }
 
 /** Where the API is served: the interface shows both forms and does not say which one. */
@@ -50,6 +53,8 @@ export interface AuthedContext<Body, Query> extends PublicContext<Body, Query> {
 export interface RouteResult {
   status?: number;
   body: unknown;
+  /** A text answer instead of JSON (body is then what the schema check sees). */
+  text?: { contentType: string; content: string };
   headers?: Record<string, string>;
 }
 
@@ -166,7 +171,8 @@ function runHandler(spec: RouteSpec, deps: AppDeps, options: MountOptions): Requ
     const status = result.status ?? 200;
     if (options.validateResponses) assertDeclaredResponse(spec, status, result.body, deps.schemas);
     if (result.headers) res.set(result.headers);
-    res.status(status).json(result.body);
+    if (result.text) res.status(status).type(result.text.contentType).send(result.text.content);
+    else res.status(status).json(result.body);
   };
 }
 

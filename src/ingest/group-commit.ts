@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { AgentActivity } from '../agents/activity.js';
 import { ApiError } from '../http/errors.js';
+import type { Metrics } from '../metrics/metrics.js';
 import { walSyncer, type Registry } from '../stores/sqlite.js';
 import type { Freshness } from './freshness.js';
 import type { IngestLog, LogChunk } from './log.js';
@@ -63,6 +64,7 @@ export class GroupCommit {
     private readonly logger: Logger,
     private readonly evaluator?: AckEvaluator<unknown>,
     private readonly agents?: AgentActivity,
+    private readonly metrics?: Metrics,
   ) {
     this.syncWal = walSyncer(db);
   }
@@ -185,6 +187,7 @@ export class GroupCommit {
   }
 
   private fail(group: PendingWrite[], err: unknown): void {
+    this.metrics?.storeErrors.inc({ store: 'ingest_log' });
     this.logger.error({ err, rows: group.reduce((n, p) => n + p.rows.length, 0) }, 'ingest log write failed; nothing of the group is acknowledged');
     const unavailable = new ApiError('store_unavailable', 'The ingest log could not be written; nothing was stored, retry', undefined, { 'Retry-After': '5' });
     for (const pending of group) pending.reject(unavailable);

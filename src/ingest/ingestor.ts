@@ -1,6 +1,7 @@
 import { ApiError } from '../http/errors.js';
 import type { SchemaRegistry } from '../http/validation.js';
 import { recordToRow, type EventRow, type IngestSource } from './records.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { GroupCommit } from './group-commit.js';
 
 /** One invalid field of one record of a batch. */
@@ -26,6 +27,7 @@ export class Ingestor {
   constructor(
     private readonly schemas: SchemaRegistry,
     private readonly commit: GroupCommit,
+    private readonly metrics?: Metrics,
   ) {}
 
   async ingest(teamId: string, records: readonly unknown[], source: IngestSource): Promise<IngestResult> {
@@ -37,11 +39,16 @@ export class Ingestor {
       if (outcome.ok) rows.push(outcome.row);
       else for (const e of outcome.errors) errors.push({ index, ...e });
     });
+    this.metrics?.ingestRecords.inc({ outcome: 'invalid' }, records.length - rows.length);
     if (rows.length === 0) {
       throw new ApiError('validation_failed', `No record of the batch is valid (${errors.length} problems, first: ` +
         `records[${errors[0]?.index}].${errors[0]?.field} ${errors[0]?.message})`, errors);
     }
+    const started = performance.now();
     const outcome = await this.commit.write(teamId, rows);
+    this.metrics?.ackSeconds.observe((performance.now() - started) / 1000);
+    this.metrics?.ingestRecords.inc({ outcome: 'accepted' }, outcome.stored);
+    this.metrics?.ingestRecords.inc({ outcome: 'duplicate' }, outcome.duplicates);
     return { ingested: rows.length, duplicates: outcome.duplicates, errors, alerts_created: outcome.alertsCreated };
   }
 }

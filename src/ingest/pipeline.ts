@@ -3,12 +3,13 @@ import { AgentActivity } from '../agents/activity.js';
 import type { AnomalyConfig, IngestConfig } from '../config.js';
 import { Evaluator } from '../evaluation/evaluator.js';
 import type { SchemaRegistry } from '../http/validation.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
 import { Freshness } from './freshness.js';
 import { GroupCommit } from './group-commit.js';
 import { Ingestor } from './ingestor.js';
-import { Loader, type LoaderObserver } from './loader.js';
+import { Loader } from './loader.js';
 import { IngestLog } from './log.js';
 
 /** The write path, assembled: routes -> ingestor -> group commit into the log -> loader -> ClickHouse. */
@@ -34,7 +35,7 @@ export interface IngestPipelineDeps {
   loaderEvents: EventStore;
   schemas: SchemaRegistry;
   logger: Logger;
-  loaderObserver?: LoaderObserver;
+  metrics?: Metrics;
 }
 
 /** Builds the write path and starts its loader. `evaluate: false` (the seed script) skips policies and alerts. */
@@ -49,8 +50,9 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
     freshness,
     { blockRows: config.ingest.loadBlockRows, intervalMs: config.ingest.loadIntervalMs },
     logger,
-    deps.loaderObserver,
+    deps.metrics,
   );
+  deps.metrics?.watchBacklog(freshness);
   // Running totals read at the acknowledgement need every earlier record in ClickHouse: all that
   // the log holds (also a group still waiting for its disk flush, which the loader takes after it).
   // While the loader is failing there is no point in waiting for it.
@@ -67,8 +69,9 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
     logger,
     evaluator,
     new AgentActivity(registry),
+    deps.metrics,
   );
-  const ingestor = new Ingestor(deps.schemas, commit);
+  const ingestor = new Ingestor(deps.schemas, commit, deps.metrics);
   loader.start();
   return {
     log,

@@ -126,6 +126,32 @@ export const MAX_FUTURE_SKEW_MS = 5 * 60 * 1000;
 const EARLIEST_EVENT_TIME = Date.UTC(2000, 0, 1);
 const MAX_METADATA_BYTES = 8 * 1024;
 
+/** A UTF-16 surrogate without its pair: JSON allows it (`"\ud800"`), UTF-8 and ClickHouse do not. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+/**
+ * The path of the first string (or object key) in a record that is not well-formed Unicode, or
+ * undefined. Such a string cannot be stored as sent (it would be replaced on the way to UTF-8), so
+ * the record is refused, naming the field, instead of failing or altering anything else.
+ */
+function illFormedString(value: unknown, field: string, depth = 0): string | undefined {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? field : undefined;
+  if (value === null || typeof value !== 'object' || depth > 64) return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = illFormedString(value[i], `${field}[${i}]`, depth + 1);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  for (const [key, inner] of Object.entries(value)) {
+    if (LONE_SURROGATE.test(key)) return field ? `${field} (a key)` : 'record (a key)';
+    const found = illFormedString(inner, field ? `${field}.${key}` : key, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
 export type RecordOutcome = { ok: true; row: EventRow } | { ok: false; errors: FieldError[] };
 
 /** Unix ms of a record time (Unix ms or ISO 8601), or a reason it is not usable. */
@@ -151,6 +177,8 @@ export function recordToRow(
   if (problems.length > 0) return { ok: false, errors: problems.map((p) => ({ ...p, field: p.field || 'record' })) };
   const record = input as AuditRecordInput;
   const errors: FieldError[] = [];
+  const illFormed = illFormedString(input, '');
+  if (illFormed) errors.push({ field: illFormed, message: 'is not well-formed Unicode (a lone UTF-16 surrogate such as \\ud800)' });
 
   let domain = '';
   try {

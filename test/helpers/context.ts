@@ -22,6 +22,7 @@ import { openRegistry, type Registry } from '../../src/stores/sqlite.js';
 import { createTeam } from '../../src/teams/repository.js';
 import { freshReads } from '../../src/ingest/freshness.js';
 import { startIngestPipeline } from '../../src/ingest/pipeline.js';
+import { Metrics } from '../../src/metrics/metrics.js';
 
 export interface TestEnv {
   dataDir: string;
@@ -45,7 +46,9 @@ export function testEnv(): TestEnv {
 
 export async function startTestEnv(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-test-'));
-  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'info', MAX_BODY_BYTES: '262144' });
+  // A slow loader interval: a read right after an ingest finds its records only because reads wait
+  // for the loader (and wake it), which every test that reads what it sent then exercises.
+  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'info', MAX_BODY_BYTES: '262144', LOAD_INTERVAL_MS: '2000' });
   const registry = openRegistry(dataDir);
   migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
   const events = createEventStore(config.clickhouse);
@@ -62,9 +65,10 @@ export async function startTestEnv(): Promise<void> {
     },
   });
   const logger = pino({ level: 'info' }, sink);
-  const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger });
+  const metrics = new Metrics();
+  const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger, metrics });
   const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
-  const deps: AppDeps = { config, registry, events, loaderEvents, schemas, logger, ingest, readEvents };
+  const deps: AppDeps = { config, registry, events, loaderEvents, schemas, logger, ingest, readEvents, metrics };
   env = { dataDir, config, registry, events, loaderEvents, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };
 }
 

@@ -1,0 +1,100 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Freshness } from '../ingest/freshness.js';
+import type { LoaderObserver } from '../ingest/loader.js';
+
+/**
+ * The service's Prometheus series (GET /metrics). One instance per app, each with its own
+ * registry, so tests can build several. Every series is listed in the README.
+ */
+export class Metrics implements LoaderObserver {
+  readonly registry = new Registry();
+  readonly httpRequests = new Counter({
+    name: 'spendscope_http_requests_total',
+    help: 'HTTP requests answered, by route pattern, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly ingestRecords = new Counter({
+    name: 'spendscope_ingest_records_total',
+    help: 'Records received by the ingest routes: accepted (new, appended to the log), duplicate (already stored), invalid (refused with a field error)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly ackSeconds = new Histogram({
+    name: 'spendscope_ingest_ack_seconds',
+    help: 'From a valid ingest batch to its acknowledgement: group commit into the log, evaluation and the disk flush',
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2],
+    registers: [this.registry],
+  });
+  readonly loaderBlockRows = new Histogram({
+    name: 'spendscope_loader_block_rows',
+    help: 'Records per block the loader inserted into ClickHouse',
+    buckets: [1, 10, 100, 1_000, 5_000, 10_000, 20_000, 50_000],
+    registers: [this.registry],
+  });
+  readonly loaderInsertSeconds = new Histogram({
+    name: 'spendscope_loader_insert_seconds',
+    help: 'Duration of one block insert into ClickHouse (events and every rollup)',
+    buckets: [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5],
+    registers: [this.registry],
+  });
+  readonly setAside = new Counter({
+    name: 'spendscope_loader_rows_set_aside_total',
+    help: 'Records ClickHouse refused on their own, kept in the ingest_rejects table of the registry',
+    registers: [this.registry],
+  });
+  readonly storeErrors = new Counter({
+    name: 'spendscope_store_errors_total',
+    help: 'Failed writes: ingest_log (a group commit, answered 503) or clickhouse (a loader insert, retried)',
+    labelNames: ['store'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(options: { processMetrics?: boolean } = {}) {
+    // Process figures (RSS, CPU, event loop lag) with the prom-client defaults' names.
+    if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Backlog gauges, read from the log's state at each scrape. */
+  watchBacklog(freshness: Freshness): void {
+    const backlog = () => freshness.backlog();
+    new Gauge({
+      name: 'spendscope_ingest_backlog_rows',
+      help: 'Acknowledged records the loader has not inserted into ClickHouse yet',
+      registers: [this.registry],
+      collect() {
+        this.set(backlog().rows);
+      },
+    });
+    new Gauge({
+      name: 'spendscope_ingest_backlog_bytes',
+      help: 'Their size in the ingest log',
+      registers: [this.registry],
+      collect() {
+        this.set(backlog().bytes);
+      },
+    });
+    new Gauge({
+      name: 'spendscope_ingest_backlog_age_seconds',
+      help: 'How long ago the oldest of them was acknowledged (0 when none)',
+      registers: [this.registry],
+      collect() {
+        const oldest = backlog().oldestCommittedAt;
+        this.set(oldest === null ? 0 : Math.max(0, Date.now() - oldest) / 1000);
+      },
+    });
+  }
+
+  blockLoaded(rows: number, seconds: number): void {
+    this.loaderBlockRows.observe(rows);
+    this.loaderInsertSeconds.observe(seconds);
+  }
+
+  rowsSetAside(rows: number): void {
+    this.setAside.inc(rows);
+  }
+
+  insertFailed(): void {
+    this.storeErrors.inc({ store: 'clickhouse' });
+  }
+}

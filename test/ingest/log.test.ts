@@ -1,0 +1,210 @@
+/**
+ * The write path behind the acknowledgement: the ingest log, its loader and what reads see. All on
+ * the shared real SQLite file and embedded engine; failures are real ones (a detached ClickHouse
+ * table, a line ClickHouse cannot parse).
+ */
+import { expect } from 'chai';
+import { GroupCommit } from '../../src/ingest/group-commit.js';
+import { Ingestor } from '../../src/ingest/ingestor.js';
+import { recordToRow } from '../../src/ingest/records.js';
+import { rowToTsv, TSV_COLUMNS } from '../../src/ingest/tsv.js';
+import { api, appWith, errorOf, loadedEvents, newTeam, testEnv } from '../helpers/context.js';
+import { event, sdkRecord, storedCount } from './fixtures.js';
+
+const HOUR = 3_600_000;
+
+/** count and spend of a team in events and in every rollup (dimension outcome counts each event once). */
+async function rawAndRollups(teamId: string): Promise<Record<string, { n: string; spend: string }>> {
+  const events = await loadedEvents(teamId);
+  const rows = await events.query<{ name: string; n: string; spend: string }>(
+    `SELECT 'events' AS name, toString(count()) AS n, toString(sum(toDecimal256(amount, 18))) AS spend FROM events WHERE team_id = {t:String}
+     UNION ALL SELECT 'spend_minutely', toString(sum(events)), toString(sum(spend)) FROM spend_minutely WHERE team_id = {t:String}
+     UNION ALL SELECT 'spend_hourly_by', toString(sum(events)), toString(sum(spend)) FROM spend_hourly_by WHERE team_id = {t:String} AND dimension = 'outcome'
+     UNION ALL SELECT 'spend_daily_by', toString(sum(events)), toString(sum(spend)) FROM spend_daily_by WHERE team_id = {t:String} AND dimension = 'outcome'`,
+    { t: teamId },
+  );
+  return Object.fromEntries(rows.map((r) => [r.name, { n: r.n, spend: r.spend }]));
+}
+
+/** Rows of a team as the ingest route would build them. */
+function rowsFor(teamId: string, records: Record<string, unknown>[]) {
+  const { schemas } = testEnv();
+  return records.map((r, i) => {
+    const outcome = recordToRow(r, schemas, teamId, 'events', Date.now());
+    if (!outcome.ok) throw new Error(JSON.stringify(outcome.errors));
+    outcome.row.ingest_seq = Date.now() * 1000 + i;
+    return outcome.row;
+  });
+}
+
+describe('ingest log and loader', () => {
+  describe('reads see what was acknowledged', () => {
+    it('every read route answers with a record sent just before (the loader runs every 2 s here)', async () => {
+      const team = newTeam();
+      const now = Date.now();
+      const record = sdkRecord({ id: 'fresh-1', agent_id: 'reader', amount: '1.250000', created_at: now - 1000 });
+      await api().post('/api/v1/audit/batch').set(...team.auth).send({ records: [record] }).expect(200);
+      const range = `from=${new Date(now - HOUR).toISOString()}&to=${new Date(now + HOUR).toISOString()}`;
+      const get = (path: string) => api().get(path).set(...team.auth).expect(200);
+      const post = (path: string, body: object) => api().post(path).set(...team.auth).send(body).expect(200);
+      expect((await get(`/api/v1/analytics/summary?${range}`)).body.totalSpend).to.equal('1.25');
+      expect((await get(`/api/v1/analytics/timeseries?${range}&granularity=hour`)).body.map((p: { count: number }) => p.count).reduce((a: number, b: number) => a + b)).to.equal(1);
+      expect((await get(`/api/v1/analytics/by-agent?${range}`)).body[0]).to.include({ key: 'reader', count: 1 });
+      expect((await post('/api/v1/audit/count', {})).body).to.deep.equal({ count: 1 });
+      expect((await post('/api/v1/audit/query', {})).body).to.have.length(1);
+      expect((await post('/api/v1/audit/summarize', {})).body.total_transactions).to.equal(1);
+      expect((await get('/api/v1/audit/fresh-1')).body).to.include({ id: 'fresh-1' });
+      expect((await get('/api/v1/agents/reader')).body).to.include({ transactionCount: 1, totalSpend: '1.25' });
+      expect((await get('/api/v1/team')).body.usage).to.include({ events: 1, spend: '1.25' });
+    });
+  });
+
+  describe('exactly once in ClickHouse', () => {
+    it('a block inserted twice with its token is stored once in events and in every rollup', async () => {
+      const team = newTeam();
+      const rows = rowsFor(team.teamId, [event({ id: 'b1', amount: '0.5' }), event({ id: 'b2', amount: '2.25', agent_id: 'other' })]);
+      const body = Buffer.from(rows.map(rowToTsv).join(''));
+      const { loaderEvents } = testEnv();
+      const token = { insert_deduplication_token: `test:${team.teamId}:1-2` };
+      await loaderEvents.insertTsv('events', TSV_COLUMNS, body, token);
+      await loaderEvents.insertTsv('events', TSV_COLUMNS, body, token);
+      const counts = await rawAndRollups(team.teamId);
+      for (const name of ['events', 'spend_minutely', 'spend_hourly_by', 'spend_daily_by']) {
+        expect(counts[name], name).to.deep.equal({ n: '2', spend: '2.75' });
+      }
+      // The same rows under another token are another block: the token, not the content, decides.
+      await loaderEvents.insertTsv('events', TSV_COLUMNS, body, { insert_deduplication_token: `test:${team.teamId}:3-4` });
+      expect((await rawAndRollups(team.teamId)).events!.n).to.equal('4');
+    });
+  });
+
+  describe('one tenant\'s bad record', () => {
+    it('ill-formed Unicode in any string field is a per-record error naming it; another team ingesting meanwhile loses nothing', async () => {
+      const bad = newTeam('bad');
+      const good = newTeam('good');
+      const badRecords = [
+        event({ agent_id: 'bad\ud800' }),
+        event({ tags: ['ok', 'x\udc00'] }),
+        event({ metadata: { note: { deep: 'a\ud83d' } } }),
+        event({ metadata: { 'key\udfff': 1 } }),
+        event({ id: 'fine-1' }),
+      ];
+      const goodBatches = Array.from({ length: 12 }, (_, b) => Array.from({ length: 10 }, (_, i) => event({ id: `g-${b}-${i}` })));
+      const [badAnswer, ...goodAnswers] = await Promise.all([
+        api().post('/api/v1/events').set(...bad.auth).send({ events: badRecords }),
+        ...goodBatches.map((events) => api().post('/api/v1/events').set(...good.auth).send({ events })),
+      ]);
+      expect(badAnswer!.status).to.equal(200);
+      expect(badAnswer!.body.ingested).to.equal(1);
+      expect(badAnswer!.body.errors.map((e: { index: number; field: string }) => [e.index, e.field])).to.deep.equal([
+        [0, 'agent_id'],
+        [1, 'tags[1]'],
+        [2, 'metadata.note.deep'],
+        [3, 'metadata (a key)'],
+      ]);
+      for (const answer of goodAnswers) expect(answer.status).to.equal(200);
+      expect(await storedCount(good.teamId)).to.equal(120);
+      expect(await storedCount(bad.teamId)).to.equal(1);
+    });
+
+    it('a record ClickHouse refuses is set aside; the rest of its block loads and the loader goes on', async () => {
+      const bad = newTeam('refused');
+      const good = newTeam('neighbour');
+      const { registry, deps } = testEnv();
+      const rows = rowsFor(bad.teamId, [event({ id: 'r-ok-1' }), event({ id: 'r-bad' }), event({ id: 'r-ok-2' })]);
+      const lines = rows.map(rowToTsv);
+      // What validation let through and ClickHouse cannot parse (here: a corrupt event time).
+      lines[1] = lines[1]!.replace(/^([^\t]*)\t[^\t]*\t/, '$1\tnot-a-time\t');
+      const setAsideBefore = (await deps.metrics.setAside.get()).values[0]?.value ?? 0;
+      const chunk = registry.transaction(() => {
+        deps.ingest.log.claim(bad.teamId, rows.map((r) => r.id), Date.now());
+        return deps.ingest.log.append(bad.teamId, lines, Date.now());
+      })();
+      deps.ingest.freshness.committed([chunk]);
+      // Another team's records, acknowledged behind it, must all arrive.
+      await api().post('/api/v1/events').set(...good.auth).send({ events: [event({ id: 'n-1' }), event({ id: 'n-2' })] }).expect(200);
+      expect(await storedCount(good.teamId)).to.equal(2);
+      expect(await storedCount(bad.teamId)).to.equal(2);
+      const rejected = registry.prepare('SELECT team_id, id, error FROM ingest_rejects WHERE team_id = ?').all(bad.teamId) as { team_id: string; id: string; error: string }[];
+      expect(rejected.map((r) => r.id)).to.deep.equal(['r-bad']);
+      expect(rejected[0]!.error).to.match(/Code: \d+/);
+      expect((await deps.metrics.setAside.get()).values[0]!.value).to.equal(setAsideBefore + 1);
+      expect(deps.ingest.loader.isFailing).to.equal(false);
+    });
+  });
+
+  describe('ClickHouse unavailable', () => {
+    it('acknowledges until the backlog bound, then 503 with Retry-After; drains by itself when ClickHouse is back', async function () {
+      this.timeout(60_000);
+      const team = newTeam('outage');
+      const { deps, events } = testEnv();
+      // A group commit of its own with a small bound, on the shared log and loader.
+      const limits = { maxRows: deps.ingest.freshness.backlog().rows + 50, maxBytes: 1024 ** 3 };
+      const commit = new GroupCommit(deps.registry, deps.ingest.log, deps.ingest.freshness, limits, deps.logger);
+      const app = appWith([], { ingest: { ...deps.ingest, commit, ingestor: new Ingestor(deps.schemas, commit) } });
+      const send = (from: number) =>
+        api(app).post('/api/v1/events').set(...team.auth).send({ events: Array.from({ length: 20 }, (_, i) => event({ id: `o-${from + i}`, amount: '0.1' })) });
+
+      // A rollup's table gone: every block insert fails (a real ClickHouse error, not a data error).
+      await events.command('DETACH TABLE spend_minutely');
+      let attached = false;
+      try {
+        let acknowledged = 0;
+        let refused: Awaited<ReturnType<typeof send>> | undefined;
+        for (let b = 0; b < 10 && !refused; b++) {
+          const res = await send(b * 20);
+          if (res.status === 200) acknowledged += res.body.ingested;
+          else refused = res;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        expect(acknowledged).to.be.at.least(60);
+        expect(refused, 'a 503 past the bound').to.not.equal(undefined);
+        expect(refused!.status).to.equal(503);
+        expect(errorOf(refused!.body).code).to.equal('store_unavailable');
+        expect(refused!.headers['retry-after']).to.match(/^\d+$/);
+        // The loader has tried (a reader wakes it) and reports it; health shows the backlog and its age.
+        deps.ingest.freshness.wakeLoader();
+        for (let i = 0; i < 50 && !deps.ingest.loader.isFailing; i++) await new Promise((r) => setTimeout(r, 100));
+        const health = await api().get('/healthz').expect(200);
+        expect(health.body.ingest.loader).to.equal('failing');
+        expect(health.body.ingest.backlogRows).to.be.at.least(acknowledged);
+        expect(health.body.ingest.oldestUnloadedAgeMs).to.be.above(0);
+
+        await events.command('ATTACH TABLE spend_minutely');
+        attached = true;
+        expect(await deps.ingest.freshness.waitForTeam(team.teamId, 20_000)).to.equal(true);
+        expect(deps.ingest.freshness.backlog().rows).to.equal(0);
+        const counts = await rawAndRollups(team.teamId);
+        expect(counts.events).to.deep.equal({ n: String(acknowledged), spend: (acknowledged / 10).toString() });
+        for (const name of ['spend_minutely', 'spend_hourly_by', 'spend_daily_by']) expect(counts[name], name).to.deep.equal(counts.events);
+        // And ingest is accepted again.
+        expect((await send(1000)).status).to.equal(200);
+      } finally {
+        if (!attached) await events.command('ATTACH TABLE spend_minutely');
+      }
+    });
+  });
+
+  describe('GET /metrics', () => {
+    it('answers the Prometheus text format, and its series move with traffic', async () => {
+      const team = newTeam();
+      const scrape = async () => (await api().get('/metrics').expect(200).expect('Content-Type', /text\/plain/)).text;
+      const value = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+      const before = await scrape();
+      await api().post('/api/v1/events').set(...team.auth).send({ events: [event({ id: 'm1' }), event({ id: 'm1' }), event({ amount: '-1' })] }).expect(200);
+      await storedCount(team.teamId); // waits for the loader
+      const after = await scrape();
+      expect(value(after, 'spendscope_ingest_records_total{outcome="accepted"}') - value(before, 'spendscope_ingest_records_total{outcome="accepted"}')).to.equal(1);
+      expect(value(after, 'spendscope_ingest_records_total{outcome="duplicate"}') - value(before, 'spendscope_ingest_records_total{outcome="duplicate"}')).to.equal(1);
+      expect(value(after, 'spendscope_ingest_records_total{outcome="invalid"}') - value(before, 'spendscope_ingest_records_total{outcome="invalid"}')).to.equal(1);
+      expect(value(after, 'spendscope_ingest_ack_seconds_count') - value(before, 'spendscope_ingest_ack_seconds_count')).to.equal(1);
+      expect(value(after, 'spendscope_http_requests_total{route="/api/v1/events",method="POST",status="200"}')).to.be.above(
+        value(before, 'spendscope_http_requests_total{route="/api/v1/events",method="POST",status="200"}'),
+      );
+      expect(value(after, 'spendscope_loader_block_rows_count')).to.be.above(value(before, 'spendscope_loader_block_rows_count'));
+      for (const series of ['spendscope_ingest_backlog_rows', 'spendscope_ingest_backlog_bytes', 'spendscope_ingest_backlog_age_seconds', 'spendscope_loader_insert_seconds_bucket', 'process_resident_memory_bytes']) {
+        expect(after).to.include(series);
+      }
+    });
+  });
+});
