@@ -20,9 +20,8 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../src/config.js';
 import { PROJECT_ROOT } from '../src/paths.js';
-import { createEventStore, ensureDatabase } from '../src/stores/clickhouse.js';
+import { checkStore } from './check-store.js';
 import { startChildService } from './service.js';
 
 const { values: args } = parseArgs({
@@ -320,27 +319,12 @@ async function measureNull(): Promise<LevelResult[]> {
 
 /** With the server stopped: every acknowledged record stored once, and every rollup equal to the raw events. */
 async function verifyStore(dataDir: string, acknowledged: number): Promise<void> {
-  const config = loadConfig({ DATA_DIR: dataDir });
-  const store = createEventStore(config.clickhouse);
-  await ensureDatabase(store, config.clickhouse);
-  try {
-    const [raw] = await store.query<{ n: string; ids: string; spend: string }>(
-      'SELECT count() AS n, uniqExact(team_id, id) AS ids, toString(sum(toDecimal256(amount, 18))) AS spend FROM events',
-    );
-    const rollups = await store.query<{ name: string; n: string; spend: string }>(
-      `SELECT 'spend_minutely' AS name, toString(sum(events)) AS n, toString(sum(spend)) AS spend FROM spend_minutely
-       UNION ALL SELECT 'spend_hourly_by', toString(sum(events)), toString(sum(spend)) FROM spend_hourly_by WHERE dimension = 'outcome'
-       UNION ALL SELECT 'spend_daily_by', toString(sum(events)), toString(sum(spend)) FROM spend_daily_by WHERE dimension = 'outcome'`,
-    );
-    console.log(`\nacknowledged ${fmt(acknowledged)} records; events holds ${fmt(Number(raw!.n))} rows with ${fmt(Number(raw!.ids))} distinct ids, spend ${raw!.spend}`);
-    for (const r of rollups) {
-      const same = r.n === raw!.n && r.spend === raw!.spend;
-      console.log(`  ${r.name.padEnd(16)} ${fmt(Number(r.n))} events, spend ${r.spend}: ${same ? 'equal to events' : 'DIFFERS from events'}`);
-    }
-    if (Number(raw!.n) !== acknowledged || Number(raw!.ids) !== acknowledged) console.log('  MISMATCH: stored is not what was acknowledged');
-  } finally {
-    await store.close();
+  const check = await checkStore(dataDir);
+  console.log(`\nacknowledged ${fmt(acknowledged)} records; events holds ${fmt(check.events)} rows with ${fmt(check.distinctIds)} distinct ids, spend ${check.spend}`);
+  for (const [name, r] of Object.entries(check.rollups)) {
+    console.log(`  ${name.padEnd(16)} ${fmt(r.events)} events, spend ${r.spend}: ${r.equal ? 'equal to events' : 'DIFFERS from events'}`);
   }
+  if (check.events !== acknowledged || check.distinctIds !== acknowledged) console.log('  MISMATCH: stored is not what was acknowledged');
 }
 
 async function main(): Promise<void> {

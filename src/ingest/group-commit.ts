@@ -196,7 +196,7 @@ export class GroupCommit {
   /** The body of the transaction: claim, append per team, evaluate, record agents. */
   private claimAndAppend(group: PendingWrite[], all: EventRow[], plan: unknown, now: number) {
     const fresh: boolean[] = [];
-    const linesByTeam = new Map<string, string[]>();
+    const rowsByTeam = new Map<string, EventRow[]>();
     const outcomes = group.map((pending) => {
       const claimed = this.log.claim(pending.teamId, pending.rows.map((r) => r.id), now);
       let duplicates = 0;
@@ -207,13 +207,17 @@ export class GroupCommit {
           return;
         }
         row.ingest_seq = this.nextSeq();
-        let lines = linesByTeam.get(row.team_id);
-        if (!lines) linesByTeam.set(row.team_id, (lines = []));
-        lines.push(rowToTsv(row));
+        let rows = rowsByTeam.get(row.team_id);
+        if (!rows) rowsByTeam.set(row.team_id, (rows = []));
+        rows.push(row);
       });
       return { stored: pending.rows.length - duplicates, duplicates, alertsCreated: 0 };
     });
-    const chunks = [...linesByTeam].map(([teamId, lines]) => this.log.append(teamId, lines, now));
+    // One chunk per team; each line carries its log position (the loader finds a block's rows by it).
+    const chunks = [...rowsByTeam].map(([teamId, rows]) => {
+      const first = this.log.endPos;
+      return this.log.append(teamId, rows.map((row, i) => rowToTsv(row, first + i)), now);
+    });
 
     if (this.evaluator && plan !== undefined) {
       try {

@@ -41,6 +41,68 @@ function clickHouseCode(err: unknown): number | undefined {
   return match ? Number(match[1]) : undefined;
 }
 
+/** Dimensions of the by-dimension rollups: every event counts once in each. */
+const DIMENSIONS = `[('agent', agent_id), ('domain', toString(domain)), ('url', endpoint), ('category', toString(category)),
+  ('network', toString(network)), ('outcome', toString(policy_evaluation))]`;
+
+/**
+ * Each rollup, filled from a block's rows in events (found by log_pos, which the minmax index
+ * narrows to the block's part). A rollup row is a partial: readers sum them.
+ */
+const ROLLUPS: { table: string; select: string }[] = [
+  {
+    table: 'spend_hourly_by (team_id, dimension, hour, key, spend, events, max_amount)',
+    select: `SELECT team_id, dim.1, toStartOfHour(event_time), dim.2, sum(toDecimal256(amount, 18)), count(), max(amount)
+               FROM events ARRAY JOIN ${DIMENSIONS} AS dim WHERE log_pos BETWEEN {first} AND {last}
+              GROUP BY team_id, dim.1, toStartOfHour(event_time), dim.2`,
+  },
+  {
+    table: 'spend_daily_by (team_id, dimension, day, key, spend, events, max_amount)',
+    select: `SELECT team_id, dim.1, toDate(event_time), dim.2, sum(toDecimal256(amount, 18)), count(), max(amount)
+               FROM events ARRAY JOIN ${DIMENSIONS} AS dim WHERE log_pos BETWEEN {first} AND {last}
+              GROUP BY team_id, dim.1, toDate(event_time), dim.2`,
+  },
+  {
+    table: 'spend_minutely (team_id, minute, spend, events)',
+    select: `SELECT team_id, toStartOfMinute(event_time), sum(toDecimal256(amount, 18)), count()
+               FROM events WHERE log_pos BETWEEN {first} AND {last} GROUP BY team_id, toStartOfMinute(event_time)`,
+  },
+];
+
+/**
+ * Inserts one block of the log into events and then into every rollup, each table with its own
+ * deduplication token made from the log's id and the block's positions: inserted again (after a
+ * crash or a failure at any step), every table keeps the block once. Throws what ClickHouse
+ * throws; a data error can only come from the first insert (the TSV), before anything is written.
+ */
+export async function insertBlock(store: EventStore, logId: string, block: { firstPos: number; lastPos: number }, body: Buffer): Promise<void> {
+  const token = (table: string) => `${logId}:${block.firstPos}-${block.lastPos}:${table}`;
+  await store.insertTsv('events', TSV_COLUMNS, body, { insert_deduplication_token: token('events') });
+  for (const rollup of ROLLUPS) {
+    try {
+      await insertRollup(store, rollup, block, token(rollup.table.split(' ')[0]!));
+    } catch (err) {
+      throw new RollupInsertError(`inserting the block into ${rollup.table.split(' ')[0]} failed`, { cause: err });
+    }
+  }
+}
+
+/** A rollup insert failed: the block is in events already, so it is never split, only retried whole. */
+export class RollupInsertError extends Error {
+  override name = 'RollupInsertError';
+}
+
+async function insertRollup(store: EventStore, rollup: (typeof ROLLUPS)[number], block: { firstPos: number; lastPos: number }, token: string): Promise<void> {
+  {
+    // Positions are integers of our own: inlined, so the statement does not queue behind
+    // parameterised reads (the embedded engine serialises those).
+    const select = rollup.select.replaceAll('{first}', String(block.firstPos)).replaceAll('{last}', String(block.lastPos));
+    await store.command(
+      `INSERT INTO ${rollup.table} SETTINGS insert_deduplication_token = '${token}', max_threads = 1 ${select}`,
+    );
+  }
+}
+
 const BACKOFF_MIN_MS = 200;
 const BACKOFF_MAX_MS = 5_000;
 
@@ -201,12 +263,10 @@ export class Loader {
     }
     const started = performance.now();
     try {
-      await this.store.insertTsv('events', TSV_COLUMNS, Buffer.from(lines.join('')), {
-        insert_deduplication_token: `${this.logId}:${block.firstPos}-${block.lastPos}`,
-      });
+      await insertBlock(this.store, this.logId, block, Buffer.from(lines.join('')));
     } catch (err) {
       const code = clickHouseCode(err);
-      if (code === undefined || !DATA_ERRORS.has(code)) throw err;
+      if (err instanceof RollupInsertError || code === undefined || !DATA_ERRORS.has(code)) throw err;
       await this.split(block, lines, err);
       return;
     }

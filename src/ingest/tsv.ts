@@ -28,8 +28,8 @@ function dateTime(ms: number): string {
 
 const NULL = '\\N';
 
-/** One row as a TSV line (with its '\n'), columns in EVENT_COLUMNS order. */
-export function rowToTsv(row: EventRow): string {
+/** One row as a TSV line (with its '\n'): the EVENT_COLUMNS, then its position in the ingest log. */
+export function rowToTsv(row: EventRow, logPos: number): string {
   return (
     [
       text(row.team_id),
@@ -66,12 +66,13 @@ export function rowToTsv(row: EventRow): string {
       row.source,
       text(row.record_extra),
       String(row.ingest_seq),
+      String(logPos),
     ].join('\t') + '\n'
   );
 }
 
 /** Columns of a TSV line, in order; rowToTsv writes exactly these. */
-export const TSV_COLUMNS = EVENT_COLUMNS;
+export const TSV_COLUMNS = [...EVENT_COLUMNS, 'log_pos'] as const;
 
 const UNESCAPES: Record<string, string> = { '\\': '\\', t: '\t', n: '\n', r: '\r', '0': '\0', "'": "'" };
 

@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { GroupCommit } from '../../src/ingest/group-commit.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import { recordToRow } from '../../src/ingest/records.js';
+import { insertBlock } from '../../src/ingest/loader.js';
 import { rowToTsv, TSV_COLUMNS } from '../../src/ingest/tsv.js';
 import { api, appWith, errorOf, loadedEvents, newTeam, testEnv } from '../helpers/context.js';
 import { event, sdkRecord, storedCount } from './fixtures.js';
@@ -62,19 +63,30 @@ describe('ingest log and loader', () => {
   describe('exactly once in ClickHouse', () => {
     it('a block inserted twice with its token is stored once in events and in every rollup', async () => {
       const team = newTeam();
+      // Positions far from the shared log's, under a log id of this test's own.
       const rows = rowsFor(team.teamId, [event({ id: 'b1', amount: '0.5' }), event({ id: 'b2', amount: '2.25', agent_id: 'other' })]);
-      const body = Buffer.from(rows.map(rowToTsv).join(''));
+      const first = 9e15 + Math.floor(Math.random() * 1e9);
+      const block = { firstPos: first, lastPos: first + 1 };
+      const body = Buffer.from(rows.map((row, i) => rowToTsv(row, first + i)).join(''));
       const { loaderEvents } = testEnv();
-      const token = { insert_deduplication_token: `test:${team.teamId}:1-2` };
-      await loaderEvents.insertTsv('events', TSV_COLUMNS, body, token);
-      await loaderEvents.insertTsv('events', TSV_COLUMNS, body, token);
+      const logId = `test-${team.teamId}`;
+      await insertBlock(loaderEvents, logId, block, body);
+      await insertBlock(loaderEvents, logId, block, body);
       const counts = await rawAndRollups(team.teamId);
       for (const name of ['events', 'spend_minutely', 'spend_hourly_by', 'spend_daily_by']) {
         expect(counts[name], name).to.deep.equal({ n: '2', spend: '2.75' });
       }
-      // The same rows under another token are another block: the token, not the content, decides.
-      await loaderEvents.insertTsv('events', TSV_COLUMNS, body, { insert_deduplication_token: `test:${team.teamId}:3-4` });
-      expect((await rawAndRollups(team.teamId)).events!.n).to.equal('4');
+      // A crash between the events insert and the rollups: the block again completes them, once.
+      const later = { firstPos: first + 10, lastPos: first + 11 };
+      const again = rowsFor(team.teamId, [event({ id: 'b3', amount: '1' }), event({ id: 'b4', amount: '1' })]);
+      const laterBody = Buffer.from(again.map((row, i) => rowToTsv(row, later.firstPos + i)).join(''));
+      await loaderEvents.insertTsv('events', TSV_COLUMNS, laterBody, { insert_deduplication_token: `${logId}:${later.firstPos}-${later.lastPos}:events` });
+      expect((await rawAndRollups(team.teamId)).spend_minutely!.n).to.equal('2');
+      await insertBlock(loaderEvents, logId, later, laterBody);
+      const completed = await rawAndRollups(team.teamId);
+      for (const name of ['events', 'spend_minutely', 'spend_hourly_by', 'spend_daily_by']) {
+        expect(completed[name], name).to.deep.equal({ n: '4', spend: '4.75' });
+      }
     });
   });
 
@@ -112,7 +124,8 @@ describe('ingest log and loader', () => {
       const good = newTeam('neighbour');
       const { registry, deps } = testEnv();
       const rows = rowsFor(bad.teamId, [event({ id: 'r-ok-1' }), event({ id: 'r-bad' }), event({ id: 'r-ok-2' })]);
-      const lines = rows.map(rowToTsv);
+      const first = deps.ingest.log.endPos;
+      const lines = rows.map((row, i) => rowToTsv(row, first + i));
       // What validation let through and ClickHouse cannot parse (here: a corrupt event time).
       lines[1] = lines[1]!.replace(/^([^\t]*)\t[^\t]*\t/, '$1\tnot-a-time\t');
       const setAsideBefore = (await deps.metrics.setAside.get()).values[0]?.value ?? 0;

@@ -8,7 +8,7 @@ describe('event store schema', () => {
     const tables = await events.query<{ name: string; engine: string; comment: string }>(
       'SELECT name, engine, comment FROM system.tables WHERE database = currentDatabase()',
     );
-    expect(tables.map((t) => t.name)).to.include.members(['events', 'spend_hourly_by', 'spend_minutely', 'spend_hourly_by_mv', 'spend_minutely_mv']);
+    expect(tables.map((t) => t.name)).to.include.members(['events', 'spend_hourly_by', 'spend_minutely', 'spend_daily_by']);
     for (const table of tables.filter((t) => !t.name.startsWith('mig_') && !t.name.startsWith('schema_migrations_'))) {
       expect(table.comment, `table ${table.name}`).to.not.equal('');
     }
