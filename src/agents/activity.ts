@@ -13,11 +13,19 @@ export interface AgentEvent {
  */
 export class AgentActivity {
   private readonly written = new Map<string, number>();
+  private readonly upsert;
 
   constructor(
     private readonly registry: Registry,
     private readonly capacity = 200_000,
-  ) {}
+  ) {
+    this.upsert = registry.prepare(
+      `INSERT INTO agents (team_id, external_id, name, authorized_by, created_at, created_via, last_event_at)
+       VALUES (?, ?, ?, NULL, ?, 'events', ?)
+       ON CONFLICT (team_id, external_id) DO UPDATE
+         SET last_event_at = max(coalesce(last_event_at, excluded.last_event_at), excluded.last_event_at)`,
+    );
+  }
 
   /** Forgets what was written (after a rolled-back transaction): the next events write again. */
   reset(): void {
@@ -33,12 +41,7 @@ export class AgentActivity {
     for (const e of events) latest.set(e.agent_id, Math.max(latest.get(e.agent_id) ?? -Infinity, e.event_time));
     const fresh = [...latest].filter(([agentId, at]) => (this.written.get(`${teamId}\u0000${agentId}`) ?? -Infinity) < at);
     if (fresh.length === 0) return;
-    const upsert = this.registry.prepare(
-      `INSERT INTO agents (team_id, external_id, name, authorized_by, created_at, created_via, last_event_at)
-       VALUES (?, ?, ?, NULL, ?, 'events', ?)
-       ON CONFLICT (team_id, external_id) DO UPDATE
-         SET last_event_at = max(coalesce(last_event_at, excluded.last_event_at), excluded.last_event_at)`,
-    );
+    const upsert = this.upsert;
     const now = Date.now();
     this.registry.transaction(() => {
       for (const [agentId, at] of fresh) upsert.run(teamId, agentId, agentId, now, at);

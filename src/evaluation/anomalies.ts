@@ -18,7 +18,8 @@ interface Baseline {
  */
 export class AnomalyDetector {
   private readonly baselines = new Map<string, Baseline>();
-  private readonly calls = new Map<string, number[]>();
+  /** Recent call times per agent and URL: `times[head..]` are the live ones (no shifting per call). */
+  private readonly calls = new Map<string, { times: number[]; head: number }>();
 
   constructor(private readonly config: AnomalyConfig) {}
 
@@ -81,20 +82,25 @@ export class AnomalyDetector {
 
   private loop(teamId: string, row: EventRow): Occurrence | undefined {
     const key = `${teamId}\u0000${row.agent_id}\u0000${row.endpoint}`;
-    let times = this.calls.get(key);
-    if (!times) {
+    let recent = this.calls.get(key);
+    if (!recent) {
       if (this.calls.size > 200_000) this.calls.clear();
-      times = [];
-      this.calls.set(key, times);
+      recent = { times: [], head: 0 };
+      this.calls.set(key, recent);
     }
     const windowMs = this.config.loopSeconds * 1000;
+    const { times } = recent;
     times.push(row.event_time);
-    // Keep the calls of the last window before this one (records arrive roughly in time order).
-    let drop = 0;
-    while (drop < times.length && times[drop]! <= row.event_time - windowMs) drop++;
-    if (drop > 0) times.splice(0, drop);
-    if (times.length > this.config.loopCalls + 1) times.shift();
-    if (times.length <= this.config.loopCalls) return undefined;
+    // Keep the calls of the last window before this one (records arrive roughly in time order),
+    // and no more than one over the threshold.
+    while (recent.head < times.length && times[recent.head]! <= row.event_time - windowMs) recent.head++;
+    if (times.length - recent.head > this.config.loopCalls + 1) recent.head = times.length - (this.config.loopCalls + 1);
+    if (recent.head > 64 && recent.head * 2 > times.length) {
+      times.splice(0, recent.head);
+      recent.head = 0;
+    }
+    const count = times.length - recent.head;
+    if (count <= this.config.loopCalls) return undefined;
     return {
       teamId,
       dedupKey: `${row.agent_id}\u0000anomaly\u0000loop\u0000${row.endpoint}`,
@@ -104,10 +110,10 @@ export class AnomalyDetector {
       agentId: row.agent_id,
       policyId: null,
       window: { start: row.event_time - windowMs, end: row.event_time },
-      observed: String(times.length),
+      observed: String(count),
       limit: String(this.config.loopCalls),
       subject: row.endpoint,
-      details: { calls: times.length, seconds: this.config.loopSeconds },
+      details: { calls: count, seconds: this.config.loopSeconds },
       message:
         `Agent ${row.agent_id} called ${row.endpoint} more than ${this.config.loopCalls} times within ` +
         `${this.config.loopSeconds} s: a runaway loop?`,

@@ -70,6 +70,8 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
   private droppedBefore = 0;
   /** Team, scope and window start of windows read whole from the event store. */
   private readonly loadedWindows = new Set<string>();
+  /** Prepared once: evaluation runs in every ingest commit. */
+  private readonly statements;
 
   constructor(
     private readonly registry: Registry,
@@ -79,6 +81,11 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     /** Resolves true once ClickHouse holds every record these teams acknowledged (false: not in time). */
     private readonly awaitLoaded: (teamIds: string[]) => Promise<boolean>,
   ) {
+    this.statements = {
+      insertPayee: registry.prepare('INSERT OR IGNORE INTO agent_payees (team_id, agent_id, payee, first_seen) VALUES (?, ?, ?, ?)'),
+      payees: registry.prepare('SELECT payee FROM agent_payees WHERE team_id = ? AND agent_id = ?'),
+      agentCreated: registry.prepare('SELECT created_at FROM agents WHERE team_id = ? AND external_id = ?'),
+    };
     this.anomalies = new AnomalyDetector(config);
   }
 
@@ -331,9 +338,8 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       });
     });
     if (fresh.length > 0) {
-      const insert = this.registry.prepare('INSERT OR IGNORE INTO agent_payees (team_id, agent_id, payee, first_seen) VALUES (?, ?, ?, ?)');
       this.registry.transaction(() => {
-        for (const f of fresh) insert.run(...f);
+        for (const f of fresh) this.statements.insertPayee.run(...f);
       })();
     }
     return found;
@@ -344,7 +350,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     let known = this.payees.get(key);
     if (!known) {
       if (this.payees.size > 100_000) this.payees.clear();
-      const rows = this.registry.prepare('SELECT payee FROM agent_payees WHERE team_id = ? AND agent_id = ?').all(teamId, agentId) as { payee: string }[];
+      const rows = this.statements.payees.all(teamId, agentId) as { payee: string }[];
       known = new Set(rows.map((r) => r.payee));
       this.payees.set(key, known);
     }
@@ -352,7 +358,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
   }
 
   private agentFirstSeen(teamId: string, agentId: string): number | undefined {
-    const row = this.registry.prepare('SELECT created_at FROM agents WHERE team_id = ? AND external_id = ?').get(teamId, agentId) as
+    const row = this.statements.agentCreated.get(teamId, agentId) as
       | { created_at: number }
       | undefined;
     return row?.created_at;

@@ -139,7 +139,7 @@ export class Loader {
       forget: db.prepare('DELETE FROM ingest_blocks WHERE first_pos = ?'),
       loaded: db.prepare('UPDATE ingest_loader SET loaded_pos = max(loaded_pos, ?) WHERE id = 1'),
       prune: db.prepare('DELETE FROM ingest_log WHERE last_pos <= ?'),
-      bodies: db.prepare('SELECT first_pos AS firstPos, body FROM ingest_log WHERE last_pos >= ? AND first_pos <= ? ORDER BY first_pos'),
+      bodies: db.prepare('SELECT first_pos AS firstPos, last_pos AS lastPos, body FROM ingest_log WHERE last_pos >= ? AND first_pos <= ? ORDER BY first_pos'),
       reject: db.prepare('INSERT OR IGNORE INTO ingest_rejects (pos, team_id, id, line, error, rejected_at) VALUES (?, ?, ?, ?, ?, ?)'),
     };
     freshness.wakeLoader = () => {
@@ -241,36 +241,47 @@ export class Loader {
     });
   }
 
-  /** The TSV lines of positions firstPos..lastPos, read from the log. */
-  private lines(block: Block): string[] {
-    const lines: string[] = [];
-    for (const chunk of this.statements.bodies.all(block.firstPos, block.lastPos) as { firstPos: number; body: Buffer }[]) {
-      const chunkLines = chunk.body.toString('utf8').split('\n');
-      chunkLines.pop(); // the text after the last '\n' is empty
-      chunkLines.forEach((line, i) => {
+  /**
+   * The TSV of positions firstPos..lastPos, read from the log: whole chunks as they are (the usual
+   * block), or cut by line where a split block starts or ends inside a chunk.
+   */
+  private body(block: Block): Buffer {
+    const parts: Buffer[] = [];
+    let rows = 0;
+    for (const chunk of this.statements.bodies.all(block.firstPos, block.lastPos) as { firstPos: number; lastPos: number; body: Buffer }[]) {
+      if (chunk.firstPos >= block.firstPos && chunk.lastPos <= block.lastPos) {
+        parts.push(chunk.body);
+        rows += chunk.lastPos - chunk.firstPos + 1;
+        continue;
+      }
+      const lines = chunk.body.toString('utf8').split('\n');
+      lines.pop(); // the text after the last '\n' is empty
+      lines.forEach((line, i) => {
         const pos = chunk.firstPos + i;
-        if (pos >= block.firstPos && pos <= block.lastPos) lines.push(`${line}\n`);
+        if (pos < block.firstPos || pos > block.lastPos) return;
+        parts.push(Buffer.from(`${line}\n`));
+        rows++;
       });
     }
-    return lines;
+    if (rows !== block.lastPos - block.firstPos + 1) {
+      throw new Error(`ingest log positions ${block.firstPos}..${block.lastPos} hold ${rows} records: the log is damaged`);
+    }
+    return Buffer.concat(parts);
   }
 
   /** Inserts one recorded block and confirms it; splits it when ClickHouse refuses its data. */
   private async load(block: Block): Promise<void> {
-    const lines = this.lines(block);
-    if (lines.length !== block.lastPos - block.firstPos + 1) {
-      throw new Error(`ingest log positions ${block.firstPos}..${block.lastPos} hold ${lines.length} records: the log is damaged`);
-    }
+    const body = this.body(block);
     const started = performance.now();
     try {
-      await insertBlock(this.store, this.logId, block, Buffer.from(lines.join('')));
+      await insertBlock(this.store, this.logId, block, body);
     } catch (err) {
       const code = clickHouseCode(err);
       if (err instanceof RollupInsertError || code === undefined || !DATA_ERRORS.has(code)) throw err;
-      await this.split(block, lines, err);
+      await this.split(block, err);
       return;
     }
-    this.observer?.blockLoaded(lines.length, (performance.now() - started) / 1000);
+    this.observer?.blockLoaded(block.lastPos - block.firstPos + 1, (performance.now() - started) / 1000);
     this.confirm(block);
   }
 
@@ -285,9 +296,9 @@ export class Loader {
   }
 
   /** Halves a refused block (both halves recorded before either is tried); a lone refused row is set aside. */
-  private async split(block: Block, lines: string[], err: unknown): Promise<void> {
+  private async split(block: Block, err: unknown): Promise<void> {
     if (block.firstPos === block.lastPos) {
-      const line = lines[0]!;
+      const line = this.body(block).toString('utf8');
       const { teamId, id } = teamAndIdOf(line);
       const message = err instanceof Error ? err.message : String(err);
       this.db.transaction(() => {
@@ -306,7 +317,7 @@ export class Loader {
       { firstPos: block.firstPos, lastPos: middle },
       { firstPos: middle + 1, lastPos: block.lastPos },
     ];
-    this.logger.warn({ ...block, rows: lines.length }, 'ClickHouse refused a block for its data; splitting it to find the records at fault');
+    this.logger.warn({ ...block, rows: block.lastPos - block.firstPos + 1 }, 'ClickHouse refused a block for its data; splitting it to find the records at fault');
     this.db.transaction(() => {
       this.statements.forget.run(block.firstPos);
       for (const half of halves) this.statements.record.run(half.firstPos, half.lastPos);

@@ -125,6 +125,8 @@ export const MAX_FUTURE_SKEW_MS = 5 * 60 * 1000;
 /** Event times before this are almost always Unix seconds sent as milliseconds. */
 const EARLIEST_EVENT_TIME = Date.UTC(2000, 0, 1);
 const MAX_METADATA_BYTES = 8 * 1024;
+/** The end of ClickHouse's DateTime64 range: a later time cannot be stored. */
+const LATEST_STORED_TIME = Date.UTC(2299, 11, 31, 23, 59, 59, 999);
 
 /** A UTF-16 surrogate without its pair: JSON allows it (`"\ud800"`), UTF-8 and ClickHouse do not. */
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
@@ -201,6 +203,7 @@ export function recordToRow(
   if (record.settled_at !== undefined && record.settled_at !== null) {
     const parsed = parseTime(record.settled_at);
     if (typeof parsed === 'string') errors.push({ field: 'settled_at', message: parsed });
+    else if (parsed > LATEST_STORED_TIME) errors.push({ field: 'settled_at', message: 'is after 2299-12-31, beyond what the event store keeps' });
     else settledAt = parsed;
   }
 
