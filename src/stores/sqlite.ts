@@ -16,6 +16,11 @@ export function openRegistry(dataDir: string): Registry {
   // FULL: a commit is on disk when it returns. The ingest log acknowledges records on it, and
   // NORMAL (WAL) could lose the last commits on a power loss.
   db.pragma('synchronous = FULL');
+  // The (team, id) index of the ingest log is probed at random, in up to 8 day tables per claim:
+  // reading it through a memory map, with a larger page cache, keeps a probe off the read()
+  // syscall path (measured with npm run bench:dedup).
+  db.pragma('mmap_size = 4294967296');
+  db.pragma('cache_size = -262144');
   return db;
 }
 
