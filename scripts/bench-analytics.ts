@@ -87,6 +87,7 @@ async function main(): Promise<void> {
   const apiKey = issueKey(stores.registry, top.team_id).apiKey;
   stores.registry.close();
   await stores.events.close();
+  await stores.loaderEvents.close();
 
   const now = Date.now();
   const ranges: [string, TimeRange][] = [
@@ -133,6 +134,7 @@ async function main(): Promise<void> {
   } finally {
     stores.registry.close();
     await stores.events.close();
+    await stores.loaderEvents.close();
     if (temporary) fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }

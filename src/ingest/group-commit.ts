@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { AgentActivity } from '../agents/activity.js';
 import { ApiError } from '../http/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { walSyncer, type Registry } from '../stores/sqlite.js';
+import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.js';
 import type { Freshness } from './freshness.js';
 import type { IngestLog, LogChunk } from './log.js';
 import type { EventRow } from './records.js';
@@ -143,17 +143,14 @@ export class GroupCommit {
     let chunks: LogChunk[] = [];
     let outcomes: CommitOutcome[];
     try {
-      // NORMAL: this commit writes the WAL without fsync; syncWal below makes it durable.
-      this.db.pragma('synchronous = NORMAL');
-      ({ chunks, outcomes } = this.db.transaction(() => this.claimAndAppend(group, all, plan, now))());
+      // Written without fsync; acknowledge() awaits the WAL flush that makes it durable.
+      ({ chunks, outcomes } = unsyncedTransaction(this.db, () => this.claimAndAppend(group, all, plan, now)));
     } catch (err) {
       this.log.rolledBack(endPos);
       this.evaluator?.reset();
       this.agents?.reset();
       this.fail(group, err);
       return { acknowledged: Promise.resolve() };
-    } finally {
-      this.db.pragma('synchronous = FULL');
     }
     return { acknowledged: this.acknowledge(group, chunks, outcomes, started, prepared) };
   }

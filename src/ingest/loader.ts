@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { EventStore } from '../stores/clickhouse.js';
-import type { Registry } from '../stores/sqlite.js';
+import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.js';
 import type { Freshness } from './freshness.js';
 import type { LogChunk } from './log.js';
 import { TSV_COLUMNS, teamAndIdOf } from './tsv.js';
@@ -189,7 +189,7 @@ export class Loader {
           const chunks = this.freshness.nextChunks(this.options.blockRows);
           if (chunks.length === 0) continue;
           const block = { firstPos: chunks[0]!.firstPos, lastPos: chunks.at(-1)!.lastPos };
-          this.statements.record.run(block.firstPos, block.lastPos);
+          await this.recordBlocks(() => this.statements.record.run(block.firstPos, block.lastPos));
           await this.load(block);
         }
         this.failing = false;
@@ -285,13 +285,26 @@ export class Loader {
     this.confirm(block);
   }
 
-  /** The block is in ClickHouse: forget it, move the loaded position, prune what is loaded. */
+  /**
+   * Block boundaries must be on disk before their insert (a restart must cut the same blocks, or
+   * their tokens would differ): written without fsync, then the WAL flush is awaited off the
+   * event loop, as the group commit does.
+   */
+  private async recordBlocks(write: () => void): Promise<void> {
+    unsyncedTransaction(this.db, write);
+    await walSyncer(this.db)();
+  }
+
+  /**
+   * The block is in ClickHouse: forget it, move the loaded position, prune what is loaded. No
+   * flush is awaited: should this be lost, the block is inserted again and deduplicated.
+   */
   private confirm(block: Block): void {
-    this.db.transaction(() => {
+    unsyncedTransaction(this.db, () => {
       this.statements.forget.run(block.firstPos);
       this.statements.loaded.run(block.lastPos);
       this.statements.prune.run(block.lastPos);
-    })();
+    });
     this.freshness.loaded(block.lastPos);
   }
 
@@ -301,12 +314,13 @@ export class Loader {
       const line = this.body(block).toString('utf8');
       const { teamId, id } = teamAndIdOf(line);
       const message = err instanceof Error ? err.message : String(err);
-      this.db.transaction(() => {
+      // Synced before the log forgets the line: the set-aside record is its only copy then.
+      await this.recordBlocks(() => {
         this.statements.reject.run(block.firstPos, teamId, id, Buffer.from(line), message.slice(0, 2000), Date.now());
         this.statements.forget.run(block.firstPos);
         this.statements.loaded.run(block.lastPos);
         this.statements.prune.run(block.lastPos);
-      })();
+      });
       this.freshness.loaded(block.lastPos);
       this.observer?.rowsSetAside(1);
       this.logger.error({ teamId, id, pos: block.firstPos, err: message.slice(0, 500) }, 'ClickHouse refused a record; set aside in ingest_rejects');
@@ -318,10 +332,10 @@ export class Loader {
       { firstPos: middle + 1, lastPos: block.lastPos },
     ];
     this.logger.warn({ ...block, rows: block.lastPos - block.firstPos + 1 }, 'ClickHouse refused a block for its data; splitting it to find the records at fault');
-    this.db.transaction(() => {
+    await this.recordBlocks(() => {
       this.statements.forget.run(block.firstPos);
       for (const half of halves) this.statements.record.run(half.firstPos, half.lastPos);
-    })();
+    });
     for (const half of halves) await this.load(half);
   }
 }

@@ -38,6 +38,28 @@ export function pingRegistry(db: Registry): void {
  * callers share flushes: a call resolves after a flush that began after the call.
  */
 export function walSyncer(db: Registry): () => Promise<void> {
+  let syncer = syncers.get(db);
+  if (!syncer) syncers.set(db, (syncer = newWalSyncer(db)));
+  return syncer;
+}
+
+/** One syncer per connection, shared by the group commit and the loader. */
+const syncers = new WeakMap<Registry, () => Promise<void>>();
+
+/**
+ * Runs `work` as one transaction written without fsync (synchronous=NORMAL); the caller awaits
+ * walSyncer(db)() where the transaction must be durable. Other writes keep synchronous=FULL.
+ */
+export function unsyncedTransaction<T>(db: Registry, work: () => T): T {
+  db.pragma('synchronous = NORMAL');
+  try {
+    return db.transaction(work)();
+  } finally {
+    db.pragma('synchronous = FULL');
+  }
+}
+
+function newWalSyncer(db: Registry): () => Promise<void> {
   const walPath = `${db.name}-wal`;
   let fd: number | undefined;
   let running: Promise<void> | undefined;
