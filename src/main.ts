@@ -27,11 +27,6 @@ async function main(): Promise<void> {
   const app = createApp(deps);
 
   const running = await startServer(app, deps);
-  logger.info(
-    { host: config.host, port: running.port, dataDir: config.dataDir, clickhouse: config.clickhouse.mode },
-    `spendscope listening on http://${config.host}:${running.port}`,
-  );
-
   const stop = (signal: string) => {
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     running.shutdown().then(
@@ -45,8 +40,14 @@ async function main(): Promise<void> {
       },
     );
   };
+  // Handlers first, then the line that says we listen: a signal sent on reading that line must
+  // find them (without one, SIGTERM kills the process outright, stores open).
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  logger.info(
+    { host: config.host, port: running.port, dataDir: config.dataDir, clickhouse: config.clickhouse.mode },
+    `spendscope listening on http://${config.host}:${running.port}`,
+  );
 }
 
 main().catch((err: unknown) => {

@@ -84,6 +84,7 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
     async close() {
       await commit.close();
       await loader.stop();
+      log.stop();
     },
   };
 }
