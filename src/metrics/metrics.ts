@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Freshness } from '../ingest/freshness.js';
+import type { Backlog, Freshness } from '../ingest/freshness.js';
 import type { LoaderObserver } from '../ingest/loader.js';
 
 /**
@@ -57,32 +57,25 @@ export class Metrics implements LoaderObserver {
 
   /** Backlog gauges, read from the log's state at each scrape. */
   watchBacklog(freshness: Freshness): void {
-    const backlog = () => freshness.backlog();
-    new Gauge({
-      name: 'spendscope_ingest_backlog_rows',
-      help: 'Acknowledged records the loader has not inserted into ClickHouse yet',
-      registers: [this.registry],
-      collect() {
-        this.set(backlog().rows);
-      },
-    });
-    new Gauge({
-      name: 'spendscope_ingest_backlog_bytes',
-      help: 'Their size in the ingest log',
-      registers: [this.registry],
-      collect() {
-        this.set(backlog().bytes);
-      },
-    });
-    new Gauge({
-      name: 'spendscope_ingest_backlog_age_seconds',
-      help: 'How long ago the oldest of them was acknowledged (0 when none)',
-      registers: [this.registry],
-      collect() {
-        const oldest = backlog().oldestCommittedAt;
-        this.set(oldest === null ? 0 : Math.max(0, Date.now() - oldest) / 1000);
-      },
-    });
+    const gauges: [string, string, (b: Backlog) => number][] = [
+      ['spendscope_ingest_backlog_rows', 'Acknowledged records the loader has not inserted into ClickHouse yet', (b) => b.rows],
+      ['spendscope_ingest_backlog_bytes', 'Their size in the ingest log', (b) => b.bytes],
+      [
+        'spendscope_ingest_backlog_age_seconds',
+        'How long ago the oldest of them was acknowledged (0 when none)',
+        (b) => (b.oldestCommittedAt === null ? 0 : Math.max(0, Date.now() - b.oldestCommittedAt) / 1000),
+      ],
+    ];
+    for (const [name, help, read] of gauges) {
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(read(freshness.backlog()));
+        },
+      });
+    }
   }
 
   blockLoaded(rows: number, seconds: number): void {
