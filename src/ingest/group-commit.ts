@@ -52,6 +52,8 @@ interface PendingWrite {
 export class GroupCommit {
   private queue: PendingWrite[] = [];
   private draining: Promise<void> | undefined;
+  /** Groups committed and waiting for their disk flush, then answered. */
+  private readonly acknowledging = new Set<Promise<void>>();
   private closed = false;
   private lastSeq = 0;
   private readonly syncWal: () => Promise<void>;
@@ -95,24 +97,34 @@ export class GroupCommit {
   async close(): Promise<void> {
     this.closed = true;
     await this.draining;
+    await Promise.all(this.acknowledging);
   }
 
   /**
-   * Commits group after group. A group's transaction is written without fsync, and its answer
-   * waits for the WAL flush that follows (walSyncer): the next group is committed while that flush
-   * runs, so the disk's flush time no longer blocks the event loop or the next group.
+   * Commits group after group, until the queue is empty. A group's transaction is written without
+   * fsync, and its answers wait for the WAL flush that follows (walSyncer) outside this loop: the
+   * next group is committed while that flush runs, so the disk's flush time neither blocks the
+   * event loop nor the next group. Nothing awaited here lies between the last look at the queue
+   * and the end of the drain, so a request queued at any moment is always taken by one.
    */
   private async drain(): Promise<void> {
-    const syncing: Promise<void>[] = [];
-    while (this.queue.length > 0) {
-      const group = this.queue.splice(0);
-      const { acknowledged } = await this.commit(group);
-      syncing.push(acknowledged);
-      // Let requests parsed meanwhile join the next group.
-      await new Promise<void>((resolve) => setImmediate(resolve));
+    try {
+      while (this.queue.length > 0) {
+        const group = this.queue.splice(0);
+        try {
+          const { acknowledged } = await this.commit(group);
+          const settled = acknowledged.catch((err: unknown) => this.fail(group, err));
+          this.acknowledging.add(settled);
+          void settled.finally(() => this.acknowledging.delete(settled));
+        } catch (err) {
+          this.fail(group, err);
+        }
+        // Let requests parsed meanwhile join the next group.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+    } finally {
+      this.draining = undefined;
     }
-    await Promise.all(syncing);
-    this.draining = undefined;
   }
 
   /**

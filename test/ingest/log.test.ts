@@ -60,6 +60,29 @@ describe('ingest log and loader', () => {
     });
   });
 
+  describe('group commit', () => {
+    it('answers every request, also those arriving while a group waits for its disk flush', async function () {
+      this.timeout(60_000);
+      const team = newTeam();
+      // Requests spaced by 0 to 3 ms land at every moment of a commit and of its flush.
+      const sent: Promise<{ status: number }>[] = [];
+      await Promise.all(
+        Array.from({ length: 4 }, async (_, sender) => {
+          for (let i = 0; i < 100; i++) {
+            sent.push(api().post('/api/v1/events').set(...team.auth).send({ events: [event({ id: `gc-${sender}-${i}` })] }).then((r) => r));
+            await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 4)));
+          }
+        }),
+      );
+      const answers = await Promise.race([
+        Promise.all(sent),
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('a request was never answered')), 30_000)),
+      ]);
+      expect(answers.every((a) => a.status === 200)).to.equal(true);
+      expect(await storedCount(team.teamId)).to.equal(400);
+    });
+  });
+
   describe('exactly once in ClickHouse', () => {
     it('a block inserted twice with its token is stored once in events and in every rollup', async () => {
       const team = newTeam();
