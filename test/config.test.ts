@@ -59,7 +59,37 @@ describe('config', () => {
     expect(config.anomalies).to.deep.equal({ spikeFactor: 20, spikeBaseline: 100, loopCalls: 1000, loopSeconds: 30, newPayeeLearningHours: 0 });
   });
 
+  it('reads the ingest log settings, with defaults', () => {
+    expect(loadConfig({}).ingest).to.deep.equal({
+      dedupWindowDays: 7,
+      loadBlockRows: 10_000,
+      loadIntervalMs: 200,
+      backlogMaxRows: 3_000_000,
+      backlogMaxBytes: 2 * 1024 ** 3,
+      readWaitMs: 10_000,
+    });
+    const config = loadConfig({
+      DEDUP_WINDOW_DAYS: '14',
+      LOAD_BLOCK_ROWS: '50000',
+      LOAD_INTERVAL_MS: '1000',
+      INGEST_BACKLOG_MAX_ROWS: '100',
+      INGEST_BACKLOG_MAX_BYTES: '1048576',
+      READ_WAIT_MS: '500',
+    });
+    expect(config.ingest).to.deep.equal({
+      dedupWindowDays: 14,
+      loadBlockRows: 50_000,
+      loadIntervalMs: 1000,
+      backlogMaxRows: 100,
+      backlogMaxBytes: 1_048_576,
+      readWaitMs: 500,
+    });
+  });
+
   const bad: Record<string, string> = {
+    DEDUP_WINDOW_DAYS: '0',
+    LOAD_BLOCK_ROWS: 'many',
+    INGEST_BACKLOG_MAX_BYTES: '10',
     PORT: 'eighty',
     MAX_BODY_BYTES: '-5',
     LOG_LEVEL: 'loud',
