@@ -9,7 +9,7 @@ import type { Registry } from '../stores/sqlite.js';
 import { AnomalyDetector } from './anomalies.js';
 import { endpointMatcher } from './matchers.js';
 import { toUnits } from './money.js';
-import { checkPolicy, compilePolicy, scopeKey, type CompiledPolicy, type WindowScope } from './policies.js';
+import { breachOccurrence, compilePolicy, policyBreaches, scopeKey, type CompiledPolicy, type WindowScope } from './policies.js';
 import { utcDay, utcHour, zonedDay, type Window } from './windows.js';
 
 /** A running total a team's policies need: `h`, `d:<zone>` or `e:<pattern>` (see policies.ts). */
@@ -120,7 +120,8 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    */
   apply(plan: EvaluationPlan, fresh: readonly boolean[], now = Date.now()): number[] {
     const { rows, states, touched, unknown } = plan;
-    const found: { row: number; occurrence: Occurrence }[] = [];
+    // Occurrences of one breach in this group become one: the first event opens (or updates) the alert.
+    const merged = new OccurrenceMerger();
     const claimed: number[] = [];
     rows.forEach((row, i) => {
       if (!fresh[i]) return;
@@ -132,25 +133,19 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       for (const { key } of touched[i]!) if (!unknown.has(key)) this.totals.set(key, (this.totals.get(key) ?? 0n) + amount);
       const spendAfter = (scope: WindowScope) => this.totals.get(this.totalKey(row.team_id, scope)) ?? 0n;
       for (const policy of this.policiesOf(state, row.agent_id)) {
-        for (const occurrence of checkPolicy(row.team_id, policy, row, amount, spendAfter, now)) found.push({ row: i, occurrence });
+        for (const breach of policyBreaches(policy, row, amount, spendAfter)) {
+          merged.add(i, row, breach.dedupKey, () => breachOccurrence(row.team_id, breach, row, amount, now));
+        }
       }
-      const client = clientReported(row);
-      if (client) found.push({ row: i, occurrence: client });
-      for (const occurrence of this.anomalies.check(row.team_id, row, amount)) found.push({ row: i, occurrence });
+      const verdict = clientVerdictKey(row);
+      if (verdict) merged.add(i, row, verdict, () => clientReported(row, verdict));
+      for (const occurrence of this.anomalies.check(row.team_id, row, amount)) merged.add(i, row, occurrence.dedupKey, () => occurrence);
     });
-    for (const { row, occurrence } of this.newPayees(rows, claimed, now)) found.push({ row, occurrence });
+    for (const { row, occurrence } of this.newPayees(rows, claimed, now)) merged.add(row, rows[row]!, occurrence.dedupKey, () => occurrence);
 
-    // Occurrences of one breach in this group become one: the first event opens (or updates) the alert.
-    const merged = new Map<string, { row: number; occurrence: Occurrence }>();
-    for (const f of found) {
-      const key = `${f.occurrence.teamId}\u0000${f.occurrence.dedupKey}`;
-      const earlier = merged.get(key);
-      if (!earlier) merged.set(key, { row: f.row, occurrence: { ...f.occurrence } });
-      else mergeInto(earlier.occurrence, f.occurrence);
-    }
     const created = new Array<number>(rows.length).fill(0);
-    if (merged.size === 0) return created;
-    const groups = [...merged.values()];
+    const groups = merged.result();
+    if (groups.length === 0) return created;
     const opened = recordOccurrences(this.registry, groups.map((g) => g.occurrence), now);
     groups.forEach((g, i) => {
       if (opened[i]) created[g.row]!++;
@@ -365,14 +360,19 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
   }
 }
 
-/** The client's own verdict: blocked is a critical violation, flagged a warning. */
-function clientReported(row: EventRow): Occurrence | undefined {
+/** The breach key of the client's own verdict (blocked or flagged), or undefined when it allowed the payment. */
+function clientVerdictKey(row: EventRow): string | undefined {
   if (row.policy_evaluation !== 'blocked' && row.policy_evaluation !== 'flagged') return undefined;
+  return `${row.agent_id}\u0000client\u0000${row.policy_evaluation}\u0000${row.policy_id ?? row.domain}`;
+}
+
+/** The client's own verdict: blocked is a critical violation, flagged a warning. */
+function clientReported(row: EventRow, dedupKey: string): Occurrence {
   const blocked = row.policy_evaluation === 'blocked';
   const subject = row.policy_id ?? row.domain;
   return {
     teamId: row.team_id,
-    dedupKey: `${row.agent_id}\u0000client\u0000${row.policy_evaluation}\u0000${subject}`,
+    dedupKey,
     type: 'violation',
     kind: blocked ? 'client_blocked' : 'client_flagged',
     severity: blocked ? 'critical' : 'warning',
@@ -393,14 +393,40 @@ function clientReported(row: EventRow): Occurrence | undefined {
   };
 }
 
-function mergeInto(target: Occurrence, next: Occurrence): void {
-  target.count += next.count;
-  target.firstSeen = Math.min(target.firstSeen, next.firstSeen);
-  if (next.lastSeen >= target.lastSeen) {
-    target.lastSeen = next.lastSeen;
-    target.observed = next.observed;
-    target.message = next.message;
-    target.details = next.details;
+/**
+ * Merges the occurrences of one group by breach, as an alert records them: the first occurrence
+ * opens or updates the alert, every one adds to its count, time span and sample ids, and the
+ * latest (by event time) gives its observed value, message and details. An occurrence's text is
+ * built only for the first and, at the end, the latest of each breach: a busy breach is one
+ * occurrence per record, and its text is most of what it costs.
+ */
+class OccurrenceMerger {
+  private readonly entries = new Map<string, { row: number; occurrence: Occurrence; latest?: () => Occurrence }>();
+
+  add(index: number, row: EventRow, dedupKey: string, build: () => Occurrence): void {
+    const key = `${row.team_id}\u0000${dedupKey}`;
+    const entry = this.entries.get(key);
+    if (!entry) {
+      this.entries.set(key, { row: index, occurrence: { ...build() } });
+      return;
+    }
+    const target = entry.occurrence;
+    target.count += 1;
+    target.firstSeen = Math.min(target.firstSeen, row.event_time);
+    if (row.event_time >= target.lastSeen) {
+      target.lastSeen = row.event_time;
+      entry.latest = build;
+    }
+    if (target.eventIds.length < 10) target.eventIds = [...target.eventIds, row.id].slice(0, 10);
   }
-  if (target.eventIds.length < 10) target.eventIds = [...target.eventIds, ...next.eventIds].slice(0, 10);
+
+  result(): { row: number; occurrence: Occurrence }[] {
+    return [...this.entries.values()].map((entry) => {
+      if (entry.latest) {
+        const latest = entry.latest();
+        Object.assign(entry.occurrence, { observed: latest.observed, message: latest.message, details: latest.details });
+      }
+      return { row: entry.row, occurrence: entry.occurrence };
+    });
+  }
 }

@@ -77,51 +77,68 @@ const KIND_TEXT: Record<LimitKind, string> = {
   per_endpoint: 'per-endpoint daily',
 };
 
+/** A limit one event broke: the facts of its alert, before any text is built. */
+export interface Breach {
+  policy: CompiledPolicy;
+  limit: CompiledLimit;
+  /** The amount (per_call) or the window's spend including the event, in 10^-18 units. */
+  observed: bigint;
+  window: Window | null;
+  /** What makes two occurrences the same breach: agent, policy, limit, window. */
+  dedupKey: string;
+}
+
 /**
- * Checks one stored event against one policy. `spendAfter` gives the running total of a scope
- * including this event (the caller adds it once per scope, however many policies share it).
+ * The limits of one policy an event breaks. `spendAfter` gives the running total of a scope
+ * including this event (the caller adds it once per scope, however many policies share it). Cheap:
+ * the alert's text is built by breachOccurrence, only for the occurrences an alert keeps.
  */
-export function checkPolicy(
-  teamId: string,
-  policy: CompiledPolicy,
-  row: EventRow,
-  amount: bigint,
-  spendAfter: (scope: WindowScope) => bigint,
-  now: number,
-): Occurrence[] {
-  const found: Occurrence[] = [];
+export function policyBreaches(policy: CompiledPolicy, row: EventRow, amount: bigint, spendAfter: (scope: WindowScope) => bigint): Breach[] {
+  const found: Breach[] = [];
   for (const limit of policy.limits) {
     if (limit.matches && !limit.matches(row.domain, row.endpoint)) continue;
     const scope = scopeOf(policy, limit, row);
     const observed = scope ? spendAfter(scope) : amount;
     if (observed <= limit.amount) continue;
     const window = scope?.window ?? null;
-    const late = window !== null && window.end <= now;
-    const what = limit.kind === 'per_call' ? `a payment of ${formatUnits(amount)}` : `spend of ${formatUnits(observed)}`;
-    const where = limit.endpoint ? ` to ${limit.endpoint}` : '';
-    const span = window ? ` in the window ${new Date(window.start).toISOString()} to ${new Date(window.end).toISOString()}` : '';
     found.push({
-      teamId,
-      dedupKey: `${row.agent_id}\u0000policy\u0000${policy.id}\u0000${limit.kind}\u0000${limit.endpoint ?? ''}\u0000${window?.start ?? ''}`,
-      type: 'violation',
-      kind: limit.kind,
-      severity: policy.severity,
-      agentId: row.agent_id,
-      policyId: policy.id,
+      policy,
+      limit,
+      observed,
       window,
-      observed: formatUnits(observed),
-      limit: limit.amountText,
-      subject: limit.endpoint ?? null,
-      details: { policyName: policy.name, ...(late ? { late: true } : {}) },
-      message:
-        `Agent ${row.agent_id} broke the ${KIND_TEXT[limit.kind]} limit of ${limit.amountText} of policy "${policy.name}": ` +
-        `${what}${where}${span}` +
-        (late ? ` (a late record: this window closed at ${new Date(window.end).toISOString()})` : ''),
-      eventIds: [row.id],
-      count: 1,
-      firstSeen: row.event_time,
-      lastSeen: row.event_time,
+      dedupKey: `${row.agent_id}\u0000policy\u0000${policy.id}\u0000${limit.kind}\u0000${limit.endpoint ?? ''}\u0000${window?.start ?? ''}`,
     });
   }
   return found;
+}
+
+/** The alert occurrence of a breach: observed value, message and details as the alert shows them. */
+export function breachOccurrence(teamId: string, breach: Breach, row: EventRow, amount: bigint, now: number): Occurrence {
+  const { policy, limit, observed, window } = breach;
+  const late = window !== null && window.end <= now;
+  const what = limit.kind === 'per_call' ? `a payment of ${formatUnits(amount)}` : `spend of ${formatUnits(observed)}`;
+  const where = limit.endpoint ? ` to ${limit.endpoint}` : '';
+  const span = window ? ` in the window ${new Date(window.start).toISOString()} to ${new Date(window.end).toISOString()}` : '';
+  return {
+    teamId,
+    dedupKey: breach.dedupKey,
+    type: 'violation',
+    kind: limit.kind,
+    severity: policy.severity,
+    agentId: row.agent_id,
+    policyId: policy.id,
+    window,
+    observed: formatUnits(observed),
+    limit: limit.amountText,
+    subject: limit.endpoint ?? null,
+    details: { policyName: policy.name, ...(late ? { late: true } : {}) },
+    message:
+      `Agent ${row.agent_id} broke the ${KIND_TEXT[limit.kind]} limit of ${limit.amountText} of policy "${policy.name}": ` +
+      `${what}${where}${span}` +
+      (late ? ` (a late record: this window closed at ${new Date(window.end).toISOString()})` : ''),
+    eventIds: [row.id],
+    count: 1,
+    firstSeen: row.event_time,
+    lastSeen: row.event_time,
+  };
 }
