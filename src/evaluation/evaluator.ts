@@ -78,8 +78,8 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     private readonly store: EventStore,
     private readonly config: AnomalyConfig,
     private readonly logger: Logger,
-    /** Resolves true once ClickHouse holds every record these teams acknowledged (false: not in time). */
-    private readonly awaitLoaded: (teamIds: string[]) => Promise<boolean>,
+    /** Resolves true once ClickHouse holds every record the log holds (false: not in time). */
+    private readonly awaitLoaded: () => Promise<boolean>,
   ) {
     this.statements = {
       insertPayee: registry.prepare('INSERT OR IGNORE INTO agent_payees (team_id, agent_id, payee, first_seen) VALUES (?, ?, ?, ?)'),
@@ -224,7 +224,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       }
     });
     if (missing.size === 0) return new Set();
-    if (!(await this.awaitLoaded([...new Set([...missing.values()].map((m) => m.teamId))]))) {
+    if (!(await this.awaitLoaded())) {
       this.logger.warn({ windows: missing.size }, 'ClickHouse is behind or down: windowed limits of these windows are not checked for this group');
       return missingKeys;
     }

@@ -31,8 +31,6 @@ export class Freshness {
   private waiters: Waiter[] = [];
   /** Set by the loader: load now, a reader is waiting. */
   wakeLoader: () => void = () => undefined;
-  /** Set by the loader: whether its last insert failed (ClickHouse down or refusing). */
-  loaderFailing: () => boolean = () => false;
 
   constructor(loadedPos: number, unloaded: readonly LogChunk[] = []) {
     this.loadedPos = loadedPos;
@@ -66,10 +64,6 @@ export class Freshness {
     const still: Waiter[] = [];
     for (const w of this.waiters) (w.pos <= pos ? w.resolve() : still.push(w));
     this.waiters = still;
-  }
-
-  get loadedPosition(): number {
-    return this.loadedPos;
   }
 
   backlog(): Backlog {

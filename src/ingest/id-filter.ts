@@ -67,9 +67,4 @@ export class IdFilter {
     const [h1, h2] = hashes(teamId, id);
     return this.links.some((link) => link.has(h1, h2));
   }
-
-  /** Bytes of memory the filter holds. */
-  get bytes(): number {
-    return this.links.reduce((n, link) => n + link.bits.byteLength, 0);
-  }
 }

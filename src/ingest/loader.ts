@@ -146,7 +146,6 @@ export class Loader {
       this.urgent = true;
       this.wake?.();
     };
-    freshness.loaderFailing = () => this.failing;
   }
 
   /** The loaded position and the unloaded chunks recorded in the log (for Freshness at start). */

@@ -21,7 +21,7 @@ export interface IngestPipeline {
   ingestor: Ingestor;
   evaluator: Evaluator | undefined;
   /** For evaluation: resolves true once ClickHouse holds what these teams acknowledged (false: not soon). */
-  awaitLoaded(teamIds: string[]): Promise<boolean>;
+  awaitLoaded(): Promise<boolean>;
   /** Refuses new writes, commits what is queued, stops the loader after its current block. */
   close(): Promise<void>;
 }
@@ -56,7 +56,7 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
   // Running totals read at the acknowledgement need every earlier record in ClickHouse: all that
   // the log holds (also a group still waiting for its disk flush, which the loader takes after it).
   // While the loader is failing there is no point in waiting for it.
-  const awaitLoaded = async (_teamIds: string[]) => {
+  const awaitLoaded = async () => {
     if (loader.isFailing) return false;
     return freshness.waitFor(log.endPos - 1, Math.min(2_000, config.ingest.readWaitMs));
   };

@@ -46,6 +46,8 @@ function dateTime(ms: number): string {
 }
 
 const NULL = '\\N';
+/** A Nullable(String) field. */
+const nullable = (value: string | null) => (value === null ? NULL : text(value));
 
 /** One row as a TSV line (with its '\n'): the EVENT_COLUMNS, then its position in the ingest log. */
 export function rowToTsv(row: EventRow, logPos: number): string {
@@ -66,18 +68,18 @@ export function rowToTsv(row: EventRow, logPos: number): string {
       text(row.network),
       text(row.scheme),
       text(row.policy_evaluation),
-      row.team_label === null ? NULL : text(row.team_label),
-      row.tx_hash === null ? NULL : text(row.tx_hash),
+      nullable(row.team_label),
+      nullable(row.tx_hash),
       text(row.payer_address),
       text(row.payee_address),
-      row.facilitator === null ? NULL : text(row.facilitator),
+      nullable(row.facilitator),
       String(row.status_code),
       String(row.response_time_ms),
-      row.human_sponsor === null ? NULL : text(row.human_sponsor),
-      row.policy_id === null ? NULL : text(row.policy_id),
-      row.budget_remaining === null ? NULL : text(row.budget_remaining),
-      row.task_id === null ? NULL : text(row.task_id),
-      row.session_id === null ? NULL : text(row.session_id),
+      nullable(row.human_sponsor),
+      nullable(row.policy_id),
+      nullable(row.budget_remaining),
+      nullable(row.task_id),
+      nullable(row.session_id),
       stringArray(row.tags),
       text(row.metadata),
       row.settled_at === null ? NULL : dateTime(row.settled_at),

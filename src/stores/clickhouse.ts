@@ -18,8 +18,6 @@ export interface EventStore {
   command(sql: string, params?: Record<string, unknown>): Promise<void>;
   /** Inserts objects as JSONEachRow (small, occasional writes: migrations records). */
   insert(table: string, rows: readonly object[]): Promise<void>;
-  /** Inserts rows given as arrays in `columns` order (JSONCompactEachRow), serialised once here. */
-  insertRows(table: string, columns: readonly string[], rows: readonly unknown[][]): Promise<void>;
   /**
    * Inserts TabSeparated lines (the ingest loader's blocks) with query-level settings such as
    * insert_deduplication_token. Embedded: the bytes go to the engine as they are (no copy, parsed
@@ -40,21 +38,6 @@ const READ_SETTINGS: ClickHouseSettings = {
 
 /** Failures reach our callers as errors and are logged once there; the client must not print them too. */
 const CLIENT_LOG = { level: ClickHouseLogLevel.OFF };
-
-/**
- * Ingest inserts are small (at most a few thousand rows): parsing them on one thread beats
- * starting a thread pool per insert, and 64 KiB compression blocks avoid allocating 1 MiB per
- * column per part. Measured: about 8% less CPU per row at 1,600-row inserts (2 cores).
- */
-const SMALL_INSERT_SETTINGS: ClickHouseSettings = {
-  max_threads: 1,
-  max_insert_threads: '1',
-  input_format_parallel_parsing: 0,
-  max_compress_block_size: '65536',
-  min_compress_block_size: '4096',
-};
-/** Above this many rows an insert is a bulk load (seed, benchmark ceiling): defaults parse in parallel. */
-const SMALL_INSERT_ROWS = 10_000;
 
 /** Builds the client; no I/O happens until `ensureDatabase` or the first query. */
 export function createEventStore(config: ClickHouseConfig): EventStore {
@@ -142,21 +125,6 @@ function clientStore(client: ClickHouseClient, config: ClickHouseConfig, embedde
     async insert(table: string, rows: readonly object[]): Promise<void> {
       if (rows.length === 0) return;
       await client.insert({ table, values: rows as object[], format: 'JSONEachRow' });
-    },
-    async insertRows(table: string, columns: readonly string[], rows: readonly unknown[][]): Promise<void> {
-      if (rows.length === 0) return;
-      // One string, handed over as a raw (not object-mode) stream: the client's per-row encoding
-      // of an array of values halved insert throughput in measurements.
-      let body = '';
-      for (const row of rows) body += `${JSON.stringify(row)}\n`;
-      // exec, not insert: insert wants an object-mode stream for JSON formats and encodes it itself.
-      const result = await client.exec({
-        query: `INSERT INTO ${table} (${columns.join(', ')}) FORMAT JSONCompactEachRow`,
-        values: Readable.from([body], { objectMode: false }),
-        clickhouse_settings: rows.length <= SMALL_INSERT_ROWS ? SMALL_INSERT_SETTINGS : {},
-      });
-      // Over HTTP the response must be read to free the socket; it is empty for an INSERT.
-      for await (const _chunk of result.stream) void _chunk;
     },
     async insertTsv(table: string, columns: readonly string[], body: Buffer, settings: Record<string, string | number>): Promise<void> {
       if (body.length === 0) return;
