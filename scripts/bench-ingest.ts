@@ -327,10 +327,36 @@ async function verifyStore(dataDir: string, acknowledged: number): Promise<void>
   if (check.events !== acknowledged || check.distinctIds !== acknowledged) console.log('  MISMATCH: stored is not what was acknowledged');
 }
 
+/**
+ * What one flush to this disk costs: every acknowledgement waits for one (the WAL's fdatasync), so
+ * its median is the floor of the concurrency 1 latency on this machine.
+ */
+function measureDiskFlush(): { p50: number; p99: number } {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-flush-')), 'flush');
+  const fd = fs.openSync(file, 'w');
+  const page = Buffer.alloc(32 * 1024, 1);
+  const times: number[] = [];
+  try {
+    for (let i = 0; i < 200; i++) {
+      fs.writeSync(fd, page);
+      const t0 = performance.now();
+      fs.fdatasyncSync(fd);
+      times.push(performance.now() - t0);
+    }
+  } finally {
+    fs.closeSync(fd);
+    fs.rmSync(path.dirname(file), { recursive: true, force: true });
+  }
+  times.sort((a, b) => a - b);
+  return { p50: times[Math.floor(times.length / 2)]!, p99: times[Math.floor(times.length * 0.99)]! };
+}
+
 async function main(): Promise<void> {
   const policies = Number(args.policies);
   console.log(`spendscope ingest benchmark, ${new Date().toISOString().slice(0, 10)}: embedded ClickHouse, ` +
     `${os.cpus().length} cores, batches of ${BATCH}, ${SECONDS} s per level`);
+  const flush = measureDiskFlush();
+  console.log(`this disk: fdatasync after a 32 KB append, p50 ${fmt(flush.p50, 2)} ms, p99 ${fmt(flush.p99, 2)} ms (one per acknowledgement)`);
   // With policies, the same run first measures without them, on its own fresh store, for the ratio.
   const baseline = policies > 0 ? await measureService(0) : undefined;
   if (baseline) fs.rmSync(baseline.dataDir, { recursive: true, force: true });

@@ -4,7 +4,10 @@
  * What a loader block costs ClickHouse, on a temporary embedded store: blocks of realistic rows
  * inserted as the loader does (events, then every rollup, each with its token), first with parts
  * fsynced (fsync_after_insert and fsync_part_directory, the schema's setting) and then without,
- * and prints the median and p90 time per block and rows/s for both. Run it with the server stopped.
+ * and prints the median and p90 time per block and rows/s for both. Then where a block's time goes:
+ * the events insert alone, and the same TSV into a table of the same columns with the Null engine
+ * (nothing stored: what the engine spends parsing the block, the floor of any loader). Run it with
+ * the server stopped.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,7 +18,7 @@ import { loadConfig } from '../src/config.js';
 import { SchemaRegistry } from '../src/http/validation.js';
 import { insertBlock } from '../src/ingest/loader.js';
 import { recordToRow } from '../src/ingest/records.js';
-import { rowToTsv } from '../src/ingest/tsv.js';
+import { rowToTsv, TSV_COLUMNS } from '../src/ingest/tsv.js';
 import { SCHEMA_DIR } from '../src/paths.js';
 import { openStores } from '../src/stores/open.js';
 
@@ -54,12 +57,12 @@ async function main(): Promise<void> {
     }
     return { firstPos: pos - ROWS, lastPos: pos - 1, body: Buffer.from(lines.join('')) };
   };
-  const measure = async (label: string) => {
+  const measure = async (label: string, insert = (positions: { firstPos: number; lastPos: number }, body: Buffer) => insertBlock(loaderEvents, 'bench', positions, body)) => {
     const times: number[] = [];
     for (let b = 0; b < BLOCKS; b++) {
       const { body, ...positions } = block();
       const t0 = performance.now();
-      await insertBlock(loaderEvents, 'bench', positions, body);
+      await insert(positions, body);
       times.push(performance.now() - t0);
     }
     times.sort((a, b) => a - b);
@@ -72,6 +75,10 @@ async function main(): Promise<void> {
     await measure('parts fsynced (the schema)');
     for (const t of TABLES) await events.command(`ALTER TABLE ${t} MODIFY SETTING fsync_after_insert = 0, fsync_part_directory = 0`);
     await measure('parts not fsynced');
+    let n = 0;
+    await measure('events only, not fsynced', (_positions, body) => loaderEvents.insertTsv('events', TSV_COLUMNS, body, { insert_deduplication_token: `events-only-${n++}` }));
+    await events.command('CREATE TABLE events_parse_only AS events ENGINE = Null');
+    await measure('parsing only (Null engine)', (_positions, body) => loaderEvents.insertTsv('events_parse_only', TSV_COLUMNS, body, {}));
   } finally {
     registry.close();
     await events.close();
