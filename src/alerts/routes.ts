@@ -108,27 +108,30 @@ export const getAlertRoute = defineRoute({
   },
 });
 
-export const updateAlertRoute = defineRoute<{ status: AlertStatus; note?: string }>({
+export const updateAlertRoute = defineRoute<{ status?: AlertStatus; note?: string }>({
   method: 'patch',
   path: '/alerts/:id',
   operationId: 'updateAlert',
   summary: 'Resolve or reopen an alert',
   description:
-    '`{"status": "resolved", "note"?}` resolves it (a new breach afterwards opens a new alert); `{"status": "open"}` ' +
+    '`{"status": "resolved", "note"?}` resolves it (a new breach afterwards opens a new alert), and so does a PATCH with ' +
+    'no body, `{}` or a `note` alone: resolving is what PATCH does unless it says otherwise. `{"status": "open"}` ' +
     'reopens it, unless the same breach has opened a newer alert meanwhile (409). Setting the status it has changes nothing.',
   tag: 'alerts',
   body: 'alert-patch.json',
+  bodyWhenEmpty: {},
   bodyExample: { status: 'resolved', note: 'Budget raised for the launch week' },
   responses: {
     200: { description: 'The alert as changed', schema: 'alert.json', example: { ...EXAMPLE_ALERT, status: 'resolved', resolvedAt: '2026-11-21T16:00:00.000Z', resolution: 'Budget raised for the launch week' } },
     409: { description: 'Reopening: the same breach has a newer open alert', schema: 'error.json' },
   },
   handler({ params, body, team, deps }) {
-    if (body.status === 'open' && body.note !== undefined) {
+    const status = body.status ?? 'resolved';
+    if (status === 'open' && body.note !== undefined) {
       throw new ApiError('validation_failed', 'Request body is invalid: note is only allowed when resolving', [{ field: 'note', message: 'is only allowed with status resolved' }]);
     }
     try {
-      const alert = setAlertStatus(deps.registry, team.teamId, params.id!, body.status, body.note);
+      const alert = setAlertStatus(deps.registry, team.teamId, params.id!, status, body.note);
       if (!alert) throw notFound(params.id!);
       return { body: toBody(alert) };
     } catch (err) {

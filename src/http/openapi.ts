@@ -93,7 +93,7 @@ function operation(spec: RouteSpec, schemas: SchemaRegistry): Json {
     ...(spec.body
       ? {
           requestBody: {
-            required: true,
+            required: spec.bodyWhenEmpty === undefined,
             content: {
               'application/json': {
                 schema: ref(spec.body),

@@ -78,6 +78,11 @@ interface RouteSpecBase {
   /** Schema file of the JSON body; declaring one makes the route accept only JSON. */
   body?: string;
   bodyExample?: unknown;
+  /**
+   * What the handler sees when a request of this route sends no body at all (no Content-Type, no
+   * bytes); without it, such a request is a 400 "Request body is required".
+   */
+  bodyWhenEmpty?: unknown;
   /** Schema file of the query string. */
   query?: string;
   responses: Record<number, ResponseSpec>;
@@ -129,7 +134,7 @@ export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: Ap
       for (const spec of specs) {
         const chain: RequestHandler[] = [];
         if (!spec.public) chain.push(auth);
-        if (spec.body) chain.push(requireJson, json);
+        if (spec.body) chain.push(requireJson(spec), json);
         chain.push(runHandler(spec, deps, options));
         route[spec.method](...chain);
       }
@@ -140,20 +145,30 @@ export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: Ap
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
 
-/** A body of another type gets 415; no body at all (or an empty one) is a 400 "is required". */
-const requireJson: RequestHandler = (req, _res, next) => {
-  const empty = req.get('content-length') === '0' || req.is(JSON_TYPES) === null;
-  if (empty && !req.get('content-type')) {
-    throw new ApiError('validation_failed', 'Request body is required', [{ field: 'body', message: 'is required' }]);
-  }
-  if (req.is(JSON_TYPES) === false) {
-    throw new ApiError(
-      'unsupported_media_type',
-      `Content-Type must be application/json, got ${req.get('content-type') ?? 'none'}`,
-    );
-  }
-  next();
-};
+/**
+ * A body of another type gets 415; no body at all (or an empty one) is a 400 "is required", unless
+ * the route says what an empty request means (`bodyWhenEmpty`).
+ */
+function requireJson(spec: RouteSpec): RequestHandler {
+  return (req, _res, next) => {
+    const empty = req.get('content-length') === '0' || req.is(JSON_TYPES) === null;
+    if (empty && !req.get('content-type')) {
+      if (spec.bodyWhenEmpty === undefined) {
+        throw new ApiError('validation_failed', 'Request body is required', [{ field: 'body', message: 'is required' }]);
+      }
+      req.body = structuredClone(spec.bodyWhenEmpty);
+      next();
+      return;
+    }
+    if (req.is(JSON_TYPES) === false) {
+      throw new ApiError(
+        'unsupported_media_type',
+        `Content-Type must be application/json, got ${req.get('content-type') ?? 'none'}`,
+      );
+    }
+    next();
+  };
+}
 
 function runHandler(spec: RouteSpec, deps: AppDeps, options: MountOptions): RequestHandler {
   return async (req: Request, res: Response) => {
