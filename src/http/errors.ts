@@ -44,10 +44,25 @@ export function errorBody(code: ErrorCode, message: string, requestId: unknown, 
   return { error: { code, message, ...(details === undefined ? {} : { details }), requestId: String(requestId) } };
 }
 
+/** Whether a body the strict JSON parser refused is valid JSON after all (null, a string, a number, a boolean). */
+function isJsonScalar(body: unknown): boolean {
+  if (typeof body !== 'string') return false;
+  try {
+    const value: unknown = JSON.parse(body);
+    return value === null || typeof value !== 'object';
+  } catch {
+    return false;
+  }
+}
+
 /** Errors raised by express.json (body-parser) carry a `type`; map the ones a client causes. */
-function fromBodyParser(err: { type?: string; message?: string }, maxBodyBytes: number): ApiError | undefined {
+function fromBodyParser(err: { type?: string; message?: string; body?: unknown }, maxBodyBytes: number): ApiError | undefined {
   switch (err.type) {
     case 'entity.parse.failed':
+      // The strict parser refuses JSON that is not an object or array: valid JSON, the wrong shape.
+      if (isJsonScalar(err.body)) {
+        return new ApiError('validation_failed', 'Request body must be a JSON object', [{ field: 'body', message: 'must be a JSON object' }]);
+      }
       return new ApiError('invalid_json', `Request body is not valid JSON: ${err.message ?? ''}`.trim());
     case 'entity.too.large':
       return new ApiError('payload_too_large', `Request body is larger than ${maxBodyBytes} bytes`);

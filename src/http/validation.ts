@@ -107,6 +107,24 @@ export function fieldName(instancePath: string, child?: string): string {
   return parts.reduce((name, part) => (/^\d+$/.test(part) ? `${name}[${part}]` : name ? `${name}.${part}` : part), '');
 }
 
+const PLAIN_KEYWORDS = new Set(['required', 'additionalProperties', 'maxLength']);
+
+const TYPE_NAMES: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  integer: 'an integer',
+  boolean: 'true or false',
+  object: 'an object',
+  array: 'an array',
+  null: 'null',
+};
+
+/** ajv's `string,null` -> `a string or null`. */
+function typeNames(type: unknown): string {
+  const types = (Array.isArray(type) ? type : String(type).split(',')).map((t) => TYPE_NAMES[String(t)] ?? String(t));
+  return types.length > 1 ? `${types.slice(0, -1).join(', ')} or ${types.at(-1)}` : types[0]!;
+}
+
 /**
  * ajv errors -> one entry per field, in order, without ajv's duplicate anyOf/oneOf noise. A
  * schema's own `x-message` beats ajv's text for the same field (oneOf reports its branches first).
@@ -126,11 +144,16 @@ export function toFieldErrors(errors: ErrorObject[]): FieldError[] {
       message = 'is not a known field';
     } else if (e.keyword === 'enum') {
       message = `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    } else if (e.keyword === 'type') {
+      message = `must be ${typeNames(params.type)}`;
+    } else if (e.keyword === 'maxLength') {
+      message = `is too long: at most ${String(params.limit)} characters`;
     } else if (e.keyword === 'if') {
       continue;
     }
     const custom = (e.parentSchema as Record<string, unknown> | undefined)?.['x-message'];
-    const isCustom = typeof custom === 'string' && e.keyword !== 'required' && e.keyword !== 'additionalProperties';
+    // A field's own message says what it must look like; a missing, unknown or over-long field is told so plainly.
+    const isCustom = typeof custom === 'string' && !PLAIN_KEYWORDS.has(e.keyword);
     if (isCustom) message = custom;
     const earlier = byField.get(field);
     if (earlier) {

@@ -41,8 +41,12 @@ export class Ingestor {
     });
     this.metrics?.ingestRecords.inc({ outcome: 'invalid' }, records.length - rows.length);
     if (rows.length === 0) {
-      throw new ApiError('validation_failed', `No record of the batch is valid (${errors.length} problems, first: ` +
-        `records[${errors[0]?.index}].${errors[0]?.field} ${errors[0]?.message})`, errors);
+      // Named as the route's body names its list: events[i] on POST /events, records[i] from the SDK.
+      const list = source === 'events' ? 'events' : 'records';
+      const first = errors[0];
+      const where = first ? `${list}[${first.index}]${first.field ? `.${first.field}` : ''} ${first.message}` : '';
+      const message = errors.length === 1 ? `No record of the batch is valid: ${where}` : `No record of the batch is valid (${errors.length} problems, first: ${where})`;
+      throw new ApiError('validation_failed', message, errors);
     }
     const started = performance.now();
     const outcome = await this.commit.write(teamId, rows);

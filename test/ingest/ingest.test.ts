@@ -198,8 +198,8 @@ describe('ingest', () => {
       expect(res.body.ingested).to.equal(2);
       expect(res.body.errors).to.deep.equal([
         { index: 1, field: 'amount', message: res.body.errors[0].message },
-        { index: 3, field: 'record', message: 'must be object' },
-        { index: 4, field: 'record', message: 'must be object' },
+        { index: 3, field: 'record', message: 'must be an object' },
+        { index: 4, field: 'record', message: 'must be an object' },
       ]);
       expect(await storedCount(team.teamId)).to.equal(2);
     });

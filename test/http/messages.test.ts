@@ -1,0 +1,62 @@
+import { expect } from 'chai';
+import { api, errorOf, newTeam } from '../helpers/context.js';
+
+/** Error texts people read: each names the field as the route's body names it, in plain words. */
+describe('error messages', () => {
+  const record = { agent_id: 'a1', endpoint: 'https://api.example.com/x', method: 'POST', amount: '0.01' };
+
+  it('POST /events names events[i].field, and one problem is not "1 problems"', async () => {
+    const team = newTeam();
+    const res = await api().post('/api/v1/events').set(...team.auth).send({ events: [{ ...record, amount: 'lots' }] }).expect(400);
+    const { message } = errorOf(res.body);
+    expect(message).to.include('events[0].amount');
+    expect(message).not.to.include('records[');
+    expect(message).not.to.match(/\b1 problems\b/);
+  });
+
+  it('POST /audit/batch names records[i].field and counts problems in words that agree', async () => {
+    const team = newTeam();
+    const res = await api()
+      .post('/api/v1/audit/batch')
+      .set(...team.auth)
+      .send({ records: [{ ...record, id: 'r1', amount: 'lots' }, { ...record, id: 'r2', endpoint: 'ftp://x' }] })
+      .expect(400);
+    const { message } = errorOf(res.body);
+    expect(message).to.include('records[0].amount');
+    expect(message).to.include('2 problems');
+  });
+
+  it('a nullable field of the wrong type says "must be a string or null", not "must be string,null"', async () => {
+    const team = newTeam();
+    const res = await api().post('/api/v1/events').set(...team.auth).send({ events: [{ ...record, team: 5 }] }).expect(400);
+    const details = errorOf(res.body).details as { field: string; message: string }[];
+    const team5 = details.find((d) => d.field === 'team');
+    expect(team5?.message).to.equal('must be a string or null');
+    expect(JSON.stringify(res.body)).not.to.include('string,null');
+  });
+
+  for (const body of ['null', '"x"', '42', 'true']) {
+    it(`a body of ${body} is "must be a JSON object", not "not valid JSON"`, async () => {
+      const team = newTeam();
+      const res = await api().post('/api/v1/events').set(...team.auth).set('Content-Type', 'application/json').send(body).expect(400);
+      const error = errorOf(res.body);
+      expect(error.code).to.equal('validation_failed');
+      expect(error.message).to.equal('Request body must be a JSON object');
+      expect(error.details).to.deep.equal([{ field: 'body', message: 'must be a JSON object' }]);
+    });
+  }
+
+  it('a body that is not JSON at all is still invalid_json', async () => {
+    const team = newTeam();
+    const res = await api().post('/api/v1/events').set(...team.auth).set('Content-Type', 'application/json').send('{"events": [').expect(400);
+    expect(errorOf(res.body).code).to.equal('invalid_json');
+  });
+
+  it('an over-long URL says it is too long, not that it is not a URL', async () => {
+    const team = newTeam();
+    const endpoint = `https://api.example.com/${'a'.repeat(5000)}`;
+    const res = await api().post('/api/v1/events').set(...team.auth).send({ events: [{ ...record, endpoint }] }).expect(400);
+    const details = errorOf(res.body).details as { field: string; message: string }[];
+    expect(details.find((d) => d.field === 'endpoint')?.message).to.equal('is too long: at most 4096 characters');
+  });
+});
