@@ -3,6 +3,10 @@ import type { SchemaRegistry } from '../http/validation.js';
 import { recordToRow, type EventRow, type IngestSource } from './records.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { GroupCommit } from './group-commit.js';
+import type { Logger } from 'pino';
+
+/** A batch logs at most this many of its rejected records' errors (the count is always whole). */
+const LOGGED_ERRORS = 20;
 
 /** One invalid field of one record of a batch. */
 export interface RecordError {
@@ -30,7 +34,8 @@ export class Ingestor {
     private readonly metrics?: Metrics,
   ) {}
 
-  async ingest(teamId: string, records: readonly unknown[], source: IngestSource): Promise<IngestResult> {
+  /** `log` (the request's logger) gets a warning naming each rejected record's index, field and reason. */
+  async ingest(teamId: string, records: readonly unknown[], source: IngestSource, log?: Logger): Promise<IngestResult> {
     const receivedAt = Date.now();
     const rows: EventRow[] = [];
     const errors: RecordError[] = [];
@@ -40,6 +45,13 @@ export class Ingestor {
       else for (const e of outcome.errors) errors.push({ index, ...e });
     });
     this.metrics?.ingestRecords.inc({ outcome: 'invalid' }, records.length - rows.length);
+    if (errors.length > 0) {
+      // Where and why, never the record itself: its fields may be what the sender must not leak.
+      log?.warn(
+        { teamId, source, rejectedRecords: records.length - rows.length, errors: errors.slice(0, LOGGED_ERRORS), moreErrors: Math.max(0, errors.length - LOGGED_ERRORS) },
+        'ingest: records rejected',
+      );
+    }
     if (rows.length === 0) {
       // Named as the route's body names its list: events[i] on POST /events, records[i] from the SDK.
       const list = source === 'events' ? 'events' : 'records';

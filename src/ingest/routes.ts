@@ -34,8 +34,8 @@ export const ingestEvents = defineRoute<{ events: unknown[] }>({
   body: 'events-batch.json',
   bodyExample: { events: [EXAMPLE_RECORD] },
   responses: RESPONSES,
-  async handler({ body, team, deps }): Promise<{ body: IngestResult }> {
-    return { body: await deps.ingest.ingestor.ingest(team.teamId, body.events, 'events') };
+  async handler({ body, team, deps, log }): Promise<{ body: IngestResult }> {
+    return { body: await deps.ingest.ingestor.ingest(team.teamId, body.events, 'events', log) };
   },
 });
 
@@ -53,8 +53,8 @@ export const ingestAuditBatch = defineRoute<{ records: unknown[] }>({
   body: 'audit-batch.json',
   bodyExample: { records: [{ id: '9f2c1a7b3d4e5f60', ...EXAMPLE_RECORD }] },
   responses: RESPONSES,
-  async handler({ body, team, deps }): Promise<{ body: IngestResult }> {
-    return { body: await deps.ingest.ingestor.ingest(team.teamId, body.records, 'sdk') };
+  async handler({ body, team, deps, log }): Promise<{ body: IngestResult }> {
+    return { body: await deps.ingest.ingestor.ingest(team.teamId, body.records, 'sdk', log) };
   },
 });
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { api, errorOf, newTeam } from '../helpers/context.js';
+import { api, errorOf, newTeam, testEnv } from '../helpers/context.js';
 
 /** Error texts people read: each names the field as the route's body names it, in plain words. */
 describe('error messages', () => {
@@ -58,5 +58,36 @@ describe('error messages', () => {
     const res = await api().post('/api/v1/events').set(...team.auth).send({ events: [{ ...record, endpoint }] }).expect(400);
     const details = errorOf(res.body).details as { field: string; message: string }[];
     expect(details.find((d) => d.field === 'endpoint')?.message).to.equal('is too long: at most 4096 characters');
+  });
+});
+
+describe('rejected records', () => {
+  it('are logged at warn with the team, index, field and reason, never the record, and counted in /metrics', async () => {
+    const team = newTeam();
+    const secret = 'sk-live-do-not-log-me';
+    const metricsBefore = (await api().get('/metrics').expect(200)).text;
+    const invalidBefore = Number(/spendscope_ingest_records_total\{outcome="invalid"\} (\d+)/.exec(metricsBefore)?.[1] ?? 0);
+    const res = await api()
+      .post('/api/v1/events')
+      .set(...team.auth)
+      .send({
+        events: [
+          { agent_id: 'a1', endpoint: 'https://api.example.com/x', method: 'POST', amount: '0.01' },
+          { agent_id: 'a1', endpoint: 'https://api.example.com/x', method: 'POST', amount: 'lots', task_id: secret },
+        ],
+      })
+      .expect(200);
+    expect(res.body.ingested).to.equal(1);
+    const requestId = res.headers['x-request-id'];
+    const line = testEnv().logLines.find((l) => l.msg === 'ingest: records rejected' && (l.req as { id?: string } | undefined)?.id === requestId);
+    expect(line, 'a warning for the rejected record').to.not.equal(undefined);
+    expect(line!.level).to.equal(40);
+    expect(line!.teamId).to.equal(team.teamId);
+    expect(line!.rejectedRecords).to.equal(1);
+    expect(line!.errors).to.deep.equal([{ index: 1, field: 'amount', message: res.body.errors[0].message }]);
+    expect(JSON.stringify(testEnv().logLines)).not.to.include(secret);
+    const metricsAfter = (await api().get('/metrics').expect(200)).text;
+    const invalidAfter = Number(/spendscope_ingest_records_total\{outcome="invalid"\} (\d+)/.exec(metricsAfter)?.[1] ?? 0);
+    expect(invalidAfter - invalidBefore).to.be.at.least(1);
   });
 });
