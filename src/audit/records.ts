@@ -48,7 +48,8 @@ export function rowToRecord(r: RecordRow): Record<string, unknown> {
     team: r.team_label,
     human_sponsor: r.human_sponsor,
     amount: r.amount_text || r.amount,
-    amount_raw: r.amount_raw,
+    // The SDK always sends "0" when it has no smallest-unit amount; a record sent without one reads the same.
+    amount_raw: r.amount_raw || '0',
     asset: r.asset,
     network: r.network,
     scheme: r.scheme,

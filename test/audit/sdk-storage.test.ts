@@ -191,3 +191,22 @@ describe('remote storage for the published SDK (ApiStorage against its MemorySto
     });
   }
 });
+
+describe('records sent without the SDK fields read back in the SDK shape', () => {
+  it('a record sent without amount_raw reads back with "0", as the SDK sends it; one sent with a value keeps it', async () => {
+    const team = newTeam();
+    const base = { agent_id: 'a1', endpoint: 'https://api.example.com/x', method: 'POST', amount: '0.25', created_at: Date.now() - 1000 };
+    await api()
+      .post('/api/v1/events')
+      .set(...team.auth)
+      .send({ events: [{ ...base, id: 'no-raw' }, { ...base, id: 'with-raw', amount_raw: '250000', asset: 'USDC' }] })
+      .expect(200);
+    const noRaw = await api().get('/api/v1/audit/no-raw').set(...team.auth).expect(200);
+    expect(noRaw.body.amount_raw).to.equal('0');
+    const withRaw = await api().get('/api/v1/audit/with-raw').set(...team.auth).expect(200);
+    expect(withRaw.body.amount_raw).to.equal('250000');
+    const queried = await api().post('/api/v1/audit/query').set(...team.auth).send({}).expect(200);
+    const byId = new Map((queried.body as { id: string; amount_raw: string }[]).map((r) => [r.id, r.amount_raw]));
+    expect(Object.fromEntries(byId)).to.deep.equal({ 'no-raw': '0', 'with-raw': '250000' });
+  });
+});
