@@ -1,5 +1,6 @@
 import { API_PREFIXES, defineRoute } from '../http/routes.js';
-import { auditFilter, auditOrder, type AuditQuery } from './query.js';
+import { auditFilter, auditOrder, auditPage, type AuditQuery, type Filter } from './query.js';
+import type { EventStore } from '../stores/clickhouse.js';
 import { RECORD_COLUMNS, rowToRecord, type RecordRow } from './records.js';
 import { auditSummary } from './summary.js';
 
@@ -53,17 +54,24 @@ export const auditQueryRoute = defineRoute<AuditQuery>({
   async handler({ body, team, deps }) {
     const events = await deps.readEvents(team.teamId);
     const filter = auditFilter(team.teamId, body);
+    const page = await auditPage(body, () => countRecords(events, filter));
+    if (!page || page.limit === 0) return { body: [] };
     const order = await auditOrder(events, filter, body);
-    const params: Record<string, unknown> = { ...filter.params, ...order.params, offset: body.offset ?? 0 };
-    let page = 'OFFSET {offset:UInt64}';
-    if (body.limit !== undefined && body.limit !== null) {
-      page = 'LIMIT {limit:UInt64} OFFSET {offset:UInt64}';
-      params.limit = body.limit;
+    const params: Record<string, unknown> = { ...filter.params, ...order.params, offset: page.offset };
+    let window = 'OFFSET {offset:UInt64}';
+    if (page.limit !== undefined) {
+      window = 'LIMIT {limit:UInt64} OFFSET {offset:UInt64}';
+      params.limit = page.limit;
     }
-    const rows = await events.query<RecordRow>(`SELECT ${RECORD_COLUMNS} FROM events WHERE ${filter.where} ORDER BY ${order.orderBy} ${page}`, params);
+    const rows = await events.query<RecordRow>(`SELECT ${RECORD_COLUMNS} FROM events WHERE ${filter.where} ORDER BY ${order.orderBy} ${window}`, params);
     return { body: rows.map(rowToRecord) };
   },
 });
+
+async function countRecords(events: EventStore, filter: Filter): Promise<number> {
+  const [row] = await events.query<{ n: string }>(`SELECT count() AS n FROM events WHERE ${filter.where}`, filter.params);
+  return Number(row?.n ?? 0);
+}
 
 export const auditSummarizeRoute = defineRoute<AuditQuery>({
   method: 'post',
@@ -111,10 +119,7 @@ export const auditCountRoute = defineRoute<AuditQuery>({
   bodyExample: { agentId: 'research-bot' },
   responses: { 200: { description: 'The count', schema: 'audit-count.json', example: { count: 1289 } } },
   async handler({ body, team, deps }) {
-    const filter = auditFilter(team.teamId, body);
-    const events = await deps.readEvents(team.teamId);
-    const [row] = await events.query<{ n: string }>(`SELECT count() AS n FROM events WHERE ${filter.where}`, filter.params);
-    return { body: { count: Number(row?.n ?? 0) } };
+    return { body: { count: await countRecords(await deps.readEvents(team.teamId), auditFilter(team.teamId, body)) } };
   },
 });
 

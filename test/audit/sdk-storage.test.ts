@@ -5,6 +5,7 @@
  */
 import { expect } from 'chai';
 import crypto from 'node:crypto';
+import fc from 'fast-check';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiStorage, MemoryStorage } from '@x402sentinel/x402';
@@ -168,28 +169,105 @@ describe('remote storage for the published SDK (ApiStorage against its MemorySto
     expect((await api().get(`/api/v1/audit/${records[0]!.id}`).set(...other.auth).expect(200)).body).to.equal(null);
   });
 
-  const malformed: [object, string][] = [
-    [{ limit: -1 }, 'limit'],
-    [{ offset: -5 }, 'offset'],
-    [{ limit: 'ten' }, 'limit'],
-    [{ orderBy: 'agent' }, 'orderBy'],
-    [{ order: 'up' }, 'order'],
-    [{ status: 'blocked' }, 'status'],
-    [{ status: ['denied'] }, 'status[0]'],
-    [{ minAmount: 5 }, 'minAmount'],
-    [{ maxAmount: '1e3' }, 'maxAmount'],
-    [{ startTime: 'yesterday' }, 'startTime'],
-    [{ tags: [1] }, 'tags[0]'],
-    [{ agent: 'x' }, 'agent'],
-  ];
-  for (const [body, field] of malformed) {
-    it(`a malformed query ${JSON.stringify(body)} is a 400 naming ${field}`, async () => {
+  it('a body that is not a JSON object is a 400 (the only query refused)', async () => {
+    for (const body of ['[]', '[{"agentId":"agent-1"}]', 'null', '"x"', '42']) {
       for (const path of ['/api/v1/audit/query', '/v1/audit/summarize', '/audit/count']) {
-        const res = await api().post(path).set(...team.auth).send(body).expect(400);
-        expect((errorOf(res.body).details as { field: string }[]).map((d) => d.field)).to.include(field);
+        const res = await api().post(path).set(...team.auth).set('Content-Type', 'application/json').send(body).expect(400);
+        expect(errorOf(res.body).code).to.equal('validation_failed');
       }
+    }
+  });
+
+  /**
+   * Values the SDK's types do not expect, each answered as MemoryStorage answers it: JavaScript's
+   * truthiness, `===`, String.prototype.includes, ToNumber in `<`, `+` and slice's negative indexes.
+   */
+  const unexpected: [string, object][] = [
+    ['order "DESC" is ascending (only "desc" reverses)', { orderBy: 'amount', order: 'DESC' }],
+    ['status ["BLOCKED"] matches nothing (case-sensitive)', { status: ['BLOCKED'] }],
+    ['a string status matches the values it contains', { status: 'flagged,blocked' }],
+    ['a string status "BLOCKED" matches nothing', { status: 'BLOCKED' }],
+    ['a negative limit counts from the end', { limit: -5 }],
+    ['a negative offset counts from the end', { offset: -7, limit: 3 }],
+    ['fractional limit and offset are truncated', { offset: 2.7, limit: 4.5 }],
+    ['a string offset is concatenated: "2" + 3 is 23', { offset: '2', limit: 3 }],
+    ['an unknown orderBy keeps storage order', { orderBy: 'agent', order: 'desc' }],
+    ['a non-numeric startTime filters nothing', { startTime: 'yesterday' }],
+    ['a numeric-string endTime is a number', { endTime: String(t0 + 61_000 * 20) }],
+    ['an endTime in an array is its number', { endTime: [t0 + 61_000 * 20] }],
+    ['a number minAmount cannot be parsed: nothing matches', { minAmount: 5 }],
+    ['"1e3" cannot be parsed: nothing matches', { maxAmount: '1e3' }],
+    ['a hex amount is what BigInt makes of it', { maxAmount: '0x0' }],
+    ['a number agentId equals no record', { agentId: 5 }],
+    ['an endpoint number is looked for as text', { endpoint: 1 }],
+    ['tags as a string cannot be searched: nothing matches', { tags: 'search' }],
+    ['tags without strings match nothing', { tags: [1, null] }],
+    ['unknown fields are ignored', { agent: 'x', verbose: true }],
+    ['a time window echoed as sent in the summary', { startTime: '0', endTime: null }],
+  ];
+  for (const [name, query] of unexpected) {
+    it(`an unexpected query answers as MemoryStorage does: ${name}`, async () => {
+      await expectSameAnswers(query as AuditQuery);
     });
   }
+
+  /**
+   * Remote and MemoryStorage agree on the query as it arrives (after JSON). Where MemoryStorage
+   * throws (it can only once a record reaches the bad filter), the remote answers as if nothing
+   * matched, and the SDK keeps using it.
+   */
+  async function expectSameAnswers(query: AuditQuery) {
+    const sent = JSON.parse(JSON.stringify(query)) as AuditQuery;
+    const attempt = async <T>(f: () => Promise<T>) => f().then((value) => ({ value }), () => undefined);
+    const expected = {
+      query: await attempt(() => local.query(sent)),
+      count: await attempt(() => local.count(sent)),
+      summarize: await attempt(() => local.summarize(sent)),
+    };
+    const actual = { query: await remote.query(query), count: await remote.count(query), summarize: await remote.summarize(query) };
+    const what = JSON.stringify(query);
+    expect(fellBack(), `the SDK switched to local storage on ${what}`).to.equal(false);
+    expect(actual.query, what).to.deep.equal(expected.query ? expected.query.value : []);
+    expect(actual.count, what).to.equal(expected.count ? expected.count.value : 0);
+    if (expected.summarize) expect(actual.summarize, what).to.deep.equal(expected.summarize.value);
+    else expect(actual.summarize.total_transactions, what).to.equal(0);
+  }
+
+  it('generated queries, expected values or not, answer as MemoryStorage does (fast-check)', async function () {
+    this.timeout(300_000);
+    const some = <T>(...values: T[]) => fc.constantFrom(...values);
+    const scalar = fc.oneof(fc.constant(null), fc.boolean(), fc.integer({ min: -400, max: 400 }), fc.double({ noNaN: true, min: -1e3, max: 1e3 }), fc.string({ maxLength: 6 }));
+    const json = fc.oneof(
+      { weight: 4, arbitrary: scalar },
+      { weight: 1, arbitrary: fc.array(scalar, { maxLength: 3 }) },
+      { weight: 1, arbitrary: fc.dictionary(some('a', 'length', 'toString', 'valueOf'), scalar, { maxKeys: 2 }) },
+    );
+    const time = (i: number) => t0 + 61_000 * i;
+    const field = <T>(expected: fc.Arbitrary<T>) => fc.oneof({ weight: 3, arbitrary: expected }, { weight: 1, arbitrary: json });
+    const query = fc.record(
+      {
+        agentId: field(some('agent-0', 'agent-1', 'agent-3', '', 'nobody')),
+        team: field(some('research', 'ops', '(none)', '')),
+        endpoint: field(some('search', 'Search', 'example.', 'épice', '/v1/', '')),
+        minAmount: field(some('0', '0.001', '0.0025', '0.004999', '0.002000', ' 0.001 ', '1e3', '-1', '0.0000001', '0x1', '')),
+        maxAmount: field(some('0', '0.001', '0.0025', '0.003', '5', '.5', '0.', '')),
+        startTime: field(fc.oneof(fc.integer({ min: -5, max: 120 }).map(time), fc.integer({ min: 0, max: 120 }).map((i) => String(time(i))), fc.double({ min: time(0), max: time(110), noNaN: true }))),
+        endTime: field(fc.oneof(fc.integer({ min: -5, max: 120 }).map(time), fc.integer({ min: 0, max: 120 }).map((i) => [time(i)]))),
+        status: field(some<unknown>(['blocked'], ['flagged', 'blocked'], ['BLOCKED'], 'BLOCKED', 'blocked', 'flagged,allowed', [], [1], { length: 1 })),
+        tags: field(some<unknown>(['search'], ['llm', 'data'], [], 'search', [1], ['retry', 7])),
+        limit: field(fc.oneof(fc.integer({ min: -30, max: 400 }), fc.double({ min: -30, max: 60, noNaN: true }), some('5', '-3', 'abc', '1e1'))),
+        offset: field(fc.oneof(fc.integer({ min: -30, max: 400 }), fc.double({ min: -30, max: 60, noNaN: true }), some('5', '-3', 'abc', '0x4'))),
+        orderBy: field(some('created_at', 'amount', 'endpoint', 'agent', 'AMOUNT', '')),
+        order: field(some('asc', 'desc', 'DESC', 'up', '')),
+      },
+    );
+    // A few fields at a time, so that filters leave records to sort and page.
+    const keys = ['agentId', 'team', 'endpoint', 'minAmount', 'maxAmount', 'startTime', 'endTime', 'status', 'tags', 'limit', 'offset', 'orderBy', 'order'] as const;
+    const few = fc
+      .tuple(query, fc.shuffledSubarray([...keys], { minLength: 0, maxLength: 4 }))
+      .map(([q, picked]) => Object.fromEntries(picked.map((k) => [k, q[k]])));
+    await fc.assert(fc.asyncProperty(few, async (q) => expectSameAnswers(q as AuditQuery)), { numRuns: 200 });
+  });
 });
 
 describe('records sent without the SDK fields read back in the SDK shape', () => {
