@@ -27,6 +27,8 @@ export interface IngestConfig {
   backlogMaxBytes: number;
   /** How long a read waits for the loader to reach what was acknowledged before it; then 503. */
   readWaitMs: number;
+  /** Decimals of assets beyond the built-in stablecoins, for amount_raw (ASSET_DECIMALS=ETH:18,WBTC:8). */
+  assetDecimals: Record<string, number>;
 }
 
 /** Thresholds of the anomaly checks at ingest (src/evaluation/anomalies.ts). */
@@ -61,6 +63,25 @@ export class ConfigError extends Error {
 type Env = Record<string, string | undefined>;
 
 /** Reads and validates the environment; throws ConfigError naming each bad variable. */
+/**
+ * ASSET_DECIMALS: "ETH:18,WBTC:8,0xabc…:6". Symbols are matched in any case, 0x addresses lower-cased,
+ * other addresses (Solana mints) as written. At most 18 decimals: amounts keep 18 fractional digits.
+ */
+function assetDecimalsSetting(raw: string, problems: string[]): Record<string, number> {
+  const table: Record<string, number> = {};
+  for (const entry of raw.split(',').map((e) => e.trim()).filter(Boolean)) {
+    const match = /^([^\s:]{1,128}):(\d{1,2})$/.exec(entry);
+    if (!match || Number(match[2]) > 18) {
+      problems.push(`ASSET_DECIMALS: "${entry}" must be <asset>:<decimals from 0 to 18>, e.g. ETH:18`);
+      continue;
+    }
+    const asset = match[1]!;
+    const key = asset.startsWith('0x') ? asset.toLowerCase() : asset.length <= 16 ? asset.toUpperCase() : asset;
+    table[key] = Number(match[2]);
+  }
+  return table;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const integer = (name: string, fallback: number, min: number, max: number): number => {
@@ -87,7 +108,8 @@ export function loadConfig(env: Env = process.env): Config {
   const logLevel = text('LOG_LEVEL', 'info', (v) =>
     (LOG_LEVELS as readonly string[]).includes(v) ? null : `must be one of ${LOG_LEVELS.join(', ')}`,
   ) as LogLevel;
-  const maxBodyBytes = integer('MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024);
+  // 8 MiB: a batch of 1,000 SDK records of up to 8 KB each (about 10,000 as the SDK usually sends them).
+  const maxBodyBytes = integer('MAX_BODY_BYTES', 8 * 1024 * 1024, 1024, 64 * 1024 * 1024);
   const shutdownTimeoutMs = integer('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000);
   const ingest: IngestConfig = {
     dedupWindowDays: integer('DEDUP_WINDOW_DAYS', 7, 1, 365),
@@ -97,6 +119,7 @@ export function loadConfig(env: Env = process.env): Config {
     backlogMaxRows: integer('INGEST_BACKLOG_MAX_ROWS', 3_000_000, 1, 1_000_000_000),
     backlogMaxBytes: integer('INGEST_BACKLOG_MAX_BYTES', 2 * 1024 ** 3, 1024, 1024 ** 4),
     readWaitMs: integer('READ_WAIT_MS', 10_000, 1, 600_000),
+    assetDecimals: assetDecimalsSetting(env.ASSET_DECIMALS ?? '', problems),
   };
   const anomalies: AnomalyConfig = {
     spikeFactor: integer('ANOMALY_SPIKE_FACTOR', 10, 2, 1_000_000),

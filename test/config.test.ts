@@ -14,7 +14,7 @@ describe('config', () => {
       database: 'spendscope',
     });
     expect(config.logLevel).to.equal('info');
-    expect(config.maxBodyBytes).to.equal(1024 * 1024);
+    expect(config.maxBodyBytes).to.equal(8 * 1024 * 1024);
     expect(config.bootstrapApiKey).to.equal(undefined);
   });
 
@@ -67,6 +67,7 @@ describe('config', () => {
       backlogMaxRows: 3_000_000,
       backlogMaxBytes: 2 * 1024 ** 3,
       readWaitMs: 10_000,
+      assetDecimals: {},
     });
     const config = loadConfig({
       DEDUP_WINDOW_DAYS: '14',
@@ -75,6 +76,7 @@ describe('config', () => {
       INGEST_BACKLOG_MAX_ROWS: '100',
       INGEST_BACKLOG_MAX_BYTES: '1048576',
       READ_WAIT_MS: '500',
+      ASSET_DECIMALS: 'eth:18, WBTC:8,0xAbC0000000000000000000000000000000000001:9,So11111111111111111111111111111111111111112:9',
     });
     expect(config.ingest).to.deep.equal({
       dedupWindowDays: 14,
@@ -83,6 +85,8 @@ describe('config', () => {
       backlogMaxRows: 100,
       backlogMaxBytes: 1_048_576,
       readWaitMs: 500,
+      // Symbols upper-cased, 0x addresses lower-cased, other addresses as written.
+      assetDecimals: { ETH: 18, WBTC: 8, '0xabc0000000000000000000000000000000000001': 9, So11111111111111111111111111111111111111112: 9 },
     });
   });
 
@@ -99,6 +103,7 @@ describe('config', () => {
     SHUTDOWN_TIMEOUT_MS: '1.5',
     ANOMALY_SPIKE_FACTOR: '1',
     ANOMALY_LOOP_SECONDS: '0',
+    ASSET_DECIMALS: 'ETH:19',
   };
   for (const [name, value] of Object.entries(bad)) {
     it(`rejects a bad ${name}, naming it`, () => {
@@ -108,6 +113,10 @@ describe('config', () => {
         .that.includes(name);
     });
   }
+
+  it('rejects an ASSET_DECIMALS entry without decimals, naming the entry', () => {
+    expect(() => loadConfig({ ASSET_DECIMALS: 'ETH:18,WBTC' })).to.throw(ConfigError).with.property('message').that.includes('"WBTC"');
+  });
 
   it('names every bad variable at once', () => {
     try {

@@ -1,5 +1,6 @@
 import BigNumber from 'bignumber.js';
 import type { EventStore } from '../stores/clickhouse.js';
+import { UNPRICED_CONDITION } from '../ingest/loader.js';
 
 /** A time range in Unix ms: from inclusive, to exclusive. */
 export interface TimeRange {
@@ -101,6 +102,9 @@ const DIMENSION_COLUMN = {
   category: 'toString(category)',
   network: 'toString(network)',
   outcome: 'toString(policy_evaluation)',
+  asset: 'toString(asset)',
+  // Only unpriced records (src/ingest/loader.ts), by asset: the rollups hold no row for the others.
+  unpriced: 'toString(asset)',
 } as const;
 
 /** A dimension the analytics can group by. */
@@ -123,6 +127,8 @@ export interface SpendTotals {
   maxPayment: string;
   flagged: number;
   blocked: number;
+  /** Records with an amount_raw in an asset of unknown decimals: stored as 0 spend. Counted only when asked (dimension unpriced). */
+  unpriced: number;
 }
 
 export interface PeriodSpend {
@@ -169,11 +175,14 @@ export async function spendByDimensions(
   }
   const rawWhere = segmentsCondition(segments, 'raw', p);
   if (rawWhere) {
-    const pairs = dims.map((d) => `('${d}', ${DIMENSION_COLUMN[d]})`).join(', ');
+    const pairs = `[${dims.filter((d) => d !== 'unpriced').map((d) => `('${d}', ${DIMENSION_COLUMN[d]})`).join(', ')}]`;
+    const dimensionsOfRow = dims.includes('unpriced')
+      ? `arrayConcat(${pairs}, if(${UNPRICED_CONDITION}, [('unpriced', ${DIMENSION_COLUMN.unpriced})], []))`
+      : pairs;
     branches.push(`
       SELECT toUnixTimestamp64Milli(event_time) < ${periodStart} AS previous, dim.1 AS dimension, dim.2 AS key,
              toDecimal256(amount, 18) AS spend, toUInt64(1) AS events, amount AS max_amount
-        FROM events ARRAY JOIN [${pairs}] AS dim
+        FROM events ARRAY JOIN ${dimensionsOfRow} AS dim
        WHERE team_id = ${team} AND ${rawWhere}`);
   }
   const result = { current: emptyPeriod(dims), ...(options.previous ? { previous: emptyPeriod(dims) } : {}) };
@@ -188,7 +197,7 @@ export async function spendByDimensions(
                     row_number() OVER (PARTITION BY previous, dimension ORDER BY sum(spend) DESC, key ASC) AS rank
                FROM (${branches.join('\n      UNION ALL')})
               GROUP BY previous, dimension, key)
-      WHERE rank <= ${p.add(limit, 'UInt32')} OR dimension = 'outcome'
+      WHERE rank <= ${p.add(limit, 'UInt32')} OR dimension IN ('outcome', 'unpriced')
       ORDER BY previous, dimension, rank`,
     p.values,
   );
@@ -198,13 +207,14 @@ export async function spendByDimensions(
     by.keys = Number(row.keys);
     by.rows.push({ key: row.key, spend: row.spend_total, count: Number(row.count) });
     if (row.dimension === 'outcome') addOutcome(period.totals, row.key, row.spend_total, Number(row.count), row.max_total);
+    if (row.dimension === 'unpriced') period.totals.unpriced += Number(row.count);
   }
   return result;
 }
 
 function emptyPeriod(dims: readonly Dimension[]): PeriodSpend {
   return {
-    totals: { spend: '0', count: 0, maxPayment: '0', flagged: 0, blocked: 0 },
+    totals: { spend: '0', count: 0, maxPayment: '0', flagged: 0, blocked: 0, unpriced: 0 },
     by: Object.fromEntries(dims.map((d) => [d, { rows: [], keys: 0 }])),
   };
 }

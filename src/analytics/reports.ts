@@ -31,7 +31,7 @@ const asMap = (rows: SpendRow[]) => Object.fromEntries(rows.map((r) => [r.key, {
 /** GET /analytics/summary: totals, top agents and domains, and the previous period of equal length. */
 export async function summaryReport(store: EventStore, teamId: string, range: TimeRange, limit: number) {
   const previousRange = { from: range.from - (range.to - range.from), to: range.from };
-  const { current, previous } = await spendByDimensions(store, teamId, range, ['agent', 'domain'], limit, { previous: true });
+  const { current, previous } = await spendByDimensions(store, teamId, range, ['agent', 'domain', 'unpriced'], limit, { previous: true });
   const totals = current.totals;
   const before = previous!.totals;
   return {
@@ -43,6 +43,7 @@ export async function summaryReport(store: EventStore, teamId: string, range: Ti
     activeAgents: current.by.agent!.keys,
     flagged: totals.flagged,
     blocked: totals.blocked,
+    unpriced: totals.unpriced,
     byAgent: asMap(current.by.agent!.rows),
     byEndpoint: asMap(current.by.domain!.rows),
     previous: { period: period(previousRange), totalSpend: before.spend, count: before.count },

@@ -91,4 +91,5 @@ export const analyticsRoutes: RouteSpec[] = [
   breakdownRoute('/analytics/by-category', 'analyticsByCategory', 'Spend per category (llm, api, data, ...)', 'category'),
   breakdownRoute('/analytics/by-endpoint', 'analyticsByEndpoint', 'Spend per endpoint domain, or per full URL with level=url', 'domain-or-url'),
   breakdownRoute('/analytics/by-network', 'analyticsByNetwork', 'Spend per blockchain network (CAIP-2)', 'network'),
+  breakdownRoute('/analytics/by-asset', 'analyticsByAsset', 'Spend per asset (symbol or token address as sent): other totals add amounts of different assets', 'asset'),
 ];

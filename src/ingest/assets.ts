@@ -25,8 +25,22 @@ export const ASSET_DECIMALS: Readonly<Record<string, number>> = {
 };
 
 /** Decimals of an asset given by symbol or address, or undefined when unknown. */
-export function assetDecimals(asset: string): number | undefined {
-  return ASSET_DECIMALS[asset] ?? ASSET_DECIMALS[asset.toUpperCase()] ?? ASSET_DECIMALS[asset.toLowerCase()];
+export type DecimalsOf = (asset: string) => number | undefined;
+
+function lookup(table: Readonly<Record<string, number>>, asset: string): number | undefined {
+  return Object.hasOwn(table, asset) ? table[asset] : Object.hasOwn(table, asset.toUpperCase()) ? table[asset.toUpperCase()] : Object.hasOwn(table, asset.toLowerCase()) ? table[asset.toLowerCase()] : undefined;
+}
+
+/** The built-in table. */
+export const assetDecimals: DecimalsOf = (asset) => lookup(ASSET_DECIMALS, asset);
+
+/**
+ * The built-in table extended by configuration (ASSET_DECIMALS=ETH:18,WBTC:8). A configured asset
+ * wins over a built-in one; symbols match in any case, addresses as written or lower-cased.
+ */
+export function decimalsWith(extra: Readonly<Record<string, number>>): DecimalsOf {
+  if (Object.keys(extra).length === 0) return assetDecimals;
+  return (asset) => lookup(extra, asset) ?? lookup(ASSET_DECIMALS, asset);
 }
 
 /** "1500" with 6 decimals -> "0.0015": exact, by moving the decimal point in the digit string. */

@@ -1,6 +1,7 @@
 import { ApiError } from '../http/errors.js';
 import type { SchemaRegistry } from '../http/validation.js';
 import { recordToRow, type EventRow, type IngestSource } from './records.js';
+import { assetDecimals, type DecimalsOf } from './assets.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { GroupCommit } from './group-commit.js';
 import type { Logger } from 'pino';
@@ -19,6 +20,8 @@ export interface IngestResult {
   ingested: number;
   duplicates: number;
   errors: RecordError[];
+  /** Stored records that differ from what was sent, or are not counted as spend, and why. */
+  warnings: RecordError[];
   alerts_created: number;
 }
 
@@ -32,6 +35,7 @@ export class Ingestor {
     private readonly schemas: SchemaRegistry,
     private readonly commit: GroupCommit,
     private readonly metrics?: Metrics,
+    private readonly decimalsOf: DecimalsOf = assetDecimals,
   ) {}
 
   /** `log` (the request's logger) gets a warning naming each rejected record's index, field and reason. */
@@ -39,10 +43,13 @@ export class Ingestor {
     const receivedAt = Date.now();
     const rows: EventRow[] = [];
     const errors: RecordError[] = [];
+    const warnings: RecordError[] = [];
     records.forEach((record, index) => {
-      const outcome = recordToRow(record, this.schemas, teamId, source, receivedAt);
-      if (outcome.ok) rows.push(outcome.row);
-      else for (const e of outcome.errors) errors.push({ index, ...e });
+      const outcome = recordToRow(record, this.schemas, teamId, source, receivedAt, this.decimalsOf);
+      if (outcome.ok) {
+        rows.push(outcome.row);
+        for (const w of outcome.warnings) warnings.push({ index, ...w });
+      } else for (const e of outcome.errors) errors.push({ index, ...e });
     });
     this.metrics?.ingestRecords.inc({ outcome: 'invalid' }, records.length - rows.length);
     if (errors.length > 0) {
@@ -52,6 +59,7 @@ export class Ingestor {
         'ingest: records rejected',
       );
     }
+    if (records.length === 0) return { ingested: 0, duplicates: 0, errors: [], warnings: [], alerts_created: 0 };
     if (rows.length === 0) {
       // Named as the route's body names its list: events[i] on POST /events, records[i] from the SDK.
       const list = source === 'events' ? 'events' : 'records';
@@ -65,6 +73,6 @@ export class Ingestor {
     this.metrics?.ackSeconds.observe((performance.now() - started) / 1000);
     this.metrics?.ingestRecords.inc({ outcome: 'accepted' }, outcome.stored);
     this.metrics?.ingestRecords.inc({ outcome: 'duplicate' }, outcome.duplicates);
-    return { ingested: rows.length, duplicates: outcome.duplicates, errors, alerts_created: outcome.alertsCreated };
+    return { ingested: rows.length, duplicates: outcome.duplicates, errors, warnings, alerts_created: outcome.alertsCreated };
   }
 }

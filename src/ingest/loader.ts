@@ -46,26 +46,56 @@ const DIMENSIONS = `[('agent', agent_id), ('domain', toString(domain)), ('url', 
   ('network', toString(network)), ('outcome', toString(policy_evaluation))]`;
 
 /**
- * Each rollup, filled from a block's rows in events (found by log_pos, which the minmax index
- * narrows to the block's part). A rollup row is a partial: readers sum them.
+ * A record sent with a non-zero amount_raw in an asset whose decimals were unknown: stored with
+ * amount 0 (src/ingest/records.ts), counted as unpriced rather than as spend.
  */
-const ROLLUPS: { table: string; select: string }[] = [
+export const UNPRICED_CONDITION = "amount_text = '' AND amount = 0 AND match(amount_raw, '[1-9]')";
+
+/**
+ * Dimensions added after data existed: every event counts once under its asset; an unpriced one
+ * also under `unpriced` (key: its asset). They go in by inserts of their own, with tokens of their
+ * own, so that a block half loaded before they existed is completed exactly (see backfill).
+ */
+const LATER_DIMENSIONS = `arrayConcat([('asset', toString(asset))], if(${UNPRICED_CONDITION}, [('unpriced', toString(asset))], []))`;
+
+const byDimensions = (dimensions: string, at: string) =>
+  `SELECT team_id, dim.1, ${at}, dim.2, sum(toDecimal256(amount, 18)), count(), max(amount)
+     FROM events ARRAY JOIN ${dimensions} AS dim WHERE {block}
+    GROUP BY team_id, dim.1, ${at}, dim.2`;
+
+/**
+ * Each rollup, filled from a block's rows in events (found by log_pos, which the minmax index
+ * narrows to the block's part). A rollup row is a partial: readers sum them. `name` makes the
+ * insert's deduplication token; `backfill` marks inserts added after data existed.
+ */
+const ROLLUPS: { name: string; table: string; select: string; backfill?: boolean }[] = [
   {
+    name: 'spend_hourly_by',
     table: 'spend_hourly_by (team_id, dimension, hour, key, spend, events, max_amount)',
-    select: `SELECT team_id, dim.1, toStartOfHour(event_time), dim.2, sum(toDecimal256(amount, 18)), count(), max(amount)
-               FROM events ARRAY JOIN ${DIMENSIONS} AS dim WHERE log_pos BETWEEN {first} AND {last}
-              GROUP BY team_id, dim.1, toStartOfHour(event_time), dim.2`,
+    select: byDimensions(DIMENSIONS, 'toStartOfHour(event_time)'),
   },
   {
+    name: 'spend_daily_by',
     table: 'spend_daily_by (team_id, dimension, day, key, spend, events, max_amount)',
-    select: `SELECT team_id, dim.1, toDate(event_time), dim.2, sum(toDecimal256(amount, 18)), count(), max(amount)
-               FROM events ARRAY JOIN ${DIMENSIONS} AS dim WHERE log_pos BETWEEN {first} AND {last}
-              GROUP BY team_id, dim.1, toDate(event_time), dim.2`,
+    select: byDimensions(DIMENSIONS, 'toDate(event_time)'),
   },
   {
+    name: 'spend_minutely',
     table: 'spend_minutely (team_id, minute, spend, events)',
     select: `SELECT team_id, toStartOfMinute(event_time), sum(toDecimal256(amount, 18)), count()
-               FROM events WHERE log_pos BETWEEN {first} AND {last} GROUP BY team_id, toStartOfMinute(event_time)`,
+               FROM events WHERE {block} GROUP BY team_id, toStartOfMinute(event_time)`,
+  },
+  {
+    name: 'spend_hourly_by:asset',
+    table: 'spend_hourly_by (team_id, dimension, hour, key, spend, events, max_amount)',
+    select: byDimensions(LATER_DIMENSIONS, 'toStartOfHour(event_time)'),
+    backfill: true,
+  },
+  {
+    name: 'spend_daily_by:asset',
+    table: 'spend_daily_by (team_id, dimension, day, key, spend, events, max_amount)',
+    select: byDimensions(LATER_DIMENSIONS, 'toDate(event_time)'),
+    backfill: true,
   },
 ];
 
@@ -76,13 +106,15 @@ const ROLLUPS: { table: string; select: string }[] = [
  * throws; a data error can only come from the first insert (the TSV), before anything is written.
  */
 export async function insertBlock(store: EventStore, logId: string, block: { firstPos: number; lastPos: number }, body: Buffer): Promise<void> {
-  const token = (table: string) => `${logId}:${block.firstPos}-${block.lastPos}:${table}`;
+  const token = (name: string) => `${logId}:${block.firstPos}-${block.lastPos}:${name}`;
   await store.insertTsv('events', TSV_COLUMNS, body, { insert_deduplication_token: token('events') });
   for (const rollup of ROLLUPS) {
     try {
-      await insertRollup(store, rollup, block, token(rollup.table.split(' ')[0]!));
+      // Positions are integers of our own: inlined, so the statement does not queue behind
+      // parameterised reads (the embedded engine serialises those).
+      await insertRollup(store, rollup, `log_pos BETWEEN ${block.firstPos} AND ${block.lastPos}`, token(rollup.name));
     } catch (err) {
-      throw new RollupInsertError(`inserting the block into ${rollup.table.split(' ')[0]} failed`, { cause: err });
+      throw new RollupInsertError(`inserting the block into ${rollup.name} failed`, { cause: err });
     }
   }
 }
@@ -92,14 +124,26 @@ export class RollupInsertError extends Error {
   override name = 'RollupInsertError';
 }
 
-async function insertRollup(store: EventStore, rollup: (typeof ROLLUPS)[number], block: { firstPos: number; lastPos: number }, token: string): Promise<void> {
-  {
-    // Positions are integers of our own: inlined, so the statement does not queue behind
-    // parameterised reads (the embedded engine serialises those).
-    const select = rollup.select.replaceAll('{first}', String(block.firstPos)).replaceAll('{last}', String(block.lastPos));
-    await store.command(
-      `INSERT INTO ${rollup.table} SETTINGS insert_deduplication_token = '${token}', max_threads = 1 ${select}`,
-    );
+async function insertRollup(store: EventStore, rollup: (typeof ROLLUPS)[number], rows: string, token: string): Promise<void> {
+  await store.command(
+    `INSERT INTO ${rollup.table} SETTINGS insert_deduplication_token = '${token}', max_threads = 1 ${rollup.select.replace('{block}', rows)}`,
+  );
+}
+
+/**
+ * Fills the rollup inserts added after data existed for every block loaded before (log_pos up to
+ * the loaded position; rows from before the log have log_pos 0). A block recorded but not confirmed
+ * lies past that position, and its new inserts have never run: the loader does them when it takes
+ * the block again. Run before the first block; each backfill is done once, and a crash in the
+ * middle repeats it with the same token, which ClickHouse drops.
+ */
+export async function backfillRollups(db: Registry, store: EventStore, logId: string, loadedPos: number, logger: Logger): Promise<void> {
+  for (const rollup of ROLLUPS.filter((r) => r.backfill)) {
+    if (db.prepare('SELECT 1 FROM rollup_backfills WHERE name = ?').get(rollup.name)) continue;
+    const started = performance.now();
+    await insertRollup(store, rollup, `log_pos <= ${loadedPos}`, `${logId}:backfill:${rollup.name}`);
+    db.prepare('INSERT INTO rollup_backfills (name, done_at) VALUES (?, ?)').run(rollup.name, Date.now());
+    logger.info({ rollup: rollup.name, upToLogPos: loadedPos, ms: Math.round(performance.now() - started) }, 'rollup backfilled for records loaded before it existed');
   }
 }
 
@@ -178,8 +222,14 @@ export class Loader {
 
   private async run(): Promise<void> {
     let backoff = BACKOFF_MIN_MS;
+    let backfilled = false;
     while (!this.stopped) {
       try {
+        if (!backfilled) {
+          const { loaded_pos } = this.db.prepare('SELECT loaded_pos FROM ingest_loader WHERE id = 1').get() as { loaded_pos: number };
+          await backfillRollups(this.db, this.store, this.logId, loaded_pos, this.logger);
+          backfilled = true;
+        }
         // Blocks recorded but not confirmed (a crash, or the last attempt failed) go first, as they were.
         const pending = this.statements.pending.all() as Block[];
         if (pending.length > 0) {

@@ -8,6 +8,7 @@ import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
 import { Freshness } from './freshness.js';
 import { GroupCommit } from './group-commit.js';
+import { decimalsWith } from './assets.js';
 import { Ingestor } from './ingestor.js';
 import { Loader } from './loader.js';
 import { IngestLog } from './log.js';
@@ -71,7 +72,7 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
     new AgentActivity(registry),
     deps.metrics,
   );
-  const ingestor = new Ingestor(deps.schemas, commit, deps.metrics);
+  const ingestor = new Ingestor(deps.schemas, commit, deps.metrics, decimalsWith(config.ingest.assetDecimals));
   loader.start();
   return {
     log,

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { FieldError } from '../http/errors.js';
 import type { SchemaRegistry } from '../http/validation.js';
-import { assetDecimals, rawToAmount } from './assets.js';
+import { assetDecimals, rawToAmount, type DecimalsOf } from './assets.js';
 import { categorize } from './categories.js';
 import { caip2Network } from './networks.js';
 
@@ -100,13 +100,15 @@ const NOT_NULL_TEXT_FIELDS = ['scheme', 'payer_address', 'payee_address', 'asset
  * name mapped to CAIP-2, a lower-case method, an ISO time), and nulls where a column has ''.
  * Empty for a record as the SDK builds it, so the common case costs nothing.
  */
-function recordExtra(input: Record<string, unknown>, record: AuditRecordInput, network: string, method: string): string {
+function recordExtra(input: Record<string, unknown>, record: AuditRecordInput, network: string, method: string, clientTime: ClientTime | undefined): string {
   let extra: Record<string, unknown> | undefined;
   const keep = (key: string, value: unknown) => ((extra ??= {})[key] = value);
   for (const key of Object.keys(input)) if (!AUDIT_RECORD_FIELDS.has(key)) keep(key, input[key]);
   if (record.network !== undefined && record.network !== network) keep('network', record.network);
   if (record.method !== method) keep('method', record.method);
-  if (typeof record.created_at === 'string') keep('created_at', record.created_at);
+  // A time too far ahead was replaced by the receive time; the client's own is kept beside it.
+  if (clientTime) keep(`client_${clientTime.field}`, clientTime.value);
+  else if (typeof record.created_at === 'string') keep('created_at', record.created_at);
   if (typeof record.settled_at === 'string') keep('settled_at', record.settled_at);
   for (const key of NOT_NULL_TEXT_FIELDS) if (input[key] === null) keep(key, null);
   return extra ? JSON.stringify(extra) : '';
@@ -154,7 +156,20 @@ function illFormedString(value: unknown, field: string, depth = 0): string | und
   return undefined;
 }
 
-export type RecordOutcome = { ok: true; row: EventRow } | { ok: false; errors: FieldError[] };
+/**
+ * A stored record may come with warnings: what was stored differs from what was sent (an event time
+ * too far ahead), or cannot be counted as spend (an amount in an asset whose decimals are unknown).
+ */
+export type RecordOutcome = { ok: true; row: EventRow; warnings: FieldError[]; unpriced: boolean } | { ok: false; errors: FieldError[] };
+
+/** A client's event time that was not used (it was too far ahead), as it was sent. */
+interface ClientTime {
+  field: 'created_at' | 'timestamp';
+  value: number | string;
+}
+
+/** Amounts have at most 20 integer digits (Decimal(38,18) in the event store). */
+const MAX_AMOUNT_INTEGER_DIGITS = 20;
 
 /** Unix ms of a record time (Unix ms or ISO 8601), or a reason it is not usable. */
 function parseTime(value: number | string): number | string {
@@ -174,6 +189,7 @@ export function recordToRow(
   teamId: string,
   source: IngestSource,
   receivedAt: number,
+  decimalsOf: DecimalsOf = assetDecimals,
 ): RecordOutcome {
   const problems = schemas.problems('audit-record.json', input);
   if (problems.length > 0) return { ok: false, errors: problems.map((p) => ({ ...p, field: p.field || 'record' })) };
@@ -193,11 +209,20 @@ export function recordToRow(
 
   const timeField = record.created_at !== undefined ? 'created_at' : record.timestamp !== undefined ? 'timestamp' : undefined;
   let eventTime = receivedAt;
+  const warnings: FieldError[] = [];
+  let clientTime: ClientTime | undefined;
   if (timeField) {
     const parsed = parseTime(record[timeField]!);
     if (typeof parsed === 'string') errors.push({ field: timeField, message: parsed });
-    else if (parsed > receivedAt + MAX_FUTURE_SKEW_MS) errors.push({ field: timeField, message: 'is more than 5 minutes in the future' });
-    else eventTime = parsed;
+    else if (parsed > receivedAt + MAX_FUTURE_SKEW_MS) {
+      // A client clock running fast must not lose its records (the SDK drops a refused batch into
+      // local storage for good): stored at the receive time, the client's time kept beside it.
+      clientTime = { field: timeField, value: record[timeField]! };
+      warnings.push({
+        field: timeField,
+        message: `is more than 5 minutes ahead of the server's clock: stored with the receive time ${new Date(receivedAt).toISOString()}; the time sent is kept as client_${timeField}`,
+      });
+    } else eventTime = parsed;
   }
   let settledAt: number | null = null;
   if (record.settled_at !== undefined && record.settled_at !== null) {
@@ -215,18 +240,34 @@ export function recordToRow(
   if (Buffer.byteLength(metadataJson) > MAX_METADATA_BYTES) {
     errors.push({ field: 'metadata', message: `is larger than ${MAX_METADATA_BYTES} bytes as JSON` });
   }
-  if (errors.length > 0) return { ok: false, errors };
-
-  // A given amount wins; else the smallest-unit amount when the asset's decimals are known.
+  // A given amount wins; else the smallest-unit amount when the asset's decimals are known. A
+  // non-zero amount_raw in an unknown asset is stored as 0 spend, but said so and counted as unpriced.
   let amount = record.amount ?? '0';
-  if (record.amount === undefined && record.amount_raw !== undefined && record.asset) {
-    const decimals = assetDecimals(record.asset);
-    if (decimals !== undefined) amount = rawToAmount(record.amount_raw, decimals);
+  let unpriced = false;
+  if (record.amount === undefined && record.amount_raw !== undefined && /[1-9]/.test(record.amount_raw)) {
+    const decimals = record.asset ? decimalsOf(record.asset) : undefined;
+    if (decimals === undefined) {
+      unpriced = true;
+      warnings.push({
+        field: 'amount_raw',
+        message: record.asset
+          ? `is in asset "${record.asset}" whose decimals are unknown: stored, counted as unpriced, not as spend (send amount, or set ASSET_DECIMALS)`
+          : 'has no asset to give its decimals: stored, counted as unpriced, not as spend (send amount or asset)',
+      });
+    } else {
+      amount = rawToAmount(record.amount_raw, decimals);
+      if (amount.split('.')[0]!.length > MAX_AMOUNT_INTEGER_DIGITS) {
+        errors.push({ field: 'amount_raw', message: `is more than 10^20 ${record.asset} with ${decimals} decimals: too large to store` });
+      }
+    }
   }
+  if (errors.length > 0) return { ok: false, errors };
   const tags = record.tags ?? [];
   const method = record.method.toUpperCase();
   return {
     ok: true,
+    warnings,
+    unpriced,
     row: {
       team_id: teamId,
       event_time: eventTime,
@@ -260,7 +301,7 @@ export function recordToRow(
       settled_at: settledAt,
       received_at: receivedAt,
       source,
-      record_extra: recordExtra(input as Record<string, unknown>, record, network!, method),
+      record_extra: recordExtra(input as Record<string, unknown>, record, network!, method, clientTime),
       ingest_seq: 0, // set by the writer, in the order it stores rows
     },
   };

@@ -5,7 +5,13 @@ const RESPONSES = {
   200: {
     description: 'The valid records are stored; invalid ones are listed in errors by index',
     schema: 'ingest-result.json',
-    example: { ingested: 99, duplicates: 0, errors: [{ index: 4, field: 'amount', message: 'must match pattern "^[0-9]{1,20}(\\.[0-9]{1,18})?$"' }], alerts_created: 0 },
+    example: {
+      ingested: 99,
+      duplicates: 0,
+      errors: [{ index: 4, field: 'amount', message: 'must be a non-negative decimal string with at most 20 integer and 18 fractional digits, e.g. "0.001"' }],
+      warnings: [{ index: 7, field: 'amount_raw', message: 'is in asset "WETH" whose decimals are unknown: stored, counted as unpriced, not as spend (send amount, or set ASSET_DECIMALS)' }],
+      alerts_created: 0,
+    },
   },
   503: { description: 'The event store failed: nothing of the batch was stored; retry', schema: 'error.json' },
 };
@@ -45,7 +51,7 @@ export const ingestAuditBatch = defineRoute<{ records: unknown[] }>({
   // The SDK's base URL may be <site>/api/v1, <site>/v1 or the bare site.
   prefixes: [...API_PREFIXES, ''],
   operationId: 'ingestAuditBatch',
-  summary: 'Ingest a batch of audit records from the client SDK (ApiStorage)',
+  summary: 'Ingest a batch of audit records from the client SDK (ApiStorage), of any size up to MAX_BODY_BYTES',
   description:
     'The SDK retries a failed batch up to 3 times: records are de-duplicated by id, so a retry stores nothing twice. ' +
     'Same rules as POST /events.',

@@ -17,6 +17,7 @@ interface Ev {
   method: string;
   amount: string;
   network: string;
+  asset: string;
   category: string;
   policy_evaluation: 'allowed' | 'flagged' | 'blocked';
   created_at: number;
@@ -34,6 +35,7 @@ function random(seed: number) {
 const DOMAINS = ['api.openai.com', 'api.anthropic.com', 'data.example.com', 'search.example.net', 'x.example.org', 'weather.example.io'];
 const NETWORKS: [string, string][] = [['eip155:8453', 'eip155:8453'], ['base', 'eip155:8453'], ['solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp', 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp'], ['', '']];
 const CATEGORIES = ['llm', 'api', 'data', 'search'];
+const ASSETS = ['USDC', 'EURC', '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', ''];
 const OUTCOMES = ['allowed', 'allowed', 'allowed', 'flagged', 'blocked'] as const;
 
 function makeEvents(count: number, end: number, rnd: () => number): (Ev & { sentNetwork: string })[] {
@@ -54,6 +56,7 @@ function makeEvents(count: number, end: number, rnd: () => number): (Ev & { sent
       amount: decimals ? `${whole}.${fraction}` : whole,
       network,
       sentNetwork,
+      asset: pick(ASSETS),
       category: pick(CATEGORIES),
       policy_evaluation: pick(OUTCOMES),
       created_at: end - Math.floor(rnd() * 5 * DAY),
@@ -139,6 +142,7 @@ describe('analytics', function () {
         ['by-endpoint', (e) => e.domain],
         ['by-endpoint?level=url', (e) => e.endpoint],
         ['by-network', (e) => e.network],
+        ['by-asset', (e) => e.asset],
       ];
       for (const [path, key] of breakdowns) {
         it(`${path} matches, sorted by spend`, async () => {

@@ -16,7 +16,7 @@ describe('ingest', () => {
         const team = newTeam();
         const records = [sdkRecord(), sdkRecord({ agent_id: 'agent-2' }), event({ id: undefined })];
         const res = await api().post(path).set(...team.auth).send({ [key]: records }).expect(200);
-        expect(res.body).to.deep.equal({ ingested: 3, duplicates: 0, errors: [], alerts_created: 0 });
+        expect(res.body).to.deep.equal({ ingested: 3, duplicates: 0, errors: [], warnings: [], alerts_created: 0 });
         expect(await storedCount(team.teamId)).to.equal(3);
         const sources = new Set((await storedRows(team.teamId)).map((r) => r.source));
         expect([...sources]).to.deep.equal([key === 'events' ? 'events' : 'sdk']);
@@ -170,23 +170,46 @@ describe('ingest', () => {
       expect(times.none).to.be.within(before, Date.now());
     });
 
-    it('rejects a time more than 5 minutes ahead, seconds sent as ms, and garbage', async () => {
+    it('rejects seconds sent as ms and garbage', async () => {
       const team = newTeam();
-      const events = [
-        event({ created_at: Date.now() + 6 * 60_000 }),
-        event({ timestamp: Math.floor(Date.now() / 1000) }),
-        event({ created_at: 'yesterday' }),
-        event({ id: 'ok' }),
-      ];
+      const events = [event({ timestamp: Math.floor(Date.now() / 1000) }), event({ created_at: 'yesterday' }), event({ id: 'ok' })];
       const res = await api().post('/api/v1/events').set(...team.auth).send({ events }).expect(200);
       expect(res.body.ingested).to.equal(1);
       expect(res.body.errors.map((e: { index: number; field: string }) => [e.index, e.field])).to.deep.equal([
-        [0, 'created_at'],
-        [1, 'timestamp'],
-        [2, 'created_at'],
+        [0, 'timestamp'],
+        [1, 'created_at'],
       ]);
-      expect(res.body.errors[0].message).to.include('future');
-      expect(res.body.errors[1].message).to.include('seconds');
+      expect(res.body.errors[0].message).to.include('seconds');
+      expect(res.body.warnings).to.deep.equal([]);
+    });
+
+    it('stores a time more than 5 minutes ahead with the receive time, keeps the client\'s and warns', async () => {
+      const team = newTeam();
+      const ahead = Date.now() + 10 * 60_000;
+      const aheadIso = new Date(Date.now() + 3 * 3_600_000).toISOString();
+      const before = Date.now();
+      const res = await api()
+        .post('/api/v1/audit/batch')
+        .set(...team.auth)
+        .send({ records: [event({ id: 'fast-1', created_at: ahead }), event({ id: 'in-time' }), event({ id: 'fast-2', timestamp: aheadIso })] })
+        .expect(200);
+      const after = Date.now();
+      expect(res.body.ingested).to.equal(3);
+      expect(res.body.errors).to.deep.equal([]);
+      expect(res.body.warnings.map((w: { index: number; field: string }) => [w.index, w.field])).to.deep.equal([
+        [0, 'created_at'],
+        [2, 'timestamp'],
+      ]);
+      expect(res.body.warnings[0].message).to.match(/more than 5 minutes ahead.*receive time.*client_created_at/);
+      const first = (await api().get('/api/v1/audit/fast-1').set(...team.auth).expect(200)).body;
+      expect(first.created_at).to.be.within(before, after);
+      expect(first.client_created_at).to.equal(ahead);
+      const third = (await api().get('/api/v1/audit/fast-2').set(...team.auth).expect(200)).body;
+      expect(third.created_at).to.be.within(before, after);
+      expect(third.client_timestamp).to.equal(aheadIso);
+      // Counted where it was received: in the window that holds now, not in a future one.
+      const count = await api().post('/api/v1/audit/count').set(...team.auth).send({ endTime: after }).expect(200);
+      expect(count.body.count).to.equal(3);
     });
   });
 

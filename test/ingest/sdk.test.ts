@@ -6,7 +6,10 @@ import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiStorage, AuditLogger } from '@x402sentinel/x402';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { newTeam, testEnv } from '../helpers/context.js';
+import { run } from '../helpers/processes.js';
 import { storedRows } from './fixtures.js';
 
 describe('ingest from the published SDK (ApiStorage)', function () {
@@ -68,4 +71,36 @@ describe('ingest from the published SDK (ApiStorage)', function () {
       }
     });
   }
+
+  /** The SDK in a child process (its own clock), writing to this process's server. */
+  async function sdkProcess(env: Record<string, string>): Promise<{ fellBack: boolean; ids: string[]; count: number }> {
+    const script = path.join(path.dirname(fileURLToPath(import.meta.url)), 'sdk-client.js');
+    const result = await run(process.execPath, [script], env);
+    if (result.code !== 0) throw new Error(`SDK process failed (${result.code}): ${result.stderr}`);
+    return JSON.parse(result.stdout) as { fellBack: boolean; ids: string[]; count: number };
+  }
+
+  it('batchSize 500: every batch is stored, and the SDK never falls back to local storage', async () => {
+    const team = newTeam();
+    const out = await sdkProcess({ API_KEY: team.apiKey, BASE_URL: `${base}/api/v1`, BATCH_SIZE: '500', COUNT: '1200' });
+    expect(out.fellBack, 'SDK switched to local storage').to.equal(false);
+    expect(out.count, 'the SDK counted what it sent, remotely').to.equal(1200);
+    const rows = await storedRows(team.teamId);
+    expect(rows.map((r) => r.id).sort()).to.deep.equal([...out.ids].sort());
+  });
+
+  it('a client clock 10 minutes fast: records are stored at the receive time, none lost, no fallback', async () => {
+    const team = newTeam();
+    const before = Date.now();
+    const out = await sdkProcess({ API_KEY: team.apiKey, BASE_URL: `${base}/api/v1`, BATCH_SIZE: '500', COUNT: '600', CLOCK_SKEW_MS: String(10 * 60_000) });
+    const after = Date.now();
+    expect(out.fellBack, 'SDK switched to local storage').to.equal(false);
+    expect(out.count).to.equal(600);
+    const rows = await storedRows(team.teamId);
+    expect(rows).to.have.length(600);
+    for (const row of rows) {
+      expect(Number(row.event_ms)).to.be.within(before, after);
+      expect(JSON.parse(String(row.record_extra)).client_created_at).to.be.above(after + 5 * 60_000 - 60_000);
+    }
+  });
 });
