@@ -52,7 +52,7 @@ interface SummaryRow {
 export async function auditSummary(store: EventStore, filter: Filter, q: AuditQuery) {
   const rows = await store.query<SummaryRow>(
     `SELECT grouping(agent_id, endpoint, team_key) AS g, agent_id, endpoint, team_key,
-            count() AS n, toString(sum(amount)) AS spend, toString(max(amount)) AS max_amount,
+            count() AS n, toString(sum(toDecimal256(amount, 18))) AS spend, toString(max(amount)) AS max_amount,
             countIf(policy_evaluation = 'blocked') AS violations,
             min(toUnixTimestamp64Milli(event_time)) AS min_ms, max(toUnixTimestamp64Milli(event_time)) AS max_ms,
             min(ingest_seq) AS first_seq

@@ -248,7 +248,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       // URLs are needed only to match URL-prefix patterns; hosts are enough otherwise.
       const urls = wanted.some((w) => w.spec.scope.startsWith('e:http'));
       branches.push(`
-        SELECT ${t} AS t, agent_id, w, domain, ${urls ? 'endpoint' : "''"} AS url, toString(sum(amount)) AS spend
+        SELECT ${t} AS t, agent_id, w, domain, ${urls ? 'endpoint' : "''"} AS url, toString(sum(toDecimal256(amount, 18))) AS spend
           FROM events
          ARRAY JOIN arrayFilter(i -> toUnixTimestamp64Milli(event_time) >= {starts${t}:Array(Int64)}[i]
                                  AND toUnixTimestamp64Milli(event_time) < {ends${t}:Array(Int64)}[i], range(1, ${windows.length + 1})) AS w
