@@ -234,8 +234,10 @@ const BUCKET: Record<Granularity, string> = {
   minute: 'toStartOfMinute(t)',
   hour: 'toStartOfHour(toDateTime(t, {tz:String}))',
   day: 'toStartOfDay(toDateTime(t, {tz:String}))',
-  week: 'toStartOfWeek(toDateTime(t, {tz:String}), 1)', // weeks start on Monday
-  month: 'toStartOfMonth(toDateTime(t, {tz:String}))',
+  // toStartOfWeek and toStartOfMonth give a Date, which toUnixTimestamp reads as UTC midnight:
+  // made a DateTime in the zone again, it is the zone's midnight. Weeks start on Monday.
+  week: 'toDateTime(toStartOfWeek(toDateTime(t, {tz:String}), 1), {tz:String})',
+  month: 'toDateTime(toStartOfMonth(toDateTime(t, {tz:String})), {tz:String})',
 };
 
 /** Steps that visit every bucket of a range: zone offsets are whole multiples of 15 minutes. */
