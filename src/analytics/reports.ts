@@ -1,4 +1,5 @@
 import BigNumber from 'bignumber.js';
+import { domainToUnicode } from 'node:url';
 import type { EventStore } from '../stores/clickhouse.js';
 import { spendByDimensions, spendTimeseries, type Dimension, type Granularity, type SpendRow, type TimeRange } from './queries.js';
 
@@ -26,7 +27,21 @@ function percentChange(current: string | number, previous: string | number): num
   return new Money(current).minus(before).div(before).times(100).decimalPlaces(2).toNumber();
 }
 
-const asMap = (rows: SpendRow[]) => Object.fromEntries(rows.map((r) => [r.key, { spend: r.spend, count: r.count }]));
+/**
+ * A key as people read it: a host in Unicode (stored as the URL parser gives it, punycode, which
+ * policies and filters match), and a named key for records sent without a network.
+ */
+export function displayKey(dimension: Dimension, key: string): string {
+  if (dimension === 'domain') return domainToUnicode(key) || key;
+  if (dimension === 'network' && key === '') return NO_NETWORK;
+  return key;
+}
+
+/** The key of records sent without a network (CAIP-2 names always hold a colon, so none is called this). */
+export const NO_NETWORK = 'unknown';
+
+const asMap = (rows: SpendRow[], dimension: Dimension) =>
+  Object.fromEntries(rows.map((r) => [displayKey(dimension, r.key), { spend: r.spend, count: r.count }]));
 
 /** GET /analytics/summary: totals, top agents and domains, and the previous period of equal length. */
 export async function summaryReport(store: EventStore, teamId: string, range: TimeRange, limit: number) {
@@ -44,8 +59,8 @@ export async function summaryReport(store: EventStore, teamId: string, range: Ti
     flagged: totals.flagged,
     blocked: totals.blocked,
     unpriced: totals.unpriced,
-    byAgent: asMap(current.by.agent!.rows),
-    byEndpoint: asMap(current.by.domain!.rows),
+    byAgent: asMap(current.by.agent!.rows, 'agent'),
+    byEndpoint: asMap(current.by.domain!.rows, 'domain'),
     previous: { period: period(previousRange), totalSpend: before.spend, count: before.count },
     change: { spend: percentChange(totals.spend, before.spend), count: percentChange(totals.count, before.count) },
   };
@@ -55,7 +70,7 @@ export async function summaryReport(store: EventStore, teamId: string, range: Ti
 export async function breakdownReport(store: EventStore, teamId: string, range: TimeRange, dimension: Dimension, limit: number) {
   const { current } = await spendByDimensions(store, teamId, range, [dimension], limit);
   const sum = new Money(current.totals.spend);
-  return current.by[dimension]!.rows.map((r) => ({ ...r, share: sum.isZero() ? 0 : new Money(r.spend).div(sum).decimalPlaces(6).toNumber() }));
+  return current.by[dimension]!.rows.map((r) => ({ ...r, key: displayKey(dimension, r.key), share: sum.isZero() ? 0 : new Money(r.spend).div(sum).decimalPlaces(6).toNumber() }));
 }
 
 /** GET /analytics/timeseries: zero-filled buckets with ISO starts. */

@@ -32,8 +32,8 @@ function random(seed: number) {
   };
 }
 
-const DOMAINS = ['api.openai.com', 'api.anthropic.com', 'data.example.com', 'search.example.net', 'x.example.org', 'weather.example.io'];
-const NETWORKS: [string, string][] = [['eip155:8453', 'eip155:8453'], ['base', 'eip155:8453'], ['solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp', 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp'], ['', '']];
+const DOMAINS = ['api.openai.com', 'api.anthropic.com', 'data.example.com', 'search.example.net', 'bücher.example.org', 'weather.example.io'];
+const NETWORKS: [string, string][] = [['eip155:8453', 'eip155:8453'], ['base', 'eip155:8453'], ['solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp', 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp'], ['', 'unknown']];
 const CATEGORIES = ['llm', 'api', 'data', 'search'];
 const ASSETS = ['USDC', 'EURC', '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', ''];
 const OUTCOMES = ['allowed', 'allowed', 'allowed', 'flagged', 'blocked'] as const;
