@@ -5,23 +5,28 @@ export interface AgentRecord {
   externalId: string;
   name: string;
   authorizedBy: string | null;
+  status: AgentStatus;
   createdAt: number;
   lastEventAt: number | null;
 }
+
+export type AgentStatus = 'active' | 'suspended';
 
 interface AgentRow {
   external_id: string;
   name: string;
   authorized_by: string | null;
+  status: AgentStatus;
   created_at: number;
   last_event_at: number | null;
 }
 
-const COLUMNS = 'external_id, name, authorized_by, created_at, last_event_at';
+const COLUMNS = 'external_id, name, authorized_by, status, created_at, last_event_at';
 const toRecord = (r: AgentRow): AgentRecord => ({
   externalId: r.external_id,
   name: r.name,
   authorizedBy: r.authorized_by,
+  status: r.status,
   createdAt: r.created_at,
   lastEventAt: r.last_event_at,
 });
@@ -48,6 +53,30 @@ export function createAgent(db: Registry, teamId: string, input: { externalId: s
 export function findAgent(db: Registry, teamId: string, externalId: string): AgentRecord | undefined {
   const row = db.prepare(`SELECT ${COLUMNS} FROM agents WHERE team_id = ? AND external_id = ?`).get(teamId, externalId) as AgentRow | undefined;
   return row && toRecord(row);
+}
+
+/** Changes some fields of an agent; undefined when the team has no such agent. */
+export function updateAgent(
+  db: Registry,
+  teamId: string,
+  externalId: string,
+  changes: { name?: string; authorizedBy?: string | null; status?: AgentStatus },
+): AgentRecord | undefined {
+  const row = db
+    .prepare(
+      `UPDATE agents SET name = coalesce(?, name), authorized_by = CASE WHEN ? THEN ? ELSE authorized_by END, status = coalesce(?, status)
+        WHERE team_id = ? AND external_id = ? RETURNING ${COLUMNS}`,
+    )
+    .get(changes.name ?? null, changes.authorizedBy !== undefined ? 1 : 0, changes.authorizedBy ?? null, changes.status ?? null, teamId, externalId) as AgentRow | undefined;
+  return row && toRecord(row);
+}
+
+/**
+ * Removes an agent's registration; its events stay. An agent that sends events again is
+ * discovered again, as any new one is. False when the team has no such agent.
+ */
+export function deleteAgent(db: Registry, teamId: string, externalId: string): boolean {
+  return db.prepare('DELETE FROM agents WHERE team_id = ? AND external_id = ?').run(teamId, externalId).changes > 0;
 }
 
 /** Where a page of the activity order ends: the next page starts after it. */

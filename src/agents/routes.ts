@@ -1,7 +1,7 @@
 import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
 import { defineRoute, type AppDeps } from '../http/routes.js';
-import { createAgent, findAgent, listAgents, type AgentCursor, type AgentRecord } from './repository.js';
+import { createAgent, deleteAgent, findAgent, listAgents, updateAgent, type AgentCursor, type AgentRecord, type AgentStatus } from './repository.js';
 import { agentStats } from './stats.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -16,6 +16,7 @@ async function summaries(deps: AppDeps, teamId: string, agents: readonly AgentRe
     transactionCount: stats.get(a.externalId)?.transactionCount ?? 0,
     lastActive: iso(a.lastEventAt),
     authorizedBy: a.authorizedBy,
+    status: a.status,
     createdAt: iso(a.createdAt),
   }));
 }
@@ -27,6 +28,7 @@ const EXAMPLE_AGENT = {
   transactionCount: 1289,
   lastActive: '2026-11-21T09:58:12.345Z',
   authorizedBy: 'alice@example.com',
+  status: 'active',
   createdAt: '2026-11-02T08:00:00.000Z',
 };
 
@@ -100,4 +102,36 @@ export const listAgentsRoute = defineRoute<unknown, { limit?: number; cursor?: s
   },
 });
 
-export const agentRoutes = [createAgentRoute, listAgentsRoute, getAgentRoute];
+export const patchAgentRoute = defineRoute<{ name?: string; authorized_by?: string | null; status?: AgentStatus }>({
+  method: 'patch',
+  path: '/agents/:id',
+  operationId: 'patchAgent',
+  summary: 'Change an agent: name, authorized_by, status (active or suspended)',
+  description: 'Fields left out keep their value. A suspended agent is listed as such; its events are still stored and counted.',
+  tag: 'agents',
+  body: 'agent-patch.json',
+  bodyExample: { status: 'suspended' },
+  responses: { 200: { description: 'The agent, changed', schema: 'agent.json', example: { ...EXAMPLE_AGENT, status: 'suspended' } } },
+  async handler({ params, body, team, deps }) {
+    const agent = updateAgent(deps.registry, team.teamId, params.id!, { name: body.name, authorizedBy: body.authorized_by, status: body.status });
+    if (!agent) throw new ApiError('not_found', `No agent "${params.id}" in this team`);
+    const [summary] = await summaries(deps, team.teamId, [agent]);
+    return { body: summary };
+  },
+});
+
+export const deleteAgentRoute = defineRoute({
+  method: 'delete',
+  path: '/agents/:id',
+  operationId: 'deleteAgent',
+  summary: "Remove an agent's registration (its events stay)",
+  description: 'Its events, spend and alerts stay. An agent that sends events again is discovered again, as a new one is.',
+  tag: 'agents',
+  responses: { 204: { description: 'Removed' } },
+  async handler({ params, team, deps }) {
+    if (!deleteAgent(deps.registry, team.teamId, params.id!)) throw new ApiError('not_found', `No agent "${params.id}" in this team`);
+    return { status: 204, body: undefined };
+  },
+});
+
+export const agentRoutes = [createAgentRoute, listAgentsRoute, getAgentRoute, patchAgentRoute, deleteAgentRoute];

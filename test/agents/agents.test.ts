@@ -203,4 +203,52 @@ describe('agents', () => {
       });
     }
   });
+
+  describe('PATCH and DELETE /agents/:id', () => {
+    it('PATCH changes name, authorized_by and status; fields left out keep their value; the list shows it', async () => {
+      const team = newTeam();
+      await api().post('/api/v1/agents').set(...team.auth).send({ external_id: 'bot', name: 'Bot', authorized_by: 'alice@example.com' }).expect(201);
+      const renamed = await api().patch('/api/v1/agents/bot').set(...team.auth).send({ name: 'Research bot' }).expect(200);
+      expect(renamed.body).to.include({ agentId: 'bot', name: 'Research bot', authorizedBy: 'alice@example.com', status: 'active' });
+      const suspended = await api().patch('/api/v1/agents/bot').set(...team.auth).send({ status: 'suspended', authorized_by: null }).expect(200);
+      expect(suspended.body).to.include({ name: 'Research bot', authorizedBy: null, status: 'suspended' });
+      const list = await api().get('/api/v1/agents').set(...team.auth).expect(200);
+      expect(list.body.data.map((a: { agentId: string; status: string }) => [a.agentId, a.status])).to.deep.equal([['bot', 'suspended']]);
+      // A suspended agent's events are still stored and counted.
+      await send(team, [event('bot', '0.5', Date.now() - 1000)]);
+      const got = await api().get('/api/v1/agents/bot').set(...team.auth).expect(200);
+      expect(got.body).to.include({ status: 'suspended', totalSpend: '0.5', transactionCount: 1 });
+      const back = await api().patch('/api/v1/agents/bot').set(...team.auth).send({ status: 'active' }).expect(200);
+      expect(back.body.status).to.equal('active');
+    });
+
+    it('PATCH of a discovered agent works; unknown ids are 404; bad fields are 400 naming them', async () => {
+      const team = newTeam();
+      await send(team, [event('seen', '1', Date.now() - 1000)]);
+      const res = await api().patch('/api/v1/agents/seen').set(...team.auth).send({ name: 'Seen', authorized_by: 'bob@example.com' }).expect(200);
+      expect(res.body).to.include({ name: 'Seen', authorizedBy: 'bob@example.com', totalSpend: '1' });
+      expect(errorOf((await api().patch('/api/v1/agents/nobody').set(...team.auth).send({ name: 'x' }).expect(404)).body).code).to.equal('not_found');
+      for (const [body, field] of [[{ status: 'paused' }, 'status'], [{ name: '' }, 'name'], [{ agentId: 'x' }, 'agentId']] as const) {
+        const bad = await api().patch('/api/v1/agents/seen').set(...team.auth).send(body).expect(400);
+        expect((errorOf(bad.body).details as { field: string }[]).map((d) => d.field)).to.include(field);
+      }
+    });
+
+    it("DELETE removes the registration, keeps the events; another team's agent is a 404", async () => {
+      const team = newTeam();
+      const other = newTeam();
+      await api().post('/api/v1/agents').set(...team.auth).send({ external_id: 'gone', name: 'Gone' }).expect(201);
+      await send(team, [event('gone', '2', Date.now() - 1000)]);
+      await api().delete('/api/v1/agents/gone').set(...other.auth).expect(404);
+      await api().delete('/api/v1/agents/gone').set(...team.auth).expect(204);
+      await api().get('/api/v1/agents/gone').set(...team.auth).expect(404);
+      await api().delete('/api/v1/agents/gone').set(...team.auth).expect(404);
+      const count = await api().post('/api/v1/audit/count').set(...team.auth).send({ agentId: 'gone' }).expect(200);
+      expect(count.body.count).to.equal(1);
+      // Sending again discovers it again, as a new agent (name = id).
+      await send(team, [event('gone', '1', Date.now())]);
+      const again = await api().get('/api/v1/agents/gone').set(...team.auth).expect(200);
+      expect(again.body).to.include({ name: 'gone', status: 'active', totalSpend: '3' });
+    });
+  });
 });
