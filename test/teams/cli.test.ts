@@ -1,9 +1,10 @@
 /** `npm run team:create`, run as a separate process while the service (the shared test app) runs. */
 import { expect } from 'chai';
+import fs from 'node:fs';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../src/paths.js';
 import { api, newTeam, testEnv } from '../helpers/context.js';
-import { run } from '../helpers/processes.js';
+import { run, tempDir } from '../helpers/processes.js';
 
 const CLI = path.join(PROJECT_ROOT, 'dist/scripts/team-create.js');
 
@@ -44,5 +45,32 @@ describe('team:create CLI', function () {
     const missing = await run(process.execPath, [CLI], { DATA_DIR: testEnv().dataDir });
     expect(missing.code).to.equal(2);
     expect(missing.stderr).to.include('usage');
+  });
+
+  it('says which DATA_DIR it used', async () => {
+    const result = await run(process.execPath, [CLI, '--name', `dir-${Date.now()}`], { DATA_DIR: testEnv().dataDir });
+    expect(result.code, result.stderr).to.equal(0);
+    expect(result.stderr).to.include(`DATA_DIR=${testEnv().dataDir}`);
+  });
+
+  it('refuses a DATA_DIR where no server has run, unless --init, and then creates the registry there', async () => {
+    const dir = tempDir('cli-init');
+    try {
+      const refused = await run(process.execPath, [CLI, '--name', 'acme'], { DATA_DIR: dir });
+      expect(refused.code).to.equal(1);
+      expect(refused.stderr).to.include(dir).and.include('--init');
+      expect(refused.stdout).to.equal('');
+      expect(fs.existsSync(path.join(dir, 'registry.db')), 'nothing created').to.equal(false);
+      const created = await run(process.execPath, [CLI, '--name', 'acme', '--init'], { DATA_DIR: dir });
+      expect(created.code, created.stderr).to.equal(0);
+      expect(created.stderr).to.include(`DATA_DIR=${dir}`);
+      expect(JSON.parse(created.stdout)).to.include({ name: 'acme' });
+      expect(fs.existsSync(path.join(dir, 'registry.db'))).to.equal(true);
+      // Now there is a registry: no --init needed.
+      const second = await run(process.execPath, [CLI, '--name', 'other'], { DATA_DIR: dir });
+      expect(second.code, second.stderr).to.equal(0);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
