@@ -1,4 +1,5 @@
 import express, { type Express } from 'express';
+import { cors } from './http/cors.js';
 import { errorHandler, notFound } from './http/errors.js';
 import { requestLogger } from './http/logging.js';
 import { mountRoutes, type AppDeps, type MountOptions, type RouteSpec } from './http/routes.js';
@@ -15,6 +16,7 @@ export function createApp(deps: AppDeps, options: MountOptions = {}, routes: rea
   app.set('query parser', 'simple');
   app.use(requestLogger(deps.logger));
   app.use(countRequests(deps.metrics));
+  app.use(cors(deps.config.corsOrigins));
   mountRoutes(app, routes, deps, options);
   app.use(notFound);
   app.use(errorHandler(deps.config.maxBodyBytes));

@@ -9,6 +9,8 @@ export interface Config {
   logLevel: LogLevel;
   bootstrapApiKey: string | undefined;
   maxBodyBytes: number;
+  /** Browser origins allowed to call the API (CORS); empty: none, ['*']: any. */
+  corsOrigins: string[];
   shutdownTimeoutMs: number;
   ingest: IngestConfig;
   anomalies: AnomalyConfig;
@@ -111,6 +113,11 @@ export function loadConfig(env: Env = process.env): Config {
   // 8 MiB: a batch of 1,000 SDK records of up to 8 KB each (about 10,000 as the SDK usually sends them).
   const maxBodyBytes = integer('MAX_BODY_BYTES', 8 * 1024 * 1024, 1024, 64 * 1024 * 1024);
   const shutdownTimeoutMs = integer('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000);
+  const corsOrigins = (env.CORS_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean);
+  for (const origin of corsOrigins) {
+    // An origin is scheme://host[:port], exactly as a browser sends it: no path, no trailing slash.
+    if (origin !== '*' && !/^https?:\/\/[^/\s]+$/.test(origin)) problems.push(`CORS_ORIGINS: "${origin}" must be an origin like https://app.example.com (or *)`);
+  }
   const ingest: IngestConfig = {
     dedupWindowDays: integer('DEDUP_WINDOW_DAYS', 7, 1, 365),
     loadBlockRows: integer('LOAD_BLOCK_ROWS', 10_000, 1, 1_000_000),
@@ -163,6 +170,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     bootstrapApiKey: bootstrapApiKey || undefined,
     maxBodyBytes,
+    corsOrigins,
     shutdownTimeoutMs,
     ingest,
     anomalies,

@@ -99,6 +99,17 @@ export const notFound: RequestHandler = (req, _res, next) => {
   next(new ApiError('not_found', `No route for ${req.method} ${req.path}`));
 };
 
+/** OPTIONS on a path that exists: 204 with `Allow` (and, for an allowed origin, the CORS preflight headers set by cors()). */
+export function allowedMethods(allowed: string[]): RequestHandler {
+  const methods = allowed.map((m) => m.toUpperCase());
+  if (methods.includes('GET')) methods.push('HEAD');
+  const allow = [...methods, 'OPTIONS'].join(', ');
+  return (_req, res) => {
+    res.setHeader('Allow', allow);
+    res.status(204).end();
+  };
+}
+
 /** The path exists but not with this method; `Allow` lists the ones it has. */
 export function methodNotAllowed(allowed: string[]): RequestHandler {
   const allow = allowed.map((m) => m.toUpperCase()).join(', ');

@@ -7,7 +7,7 @@ import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
 import type { KeyOwner } from '../teams/repository.js';
 import { authenticate } from './auth.js';
-import { ApiError, methodNotAllowed } from './errors.js';
+import { ApiError, allowedMethods, methodNotAllowed } from './errors.js';
 import type { SchemaRegistry } from './validation.js';
 
 /** What handlers need: the stores main.ts opened, the config, the compiled schemas. */
@@ -138,6 +138,8 @@ export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: Ap
         chain.push(runHandler(spec, deps, options));
         route[spec.method](...chain);
       }
+      // OPTIONS (a browser's CORS preflight among them) needs no key and is never a 405.
+      route.options(allowedMethods(specs.map((s) => s.method)));
       route.all(methodNotAllowed(specs.map((s) => s.method)));
     }
   }

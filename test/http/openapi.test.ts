@@ -13,7 +13,8 @@ function mountedRoutes(): { method: string; path: string }[] {
   for (const layer of router.stack) {
     if (!layer.route) continue;
     for (const method of Object.keys(layer.route.methods)) {
-      if (method !== '_all') mounted.push({ method, path: layer.route.path });
+      // OPTIONS is every path's own (204 with Allow, the CORS preflight): not an operation of the document.
+      if (method !== '_all' && method !== 'options') mounted.push({ method, path: layer.route.path });
     }
   }
   return mounted;
