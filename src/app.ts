@@ -1,4 +1,5 @@
 import express, { type Express } from 'express';
+import { docsPage } from './docs/page.js';
 import { cors } from './http/cors.js';
 import { errorHandler, notFound } from './http/errors.js';
 import { requestLogger } from './http/logging.js';
@@ -17,6 +18,7 @@ export function createApp(deps: AppDeps, options: MountOptions = {}, routes: rea
   app.use(requestLogger(deps.logger));
   app.use(countRequests(deps.metrics));
   app.use(cors(deps.config.corsOrigins));
+  app.use(docsPage());
   mountRoutes(app, routes, deps, options);
   app.use(notFound);
   app.use(errorHandler(deps.config.maxBodyBytes));

@@ -131,6 +131,7 @@ export const auditGetRoute = defineRoute({
   description: `${SDK_DOC} An unknown id answers 200 with null: a 404 would switch the SDK to its local storage for good.`,
   tag: 'sdk',
   prefixes: SDK_PREFIXES,
+  neverNotFound: true,
   responses: { 200: { description: 'The record as it was sent, or null', schema: 'audit-record-or-null.json', example: EXAMPLE_RECORD } },
   async handler({ params, team, deps }) {
     const events = await deps.readEvents(team.teamId);

@@ -8,7 +8,7 @@ function standardErrors(spec: RouteSpec): Record<number, string> {
   const errors: Record<number, string> = {};
   if (spec.body || spec.query) errors[400] = 'Invalid JSON or a field failed validation; `details` names each field';
   if (!spec.public) errors[401] = 'Missing, unknown or revoked API key';
-  if (spec.path.includes(':')) errors[404] = 'No such resource in the team of the key';
+  if (spec.path.includes(':') && !spec.neverNotFound) errors[404] = 'No such resource in the team of the key';
   if (spec.body) {
     errors[413] = 'Body larger than MAX_BODY_BYTES';
     errors[415] = 'Content-Type is not application/json';
@@ -120,13 +120,31 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], schemas: Sche
     }
     item[spec.method] = operation(spec, schemas);
   }
+  const all: Record<string, unknown> = {};
+  for (const [file, schema] of schemas.schemas) all[componentName(file)] = rewriteRefs(schema, file);
+  // Only the schemas the operations use: the others (query strings, written out as parameters;
+  // audit-record, checked per record inside a batch) would be unused components.
   const components: Json = {};
-  for (const [file, schema] of schemas.schemas) components[componentName(file)] = rewriteRefs(schema, file);
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(visit);
+    if (!value || typeof value !== 'object') return;
+    for (const [key, inner] of Object.entries(value)) {
+      if (key === '$ref' && typeof inner === 'string' && inner.startsWith('#/components/schemas/')) {
+        const name = inner.slice('#/components/schemas/'.length).split('/')[0]!;
+        if (!(name in components) && name in all) {
+          components[name] = all[name];
+          visit(all[name]);
+        }
+      } else visit(inner);
+    }
+  };
+  visit(paths);
   return {
     openapi: '3.1.0',
     info: {
       title: 'spendscope',
       version,
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       description:
         'Spend control for software agents: audit-record ingest, budget policies, alerts and aggregated spend. ' +
         'Every route below is served under both /api/v1 and /v1.',

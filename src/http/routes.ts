@@ -86,6 +86,8 @@ interface RouteSpecBase {
   /** Schema file of the query string. */
   query?: string;
   responses: Record<number, ResponseSpec>;
+  /** A route with a path parameter that answers an unknown one without a 404 (the SDK's GET /audit/:id). */
+  neverNotFound?: true;
 }
 
 export interface AuthedRouteSpec<Body = unknown, Query = unknown> extends RouteSpecBase {

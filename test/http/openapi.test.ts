@@ -1,6 +1,10 @@
 import { expect } from 'chai';
+import fs from 'node:fs';
+import path from 'node:path';
 import { API_PREFIXES } from '../../src/http/routes.js';
+import { PROJECT_ROOT } from '../../src/paths.js';
 import { api, newTeam, testEnv } from '../helpers/context.js';
+import { run, tempDir } from '../helpers/processes.js';
 
 interface RouterLayer {
   route?: { path: string; methods: Record<string, boolean> };
@@ -72,5 +76,69 @@ describe('OpenAPI document', () => {
     expect(getTeam.security).to.equal(undefined);
     const health = doc.paths['/healthz']!.get as { security: unknown[] };
     expect(health.security).to.deep.equal([]);
+  });
+
+  it('is served without a key at /openapi.json, /api/v1/openapi.json and /v1/openapi.json', async () => {
+    for (const at of ['/openapi.json', '/api/v1/openapi.json', '/v1/openapi.json']) {
+      expect((await api().get(at).expect(200)).body, at).to.deep.equal(doc);
+    }
+  });
+
+  it('/audit/{id} answers 200 with the record or null, and never 404 (a 404 would switch the SDK to local storage)', () => {
+    const get = doc.paths['/audit/{id}']!.get as { responses: Record<string, { content?: Record<string, { schema: { $ref: string } }> }> };
+    expect(get.responses).to.not.have.property('404');
+    const schema = doc.components.schemas[get.responses['200']!.content!['application/json']!.schema.$ref.split('/').pop()!] as { oneOf?: unknown; type?: unknown; anyOf?: unknown };
+    expect(JSON.stringify(schema)).to.include('null');
+  });
+
+  it('has no unused components: every schema is reached from an operation', () => {
+    const reached = new Set<string>();
+    const visit = (value: unknown): void => {
+      if (Array.isArray(value)) return value.forEach(visit);
+      if (!value || typeof value !== 'object') return;
+      for (const [key, inner] of Object.entries(value)) {
+        if (key === '$ref' && typeof inner === 'string') {
+          const name = inner.split('/')[3]!;
+          if (!reached.has(name)) {
+            reached.add(name);
+            visit(doc.components.schemas[name]);
+          }
+        } else visit(inner);
+      }
+    };
+    visit(doc.paths);
+    expect(Object.keys(doc.components.schemas).sort()).to.deep.equal([...reached].sort());
+  });
+
+  it('passes `redocly lint` (recommended rules, redocly.yaml) without errors or warnings', async function () {
+    this.timeout(120_000);
+    const dir = tempDir('openapi');
+    try {
+      const file = path.join(dir, 'openapi.json');
+      fs.writeFileSync(file, JSON.stringify(doc, null, 2));
+      const cli = path.join(PROJECT_ROOT, 'node_modules/@redocly/cli/bin/cli.js');
+      const result = await run(process.execPath, [cli, 'lint', file, '--format=json', `--config=${path.join(PROJECT_ROOT, 'redocly.yaml')}`]);
+      const report = JSON.parse(result.stdout.slice(result.stdout.indexOf('{'))) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; message: string }[] };
+      expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`)).to.deep.equal([]);
+      expect(report.totals).to.include({ errors: 0, warnings: 0 });
+      expect(result.code).to.equal(0);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('/docs is a readable page whose viewer and assets are all served here (no CDN), without a key', async () => {
+    const redirect = await api().get('/docs').expect(301);
+    expect(redirect.headers.location).to.equal('/docs/');
+    const page = await api().get('/docs/').expect(200).expect('Content-Type', /html/);
+    const sources = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(sources).to.include.members(['assets/swagger-ui.css', 'assets/swagger-ui-bundle.js', 'init.js']);
+    for (const source of sources) {
+      expect(source, 'a relative URL, served here').to.not.match(/^(https?:)?\/\//);
+      const res = await api().get(`/docs/${source}`).expect(200);
+      expect(res.text.length, source).to.be.greaterThan(source === 'init.js' ? 50 : 10_000);
+    }
+    const init = (await api().get('/docs/init.js').expect(200)).text;
+    expect(init).to.include("'../openapi.json'");
   });
 });
