@@ -1,7 +1,8 @@
--- Rollup dimensions added after data existed (asset, unpriced) are filled by inserts of their own,
--- with tokens of their own, for every block loaded from then on; the blocks loaded before are
--- filled once, at the loader's start, by a backfill named here when it is done (src/ingest/loader.ts).
+-- Rollup dimensions added after data existed (asset, unpriced) are filled, at the loader's first
+-- start with them, for every record loaded before; a row here says it was done, and up to which log
+-- position blocks had been recorded the old way (src/ingest/loader.ts, backfillRollups).
 CREATE TABLE rollup_backfills (
-  name     TEXT PRIMARY KEY,   -- the rollup insert it completes, e.g. spend_hourly_by:asset
-  done_at  INTEGER NOT NULL    -- Unix ms
+  name          TEXT PRIMARY KEY,   -- what was backfilled: 'asset' (the asset and unpriced dimensions)
+  done_at       INTEGER NOT NULL,   -- Unix ms
+  legacy_until  INTEGER NOT NULL    -- blocks ending at or before this position load the old way, plus the new dimensions on their own
 );

@@ -53,68 +53,85 @@ export const UNPRICED_CONDITION = "amount_text = '' AND amount = 0 AND match(amo
 
 /**
  * Dimensions added after data existed: every event counts once under its asset; an unpriced one
- * also under `unpriced` (key: its asset). They go in by inserts of their own, with tokens of their
- * own, so that a block half loaded before they existed is completed exactly (see backfill).
+ * also under `unpriced` (key: its asset).
  */
 const LATER_DIMENSIONS = `arrayConcat([('asset', toString(asset))], if(${UNPRICED_CONDITION}, [('unpriced', toString(asset))], []))`;
 
 const byDimensions = (dimensions: string, at: string) =>
   `SELECT team_id, dim.1, ${at}, dim.2, sum(toDecimal256(amount, 18)), count(), max(amount)
-     FROM events ARRAY JOIN ${dimensions} AS dim WHERE {block}
+     FROM events ARRAY JOIN ${dimensions} AS dim WHERE {rows}
     GROUP BY team_id, dim.1, ${at}, dim.2`;
+
+interface Rollup {
+  /** Names the insert's deduplication token. */
+  name: string;
+  table: string;
+  select: string;
+  /**
+   * A by-dimension rollup gained LATER_DIMENSIONS after blocks had been loaded. A block loaded (or
+   * half loaded) before that keeps its old insert and token (`legacy`), and gets the new dimensions
+   * from an insert of their own (`later`, token `<name>:asset`): a half-loaded block inserted again
+   * is then dropped by the tokens it already used, and completed by the ones it had not. Blocks
+   * after it take one insert of every dimension (`select`, token `<name>:all`).
+   */
+  legacy?: string;
+  later?: string;
+}
 
 /**
  * Each rollup, filled from a block's rows in events (found by log_pos, which the minmax index
- * narrows to the block's part). A rollup row is a partial: readers sum them. `name` makes the
- * insert's deduplication token; `backfill` marks inserts added after data existed.
+ * narrows to the block's part). A rollup row is a partial: readers sum them.
  */
-const ROLLUPS: { name: string; table: string; select: string; backfill?: boolean }[] = [
-  {
-    name: 'spend_hourly_by',
-    table: 'spend_hourly_by (team_id, dimension, hour, key, spend, events, max_amount)',
-    select: byDimensions(DIMENSIONS, 'toStartOfHour(event_time)'),
-  },
-  {
-    name: 'spend_daily_by',
-    table: 'spend_daily_by (team_id, dimension, day, key, spend, events, max_amount)',
-    select: byDimensions(DIMENSIONS, 'toDate(event_time)'),
-  },
-  {
+const ROLLUPS: Rollup[] = (['hour', 'day'] as const)
+  .map((unit): Rollup => {
+    const [name, column, at] = unit === 'hour' ? ['spend_hourly_by', 'hour', 'toStartOfHour(event_time)'] : ['spend_daily_by', 'day', 'toDate(event_time)'];
+    return {
+      name,
+      table: `${name} (team_id, dimension, ${column}, key, spend, events, max_amount)`,
+      select: byDimensions(`arrayConcat(${DIMENSIONS}, ${LATER_DIMENSIONS})`, at),
+      legacy: byDimensions(DIMENSIONS, at),
+      later: byDimensions(LATER_DIMENSIONS, at),
+    };
+  })
+  .concat({
     name: 'spend_minutely',
     table: 'spend_minutely (team_id, minute, spend, events)',
     select: `SELECT team_id, toStartOfMinute(event_time), sum(toDecimal256(amount, 18)), count()
-               FROM events WHERE {block} GROUP BY team_id, toStartOfMinute(event_time)`,
-  },
-  {
-    name: 'spend_hourly_by:asset',
-    table: 'spend_hourly_by (team_id, dimension, hour, key, spend, events, max_amount)',
-    select: byDimensions(LATER_DIMENSIONS, 'toStartOfHour(event_time)'),
-    backfill: true,
-  },
-  {
-    name: 'spend_daily_by:asset',
-    table: 'spend_daily_by (team_id, dimension, day, key, spend, events, max_amount)',
-    select: byDimensions(LATER_DIMENSIONS, 'toDate(event_time)'),
-    backfill: true,
-  },
-];
+               FROM events WHERE {rows} GROUP BY team_id, toStartOfMinute(event_time)`,
+  });
 
 /**
  * Inserts one block of the log into events and then into every rollup, each table with its own
  * deduplication token made from the log's id and the block's positions: inserted again (after a
  * crash or a failure at any step), every table keeps the block once. Throws what ClickHouse
  * throws; a data error can only come from the first insert (the TSV), before anything is written.
+ * A block ending at or before `legacyUntil` was recorded before the later dimensions existed.
  */
-export async function insertBlock(store: EventStore, logId: string, block: { firstPos: number; lastPos: number }, body: Buffer): Promise<void> {
+export async function insertBlock(
+  store: EventStore,
+  logId: string,
+  block: { firstPos: number; lastPos: number },
+  body: Buffer,
+  legacyUntil = 0,
+): Promise<void> {
   const token = (name: string) => `${logId}:${block.firstPos}-${block.lastPos}:${name}`;
   await store.insertTsv('events', TSV_COLUMNS, body, { insert_deduplication_token: token('events') });
+  // Positions are integers of our own: inlined, so the statement does not queue behind
+  // parameterised reads (the embedded engine serialises those).
+  const rows = `log_pos BETWEEN ${block.firstPos} AND ${block.lastPos}`;
+  const legacy = block.lastPos <= legacyUntil;
   for (const rollup of ROLLUPS) {
-    try {
-      // Positions are integers of our own: inlined, so the statement does not queue behind
-      // parameterised reads (the embedded engine serialises those).
-      await insertRollup(store, rollup, `log_pos BETWEEN ${block.firstPos} AND ${block.lastPos}`, token(rollup.name));
-    } catch (err) {
-      throw new RollupInsertError(`inserting the block into ${rollup.name} failed`, { cause: err });
+    const inserts: [string, string][] = !rollup.legacy
+      ? [[rollup.select, rollup.name]]
+      : legacy
+        ? [[rollup.legacy, rollup.name], [rollup.later!, `${rollup.name}:asset`]]
+        : [[rollup.select, `${rollup.name}:all`]];
+    for (const [select, name] of inserts) {
+      try {
+        await insertRollup(store, rollup.table, select, rows, token(name));
+      } catch (err) {
+        throw new RollupInsertError(`inserting the block into ${rollup.name} failed`, { cause: err });
+      }
     }
   }
 }
@@ -124,27 +141,31 @@ export class RollupInsertError extends Error {
   override name = 'RollupInsertError';
 }
 
-async function insertRollup(store: EventStore, rollup: (typeof ROLLUPS)[number], rows: string, token: string): Promise<void> {
-  await store.command(
-    `INSERT INTO ${rollup.table} SETTINGS insert_deduplication_token = '${token}', max_threads = 1 ${rollup.select.replace('{block}', rows)}`,
-  );
+async function insertRollup(store: EventStore, table: string, select: string, rows: string, token: string): Promise<void> {
+  await store.command(`INSERT INTO ${table} SETTINGS insert_deduplication_token = '${token}', max_threads = 1 ${select.replace('{rows}', rows)}`);
 }
 
 /**
- * Fills the rollup inserts added after data existed for every block loaded before (log_pos up to
- * the loaded position; rows from before the log have log_pos 0). A block recorded but not confirmed
- * lies past that position, and its new inserts have never run: the loader does them when it takes
- * the block again. Run before the first block; each backfill is done once, and a crash in the
- * middle repeats it with the same token, which ClickHouse drops.
+ * Once, at the first start with the later dimensions: fills them for every record loaded before
+ * (log_pos up to the loaded position; rows from before the log have log_pos 0), and records up to
+ * which position blocks were recorded the old way (the loaded position, or the last block recorded
+ * but not confirmed): those blocks are completed by the legacy inserts when the loader takes them
+ * again. A crash in the middle repeats the backfill with the same tokens, which ClickHouse drops.
+ * Returns that position.
  */
-export async function backfillRollups(db: Registry, store: EventStore, logId: string, loadedPos: number, logger: Logger): Promise<void> {
-  for (const rollup of ROLLUPS.filter((r) => r.backfill)) {
-    if (db.prepare('SELECT 1 FROM rollup_backfills WHERE name = ?').get(rollup.name)) continue;
-    const started = performance.now();
-    await insertRollup(store, rollup, `log_pos <= ${loadedPos}`, `${logId}:backfill:${rollup.name}`);
-    db.prepare('INSERT INTO rollup_backfills (name, done_at) VALUES (?, ?)').run(rollup.name, Date.now());
-    logger.info({ rollup: rollup.name, upToLogPos: loadedPos, ms: Math.round(performance.now() - started) }, 'rollup backfilled for records loaded before it existed');
+export async function backfillRollups(db: Registry, store: EventStore, logId: string, logger: Logger): Promise<number> {
+  const done = db.prepare("SELECT legacy_until FROM rollup_backfills WHERE name = 'asset'").get() as { legacy_until: number } | undefined;
+  if (done) return done.legacy_until;
+  const { loaded_pos: loadedPos } = db.prepare('SELECT loaded_pos FROM ingest_loader WHERE id = 1').get() as { loaded_pos: number };
+  const { pending } = db.prepare('SELECT coalesce(max(last_pos), 0) AS pending FROM ingest_blocks').get() as { pending: number };
+  const started = performance.now();
+  for (const rollup of ROLLUPS.filter((r) => r.later)) {
+    await insertRollup(store, rollup.table, rollup.later!, `log_pos <= ${loadedPos}`, `${logId}:backfill:${rollup.name}:asset`);
   }
+  const legacyUntil = Math.max(loadedPos, pending);
+  db.prepare("INSERT INTO rollup_backfills (name, done_at, legacy_until) VALUES ('asset', ?, ?)").run(Date.now(), legacyUntil);
+  logger.info({ upToLogPos: loadedPos, legacyUntil, ms: Math.round(performance.now() - started) }, 'rollups: asset dimension backfilled for records loaded before it existed');
+  return legacyUntil;
 }
 
 const BACKOFF_MIN_MS = 200;
@@ -167,6 +188,8 @@ export class Loader {
   private urgent = false;
   private readonly logId: string;
   private readonly statements;
+  /** Blocks ending at or before this position were recorded before the asset dimension (backfillRollups). */
+  private legacyUntil: number | undefined;
 
   constructor(
     private readonly db: Registry,
@@ -222,14 +245,9 @@ export class Loader {
 
   private async run(): Promise<void> {
     let backoff = BACKOFF_MIN_MS;
-    let backfilled = false;
     while (!this.stopped) {
       try {
-        if (!backfilled) {
-          const { loaded_pos } = this.db.prepare('SELECT loaded_pos FROM ingest_loader WHERE id = 1').get() as { loaded_pos: number };
-          await backfillRollups(this.db, this.store, this.logId, loaded_pos, this.logger);
-          backfilled = true;
-        }
+        this.legacyUntil ??= await backfillRollups(this.db, this.store, this.logId, this.logger);
         // Blocks recorded but not confirmed (a crash, or the last attempt failed) go first, as they were.
         const pending = this.statements.pending.all() as Block[];
         if (pending.length > 0) {
@@ -323,7 +341,7 @@ export class Loader {
     const body = this.body(block);
     const started = performance.now();
     try {
-      await insertBlock(this.store, this.logId, block, body);
+      await insertBlock(this.store, this.logId, block, body, this.legacyUntil);
     } catch (err) {
       const code = clickHouseCode(err);
       if (err instanceof RollupInsertError || code === undefined || !DATA_ERRORS.has(code)) throw err;

@@ -21,11 +21,16 @@ async function rawAndRollups(teamId: string): Promise<Record<string, { n: string
     `SELECT 'events' AS name, toString(count()) AS n, toString(sum(toDecimal256(amount, 18))) AS spend FROM events WHERE team_id = {t:String}
      UNION ALL SELECT 'spend_minutely', toString(sum(events)), toString(sum(spend)) FROM spend_minutely WHERE team_id = {t:String}
      UNION ALL SELECT 'spend_hourly_by', toString(sum(events)), toString(sum(spend)) FROM spend_hourly_by WHERE team_id = {t:String} AND dimension = 'outcome'
-     UNION ALL SELECT 'spend_daily_by', toString(sum(events)), toString(sum(spend)) FROM spend_daily_by WHERE team_id = {t:String} AND dimension = 'outcome'`,
+     UNION ALL SELECT 'spend_daily_by', toString(sum(events)), toString(sum(spend)) FROM spend_daily_by WHERE team_id = {t:String} AND dimension = 'outcome'
+     UNION ALL SELECT 'spend_hourly_by asset', toString(sum(events)), toString(sum(spend)) FROM spend_hourly_by WHERE team_id = {t:String} AND dimension = 'asset'
+     UNION ALL SELECT 'spend_daily_by asset', toString(sum(events)), toString(sum(spend)) FROM spend_daily_by WHERE team_id = {t:String} AND dimension = 'asset'`,
     { t: teamId },
   );
   return Object.fromEntries(rows.map((r) => [r.name, { n: r.n, spend: r.spend }]));
 }
+
+/** Every table a block lands in, and the asset dimension of the by-dimension rollups. */
+const ROLLED_UP = ['events', 'spend_minutely', 'spend_hourly_by', 'spend_daily_by', 'spend_hourly_by asset', 'spend_daily_by asset'];
 
 /** Rows of a team as the ingest route would build them. */
 function rowsFor(teamId: string, records: Record<string, unknown>[]) {
@@ -96,7 +101,7 @@ describe('ingest log and loader', () => {
       await insertBlock(loaderEvents, logId, block, body);
       await insertBlock(loaderEvents, logId, block, body);
       const counts = await rawAndRollups(team.teamId);
-      for (const name of ['events', 'spend_minutely', 'spend_hourly_by', 'spend_daily_by']) {
+      for (const name of ROLLED_UP) {
         expect(counts[name], name).to.deep.equal({ n: '2', spend: '2.75' });
       }
       // A crash between the events insert and the rollups: the block again completes them, once.
@@ -107,9 +112,22 @@ describe('ingest log and loader', () => {
       expect((await rawAndRollups(team.teamId)).spend_minutely!.n).to.equal('2');
       await insertBlock(loaderEvents, logId, later, laterBody);
       const completed = await rawAndRollups(team.teamId);
-      for (const name of ['events', 'spend_minutely', 'spend_hourly_by', 'spend_daily_by']) {
+      for (const name of ROLLED_UP) {
         expect(completed[name], name).to.deep.equal({ n: '4', spend: '4.75' });
       }
+    });
+
+    it('a block recorded before the asset dimension loads the old way plus the asset inserts, once however often', async () => {
+      const team = newTeam();
+      const rows = rowsFor(team.teamId, [event({ id: 'l1', amount: '0.5', asset: 'USDC' }), event({ id: 'l2', amount: '2.25', asset: 'EURC' })]);
+      const first = 8e15 + Math.floor(Math.random() * 1e9);
+      const block = { firstPos: first, lastPos: first + 1 };
+      const body = Buffer.from(rows.map((row, i) => rowToTsv(row, first + i)).join(''));
+      const { loaderEvents } = testEnv();
+      const logId = `test-${team.teamId}`;
+      for (let i = 0; i < 3; i++) await insertBlock(loaderEvents, logId, block, body, block.lastPos);
+      const counts = await rawAndRollups(team.teamId);
+      for (const name of ROLLED_UP) expect(counts[name], name).to.deep.equal({ n: '2', spend: '2.75' });
     });
   });
 
