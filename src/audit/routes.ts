@@ -48,6 +48,7 @@ export const auditQueryRoute = defineRoute<AuditQuery>({
   description: `${SDK_DOC} Without orderBy, records come in the order they were stored; ties keep that order.`,
   tag: 'sdk',
   prefixes: SDK_PREFIXES,
+  scope: 'read',
   body: 'audit-query.json',
   bodyExample: { agentId: 'research-bot', status: ['flagged', 'blocked'], orderBy: 'amount', order: 'desc', limit: 20 },
   responses: { 200: { description: 'The records, exactly as they were sent', schema: 'audit-records.json', example: [EXAMPLE_RECORD] } },
@@ -81,6 +82,7 @@ export const auditSummarizeRoute = defineRoute<AuditQuery>({
   description: `${SDK_DOC} One aggregation in ClickHouse; limit, offset and orderBy do not apply.`,
   tag: 'sdk',
   prefixes: SDK_PREFIXES,
+  scope: 'read',
   body: 'audit-query.json',
   bodyExample: { startTime: 1795132800000, endTime: 1795219199999 },
   responses: {
@@ -115,6 +117,7 @@ export const auditCountRoute = defineRoute<AuditQuery>({
   description: SDK_DOC,
   tag: 'sdk',
   prefixes: SDK_PREFIXES,
+  scope: 'read',
   body: 'audit-query.json',
   bodyExample: { agentId: 'research-bot' },
   responses: { 200: { description: 'The count', schema: 'audit-count.json', example: { count: 1289 } } },

@@ -1,12 +1,16 @@
 import type { RequestHandler } from 'express';
 import type { Registry } from '../stores/sqlite.js';
-import { findKeyOwner } from '../teams/repository.js';
+import { findKeyOwner, touchKey, type KeyOwner, type Scope } from '../teams/repository.js';
 import { ApiError } from './errors.js';
 
 const CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="spendscope"' };
 
+/** last_used_at is kept to the minute: a key's row is written at most once a minute, not per request. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
 /** Reads `Authorization: Bearer <key>` and puts the key's team in `res.locals.team`; else 401. */
 export function authenticate(registry: Registry): RequestHandler {
+  const touched = new Map<string, number>();
   return (req, res, next) => {
     const header = req.get('authorization');
     if (!header) {
@@ -16,10 +20,34 @@ export function authenticate(registry: Registry): RequestHandler {
     if (!match) {
       throw new ApiError('unauthorized', 'Authorization header must be "Bearer <key>"', undefined, CHALLENGE);
     }
-    const owner = findKeyOwner(registry, match[1]!);
-    // Unknown and revoked keys get the same answer: the response must not tell which.
-    if (!owner) throw new ApiError('unauthorized', 'Invalid or revoked API key', undefined, CHALLENGE);
+    const now = Date.now();
+    const owner = findKeyOwner(registry, match[1]!, now);
+    // Unknown, revoked and expired keys get the same answer: the response must not tell which.
+    if (!owner) throw new ApiError('unauthorized', 'Invalid, revoked or expired API key', undefined, CHALLENGE);
+    const minute = now - (now % LAST_USED_RESOLUTION_MS);
+    if (touched.get(owner.keyId) !== minute) {
+      if (touched.size > 100_000) touched.clear();
+      touched.set(owner.keyId, minute);
+      // After the answer: the request does not wait for this write.
+      setImmediate(() => touchKey(registry, owner.keyId, minute));
+    }
     res.locals.team = owner;
+    next();
+  };
+}
+
+/** Whether a key may use a route of this scope: admin may use every route. */
+export const allows = (owner: KeyOwner, scope: Scope) => owner.scopes.includes('admin') || owner.scopes.includes(scope);
+
+/** 403 naming the missing scope, for a key used outside its scopes. */
+export function requireScope(scope: Scope | 'any'): RequestHandler {
+  return (_req, res, next) => {
+    const owner = res.locals.team as KeyOwner;
+    if (scope !== 'any' && !allows(owner, scope)) {
+      throw new ApiError('forbidden', `This API key lacks the "${scope}" scope (it has: ${owner.scopes.join(', ')})`, [
+        { field: 'scope', message: `"${scope}" is required` },
+      ]);
+    }
     next();
   };
 }

@@ -5,6 +5,7 @@ export const ERROR_STATUS = {
   invalid_json: 400,
   validation_failed: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,

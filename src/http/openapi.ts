@@ -1,4 +1,4 @@
-import { API_PREFIXES, type RouteSpec } from './routes.js';
+import { API_PREFIXES, scopeOf, type RouteSpec } from './routes.js';
 import type { SchemaRegistry } from './validation.js';
 
 type Json = Record<string, unknown>;
@@ -7,7 +7,9 @@ type Json = Record<string, unknown>;
 function standardErrors(spec: RouteSpec): Record<number, string> {
   const errors: Record<number, string> = {};
   if (spec.body || spec.query) errors[400] = 'Invalid JSON or a field failed validation; `details` names each field';
-  if (!spec.public) errors[401] = 'Missing, unknown or revoked API key';
+  if (!spec.public) errors[401] = 'Missing, unknown, revoked or expired API key';
+  const scope = scopeOf(spec);
+  if (scope && scope !== 'any') errors[403] = `The key lacks the "${scope}" scope (code forbidden)`;
   if (spec.path.includes(':') && !spec.neverNotFound) errors[404] = 'No such resource in the team of the key';
   if (spec.body) {
     errors[413] = 'Body larger than MAX_BODY_BYTES';
@@ -88,7 +90,8 @@ function operation(spec: RouteSpec, schemas: SchemaRegistry): Json {
     summary: spec.summary,
     ...(spec.description ? { description: spec.description } : {}),
     tags: [spec.tag],
-    ...(spec.public ? { security: [] } : {}),
+    // OpenAPI 3.1 lets a bearer requirement list the roles it needs: here, the key's scope.
+    security: spec.public ? [] : [{ bearerAuth: scopeOf(spec) === 'any' ? [] : [scopeOf(spec)] }],
     ...(parameters.length ? { parameters } : {}),
     ...(spec.body
       ? {
@@ -153,7 +156,15 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], schemas: Sche
     security: [{ bearerAuth: [] }],
     paths,
     components: {
-      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API key>' } },
+      securitySchemes: {
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'Authorization: Bearer <API key>. Each key has scopes: ingest (send records), read (every GET and the ' +
+            "SDK's queries), admin (everything). Each operation lists the scope it needs; a key without it gets 403 forbidden.",
+        },
+      },
       schemas: components,
     },
   };

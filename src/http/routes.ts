@@ -5,8 +5,8 @@ import type { IngestPipeline } from '../ingest/pipeline.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
-import type { KeyOwner } from '../teams/repository.js';
-import { authenticate } from './auth.js';
+import type { KeyOwner, Scope } from '../teams/repository.js';
+import { authenticate, requireScope } from './auth.js';
 import { ApiError, allowedMethods, methodNotAllowed } from './errors.js';
 import type { SchemaRegistry } from './validation.js';
 
@@ -92,6 +92,8 @@ interface RouteSpecBase {
 
 export interface AuthedRouteSpec<Body = unknown, Query = unknown> extends RouteSpecBase {
   public?: false;
+  /** The scope a key needs: by default `read` for GET and `admin` for changes; `any`: every key. */
+  scope?: Scope | 'any';
   handler: (ctx: AuthedContext<Body, Query>) => Promise<RouteResult> | RouteResult;
 }
 
@@ -135,7 +137,7 @@ export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: Ap
       const route = app.route(prefix + first.path);
       for (const spec of specs) {
         const chain: RequestHandler[] = [];
-        if (!spec.public) chain.push(auth);
+        if (!spec.public) chain.push(auth, requireScope(scopeOf(spec)!));
         if (spec.body) chain.push(requireJson(spec), json);
         chain.push(runHandler(spec, deps, options));
         route[spec.method](...chain);
@@ -145,6 +147,12 @@ export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: Ap
       route.all(methodNotAllowed(specs.map((s) => s.method)));
     }
   }
+}
+
+/** The scope a route needs. */
+export function scopeOf(spec: RouteSpec): Scope | 'any' | undefined {
+  if (spec.public) return undefined;
+  return spec.scope ?? (spec.method === 'get' ? 'read' : 'admin');
 }
 
 const JSON_TYPES = ['application/json', 'application/*+json'];

@@ -37,6 +37,7 @@ export const ingestEvents = defineRoute<{ events: unknown[] }>({
     'ones are reported by index. A batch with no valid record is a 400 listing them in details. Answered only ' +
     'after the records are stored.',
   tag: 'ingest',
+  scope: 'ingest',
   body: 'events-batch.json',
   bodyExample: { events: [EXAMPLE_RECORD] },
   responses: RESPONSES,
@@ -56,6 +57,7 @@ export const ingestAuditBatch = defineRoute<{ records: unknown[] }>({
     'The SDK retries a failed batch up to 3 times: records are de-duplicated by id, so a retry stores nothing twice. ' +
     'Same rules as POST /events.',
   tag: 'ingest',
+  scope: 'ingest',
   body: 'audit-batch.json',
   bodyExample: { records: [{ id: '9f2c1a7b3d4e5f60', ...EXAMPLE_RECORD }] },
   responses: RESPONSES,

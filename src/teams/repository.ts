@@ -7,11 +7,21 @@ export interface Team {
   createdAt: number;
 }
 
+/**
+ * What a key may do. `ingest`: send records. `read`: every GET and the SDK's queries. `admin`:
+ * everything, changes included. An agent needs ingest (and read for the SDK's queries); a
+ * dashboard or a BI job needs read.
+ */
+export const SCOPES = ['ingest', 'read', 'admin'] as const;
+export type Scope = (typeof SCOPES)[number];
+
 /** The team an API key authenticates, and which key it was. */
 export interface KeyOwner {
   teamId: string;
   teamName: string;
   keyId: string;
+  keyName: string;
+  scopes: Scope[];
 }
 
 /** A key as shown once to its creator. */
@@ -20,6 +30,30 @@ export interface IssuedKey {
   apiKey: string;
   prefix: string;
   createdAt: number;
+  name: string;
+  scopes: Scope[];
+  expiresAt: number | null;
+}
+
+/** What a new key is: its name, scopes and expiry. */
+export interface KeySpec {
+  name: string;
+  scopes: readonly Scope[];
+  expiresAt?: number | null;
+}
+
+/** Bootstrap and team:create keys: the team's first, able to do everything. */
+const FIRST_KEY: KeySpec = { name: 'default', scopes: ['admin'] };
+
+/** A key's metadata, as listed: never the key itself. */
+export interface KeyInfo {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: Scope[];
+  createdAt: number;
+  lastUsedAt: number | null;
+  expiresAt: number | null;
 }
 
 export class TeamNameTaken extends Error {
@@ -45,21 +79,81 @@ export function findTeam(db: Registry, teamId: string): Team | undefined {
   return row && toTeam(row);
 }
 
-function insertKey(db: Registry, teamId: string, apiKey: string, now: number): IssuedKey {
+const parseScopes = (text: string) => text.split(' ').filter((s): s is Scope => (SCOPES as readonly string[]).includes(s));
+
+function insertKey(db: Registry, teamId: string, apiKey: string, now: number, spec: KeySpec): IssuedKey {
   const keyId = newId('key');
-  db.prepare('INSERT INTO api_keys (id, team_id, prefix, key_hash, created_at) VALUES (?, ?, ?, ?, ?)').run(
+  // Stored in SCOPES order, each once.
+  const scopes = SCOPES.filter((s) => spec.scopes.includes(s));
+  db.prepare('INSERT INTO api_keys (id, team_id, prefix, key_hash, created_at, name, scopes, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
     keyId,
     teamId,
     visiblePrefix(apiKey),
     hashApiKey(apiKey),
     now,
+    spec.name,
+    scopes.join(' '),
+    spec.expiresAt ?? null,
   );
-  return { keyId, apiKey, prefix: visiblePrefix(apiKey), createdAt: now };
+  return { keyId, apiKey, prefix: visiblePrefix(apiKey), createdAt: now, name: spec.name, scopes, expiresAt: spec.expiresAt ?? null };
 }
 
-/** Issues one more key for an existing team (tools; rotation replaces a key instead). */
-export function issueKey(db: Registry, teamId: string): IssuedKey {
-  return insertKey(db, teamId, generateApiKey(), Date.now());
+/** Issues one more key for an existing team (POST /keys, tools; rotation replaces a key instead). */
+export function issueKey(db: Registry, teamId: string, spec: KeySpec = FIRST_KEY): IssuedKey {
+  return insertKey(db, teamId, generateApiKey(), Date.now(), spec);
+}
+
+interface KeyRow {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: string;
+  created_at: number;
+  last_used_at: number | null;
+  expires_at: number | null;
+}
+
+/** Keys of a team that still authenticate (not revoked, not expired), newest first. */
+export function listKeys(db: Registry, teamId: string, now = Date.now()): KeyInfo[] {
+  const rows = db
+    .prepare(
+      `SELECT id, name, prefix, scopes, created_at, last_used_at, expires_at FROM api_keys
+        WHERE team_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)
+        ORDER BY created_at DESC, id`,
+    )
+    .all(teamId, now) as KeyRow[];
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    prefix: r.prefix,
+    scopes: parseScopes(r.scopes),
+    createdAt: r.created_at,
+    lastUsedAt: r.last_used_at,
+    expiresAt: r.expires_at,
+  }));
+}
+
+export type RevokeOutcome = 'revoked' | 'not_found' | 'last_admin';
+
+/**
+ * Revokes a key of the team at once, unless it is the team's last admin key that still works:
+ * without one, nobody could make or revoke keys again.
+ */
+export function revokeKey(db: Registry, teamId: string, keyId: string, now = Date.now()): RevokeOutcome {
+  const revoke = db.transaction((): RevokeOutcome => {
+    const keys = listKeys(db, teamId, now);
+    const key = keys.find((k) => k.id === keyId);
+    if (!key) return 'not_found';
+    if (key.scopes.includes('admin') && keys.filter((k) => k.scopes.includes('admin')).length === 1) return 'last_admin';
+    db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND team_id = ?').run(now, keyId, teamId);
+    return 'revoked';
+  });
+  return revoke.immediate();
+}
+
+/** Records that a key was used, to the minute. */
+export function touchKey(db: Registry, keyId: string, at: number): void {
+  db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?').run(at, keyId);
 }
 
 /** Creates a team and its first key (generated unless given). Throws TeamNameTaken. */
@@ -68,7 +162,7 @@ export function createTeam(db: Registry, name: string, apiKey = generateApiKey()
     if (db.prepare('SELECT 1 FROM teams WHERE name = ?').get(name)) throw new TeamNameTaken(name);
     const team: Team = { id: newId('team'), name, createdAt: Date.now() };
     db.prepare('INSERT INTO teams (id, name, created_at) VALUES (?, ?, ?)').run(team.id, team.name, team.createdAt);
-    return { team, key: insertKey(db, team.id, apiKey, team.createdAt) };
+    return { team, key: insertKey(db, team.id, apiKey, team.createdAt, FIRST_KEY) };
   });
   return create.immediate();
 }
@@ -77,36 +171,39 @@ export function createTeam(db: Registry, name: string, apiKey = generateApiKey()
  * Finds the team of a presented key. No cache on purpose: the team CLI and rotation write from
  * other requests or processes, and a rotated key must fail from the very next request.
  */
-export function findKeyOwner(db: Registry, apiKey: string): KeyOwner | undefined {
+export function findKeyOwner(db: Registry, apiKey: string, now = Date.now()): KeyOwner | undefined {
   const row = db
     .prepare(
-      `SELECT k.id AS keyId, t.id AS teamId, t.name AS teamName
+      `SELECT k.id AS keyId, k.name AS keyName, k.scopes, t.id AS teamId, t.name AS teamName
          FROM api_keys k JOIN teams t ON t.id = k.team_id
-        WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
+        WHERE k.key_hash = ? AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ?)`,
     )
-    .get(hashApiKey(apiKey)) as KeyOwner | undefined;
-  return row;
+    .get(hashApiKey(apiKey), now) as (Omit<KeyOwner, 'scopes'> & { scopes: string }) | undefined;
+  return row && { ...row, scopes: parseScopes(row.scopes) };
 }
 
 /**
- * Replaces the presented key with a new one; the old key is revoked in the same transaction.
- * Undefined when the key was revoked meanwhile (two rotations racing must not yield two keys).
+ * Replaces the presented key with a new one of the same name, scopes and expiry; the old key is
+ * revoked in the same transaction. Undefined when the key was revoked meanwhile (two rotations
+ * racing must not yield two keys).
  */
 export function rotateKey(db: Registry, owner: KeyOwner): IssuedKey | undefined {
   const rotate = db.transaction(() => {
     const now = Date.now();
+    const old = db.prepare('SELECT expires_at FROM api_keys WHERE id = ?').get(owner.keyId) as { expires_at: number | null } | undefined;
     const revoked = db
       .prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
       .run(now, owner.keyId);
-    return revoked.changes === 1 ? insertKey(db, owner.teamId, generateApiKey(), now) : undefined;
+    if (revoked.changes !== 1) return undefined;
+    return insertKey(db, owner.teamId, generateApiKey(), now, { name: owner.keyName, scopes: owner.scopes, expiresAt: old?.expires_at ?? null });
   });
   return rotate.immediate();
 }
 
 /** Keys of a team that still authenticate. */
-export function countActiveKeys(db: Registry, teamId: string): number {
+export function countActiveKeys(db: Registry, teamId: string, now = Date.now()): number {
   return (
-    db.prepare('SELECT count(*) AS n FROM api_keys WHERE team_id = ? AND revoked_at IS NULL').get(teamId) as {
+    db.prepare('SELECT count(*) AS n FROM api_keys WHERE team_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)').get(teamId, now) as {
       n: number;
     }
   ).n;

@@ -1,10 +1,8 @@
 import { ApiError } from '../http/errors.js';
 import { defineRoute } from '../http/routes.js';
+import { issuedKeyBody, keyRoutes, NO_STORE } from './key-routes.js';
 import { findTeam, rotateKey } from './repository.js';
 import { teamUsage } from './usage.js';
-
-/** Responses that carry a key must never be stored by a proxy or a browser. */
-const NO_STORE = { 'Cache-Control': 'no-store' };
 
 export const getTeam = defineRoute({
   method: 'get',
@@ -53,14 +51,24 @@ export const rotateTeamKey = defineRoute({
   operationId: 'rotateTeamKey',
   summary: 'Issue a new API key and revoke the one used for this request',
   description:
-    'The new key is in the response and nowhere else: store it now. The key that made this request is ' +
-    'rejected from the next request on. No request body.',
+    'The new key is in the response and nowhere else: store it now. It keeps the name, scopes and expiry of the ' +
+    'key that made this request, which is rejected from the next request on. No request body. Any key may rotate itself.',
   tag: 'team',
+  // A key may replace itself whatever its scopes: rotation is how a holder reacts to a leak.
+  scope: 'any',
   responses: {
     200: {
       description: 'The new key, shown once',
       schema: 'api-key.json',
-      example: { apiKey: 'ss_3q9V…', prefix: 'ss_3q9VxR1', createdAt: '2026-11-21T10:00:00.000Z' },
+      example: {
+        apiKey: 'ss_3q9V…',
+        id: 'key_m2x8c4v1b7n3z9a5s6d0',
+        name: 'default',
+        prefix: 'ss_3q9VxR1',
+        scopes: ['admin'],
+        createdAt: '2026-11-21T10:00:00.000Z',
+        expiresAt: null,
+      },
     },
   },
   handler({ deps, team }) {
@@ -68,9 +76,9 @@ export const rotateTeamKey = defineRoute({
     if (!issued) throw new ApiError('unauthorized', 'This API key was rotated by another request');
     return {
       headers: NO_STORE,
-      body: { apiKey: issued.apiKey, prefix: issued.prefix, createdAt: new Date(issued.createdAt).toISOString() },
+      body: issuedKeyBody(issued),
     };
   },
 });
 
-export const teamRoutes = [getTeam, rotateTeamKey];
+export const teamRoutes = [getTeam, rotateTeamKey, ...keyRoutes];

@@ -72,8 +72,15 @@ describe('OpenAPI document', () => {
 
   it('documents auth and the error shape on authenticated routes', () => {
     const getTeam = doc.paths['/team']!.get as { responses: Record<string, unknown>; security?: unknown };
-    expect(getTeam.responses).to.have.keys('200', '401');
-    expect(getTeam.security).to.equal(undefined);
+    expect(getTeam.responses).to.have.keys('200', '401', '403');
+    expect(getTeam.security).to.deep.equal([{ bearerAuth: ['read'] }]);
+    // Each operation names the scope its key needs (OpenAPI 3.1 lets a bearer requirement list roles).
+    const security = (path: string, method: string) => (doc.paths[path]![method] as { security: unknown }).security;
+    expect(security('/events', 'post')).to.deep.equal([{ bearerAuth: ['ingest'] }]);
+    expect(security('/policies', 'post')).to.deep.equal([{ bearerAuth: ['admin'] }]);
+    expect(security('/keys', 'post')).to.deep.equal([{ bearerAuth: ['admin'] }]);
+    expect(security('/team/rotate-key', 'post')).to.deep.equal([{ bearerAuth: [] }]);
+    expect(doc.paths['/keys/{id}']!.delete).to.have.nested.property('responses.409');
     const health = doc.paths['/healthz']!.get as { security: unknown[] };
     expect(health.security).to.deep.equal([]);
   });

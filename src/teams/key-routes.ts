@@ -1,0 +1,101 @@
+import { ApiError } from '../http/errors.js';
+import { defineRoute } from '../http/routes.js';
+import { issueKey, listKeys, revokeKey, type IssuedKey, type KeyInfo, type Scope } from './repository.js';
+
+/** Responses that carry a key must never be stored by a proxy or a browser. */
+export const NO_STORE = { 'Cache-Control': 'no-store' };
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** An issued key as answered once: the secret and its metadata. */
+export const issuedKeyBody = (k: IssuedKey) => ({
+  apiKey: k.apiKey,
+  id: k.keyId,
+  name: k.name,
+  prefix: k.prefix,
+  scopes: k.scopes,
+  createdAt: new Date(k.createdAt).toISOString(),
+  expiresAt: iso(k.expiresAt),
+});
+
+const keyInfoBody = (k: KeyInfo) => ({
+  id: k.id,
+  name: k.name,
+  prefix: k.prefix,
+  scopes: k.scopes,
+  createdAt: new Date(k.createdAt).toISOString(),
+  lastUsedAt: iso(k.lastUsedAt),
+  expiresAt: iso(k.expiresAt),
+});
+
+const EXAMPLE_KEY = {
+  id: 'key_m2x8c4v1b7n3z9a5s6d0',
+  name: 'research-agent',
+  prefix: 'ss_3q9VxR1',
+  scopes: ['ingest', 'read'],
+  createdAt: '2026-11-23T10:00:00.000Z',
+  lastUsedAt: '2026-11-23T10:41:00.000Z',
+  expiresAt: null,
+};
+
+export const createKeyRoute = defineRoute<{ name: string; scopes: Scope[]; expires_at?: string }>({
+  method: 'post',
+  path: '/keys',
+  operationId: 'createKey',
+  summary: 'Issue a named API key with scopes (the key is shown once)',
+  description:
+    'ingest: send records. read: every GET and the SDK\'s queries. admin: everything. Give an agent ingest and read, ' +
+    'a dashboard or BI job read, and keep admin for people. The key is in this answer and nowhere else.',
+  tag: 'keys',
+  body: 'key-create.json',
+  bodyExample: { name: 'research-agent', scopes: ['ingest', 'read'] },
+  responses: {
+    201: { description: 'The key, shown once, with its metadata', schema: 'api-key.json', example: { apiKey: 'ss_3q9V…', ...EXAMPLE_KEY, lastUsedAt: undefined } },
+  },
+  handler({ body, team, deps }) {
+    let expiresAt: number | null = null;
+    if (body.expires_at !== undefined) {
+      expiresAt = Date.parse(body.expires_at);
+      if (!(expiresAt > Date.now())) {
+        throw new ApiError('validation_failed', 'Request body is invalid: expires_at must be in the future', [{ field: 'expires_at', message: 'must be in the future' }]);
+      }
+    }
+    const issued = issueKey(deps.registry, team.teamId, { name: body.name, scopes: body.scopes, expiresAt });
+    return { status: 201, headers: NO_STORE, body: issuedKeyBody(issued) };
+  },
+});
+
+export const listKeysRoute = defineRoute({
+  method: 'get',
+  path: '/keys',
+  operationId: 'listKeys',
+  summary: "The team's keys that still work, newest first (metadata only)",
+  tag: 'keys',
+  responses: { 200: { description: 'The keys', schema: 'key-list.json', example: { data: [EXAMPLE_KEY] } } },
+  handler({ team, deps }) {
+    return { body: { data: listKeys(deps.registry, team.teamId).map(keyInfoBody) } };
+  },
+});
+
+export const revokeKeyRoute = defineRoute({
+  method: 'delete',
+  path: '/keys/:id',
+  operationId: 'revokeKey',
+  summary: 'Revoke a key at once',
+  description: "Refused (409) for the team's last admin key: without one, nobody could manage keys again.",
+  tag: 'keys',
+  responses: {
+    204: { description: 'Revoked: refused from the next request on' },
+    409: { description: "The team's last admin key", schema: 'error.json' },
+  },
+  handler({ params, team, deps }) {
+    const outcome = revokeKey(deps.registry, team.teamId, params.id!);
+    if (outcome === 'not_found') throw new ApiError('not_found', `No key "${params.id}" in this team`);
+    if (outcome === 'last_admin') {
+      throw new ApiError('conflict', "This is the team's last admin key: create another admin key before revoking it", [{ field: 'id', message: 'is the last admin key' }]);
+    }
+    return { status: 204, body: undefined };
+  },
+});
+
+export const keyRoutes = [createKeyRoute, listKeysRoute, revokeKeyRoute];
