@@ -10,6 +10,11 @@
  * acknowledged record once, and that every rollup agrees with the raw events.
  *
  * --policies N runs everything twice, without and with N policies, and prints the ratio.
+ * The per-key rate limiter runs at its defaults (RATE_LIMIT_*), and every answer's RateLimit header
+ * is read: the run prints the lowest `r` seen (a 429 would stop the run). It also times the limiter
+ * in-process per request, against the server's CPU time per request.
+ * --limiter-pairs N measures the limiter's cost end to end instead: N pairs of fresh services,
+ * limits off (RATE_LIMIT_*=0) and on, in alternating order, and the median ratio per level.
  * Also: --server-log FILE keeps the server's log (LOG_LEVEL=debug adds per-commit figures),
  * --profile DIR writes a CPU profile of the server.
  */
@@ -20,6 +25,8 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { rateLimitHeaders } from '../src/limits/http.js';
+import { RateLimiter } from '../src/limits/rate-limiter.js';
 import { PROJECT_ROOT } from '../src/paths.js';
 import { checkStore } from './check-store.js';
 import { startChildService } from './service.js';
@@ -31,6 +38,7 @@ const { values: args } = parseArgs({
     batch: { type: 'string', default: '100' },
     warmup: { type: 'string', default: '2' },
     policies: { type: 'string', default: '0' },
+    'limiter-pairs': { type: 'string', default: '0' },
     'server-log': { type: 'string' },
     // Writes a V8 CPU profile of the server to this folder (open it in Chrome DevTools).
     profile: { type: 'string' },
@@ -131,6 +139,16 @@ function cpuSeconds(pid: number): number {
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
+/** What the rate limiter told the load generator: its policy and the lowest remaining seen. */
+const limiterSeen = { policy: undefined as string | undefined, lowest: Infinity, answers: 0 };
+function noteRateLimit(headers: http.IncomingHttpHeaders): void {
+  const remaining = /;r=(\d+)/.exec(String(headers.ratelimit ?? ''));
+  if (!remaining) return;
+  limiterSeen.policy = String(headers['ratelimit-policy']);
+  limiterSeen.lowest = Math.min(limiterSeen.lowest, Number(remaining[1]));
+  limiterSeen.answers++;
+}
+
 /** One API call; rejects unless the status is the expected one. Returns the parsed body. */
 function call<T>(port: number, method: string, path: string, body: string | undefined, expect: number): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -140,6 +158,7 @@ function call<T>(port: number, method: string, path: string, body: string | unde
       let text = '';
       res.on('data', (d: Buffer) => (text += d.toString()));
       res.on('end', () => {
+        if (path === '/api/v1/events') noteRateLimit(res.headers);
         if (res.statusCode !== expect) return reject(new Error(`${method} ${path}: HTTP ${res.statusCode}: ${text}`));
         resolve(JSON.parse(text) as T);
       });
@@ -253,11 +272,15 @@ interface Phase {
  * Starts a service on a fresh data directory, creates the policies, drives every level, waits
  * until ClickHouse has everything acknowledged (the loader's backlog, from /healthz), stops it.
  */
-async function measureService(policies: number): Promise<Phase> {
+async function measureService(policies: number, limits: 'on' | 'off' = 'on', quiet = false): Promise<Phase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-ingest-'));
   const service = await startChildService({
     dataDir,
-    env: { BOOTSTRAP_API_KEY: API_KEY, ...(process.env.LOG_LEVEL ? { LOG_LEVEL: process.env.LOG_LEVEL } : {}) },
+    env: {
+      BOOTSTRAP_API_KEY: API_KEY,
+      ...(limits === 'off' ? { RATE_LIMIT_REQUESTS_PER_SECOND: '0', RATE_LIMIT_RECORDS_PER_SECOND: '0' } : {}),
+      ...(process.env.LOG_LEVEL ? { LOG_LEVEL: process.env.LOG_LEVEL } : {}),
+    },
     nodeArgs: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [],
     logFile: args['server-log'],
   });
@@ -285,7 +308,11 @@ async function measureService(policies: number): Promise<Phase> {
     const code = await service.stop();
     if (code !== 0) console.log(`service exited with ${code}`);
   }
+  if (quiet) return { policies, results, acknowledged, drainSeconds, dataDir };
   printLevels(`spendscope, POST /api/v1/events, ${policies} active policies (${fmt(openAlerts)} open alerts at the end)`, results);
+  console.log(
+    `rate limiter at its defaults: ${limiterSeen.answers ? `RateLimit-Policy ${limiterSeen.policy} on every answer, lowest remaining ${fmt(limiterSeen.lowest)}` : 'no RateLimit header seen'}; no 429`,
+  );
   const last = results.at(-1)!;
   console.log(
     `after the concurrency ${last.concurrency} run: every acknowledged record in ClickHouse ${fmt(drainSeconds, 2)} s after the load stopped; ` +
@@ -351,8 +378,68 @@ function measureDiskFlush(): { p50: number; p99: number } {
   return { p50: times[Math.floor(times.length / 2)]!, p99: times[Math.floor(times.length * 0.99)]! };
 }
 
+/**
+ * The limiter's own work per ingest request (a records token bucket and the two headers), timed
+ * in-process, against the server's CPU time per request at each level: the share it costs.
+ */
+function limiterShare(results: LevelResult[]): void {
+  const limiter = new RateLimiter({ requestsPerSecond: 1_000, recordsPerSecond: 100_000 });
+  const rates = { requestsPerSecond: null, recordsPerSecond: null };
+  const keys = Array.from({ length: 100 }, (_, i) => `key_${i}`);
+  let sink = 0;
+  const rounds = 1_000_000;
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < rounds; i++) {
+    const outcome = limiter.precheck(keys[i % 100]!, 'records', rates)!;
+    const taken = limiter.take(keys[i % 100]!, 'records', rates, 1)!;
+    sink += rateLimitHeaders(outcome).RateLimit.length + rateLimitHeaders(taken).RateLimit.length;
+  }
+  const nsPerRequest = Number(process.hrtime.bigint() - t0) / rounds;
+  if (sink === 0) throw new Error('the limiter loop produced no headers');
+  console.log(`\nrate limiter, in-process: ${fmt(nsPerRequest)} ns per ingest request (pre-check, take, both headers twice; 100 keys)`);
+  for (const r of results) {
+    const requestsPerSecond = rate(r) / BATCH;
+    const serverNsPerRequest = (r.serverCpu / requestsPerSecond) * 1e9;
+    console.log(
+      `  concurrency ${r.concurrency}: server CPU ${fmt(serverNsPerRequest / 1e6, 2)} ms per request; the limiter is ${fmt((100 * nsPerRequest) / serverNsPerRequest, 3)}% of it`,
+    );
+  }
+}
+
+/** --limiter-pairs: fresh services with limits off and on, alternating which goes first. */
+async function compareLimiter(pairs: number): Promise<void> {
+  const ratios: number[][] = LEVELS.map(() => []);
+  for (let pair = 0; pair < pairs; pair++) {
+    const order: ('on' | 'off')[] = pair % 2 ? ['on', 'off'] : ['off', 'on'];
+    const byMode: Record<string, LevelResult[]> = {};
+    for (const mode of order) {
+      const phase = await measureService(0, mode, true);
+      fs.rmSync(phase.dataDir, { recursive: true, force: true });
+      byMode[mode] = phase.results;
+    }
+    const line = LEVELS.map((level, i) => {
+      const off = rate(byMode.off![i]!);
+      const on = rate(byMode.on![i]!);
+      ratios[i]!.push(on / off);
+      return `c${level} off ${fmt(off)} on ${fmt(on)} (${fmt(on / off, 3)})`;
+    });
+    console.log(`pair ${pair + 1} (${order.join(' then ')}): ${line.join('; ')} events/s`);
+  }
+  console.log('\nlimits on / off, events/s, median over the pairs:');
+  LEVELS.forEach((level, i) => {
+    const sorted = [...ratios[i]!].sort((a, b) => a - b);
+    console.log(`  concurrency ${level}: ${fmt(sorted[Math.floor(sorted.length / 2)]!, 3)} (${sorted.map((r) => fmt(r, 3)).join(', ')})`);
+  });
+}
+
 async function main(): Promise<void> {
   const policies = Number(args.policies);
+  if (Number(args['limiter-pairs']) > 0) {
+    console.log(`spendscope ingest benchmark, rate limiter off and on: ${os.cpus().length} cores, batches of ${BATCH}, ${SECONDS} s per level`);
+    await compareLimiter(Number(args['limiter-pairs']));
+    agent.destroy();
+    return;
+  }
   console.log(`spendscope ingest benchmark, ${new Date().toISOString().slice(0, 10)}: embedded ClickHouse, ` +
     `${os.cpus().length} cores, batches of ${BATCH}, ${SECONDS} s per level`);
   const flush = measureDiskFlush();
@@ -361,6 +448,7 @@ async function main(): Promise<void> {
   const baseline = policies > 0 ? await measureService(0) : undefined;
   if (baseline) fs.rmSync(baseline.dataDir, { recursive: true, force: true });
   const phase = await measureService(policies);
+  limiterShare(phase.results);
   const yardstick = await measureNull();
   agent.destroy();
   console.log('\nspendscope / null server, events/s:');

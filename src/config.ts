@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { RateDefaults } from './limits/rate-limiter.js';
 
 /** Typed configuration, built once at start from the environment. */
 export interface Config {
@@ -14,6 +15,23 @@ export interface Config {
   shutdownTimeoutMs: number;
   ingest: IngestConfig;
   anomalies: AnomalyConfig;
+  /** Per-key rates of keys that did not choose their own; 0 turns that limit off. */
+  rateLimits: RateDefaults;
+  http: HttpLimits;
+}
+
+/** What one connection may hold of the server (src/http/listen.ts). */
+export interface HttpLimits {
+  /** To receive a request's headers. */
+  headersTimeoutMs: number;
+  /** To receive a whole request, body included: a client sending its body slowly is cut off. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** A connection with no bytes either way for this long is closed (a client that stops reading). */
+  idleTimeoutMs: number;
+  /** Connections open at once; past it, new ones are closed at once. */
+  maxConnections: number;
 }
 
 /** The ingest log and its loader (src/ingest). */
@@ -64,7 +82,6 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
-/** Reads and validates the environment; throws ConfigError naming each bad variable. */
 /**
  * ASSET_DECIMALS: "ETH:18,WBTC:8,0xabc…:6". Symbols are matched in any case, 0x addresses lower-cased,
  * other addresses (Solana mints) as written. At most 18 decimals: amounts keep 18 fractional digits.
@@ -84,6 +101,7 @@ function assetDecimalsSetting(raw: string, problems: string[]): Record<string, n
   return table;
 }
 
+/** Reads and validates the environment; throws ConfigError naming each bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const integer = (name: string, fallback: number, min: number, max: number): number => {
@@ -135,6 +153,23 @@ export function loadConfig(env: Env = process.env): Config {
     loopSeconds: integer('ANOMALY_LOOP_SECONDS', 60, 1, 86_400),
     newPayeeLearningHours: integer('ANOMALY_NEW_PAYEE_LEARNING_HOURS', 24, 0, 8_760),
   };
+  // Far above what this service ingests on one machine (about 15,000 records/s on 2 cores), so the
+  // SDK at full speed and the ingest benchmark are never limited; set lower per key for agents.
+  const rateLimits: RateDefaults = {
+    requestsPerSecond: integer('RATE_LIMIT_REQUESTS_PER_SECOND', 1_000, 0, 1_000_000),
+    recordsPerSecond: integer('RATE_LIMIT_RECORDS_PER_SECOND', 100_000, 0, 100_000_000),
+  };
+  const httpLimits: HttpLimits = {
+    headersTimeoutMs: integer('HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
+    requestTimeoutMs: integer('HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    keepAliveTimeoutMs: integer('HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
+    idleTimeoutMs: integer('HTTP_IDLE_TIMEOUT_MS', 60_000, 100, 3_600_000),
+    maxConnections: integer('HTTP_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
+  };
+  // Node refuses a headers timeout longer than the request's: the headers are part of the request.
+  if (httpLimits.headersTimeoutMs > httpLimits.requestTimeoutMs) {
+    problems.push(`HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS (${httpLimits.requestTimeoutMs}), got ${httpLimits.headersTimeoutMs}`);
+  }
   const bootstrapApiKey = text('BOOTSTRAP_API_KEY', '', (v) =>
     // A bootstrap key is a real credential: short or spaced values are mistakes, not keys.
     v.length < 16 || v.length > 256 || /\s/.test(v) ? 'must be 16 to 256 characters without spaces' : null,
@@ -174,5 +209,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs,
     ingest,
     anomalies,
+    rateLimits,
+    http: httpLimits,
   };
 }

@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import type { Express } from 'express';
+import { createHttpServer, listen } from './http/listen.js';
 import type { AppDeps } from './http/routes.js';
 
 export interface RunningServer {
@@ -15,10 +16,8 @@ export async function startServer(
   deps: Pick<AppDeps, 'config' | 'registry' | 'events' | 'loaderEvents' | 'ingest'>,
 ): Promise<RunningServer> {
   const { config } = deps;
-  const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
-    s.once('error', reject);
-  });
+  const server: Server = createHttpServer(app, config.http);
+  await listen(server, config.port, config.host);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
 

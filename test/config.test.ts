@@ -47,6 +47,23 @@ describe('config', () => {
     expect(config.bootstrapApiKey).to.equal('a-long-enough-bootstrap-key');
   });
 
+  it('reads the rate limit defaults and the HTTP limits, with defaults', () => {
+    const defaults = loadConfig({});
+    expect(defaults.rateLimits).to.deep.equal({ requestsPerSecond: 1_000, recordsPerSecond: 100_000 });
+    expect(defaults.http).to.deep.equal({ headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, idleTimeoutMs: 60_000, maxConnections: 1_024 });
+    const set = loadConfig({
+      RATE_LIMIT_REQUESTS_PER_SECOND: '0',
+      RATE_LIMIT_RECORDS_PER_SECOND: '5000',
+      HTTP_HEADERS_TIMEOUT_MS: '2000',
+      HTTP_REQUEST_TIMEOUT_MS: '4000',
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: '65000',
+      HTTP_IDLE_TIMEOUT_MS: '9000',
+      HTTP_MAX_CONNECTIONS: '50',
+    });
+    expect(set.rateLimits).to.deep.equal({ requestsPerSecond: 0, recordsPerSecond: 5_000 });
+    expect(set.http).to.deep.equal({ headersTimeoutMs: 2_000, requestTimeoutMs: 4_000, keepAliveTimeoutMs: 65_000, idleTimeoutMs: 9_000, maxConnections: 50 });
+  });
+
   it('reads the anomaly thresholds, with defaults', () => {
     expect(loadConfig({}).anomalies).to.deep.equal({ spikeFactor: 10, spikeBaseline: 50, loopCalls: 300, loopSeconds: 60, newPayeeLearningHours: 24 });
     const config = loadConfig({
@@ -104,6 +121,11 @@ describe('config', () => {
     ANOMALY_SPIKE_FACTOR: '1',
     ANOMALY_LOOP_SECONDS: '0',
     ASSET_DECIMALS: 'ETH:19',
+    RATE_LIMIT_RECORDS_PER_SECOND: '-1',
+    RATE_LIMIT_REQUESTS_PER_SECOND: 'lots',
+    HTTP_REQUEST_TIMEOUT_MS: '5',
+    HTTP_HEADERS_TIMEOUT_MS: '60000',
+    HTTP_MAX_CONNECTIONS: '0',
   };
   for (const [name, value] of Object.entries(bad)) {
     it(`rejects a bad ${name}, naming it`, () => {

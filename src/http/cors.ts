@@ -2,7 +2,7 @@ import type { RequestHandler } from 'express';
 
 /** Headers a browser client may send, and read from an answer, across origins. */
 const ALLOWED_HEADERS = 'Authorization, Content-Type, X-Request-Id';
-const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Location, Allow';
+const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, Location, Allow';
 
 /**
  * CORS for the origins of CORS_ORIGINS (none by default, `*` for any). Keys travel in the

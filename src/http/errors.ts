@@ -9,6 +9,7 @@ export const ERROR_STATUS = {
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
+  rate_limited: 429,
   payload_too_large: 413,
   unsupported_media_type: 415,
   internal_error: 500,

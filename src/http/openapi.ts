@@ -10,6 +10,11 @@ function standardErrors(spec: RouteSpec): Record<number, string> {
   if (!spec.public) errors[401] = 'Missing, unknown, revoked or expired API key';
   const scope = scopeOf(spec);
   if (scope && scope !== 'any') errors[403] = `The key lacks the "${scope}" scope (code forbidden)`;
+  if (!spec.public) {
+    errors[429] = spec.recordsIn
+      ? "The key is over its records-a-second limit (code rate_limited); Retry-After says when to send again"
+      : "The key is over its requests-a-second limit (code rate_limited); Retry-After says when to send again";
+  }
   if (spec.path.includes(':') && !spec.neverNotFound) errors[404] = 'No such resource in the team of the key';
   if (spec.body) {
     errors[413] = 'Body larger than MAX_BODY_BYTES';
@@ -17,6 +22,19 @@ function standardErrors(spec: RouteSpec): Record<number, string> {
   }
   return errors;
 }
+
+/** What a 429 carries (every answer of an authenticated route carries the two RateLimit fields). */
+const RATE_LIMIT_HEADERS = {
+  'Retry-After': { description: 'Seconds to wait before sending again', schema: { type: 'integer' } },
+  'RateLimit-Policy': {
+    description: 'The key\'s limit, as in draft-ietf-httpapi-ratelimit-headers: "records";q=<records a second>;w=1 on ingest, "requests";q=<requests a second>;w=1 elsewhere',
+    schema: { type: 'string' },
+  },
+  RateLimit: {
+    description: 'What is left: "<policy>";r=<tokens left>;t=<seconds until the bucket is full>',
+    schema: { type: 'string' },
+  },
+};
 
 /** `/agents/:id` -> `/agents/{id}` */
 export function openApiPath(expressPath: string): string {
@@ -83,7 +101,11 @@ function operation(spec: RouteSpec, schemas: SchemaRegistry): Json {
     };
   }
   for (const [status, description] of Object.entries(standardErrors(spec))) {
-    responses[status] ??= { description, content: { 'application/json': { schema: ref('error.json') } } };
+    responses[status] ??= {
+      description,
+      ...(status === '429' ? { headers: RATE_LIMIT_HEADERS } : {}),
+      content: { 'application/json': { schema: ref('error.json') } },
+    };
   }
   return {
     operationId: spec.operationId,

@@ -6,7 +6,10 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
 import type { KeyOwner, Scope } from '../teams/repository.js';
+import { limitRecords, limitRequests, precheckRecords } from '../limits/http.js';
+import { RateLimiter } from '../limits/rate-limiter.js';
 import { authenticate, requireScope } from './auth.js';
+import { checkBodyShape } from './body-shape.js';
 import { ApiError, allowedMethods, methodNotAllowed } from './errors.js';
 import type { SchemaRegistry } from './validation.js';
 
@@ -94,6 +97,11 @@ export interface AuthedRouteSpec<Body = unknown, Query = unknown> extends RouteS
   public?: false;
   /** The scope a key needs: by default `read` for GET and `admin` for changes; `any`: every key. */
   scope?: Scope | 'any';
+  /**
+   * An ingest route: the records a body carries, each a token of the key's records bucket; other
+   * routes cost one token of its requests bucket.
+   */
+  recordsIn?: (body: unknown) => number;
   handler: (ctx: AuthedContext<Body, Query>) => Promise<RouteResult> | RouteResult;
 }
 
@@ -130,15 +138,23 @@ export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: Ap
     byPath.set(key, [...(byPath.get(key) ?? []), spec]);
   }
   const auth = authenticate(deps.registry);
+  const limiter = new RateLimiter(deps.config.rateLimits);
   const json = express.json({ limit: deps.config.maxBodyBytes, type: JSON_TYPES });
   for (const specs of byPath.values()) {
     const first = specs[0]!;
     for (const prefix of first.prefixes ?? API_PREFIXES) {
       const route = app.route(prefix + first.path);
       for (const spec of specs) {
+        // Limits come right after the key is known, so every answer of a limited route (a 403 or
+        // a 400 too) carries its RateLimit headers; a batch is counted once its body is parsed.
         const chain: RequestHandler[] = [];
-        if (!spec.public) chain.push(auth, requireScope(scopeOf(spec)!));
-        if (spec.body) chain.push(requireJson(spec), json);
+        if (!spec.public) {
+          chain.push(auth);
+          chain.push(spec.recordsIn ? precheckRecords(limiter, deps.metrics) : limitRequests(limiter, deps.metrics));
+          chain.push(requireScope(scopeOf(spec)!));
+        }
+        if (spec.body) chain.push(requireJson(spec), json, checkBodyShape);
+        if (!spec.public && spec.recordsIn) chain.push(limitRecords(limiter, deps.metrics, spec.recordsIn));
         chain.push(runHandler(spec, deps, options));
         route[spec.method](...chain);
       }

@@ -43,6 +43,12 @@ export class Metrics implements LoaderObserver {
     help: 'Records ClickHouse refused on their own, kept in the ingest_rejects table of the registry',
     registers: [this.registry],
   });
+  readonly rateLimited = new Counter({
+    name: 'spendscope_rate_limited_total',
+    help: 'Requests refused with 429 because their key was over its limit, by bucket: records (ingest) or requests (every other route)',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
   readonly storeErrors = new Counter({
     name: 'spendscope_store_errors_total',
     help: 'Failed writes: ingest_log (a group commit, answered 503) or clickhouse (a loader insert, retried)',

@@ -1,5 +1,7 @@
 import { ApiError } from '../http/errors.js';
 import { defineRoute } from '../http/routes.js';
+import type { Config } from '../config.js';
+import type { KeyRates } from '../limits/rate-limiter.js';
 import { issueKey, listKeys, revokeKey, type IssuedKey, type KeyInfo, type Scope } from './repository.js';
 
 /** Responses that carry a key must never be stored by a proxy or a browser. */
@@ -7,8 +9,17 @@ export const NO_STORE = { 'Cache-Control': 'no-store' };
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
+/** The rates a key is held to now: its own, else the service's defaults; null: not limited. */
+export const rateLimitBody = (rates: KeyRates, config: Config) => {
+  const effective = (own: number | null, fallback: number) => own ?? (fallback > 0 ? fallback : null);
+  return {
+    requestsPerSecond: effective(rates.requestsPerSecond, config.rateLimits.requestsPerSecond),
+    recordsPerSecond: effective(rates.recordsPerSecond, config.rateLimits.recordsPerSecond),
+  };
+};
+
 /** An issued key as answered once: the secret and its metadata. */
-export const issuedKeyBody = (k: IssuedKey) => ({
+export const issuedKeyBody = (k: IssuedKey, config: Config) => ({
   apiKey: k.apiKey,
   id: k.keyId,
   name: k.name,
@@ -16,9 +27,10 @@ export const issuedKeyBody = (k: IssuedKey) => ({
   scopes: k.scopes,
   createdAt: new Date(k.createdAt).toISOString(),
   expiresAt: iso(k.expiresAt),
+  rateLimit: rateLimitBody(k.rates, config),
 });
 
-const keyInfoBody = (k: KeyInfo) => ({
+const keyInfoBody = (k: KeyInfo, config: Config) => ({
   id: k.id,
   name: k.name,
   prefix: k.prefix,
@@ -26,6 +38,7 @@ const keyInfoBody = (k: KeyInfo) => ({
   createdAt: new Date(k.createdAt).toISOString(),
   lastUsedAt: iso(k.lastUsedAt),
   expiresAt: iso(k.expiresAt),
+  rateLimit: rateLimitBody(k.rates, config),
 });
 
 const EXAMPLE_KEY = {
@@ -36,9 +49,17 @@ const EXAMPLE_KEY = {
   createdAt: '2026-11-23T10:00:00.000Z',
   lastUsedAt: '2026-11-23T10:41:00.000Z',
   expiresAt: null,
+  rateLimit: { requestsPerSecond: 1000, recordsPerSecond: 2000 },
 };
 
-export const createKeyRoute = defineRoute<{ name: string; scopes: Scope[]; expires_at?: string }>({
+interface KeyCreate {
+  name: string;
+  scopes: Scope[];
+  expires_at?: string;
+  rate_limit?: { requests_per_second?: number; records_per_second?: number };
+}
+
+export const createKeyRoute = defineRoute<KeyCreate>({
   method: 'post',
   path: '/keys',
   operationId: 'createKey',
@@ -48,7 +69,7 @@ export const createKeyRoute = defineRoute<{ name: string; scopes: Scope[]; expir
     'a dashboard or BI job read, and keep admin for people. The key is in this answer and nowhere else.',
   tag: 'keys',
   body: 'key-create.json',
-  bodyExample: { name: 'research-agent', scopes: ['ingest', 'read'] },
+  bodyExample: { name: 'research-agent', scopes: ['ingest', 'read'], rate_limit: { records_per_second: 2000 } },
   responses: {
     201: { description: 'The key, shown once, with its metadata', schema: 'api-key.json', example: { apiKey: 'ss_3q9V…', ...EXAMPLE_KEY, lastUsedAt: undefined } },
   },
@@ -60,8 +81,12 @@ export const createKeyRoute = defineRoute<{ name: string; scopes: Scope[]; expir
         throw new ApiError('validation_failed', 'Request body is invalid: expires_at must be in the future', [{ field: 'expires_at', message: 'must be in the future' }]);
       }
     }
-    const issued = issueKey(deps.registry, team.teamId, { name: body.name, scopes: body.scopes, expiresAt });
-    return { status: 201, headers: NO_STORE, body: issuedKeyBody(issued) };
+    const rates: KeyRates = {
+      requestsPerSecond: body.rate_limit?.requests_per_second ?? null,
+      recordsPerSecond: body.rate_limit?.records_per_second ?? null,
+    };
+    const issued = issueKey(deps.registry, team.teamId, { name: body.name, scopes: body.scopes, expiresAt, rates });
+    return { status: 201, headers: NO_STORE, body: issuedKeyBody(issued, deps.config) };
   },
 });
 
@@ -73,7 +98,7 @@ export const listKeysRoute = defineRoute({
   tag: 'keys',
   responses: { 200: { description: 'The keys', schema: 'key-list.json', example: { data: [EXAMPLE_KEY] } } },
   handler({ team, deps }) {
-    return { body: { data: listKeys(deps.registry, team.teamId).map(keyInfoBody) } };
+    return { body: { data: listKeys(deps.registry, team.teamId).map((k) => keyInfoBody(k, deps.config)) } };
   },
 });
 

@@ -1,3 +1,4 @@
+import type { KeyRates } from '../limits/rate-limiter.js';
 import type { Registry } from '../stores/sqlite.js';
 import { generateApiKey, hashApiKey, newId, visiblePrefix } from './keys.js';
 
@@ -22,6 +23,8 @@ export interface KeyOwner {
   keyId: string;
   keyName: string;
   scopes: Scope[];
+  /** The key's own rate limits (null: the service's defaults). */
+  rates: KeyRates;
 }
 
 /** A key as shown once to its creator. */
@@ -33,6 +36,7 @@ export interface IssuedKey {
   name: string;
   scopes: Scope[];
   expiresAt: number | null;
+  rates: KeyRates;
 }
 
 /** What a new key is: its name, scopes and expiry. */
@@ -40,6 +44,7 @@ export interface KeySpec {
   name: string;
   scopes: readonly Scope[];
   expiresAt?: number | null;
+  rates?: KeyRates;
 }
 
 /** Bootstrap and team:create keys: the team's first, able to do everything. */
@@ -54,6 +59,7 @@ export interface KeyInfo {
   createdAt: number;
   lastUsedAt: number | null;
   expiresAt: number | null;
+  rates: KeyRates;
 }
 
 export class TeamNameTaken extends Error {
@@ -79,23 +85,20 @@ export function findTeam(db: Registry, teamId: string): Team | undefined {
   return row && toTeam(row);
 }
 
+const NO_OWN_RATES: KeyRates = { requestsPerSecond: null, recordsPerSecond: null };
+
 const parseScopes = (text: string) => text.split(' ').filter((s): s is Scope => (SCOPES as readonly string[]).includes(s));
 
 function insertKey(db: Registry, teamId: string, apiKey: string, now: number, spec: KeySpec): IssuedKey {
   const keyId = newId('key');
   // Stored in SCOPES order, each once.
   const scopes = SCOPES.filter((s) => spec.scopes.includes(s));
-  db.prepare('INSERT INTO api_keys (id, team_id, prefix, key_hash, created_at, name, scopes, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
-    keyId,
-    teamId,
-    visiblePrefix(apiKey),
-    hashApiKey(apiKey),
-    now,
-    spec.name,
-    scopes.join(' '),
-    spec.expiresAt ?? null,
-  );
-  return { keyId, apiKey, prefix: visiblePrefix(apiKey), createdAt: now, name: spec.name, scopes, expiresAt: spec.expiresAt ?? null };
+  const rates = spec.rates ?? NO_OWN_RATES;
+  db.prepare(
+    `INSERT INTO api_keys (id, team_id, prefix, key_hash, created_at, name, scopes, expires_at, requests_per_second, records_per_second)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(keyId, teamId, visiblePrefix(apiKey), hashApiKey(apiKey), now, spec.name, scopes.join(' '), spec.expiresAt ?? null, rates.requestsPerSecond, rates.recordsPerSecond);
+  return { keyId, apiKey, prefix: visiblePrefix(apiKey), createdAt: now, name: spec.name, scopes, expiresAt: spec.expiresAt ?? null, rates };
 }
 
 /** Issues one more key for an existing team (POST /keys, tools; rotation replaces a key instead). */
@@ -111,13 +114,15 @@ interface KeyRow {
   created_at: number;
   last_used_at: number | null;
   expires_at: number | null;
+  requests_per_second: number | null;
+  records_per_second: number | null;
 }
 
 /** Keys of a team that still authenticate (not revoked, not expired), newest first. */
 export function listKeys(db: Registry, teamId: string, now = Date.now()): KeyInfo[] {
   const rows = db
     .prepare(
-      `SELECT id, name, prefix, scopes, created_at, last_used_at, expires_at FROM api_keys
+      `SELECT id, name, prefix, scopes, created_at, last_used_at, expires_at, requests_per_second, records_per_second FROM api_keys
         WHERE team_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)
         ORDER BY created_at DESC, id`,
     )
@@ -130,6 +135,7 @@ export function listKeys(db: Registry, teamId: string, now = Date.now()): KeyInf
     createdAt: r.created_at,
     lastUsedAt: r.last_used_at,
     expiresAt: r.expires_at,
+    rates: { requestsPerSecond: r.requests_per_second, recordsPerSecond: r.records_per_second },
   }));
 }
 
@@ -174,16 +180,27 @@ export function createTeam(db: Registry, name: string, apiKey = generateApiKey()
 export function findKeyOwner(db: Registry, apiKey: string, now = Date.now()): KeyOwner | undefined {
   const row = db
     .prepare(
-      `SELECT k.id AS keyId, k.name AS keyName, k.scopes, t.id AS teamId, t.name AS teamName
+      `SELECT k.id AS keyId, k.name AS keyName, k.scopes, k.requests_per_second, k.records_per_second,
+              t.id AS teamId, t.name AS teamName
          FROM api_keys k JOIN teams t ON t.id = k.team_id
         WHERE k.key_hash = ? AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ?)`,
     )
-    .get(hashApiKey(apiKey), now) as (Omit<KeyOwner, 'scopes'> & { scopes: string }) | undefined;
-  return row && { ...row, scopes: parseScopes(row.scopes) };
+    .get(hashApiKey(apiKey), now) as
+    | { keyId: string; keyName: string; scopes: string; requests_per_second: number | null; records_per_second: number | null; teamId: string; teamName: string }
+    | undefined;
+  if (!row) return undefined;
+  return {
+    teamId: row.teamId,
+    teamName: row.teamName,
+    keyId: row.keyId,
+    keyName: row.keyName,
+    scopes: parseScopes(row.scopes),
+    rates: { requestsPerSecond: row.requests_per_second, recordsPerSecond: row.records_per_second },
+  };
 }
 
 /**
- * Replaces the presented key with a new one of the same name, scopes and expiry; the old key is
+ * Replaces the presented key with a new one of the same name, scopes, expiry and rate limits; the old key is
  * revoked in the same transaction. Undefined when the key was revoked meanwhile (two rotations
  * racing must not yield two keys).
  */
@@ -195,7 +212,12 @@ export function rotateKey(db: Registry, owner: KeyOwner): IssuedKey | undefined 
       .prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
       .run(now, owner.keyId);
     if (revoked.changes !== 1) return undefined;
-    return insertKey(db, owner.teamId, generateApiKey(), now, { name: owner.keyName, scopes: owner.scopes, expiresAt: old?.expires_at ?? null });
+    return insertKey(db, owner.teamId, generateApiKey(), now, {
+      name: owner.keyName,
+      scopes: owner.scopes,
+      expiresAt: old?.expires_at ?? null,
+      rates: owner.rates,
+    });
   });
   return rotate.immediate();
 }

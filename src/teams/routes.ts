@@ -68,6 +68,7 @@ export const rotateTeamKey = defineRoute({
         scopes: ['admin'],
         createdAt: '2026-11-21T10:00:00.000Z',
         expiresAt: null,
+        rateLimit: { requestsPerSecond: 1000, recordsPerSecond: 100000 },
       },
     },
   },
@@ -76,7 +77,7 @@ export const rotateTeamKey = defineRoute({
     if (!issued) throw new ApiError('unauthorized', 'This API key was rotated by another request');
     return {
       headers: NO_STORE,
-      body: issuedKeyBody(issued),
+      body: issuedKeyBody(issued, deps.config),
     };
   },
 });

@@ -72,7 +72,7 @@ describe('OpenAPI document', () => {
 
   it('documents auth and the error shape on authenticated routes', () => {
     const getTeam = doc.paths['/team']!.get as { responses: Record<string, unknown>; security?: unknown };
-    expect(getTeam.responses).to.have.keys('200', '401', '403');
+    expect(getTeam.responses).to.have.keys('200', '401', '403', '429');
     expect(getTeam.security).to.deep.equal([{ bearerAuth: ['read'] }]);
     // Each operation names the scope its key needs (OpenAPI 3.1 lets a bearer requirement list roles).
     const security = (path: string, method: string) => (doc.paths[path]![method] as { security: unknown }).security;

@@ -31,7 +31,7 @@ describe('team endpoints', () => {
       const team = newTeam();
       const res = await api().post('/api/v1/team/rotate-key').set(...team.auth).expect(200);
       expect(res.headers['cache-control']).to.equal('no-store');
-      expect(res.body).to.have.keys('apiKey', 'id', 'name', 'prefix', 'scopes', 'createdAt', 'expiresAt');
+      expect(res.body).to.have.keys('apiKey', 'id', 'name', 'prefix', 'scopes', 'createdAt', 'expiresAt', 'rateLimit');
       expect(res.body.apiKey).not.to.equal(team.apiKey);
       expect(res.body.apiKey.startsWith(res.body.prefix)).to.equal(true);
 

@@ -1,0 +1,36 @@
+import http from 'node:http';
+import type { Express } from 'express';
+import type { HttpLimits } from '../config.js';
+
+/**
+ * An HTTP server for the app with every limit a slow or abusive client could otherwise outlast:
+ * headers, the whole request (a body sent a byte at a time is cut off with 408), idle keep-alive,
+ * idle sockets (a client that stops reading its answer), and the number of open connections.
+ */
+export function createHttpServer(app: Express, limits: HttpLimits): http.Server {
+  const server = http.createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      // Node checks those two timeouts on this interval (30 s by default): a second keeps them close.
+      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+    },
+    app,
+  );
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  // Without a 'timeout' listener, Node destroys a socket idle this long.
+  server.timeout = limits.idleTimeoutMs;
+  server.maxConnections = limits.maxConnections;
+  return server;
+}
+
+/** Listens on host:port and resolves once it does. */
+export function listen(server: http.Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
