@@ -65,7 +65,7 @@ function fromBodyParser(err: { type?: string; message?: string; body?: unknown }
       if (isJsonScalar(err.body)) {
         return new ApiError('validation_failed', 'Request body must be a JSON object', [{ field: 'body', message: 'must be a JSON object' }]);
       }
-      return new ApiError('invalid_json', `Request body is not valid JSON: ${err.message ?? ''}`.trim());
+      return new ApiError('invalid_json', `Request body is not valid JSON: ${err.message ?? ''}`.trim(), [{ field: 'body', message: 'is not valid JSON' }]);
     case 'entity.too.large':
       return new ApiError('payload_too_large', `Request body is larger than ${maxBodyBytes} bytes`);
     case 'encoding.unsupported':
@@ -73,10 +73,37 @@ function fromBodyParser(err: { type?: string; message?: string; body?: unknown }
       return new ApiError('unsupported_media_type', err.message ?? 'Unsupported body encoding');
     case 'request.aborted':
     case 'request.size.invalid':
-      return new ApiError('invalid_json', 'Request body ended before its declared length');
+      return new ApiError('invalid_json', 'Request body ended before its declared length', [{ field: 'body', message: 'ended before its declared length' }]);
     default:
       return undefined;
   }
+}
+
+/** The status codes a client error from express or a library may carry, and the code each becomes. */
+const CLIENT_ERROR_CODES: Record<number, ErrorCode> = {
+  400: 'validation_failed',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+};
+
+/**
+ * Errors express itself raises for what a client sent: a path parameter with malformed
+ * percent-encoding (`%zz`, `%ED%A0%80`: a lone surrogate) is a URIError with status 400.
+ */
+function fromExpress(err: { status?: unknown; message?: string }): ApiError | undefined {
+  if (err instanceof URIError) {
+    return new ApiError('validation_failed', 'The path has malformed percent-encoding', [{ field: 'path', message: 'has malformed percent-encoding' }]);
+  }
+  const status = typeof err.status === 'number' ? err.status : undefined;
+  const code = status === undefined ? undefined : CLIENT_ERROR_CODES[status];
+  if (!code) return undefined;
+  return new ApiError(code, err.message ?? 'Bad request', code === 'validation_failed' ? [{ field: 'request', message: err.message ?? 'is invalid' }] : undefined);
 }
 
 /** The last middleware: turns anything thrown into the error shape; only 5xx are logged with a stack. */
@@ -84,7 +111,7 @@ export function errorHandler(maxBodyBytes: number): ErrorRequestHandler {
   return (err, req, res, next) => {
     if (res.headersSent) return next(err);
     const apiError =
-      err instanceof ApiError ? err : fromBodyParser(err as { type?: string }, maxBodyBytes);
+      err instanceof ApiError ? err : (fromBodyParser(err as { type?: string }, maxBodyBytes) ?? fromExpress(err as { status?: unknown }));
     if (apiError) {
       res.set(apiError.headers);
       res.status(apiError.status).json(errorBody(apiError.code, apiError.message, req.id, apiError.details));

@@ -11,7 +11,7 @@ function standardErrors(spec: RouteSpec): Record<number, string> {
   const scope = scopeOf(spec);
   if (scope && scope !== 'any') errors[403] = `The key lacks the "${scope}" scope (code forbidden)`;
   if (!spec.public) {
-    errors[429] = spec.recordsIn
+    errors[429] = spec.batchField
       ? "The key is over its records-a-second limit (code rate_limited); Retry-After says when to send again"
       : "The key is over its requests-a-second limit (code rate_limited); Retry-After says when to send again";
   }

@@ -98,10 +98,11 @@ export interface AuthedRouteSpec<Body = unknown, Query = unknown> extends RouteS
   /** The scope a key needs: by default `read` for GET and `admin` for changes; `any`: every key. */
   scope?: Scope | 'any';
   /**
-   * An ingest route: the records a body carries, each a token of the key's records bucket; other
-   * routes cost one token of its requests bucket.
+   * An ingest route: the body field holding its records. Each record costs a token of the key's
+   * records bucket (other routes cost one token of its requests bucket), and each is checked on
+   * its own, so one bad record does not refuse the batch.
    */
-  recordsIn?: (body: unknown) => number;
+  batchField?: string;
   handler: (ctx: AuthedContext<Body, Query>) => Promise<RouteResult> | RouteResult;
 }
 
@@ -150,11 +151,11 @@ export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: Ap
         const chain: RequestHandler[] = [];
         if (!spec.public) {
           chain.push(auth);
-          chain.push(spec.recordsIn ? precheckRecords(limiter, deps.metrics) : limitRequests(limiter, deps.metrics));
+          chain.push(spec.batchField ? precheckRecords(limiter, deps.metrics) : limitRequests(limiter, deps.metrics));
           chain.push(requireScope(scopeOf(spec)!));
         }
-        if (spec.body) chain.push(requireJson(spec), json, checkBodyShape);
-        if (!spec.public && spec.recordsIn) chain.push(limitRecords(limiter, deps.metrics, spec.recordsIn));
+        if (spec.body) chain.push(requireJson(spec), json, checkBodyShape(spec.public ? undefined : spec.batchField));
+        if (!spec.public && spec.batchField) chain.push(limitRecords(limiter, deps.metrics, spec.batchField));
         chain.push(runHandler(spec, deps, options));
         route[spec.method](...chain);
       }

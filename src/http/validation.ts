@@ -44,6 +44,10 @@ export class SchemaRegistry {
   /** Validates (and coerces) a query string object; throws a 400 naming every bad parameter. */
   query<T>(id: string, data: Record<string, unknown>): T {
     const copy = { ...data };
+    const numbers = numericText(this.schemas.get(id), copy);
+    if (numbers.length > 0) {
+      throw new ApiError('validation_failed', `Query string is invalid: ${numbers[0]!.field} ${numbers[0]!.message}`, numbers);
+    }
     return this.check(this.queryValidators, id, copy, 'query') as T;
   }
 
@@ -56,7 +60,8 @@ export class SchemaRegistry {
   private check(validators: Map<string, ValidateFunction>, id: string, data: unknown, where: string): unknown {
     const validate = this.validator(validators, id);
     if (validate(data)) return data;
-    const details = toFieldErrors(validate.errors ?? []);
+    // A problem with the whole value (an array where an object belongs) is named after where it is.
+    const details = toFieldErrors(validate.errors ?? []).map((d) => (d.field ? d : { ...d, field: where }));
     const first = details[0];
     const what = where === 'body' ? 'Request body' : 'Query string';
     const message = first ? `${what} is invalid: ${first.field ? `${first.field} ` : ''}${first.message}` : `${what} is invalid`;
@@ -87,8 +92,31 @@ export function parseQueryTime(value: string, field: string): number {
   if (!Number.isFinite(ms)) {
     throw new ApiError('validation_failed', `Query string is invalid: ${field} is not a valid time`, [{ field, message: 'is not a valid time' }]);
   }
+  // The event store's times (DateTime64(3)) end with 2299; a bound past it could not be compared.
+  if (ms > LATEST_QUERY_TIME) {
+    throw new ApiError('validation_failed', `Query string is invalid: ${field} must be before 2300-01-01`, [{ field, message: 'must be before 2300-01-01' }]);
+  }
   return ms;
 }
+
+/**
+ * Numeric query parameters must be plain decimal text. ajv's coercion takes anything `+text`
+ * reads ("0x10", " 5", "1e400"), and lets Infinity through integer, minimum and maximum.
+ */
+function numericText(schema: JsonSchema | undefined, query: Record<string, unknown>): FieldError[] {
+  const properties = (schema?.properties ?? {}) as Record<string, { type?: unknown; 'x-message'?: string }>;
+  const errors: FieldError[] = [];
+  for (const [name, value] of Object.entries(query)) {
+    const property = properties[name];
+    if (typeof value !== 'string' || !property) continue;
+    const pattern = property.type === 'integer' ? /^-?\d{1,15}$/ : property.type === 'number' ? /^-?\d{1,15}(\.\d{1,15})?$/ : undefined;
+    if (pattern && !pattern.test(value)) errors.push({ field: name, message: property['x-message'] ?? `must be a ${property.type}` });
+  }
+  return errors;
+}
+
+/** Unix ms of 2300-01-01T00:00:00Z. */
+const LATEST_QUERY_TIME = Date.UTC(2300, 0, 1);
 
 /** Whether the runtime knows `tz` as an IANA time zone (or UTC). */
 export function isTimeZone(tz: string): boolean {
@@ -104,7 +132,12 @@ export function isTimeZone(tz: string): boolean {
 export function fieldName(instancePath: string, child?: string): string {
   const parts = instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (child !== undefined) parts.push(child);
-  return parts.reduce((name, part) => (/^\d+$/.test(part) ? `${name}[${part}]` : name ? `${name}.${part}` : part), '');
+  return parts.reduce((name, part) => {
+    if (/^\d+$/.test(part)) return `${name}[${part}]`;
+    // A key that would read as something else (empty, with dots, brackets or spaces) is quoted.
+    if (part === '' || /[.[\]\s"]/.test(part)) return `${name}[${JSON.stringify(part)}]`;
+    return name ? `${name}.${part}` : part;
+  }, '');
 }
 
 const PLAIN_KEYWORDS = new Set(['required', 'additionalProperties', 'maxLength']);

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { shapeProblem } from '../http/body-shape.js';
 import type { FieldError } from '../http/errors.js';
 import type { SchemaRegistry } from '../http/validation.js';
 import { assetDecimals, rawToAmount, type DecimalsOf } from './assets.js';
@@ -197,6 +198,9 @@ export function recordToRow(
   const errors: FieldError[] = [];
   const illFormed = illFormedString(input, '');
   if (illFormed) errors.push({ field: illFormed, message: 'is not well-formed Unicode (a lone UTF-16 surrogate such as \\ud800)' });
+  // __proto__, constructor, prototype: refused per record here (the body check leaves records to this).
+  const reserved = shapeProblem(input);
+  if (reserved) errors.push(reserved);
 
   let domain = '';
   try {

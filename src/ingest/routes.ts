@@ -1,12 +1,6 @@
 import { API_PREFIXES, defineRoute } from '../http/routes.js';
 import type { IngestResult } from './ingestor.js';
 
-/** A batch costs one token of the key's records bucket per element of its array (1 if it has none). */
-const recordsIn = (field: string) => (body: unknown) => {
-  const list = body && typeof body === 'object' ? (body as Record<string, unknown>)[field] : undefined;
-  return Array.isArray(list) ? list.length : 1;
-};
-
 const RESPONSES = {
   200: {
     description: 'The valid records are stored; invalid ones are listed in errors by index',
@@ -44,7 +38,7 @@ export const ingestEvents = defineRoute<{ events: unknown[] }>({
     'after the records are stored.',
   tag: 'ingest',
   scope: 'ingest',
-  recordsIn: recordsIn('events'),
+  batchField: 'events',
   body: 'events-batch.json',
   bodyExample: { events: [EXAMPLE_RECORD] },
   responses: RESPONSES,
@@ -65,7 +59,7 @@ export const ingestAuditBatch = defineRoute<{ records: unknown[] }>({
     'Same rules as POST /events.',
   tag: 'ingest',
   scope: 'ingest',
-  recordsIn: recordsIn('records'),
+  batchField: 'records',
   body: 'audit-batch.json',
   bodyExample: { records: [{ id: '9f2c1a7b3d4e5f60', ...EXAMPLE_RECORD }] },
   responses: RESPONSES,

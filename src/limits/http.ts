@@ -48,11 +48,13 @@ export function precheckRecords(limiter: RateLimiter, metrics: Metrics): Request
   };
 }
 
-/** Ingest, once the body is parsed: a batch costs one token per record it carries, valid or not. */
-export function limitRecords(limiter: RateLimiter, metrics: Metrics, recordsOf: (body: unknown) => number): RequestHandler {
+/** Ingest, once the body is parsed: a batch costs one token per record it carries, valid or not (1 without any). */
+export function limitRecords(limiter: RateLimiter, metrics: Metrics, batchField: string): RequestHandler {
   return (req: Request, res, next) => {
     const owner = res.locals.team as KeyOwner;
-    answer(res, limiter.take(owner.keyId, 'records', owner.rates, Math.max(1, recordsOf(req.body))), metrics);
+    const body = req.body as Record<string, unknown> | undefined;
+    const records = body && typeof body === 'object' ? body[batchField] : undefined;
+    answer(res, limiter.take(owner.keyId, 'records', owner.rates, Array.isArray(records) ? Math.max(1, records.length) : 1), metrics);
     next();
   };
 }
