@@ -27,6 +27,8 @@ export interface SeedOptions {
   days: number;
   /** Called with progress lines. */
   log?: (line: string) => void;
+  /** Called after each chunk with the ingest log's backlog (records and bytes not yet loaded). */
+  onBacklog?: (backlog: { rows: number; bytes: number }) => void;
 }
 
 export interface SeededTeam {
@@ -137,6 +139,7 @@ export async function seedStore(options: SeedOptions): Promise<SeededTeam[]> {
       }
       // Build the next chunk while this one is written.
       await pending;
+      options.onBacklog?.(ingest.freshness.backlog());
       pending = Promise.all(teams.map((team) => ingest.commit.write(team.id, rows.filter((r) => r.team_id === team.id))));
       if ((done / chunk) % 20 === 0) {
         const rate = done / ((performance.now() - started) / 1000);

@@ -18,6 +18,15 @@ export interface Config {
   /** Per-key rates of keys that did not choose their own; 0 turns that limit off. */
   rateLimits: RateDefaults;
   http: HttpLimits;
+  retention: Retention;
+}
+
+/** How long the event store keeps what (ClickHouse TTLs, by event time; 0: forever). */
+export interface Retention {
+  /** Raw events (`events`): what the SDK's queries and `/audit/:id` read. */
+  eventsTtlDays: number;
+  /** Rollups (`spend_*`): what analytics read. Never shorter than raw events. */
+  rollupTtlDays: number;
 }
 
 /** What one connection may hold of the server (src/http/listen.ts). */
@@ -170,6 +179,14 @@ export function loadConfig(env: Env = process.env): Config {
   if (httpLimits.headersTimeoutMs > httpLimits.requestTimeoutMs) {
     problems.push(`HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS (${httpLimits.requestTimeoutMs}), got ${httpLimits.headersTimeoutMs}`);
   }
+  const retention: Retention = {
+    eventsTtlDays: integer('EVENTS_TTL_DAYS', 400, 0, 36_500),
+    rollupTtlDays: integer('ROLLUP_TTL_DAYS', 0, 0, 36_500),
+  };
+  // Rollups shorter than raw events would make analytics disagree with the records they count.
+  if (retention.rollupTtlDays > 0 && (retention.eventsTtlDays === 0 || retention.rollupTtlDays < retention.eventsTtlDays)) {
+    problems.push(`ROLLUP_TTL_DAYS: must be 0 (forever) or at least EVENTS_TTL_DAYS (${retention.eventsTtlDays || 'forever'}), got ${retention.rollupTtlDays}`);
+  }
   const bootstrapApiKey = text('BOOTSTRAP_API_KEY', '', (v) =>
     // A bootstrap key is a real credential: short or spaced values are mistakes, not keys.
     v.length < 16 || v.length > 256 || /\s/.test(v) ? 'must be 16 to 256 characters without spaces' : null,
@@ -211,5 +228,6 @@ export function loadConfig(env: Env = process.env): Config {
     anomalies,
     rateLimits,
     http: httpLimits,
+    retention,
   };
 }

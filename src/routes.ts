@@ -1,6 +1,7 @@
 import { agentRoutes } from './agents/routes.js';
 import { alertRoutes } from './alerts/routes.js';
 import { analyticsRoutes } from './analytics/routes.js';
+import { auditLogRoutes } from './audit-log/routes.js';
 import { auditRoutes } from './audit/routes.js';
 import { openApiRoute } from './docs/routes.js';
 import { healthRoutes } from './health/routes.js';
@@ -21,5 +22,6 @@ export const ROUTES: readonly RouteSpec[] = [
   ...policyRoutes,
   ...alertRoutes,
   ...analyticsRoutes,
+  ...auditLogRoutes,
   openApiRoute(() => ROUTES),
 ];

@@ -1,5 +1,6 @@
 import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
+import { audited } from '../audit-log/record.js';
 import { defineRoute, type AppDeps } from '../http/routes.js';
 import { createAgent, deleteAgent, findAgent, listAgents, updateAgent, type AgentCursor, type AgentRecord, type AgentStatus } from './repository.js';
 import { agentStats } from './stats.js';
@@ -20,6 +21,9 @@ async function summaries(deps: AppDeps, teamId: string, agents: readonly AgentRe
     createdAt: iso(a.createdAt),
   }));
 }
+
+/** What the audit log records of an agent: the fields a change can touch. */
+const settings = (a: AgentRecord) => ({ name: a.name, authorizedBy: a.authorizedBy, status: a.status });
 
 const EXAMPLE_AGENT = {
   agentId: 'research-bot',
@@ -47,8 +51,15 @@ export const createAgentRoute = defineRoute<{ external_id: string; name: string;
     201: { description: 'The agent', schema: 'agent.json', example: EXAMPLE_AGENT },
     409: { description: 'The team already registered an agent with this external_id', schema: 'error.json' },
   },
-  async handler({ body, team, deps }) {
-    const agent = createAgent(deps.registry, team.teamId, { externalId: body.external_id, name: body.name, authorizedBy: body.authorized_by });
+  async handler(ctx) {
+    const { body, team, deps } = ctx;
+    const agent = audited(ctx, () => {
+      // An agent discovered from its events is registered by this: its fields before are those.
+      const before = findAgent(deps.registry, team.teamId, body.external_id);
+      const created = createAgent(deps.registry, team.teamId, { externalId: body.external_id, name: body.name, authorizedBy: body.authorized_by });
+      if (!created) return { result: undefined };
+      return { result: created, log: { action: 'agent.create', resourceType: 'agent', resourceId: created.externalId, before: before ? settings(before) : null, after: settings(created) } };
+    });
     if (!agent) throw new ApiError('conflict', `An agent with external_id "${body.external_id}" already exists`, [{ field: 'external_id', message: 'already exists' }]);
     const [summary] = await summaries(deps, team.teamId, [agent]);
     return { status: 201, headers: { Location: `/api/v1/agents/${encodeURIComponent(agent.externalId)}` }, body: summary };
@@ -112,8 +123,14 @@ export const patchAgentRoute = defineRoute<{ name?: string; authorized_by?: stri
   body: 'agent-patch.json',
   bodyExample: { status: 'suspended' },
   responses: { 200: { description: 'The agent, changed', schema: 'agent.json', example: { ...EXAMPLE_AGENT, status: 'suspended' } } },
-  async handler({ params, body, team, deps }) {
-    const agent = updateAgent(deps.registry, team.teamId, params.id!, { name: body.name, authorizedBy: body.authorized_by, status: body.status });
+  async handler(ctx) {
+    const { params, body, team, deps } = ctx;
+    const agent = audited(ctx, () => {
+      const before = findAgent(deps.registry, team.teamId, params.id!);
+      const after = before && updateAgent(deps.registry, team.teamId, params.id!, { name: body.name, authorizedBy: body.authorized_by, status: body.status });
+      if (!before || !after) return { result: undefined };
+      return { result: after, log: { action: 'agent.update', resourceType: 'agent', resourceId: after.externalId, before: settings(before), after: settings(after) } };
+    });
     if (!agent) throw new ApiError('not_found', `No agent "${params.id}" in this team`);
     const [summary] = await summaries(deps, team.teamId, [agent]);
     return { body: summary };
@@ -128,8 +145,14 @@ export const deleteAgentRoute = defineRoute({
   description: 'Its events, spend and alerts stay. An agent that sends events again is discovered again, as a new one is.',
   tag: 'agents',
   responses: { 204: { description: 'Removed' } },
-  async handler({ params, team, deps }) {
-    if (!deleteAgent(deps.registry, team.teamId, params.id!)) throw new ApiError('not_found', `No agent "${params.id}" in this team`);
+  async handler(ctx) {
+    const { params, team, deps } = ctx;
+    const deleted = audited(ctx, () => {
+      const before = findAgent(deps.registry, team.teamId, params.id!);
+      if (!before || !deleteAgent(deps.registry, team.teamId, params.id!)) return { result: false };
+      return { result: true, log: { action: 'agent.delete', resourceType: 'agent', resourceId: before.externalId, before: settings(before), after: null } };
+    });
+    if (!deleted) throw new ApiError('not_found', `No agent "${params.id}" in this team`);
     return { status: 204, body: undefined };
   },
 });

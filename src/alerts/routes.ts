@@ -1,5 +1,6 @@
 import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
+import { audited } from '../audit-log/record.js';
 import { defineRoute } from '../http/routes.js';
 import { parseQueryTime } from '../http/validation.js';
 import { AlertConflict, findAlert, listAlerts, setAlertStatus, type Alert, type AlertCursor, type AlertFilter, type AlertStatus } from './repository.js';
@@ -125,13 +126,21 @@ export const updateAlertRoute = defineRoute<{ status?: AlertStatus; note?: strin
     200: { description: 'The alert as changed', schema: 'alert.json', example: { ...EXAMPLE_ALERT, status: 'resolved', resolvedAt: '2026-11-21T16:00:00.000Z', resolution: 'Budget raised for the launch week' } },
     409: { description: 'Reopening: the same breach has a newer open alert', schema: 'error.json' },
   },
-  handler({ params, body, team, deps }) {
+  handler(ctx) {
+    const { params, body, team, deps } = ctx;
     const status = body.status ?? 'resolved';
     if (status === 'open' && body.note !== undefined) {
       throw new ApiError('validation_failed', 'Request body is invalid: note is only allowed when resolving', [{ field: 'note', message: 'is only allowed with status resolved' }]);
     }
     try {
-      const alert = setAlertStatus(deps.registry, team.teamId, params.id!, status, body.note);
+      const alert = audited(ctx, () => {
+        const before = findAlert(deps.registry, team.teamId, params.id!);
+        const after = before && setAlertStatus(deps.registry, team.teamId, params.id!, status, body.note);
+        if (!before || !after) return { result: undefined };
+        const state = (a: Alert) => ({ status: a.status, resolvedAt: a.resolvedAt === null ? null : iso(a.resolvedAt), resolution: a.resolution });
+        const action = status === 'open' ? 'alert.reopen' : 'alert.resolve';
+        return { result: after, log: { action, resourceType: 'alert', resourceId: after.id, before: state(before), after: state(after) } };
+      });
       if (!alert) throw notFound(params.id!);
       return { body: toBody(alert) };
     } catch (err) {

@@ -46,6 +46,9 @@ export interface PublicContext<Body, Query> {
   deps: AppDeps;
   requestId: string;
   log: Logger;
+  /** The route being served: method and pattern (`PATCH`, `/policies/:id`), for the audit log. */
+  method: string;
+  route: string;
 }
 
 export interface AuthedContext<Body, Query> extends PublicContext<Body, Query> {
@@ -209,6 +212,8 @@ function runHandler(spec: RouteSpec, deps: AppDeps, options: MountOptions): Requ
       deps,
       requestId,
       log: req.log,
+      method: spec.method.toUpperCase(),
+      route: spec.path,
       team: res.locals.team as KeyOwner,
     };
     const result = await (spec.handler as (c: typeof ctx) => Promise<RouteResult> | RouteResult)(ctx);

@@ -1,7 +1,6 @@
 import { ApiError } from '../http/errors.js';
 import type { SchemaRegistry } from '../http/validation.js';
-import { recordToRow, type EventRow, type IngestSource } from './records.js';
-import { assetDecimals, type DecimalsOf } from './assets.js';
+import { recordToRow, type EventRow, type IngestSource, type RecordRules } from './records.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { GroupCommit } from './group-commit.js';
 import type { Logger } from 'pino';
@@ -35,7 +34,7 @@ export class Ingestor {
     private readonly schemas: SchemaRegistry,
     private readonly commit: GroupCommit,
     private readonly metrics?: Metrics,
-    private readonly decimalsOf: DecimalsOf = assetDecimals,
+    private readonly rules: RecordRules = {},
   ) {}
 
   /** `log` (the request's logger) gets a warning naming each rejected record's index, field and reason. */
@@ -45,7 +44,7 @@ export class Ingestor {
     const errors: RecordError[] = [];
     const warnings: RecordError[] = [];
     records.forEach((record, index) => {
-      const outcome = recordToRow(record, this.schemas, teamId, source, receivedAt, this.decimalsOf);
+      const outcome = recordToRow(record, this.schemas, teamId, source, receivedAt, this.rules);
       if (outcome.ok) {
         rows.push(outcome.row);
         for (const w of outcome.warnings) warnings.push({ index, ...w });

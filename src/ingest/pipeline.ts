@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { AgentActivity } from '../agents/activity.js';
-import type { AnomalyConfig, IngestConfig } from '../config.js';
+import type { AnomalyConfig, IngestConfig, Retention } from '../config.js';
 import { Evaluator } from '../evaluation/evaluator.js';
 import type { SchemaRegistry } from '../http/validation.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -28,7 +28,7 @@ export interface IngestPipeline {
 }
 
 export interface IngestPipelineDeps {
-  config: { ingest: IngestConfig; anomalies: AnomalyConfig };
+  config: { ingest: IngestConfig; anomalies: AnomalyConfig; retention: Retention };
   registry: Registry;
   /** The read session: evaluation reads running totals there. */
   events: EventStore;
@@ -72,7 +72,10 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
     new AgentActivity(registry),
     deps.metrics,
   );
-  const ingestor = new Ingestor(deps.schemas, commit, deps.metrics, decimalsWith(config.ingest.assetDecimals));
+  const ingestor = new Ingestor(deps.schemas, commit, deps.metrics, {
+    decimalsOf: decimalsWith(config.ingest.assetDecimals),
+    eventsTtlDays: config.retention.eventsTtlDays,
+  });
   loader.start();
   return {
     log,

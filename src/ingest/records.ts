@@ -180,6 +180,14 @@ function parseTime(value: number | string): number | string {
   return ms;
 }
 
+/** Service settings a record is checked against. */
+export interface RecordRules {
+  /** Decimals of assets beyond the built-in ones (ASSET_DECIMALS). */
+  decimalsOf?: DecimalsOf;
+  /** Raw events are kept this many days after their event time (EVENTS_TTL_DAYS; 0: forever). */
+  eventsTtlDays?: number;
+}
+
 /**
  * Validates one record and turns it into an event row: exact amount, event time, domain and
  * category derived. Invalid records come back with every field that is wrong.
@@ -190,8 +198,9 @@ export function recordToRow(
   teamId: string,
   source: IngestSource,
   receivedAt: number,
-  decimalsOf: DecimalsOf = assetDecimals,
+  rules: RecordRules = {},
 ): RecordOutcome {
+  const decimalsOf = rules.decimalsOf ?? assetDecimals;
   const problems = schemas.problems('audit-record.json', input);
   if (problems.length > 0) return { ok: false, errors: problems.map((p) => ({ ...p, field: p.field || 'record' })) };
   const record = input as AuditRecordInput;
@@ -225,6 +234,12 @@ export function recordToRow(
       warnings.push({
         field: timeField,
         message: `is more than 5 minutes ahead of the server's clock: stored with the receive time ${new Date(receivedAt).toISOString()}; the time sent is kept as client_${timeField}`,
+      });
+    } else if (rules.eventsTtlDays && parsed < receivedAt - rules.eventsTtlDays * 86_400_000) {
+      // It would expire as it arrived, and could be gone before the loader copies it to the rollups.
+      errors.push({
+        field: timeField,
+        message: `is more than ${rules.eventsTtlDays} days ago, past the retention of raw events (EVENTS_TTL_DAYS): not stored`,
       });
     } else eventTime = parsed;
   }

@@ -1,5 +1,6 @@
 import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
+import { audited } from '../audit-log/record.js';
 import { defineRoute } from '../http/routes.js';
 import { checkPolicyFields, type Limit } from './limits.js';
 import {
@@ -35,6 +36,9 @@ const toBody = (p: Policy) => ({
   createdAt: iso(p.createdAt),
   updatedAt: iso(p.updatedAt),
 });
+
+/** What the audit log records of a policy: the fields a change can touch. */
+const settings = (p: Policy) => ({ name: p.name, agents: p.agents, limits: p.limits, action: p.action, active: p.active, timezone: p.timezone });
 
 const notFound = (id: string) => new ApiError('not_found', `No policy "${id}" in this team`);
 
@@ -74,7 +78,8 @@ export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits
   body: 'policy-create.json',
   bodyExample: EXAMPLE_BODY,
   responses: { 201: { description: 'The policy', schema: 'policy.json', example: EXAMPLE_POLICY } },
-  handler({ body, team, deps }) {
+  handler(ctx) {
+    const { body, team, deps } = ctx;
     const limits = checkPolicyFields(body)!;
     const input: PolicyInput = {
       name: body.name,
@@ -84,7 +89,10 @@ export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits
       active: body.active ?? true,
       timezone: body.timezone ?? null,
     };
-    const policy = createPolicy(deps.registry, team.teamId, input);
+    const policy = audited(ctx, () => {
+      const created = createPolicy(deps.registry, team.teamId, input);
+      return { result: created, log: { action: 'policy.create', resourceType: 'policy', resourceId: created.id, before: null, after: settings(created) } };
+    });
     return { status: 201, headers: { Location: `/api/v1/policies/${policy.id}` }, body: toBody(policy) };
   },
 });
@@ -113,10 +121,16 @@ export const updatePolicyRoute = defineRoute<PolicyBody>({
   body: 'policy-patch.json',
   bodyExample: { limits: [{ kind: 'daily', amount: '150' }], active: true },
   responses: { 200: { description: 'The policy as changed', schema: 'policy.json', example: EXAMPLE_POLICY } },
-  handler({ params, body, team, deps }) {
+  handler(ctx) {
+    const { params, body, team, deps } = ctx;
     const limits = checkPolicyFields(body);
     const changes: Partial<PolicyInput> = { ...body, ...(limits ? { limits } : {}) };
-    const policy = updatePolicy(deps.registry, team.teamId, params.id!, changes);
+    const policy = audited(ctx, () => {
+      const before = findPolicy(deps.registry, team.teamId, params.id!);
+      const after = before && updatePolicy(deps.registry, team.teamId, params.id!, changes);
+      if (!before || !after) return { result: undefined };
+      return { result: after, log: { action: 'policy.update', resourceType: 'policy', resourceId: after.id, before: settings(before), after: settings(after) } };
+    });
     if (!policy) throw notFound(params.id!);
     return { body: toBody(policy) };
   },
@@ -130,8 +144,14 @@ export const deletePolicyRoute = defineRoute({
   description: 'It stops applying at once. Alerts it raised stay.',
   tag: 'policies',
   responses: { 204: { description: 'Deleted' } },
-  handler({ params, team, deps }) {
-    if (!deletePolicy(deps.registry, team.teamId, params.id!)) throw notFound(params.id!);
+  handler(ctx) {
+    const { params, team, deps } = ctx;
+    const deleted = audited(ctx, () => {
+      const before = findPolicy(deps.registry, team.teamId, params.id!);
+      if (!before || !deletePolicy(deps.registry, team.teamId, params.id!)) return { result: false };
+      return { result: true, log: { action: 'policy.delete', resourceType: 'policy', resourceId: before.id, before: settings(before), after: null } };
+    });
+    if (!deleted) throw notFound(params.id!);
     return { status: 204, body: undefined };
   },
 });

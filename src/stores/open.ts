@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import { SCHEMA_DIR } from '../paths.js';
 import { createEventStore, ensureDatabase, type EventStore } from './clickhouse.js';
 import { migrateEventStore, migrateRegistry } from './migrations.js';
+import { applyRetention } from './retention.js';
 import { openRegistry, type Registry } from './sqlite.js';
 
 export interface Stores {
@@ -26,6 +27,7 @@ export async function openStores(config: Config, logger: Logger): Promise<Stores
     await ensureDatabase(events, config.clickhouse);
     const appliedCh = await migrateEventStore(events, path.join(SCHEMA_DIR, 'clickhouse'));
     if (appliedCh.length) logger.info({ applied: appliedCh }, 'ClickHouse migrations applied');
+    await applyRetention(events, config.retention, logger);
     loaderEvents = createEventStore(config.clickhouse);
     await ensureDatabase(loaderEvents, config.clickhouse);
     return { registry, events, loaderEvents };

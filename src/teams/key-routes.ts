@@ -1,3 +1,4 @@
+import { audited } from '../audit-log/record.js';
 import { ApiError } from '../http/errors.js';
 import { defineRoute } from '../http/routes.js';
 import type { Config } from '../config.js';
@@ -8,6 +9,14 @@ import { issueKey, listKeys, revokeKey, type IssuedKey, type KeyInfo, type Scope
 export const NO_STORE = { 'Cache-Control': 'no-store' };
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** What the audit log records of a key: its metadata, never the secret. */
+export const keySettings = (k: { name: string; scopes: Scope[]; expiresAt: number | null; rates: KeyRates }) => ({
+  name: k.name,
+  scopes: k.scopes,
+  expiresAt: iso(k.expiresAt),
+  rateLimit: { requests_per_second: k.rates.requestsPerSecond, records_per_second: k.rates.recordsPerSecond },
+});
 
 /** The rates a key is held to now: its own, else the service's defaults; null: not limited. */
 export const rateLimitBody = (rates: KeyRates, config: Config) => {
@@ -73,7 +82,8 @@ export const createKeyRoute = defineRoute<KeyCreate>({
   responses: {
     201: { description: 'The key, shown once, with its metadata', schema: 'api-key.json', example: { apiKey: 'ss_3q9V…', ...EXAMPLE_KEY, lastUsedAt: undefined } },
   },
-  handler({ body, team, deps }) {
+  handler(ctx) {
+    const { body, team, deps } = ctx;
     let expiresAt: number | null = null;
     if (body.expires_at !== undefined) {
       expiresAt = Date.parse(body.expires_at);
@@ -85,7 +95,10 @@ export const createKeyRoute = defineRoute<KeyCreate>({
       requestsPerSecond: body.rate_limit?.requests_per_second ?? null,
       recordsPerSecond: body.rate_limit?.records_per_second ?? null,
     };
-    const issued = issueKey(deps.registry, team.teamId, { name: body.name, scopes: body.scopes, expiresAt, rates });
+    const issued = audited(ctx, () => {
+      const key = issueKey(deps.registry, team.teamId, { name: body.name, scopes: body.scopes, expiresAt, rates });
+      return { result: key, log: { action: 'key.create', resourceType: 'key', resourceId: key.keyId, before: null, after: keySettings(key) } };
+    });
     return { status: 201, headers: NO_STORE, body: issuedKeyBody(issued, deps.config) };
   },
 });
@@ -113,8 +126,14 @@ export const revokeKeyRoute = defineRoute({
     204: { description: 'Revoked: refused from the next request on' },
     409: { description: "The team's last admin key", schema: 'error.json' },
   },
-  handler({ params, team, deps }) {
-    const outcome = revokeKey(deps.registry, team.teamId, params.id!);
+  handler(ctx) {
+    const { params, team, deps } = ctx;
+    const outcome = audited(ctx, () => {
+      const before = listKeys(deps.registry, team.teamId).find((k) => k.id === params.id);
+      const result = revokeKey(deps.registry, team.teamId, params.id!);
+      if (result !== 'revoked' || !before) return { result };
+      return { result, log: { action: 'key.revoke', resourceType: 'key', resourceId: before.id, before: keySettings(before), after: null } };
+    });
     if (outcome === 'not_found') throw new ApiError('not_found', `No key "${params.id}" in this team`);
     if (outcome === 'last_admin') {
       throw new ApiError('conflict', "This is the team's last admin key: create another admin key before revoking it", [{ field: 'id', message: 'is the last admin key' }]);

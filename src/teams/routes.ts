@@ -1,5 +1,6 @@
 import { ApiError } from '../http/errors.js';
 import { defineRoute } from '../http/routes.js';
+import { audited } from '../audit-log/record.js';
 import { issuedKeyBody, keyRoutes, NO_STORE } from './key-routes.js';
 import { findTeam, rotateKey } from './repository.js';
 import { teamUsage } from './usage.js';
@@ -72,8 +73,14 @@ export const rotateTeamKey = defineRoute({
       },
     },
   },
-  handler({ deps, team }) {
-    const issued = rotateKey(deps.registry, team);
+  handler(ctx) {
+    const { deps, team } = ctx;
+    // The rotated key is revoked and a new one takes its name, scopes and limits: recorded on the old key.
+    const issued = audited(ctx, () => {
+      const key = rotateKey(deps.registry, team);
+      if (!key) return { result: undefined };
+      return { result: key, log: { action: 'key.rotate', resourceType: 'key', resourceId: team.keyId, before: { replacedBy: null }, after: { replacedBy: key.keyId } } };
+    });
     if (!issued) throw new ApiError('unauthorized', 'This API key was rotated by another request');
     return {
       headers: NO_STORE,

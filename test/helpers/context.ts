@@ -48,7 +48,8 @@ export async function startTestEnv(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-test-'));
   // A slow loader interval: a read right after an ingest finds its records only because reads wait
   // for the loader (and wake it), which every test that reads what it sent then exercises.
-  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'info', LOAD_INTERVAL_MS: '2000', ASSET_DECIMALS: 'ETH:18,WBTC:8' });
+  // Raw events kept forever: tests with fixed dates must not age past the retention (its own test sets one).
+  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'info', LOAD_INTERVAL_MS: '2000', ASSET_DECIMALS: 'ETH:18,WBTC:8', EVENTS_TTL_DAYS: '0' });
   const registry = openRegistry(dataDir);
   migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
   const events = createEventStore(config.clickhouse);

@@ -151,21 +151,24 @@ describe('ingest', () => {
   describe('event time', () => {
     it('honours created_at and timestamp (Unix ms or ISO 8601), else uses the receive time', async () => {
       const team = newTeam();
+      // Days relative to now: the times must stay within the retention of raw events (EVENTS_TTL_DAYS).
+      const day = (daysAgo: number) => (Math.floor(Date.now() / 86_400_000) - daysAgo) * 86_400_000;
+      const isoDay = new Date(day(100)).toISOString().slice(0, 10);
       const events = [
-        event({ id: 'ms', created_at: Date.UTC(2026, 0, 2, 3, 4, 5, 678) }),
-        event({ id: 'iso', created_at: '2026-01-02T03:04:05.678+01:00' }),
-        event({ id: 'timestamp', timestamp: Date.UTC(2025, 5, 1) }),
-        event({ id: 'created-wins', created_at: Date.UTC(2025, 0, 1), timestamp: Date.UTC(2024, 0, 1) }),
+        event({ id: 'ms', created_at: day(100) + 11_045_678 }),
+        event({ id: 'iso', created_at: `${isoDay}T03:04:05.678+01:00` }),
+        event({ id: 'timestamp', timestamp: day(200) }),
+        event({ id: 'created-wins', created_at: day(300), timestamp: day(350) }),
         event({ id: 'slightly-ahead', created_at: Date.now() + 4 * 60_000 }),
         event({ id: 'none' }),
       ];
       const before = Date.now();
       await api().post('/api/v1/events').set(...team.auth).send({ events }).expect(200);
       const times = Object.fromEntries((await storedRows(team.teamId)).map((r) => [r.id, Number(r.event_ms)]));
-      expect(times.ms).to.equal(Date.UTC(2026, 0, 2, 3, 4, 5, 678));
-      expect(times.iso).to.equal(Date.UTC(2026, 0, 2, 2, 4, 5, 678));
-      expect(times.timestamp).to.equal(Date.UTC(2025, 5, 1));
-      expect(times['created-wins']).to.equal(Date.UTC(2025, 0, 1));
+      expect(times.ms).to.equal(day(100) + 11_045_678); // 03:04:05.678 UTC
+      expect(times.iso).to.equal(day(100) + 7_445_678); // 03:04:05.678+01:00 is 02:04:05.678 UTC
+      expect(times.timestamp).to.equal(day(200));
+      expect(times['created-wins']).to.equal(day(300));
       expect(times['slightly-ahead']).to.be.greaterThan(before);
       expect(times.none).to.be.within(before, Date.now());
     });

@@ -76,6 +76,7 @@ describe('API keys with scopes', function () {
       ['patch', '/api/v1/alerts/alert_nothing', {}, 'admin'],
       ['get', '/api/v1/team', undefined, 'read'],
       ['get', '/api/v1/keys', undefined, 'read'],
+      ['get', '/api/v1/audit-log', undefined, 'admin'],
       ['post', '/api/v1/keys', { name: 'k', scopes: ['read'] }, 'admin'],
       ['delete', '/api/v1/keys/key_nothing', undefined, 'admin'],
     ];
