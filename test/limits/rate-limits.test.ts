@@ -157,6 +157,28 @@ describe('rate limits per key', function () {
     ]);
   });
 
+  it("the ingest benchmark's load (16 clients sending batches of 100 back to back) is never limited by the defaults", async () => {
+    const team = newTeam();
+    const { rateLimits } = testEnv().deps.config;
+    // The fastest this service has ingested on this machine is under 20,000 events/s (README).
+    expect(rateLimits.recordsPerSecond).to.be.at.least(5 * 20_000);
+    let lowest = Infinity;
+    let answers = 0;
+    const end = Date.now() + 2_000;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (Date.now() < end) {
+          const res = await api().post('/api/v1/events').set(...team.auth).send({ events: events(100) });
+          expect(res.status, JSON.stringify(res.body)).to.equal(200);
+          lowest = Math.min(lowest, Number(/r=(\d+)/.exec(res.headers.ratelimit as string)![1]));
+          answers++;
+        }
+      }),
+    );
+    expect(answers).to.be.above(16);
+    expect(lowest).to.be.above(0);
+  });
+
   it('bad rate limits are 400s naming the field', async () => {
     const team = newTeam();
     for (const [rateLimit, field] of [
