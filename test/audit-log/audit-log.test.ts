@@ -1,23 +1,13 @@
 /** The management audit log: who changed what, when, with before and after; read-only. */
 import { expect } from 'chai';
+import type { ManagementChange } from '../../src/audit-log/repository.js';
 import { api, errorOf, newTeam, testEnv } from '../helpers/context.js';
 
 type Team = ReturnType<typeof newTeam>;
 const bearer = (key: string): [string, string] => ['Authorization', `Bearer ${key}`];
 
-interface Change {
-  id: string;
-  at: string;
-  keyId: string;
-  keyName: string;
-  requestId: string;
-  method: string;
-  route: string;
-  action: string;
-  resourceType: string;
-  resourceId: string;
-  changes: Record<string, { before: unknown; after: unknown }>;
-}
+/** An entry as the API answers it: the time as ISO 8601. */
+type Change = Omit<ManagementChange, 'at'> & { at: string };
 
 async function changes(team: Team, query = ''): Promise<Change[]> {
   const res = await api().get(`/api/v1/audit-log${query}`).set(...team.auth).expect(200);
