@@ -175,6 +175,10 @@ export function loadConfig(env: Env = process.env): Config {
     idleTimeoutMs: integer('HTTP_IDLE_TIMEOUT_MS', 60_000, 100, 3_600_000),
     maxConnections: integer('HTTP_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
   };
+  // A read may wait READ_WAIT_MS for the loader without a byte on the wire: the socket must outlast it.
+  if (httpLimits.idleTimeoutMs <= ingest.readWaitMs) {
+    problems.push(`HTTP_IDLE_TIMEOUT_MS: must be longer than READ_WAIT_MS (${ingest.readWaitMs}), got ${httpLimits.idleTimeoutMs}`);
+  }
   // Node refuses a headers timeout longer than the request's: the headers are part of the request.
   if (httpLimits.headersTimeoutMs > httpLimits.requestTimeoutMs) {
     problems.push(`HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS (${httpLimits.requestTimeoutMs}), got ${httpLimits.headersTimeoutMs}`);

@@ -57,11 +57,11 @@ describe('config', () => {
       HTTP_HEADERS_TIMEOUT_MS: '2000',
       HTTP_REQUEST_TIMEOUT_MS: '4000',
       HTTP_KEEP_ALIVE_TIMEOUT_MS: '65000',
-      HTTP_IDLE_TIMEOUT_MS: '9000',
+      HTTP_IDLE_TIMEOUT_MS: '90000',
       HTTP_MAX_CONNECTIONS: '50',
     });
     expect(set.rateLimits).to.deep.equal({ requestsPerSecond: 0, recordsPerSecond: 5_000 });
-    expect(set.http).to.deep.equal({ headersTimeoutMs: 2_000, requestTimeoutMs: 4_000, keepAliveTimeoutMs: 65_000, idleTimeoutMs: 9_000, maxConnections: 50 });
+    expect(set.http).to.deep.equal({ headersTimeoutMs: 2_000, requestTimeoutMs: 4_000, keepAliveTimeoutMs: 65_000, idleTimeoutMs: 90_000, maxConnections: 50 });
   });
 
   it('reads the anomaly thresholds, with defaults', () => {
@@ -126,6 +126,7 @@ describe('config', () => {
     HTTP_REQUEST_TIMEOUT_MS: '5',
     HTTP_HEADERS_TIMEOUT_MS: '60000',
     HTTP_MAX_CONNECTIONS: '0',
+    HTTP_IDLE_TIMEOUT_MS: '5000',
   };
   for (const [name, value] of Object.entries(bad)) {
     it(`rejects a bad ${name}, naming it`, () => {
