@@ -19,6 +19,17 @@ export interface Config {
   rateLimits: RateDefaults;
   http: HttpLimits;
   retention: Retention;
+  webhooks: WebhookConfig;
+}
+
+/** Alert delivery to webhook endpoints (src/webhooks). */
+export interface WebhookConfig {
+  /** Endpoints may be http:// as well as https:// (local receivers). */
+  allowHttp: boolean;
+  /** Endpoints may resolve to loopback, private and link-local addresses (tests, local use). */
+  allowPrivate: boolean;
+  /** Delays between attempts of a delivery, in ms: one attempt more than delays. */
+  retrySchedule: number[];
 }
 
 /** How long the event store keeps what (ClickHouse TTLs, by event time; 0: forever). */
@@ -110,6 +121,24 @@ function assetDecimalsSetting(raw: string, problems: string[]): Record<string, n
   return table;
 }
 
+/** "5s,5m,30m,2h": delays in ms, s, m or h, each from 1 ms to 24 h; at most 20 of them. */
+function durationList(name: string, raw: string, problems: string[]): number[] {
+  const units: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+  const delays: number[] = [];
+  const entries = raw.split(',').map((e) => e.trim());
+  for (const entry of entries) {
+    const match = /^(\d{1,9})(ms|s|m|h)$/.exec(entry);
+    const ms = match ? Number(match[1]) * units[match[2]!]! : NaN;
+    if (!(ms >= 1 && ms <= 86_400_000)) {
+      problems.push(`${name}: "${entry}" must be a delay like 500ms, 5s, 5m or 2h (at most 24h)`);
+      return [];
+    }
+    delays.push(ms);
+  }
+  if (delays.length > 20) problems.push(`${name}: at most 20 delays, got ${delays.length}`);
+  return delays;
+}
+
 /** Reads and validates the environment; throws ConfigError naming each bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
@@ -191,6 +220,18 @@ export function loadConfig(env: Env = process.env): Config {
   if (retention.rollupTtlDays > 0 && (retention.eventsTtlDays === 0 || retention.rollupTtlDays < retention.eventsTtlDays)) {
     problems.push(`ROLLUP_TTL_DAYS: must be 0 (forever) or at least EVENTS_TTL_DAYS (${retention.eventsTtlDays || 'forever'}), got ${retention.rollupTtlDays}`);
   }
+  const flag = (name: string): boolean => {
+    const raw = env[name]?.trim().toLowerCase();
+    if (raw === undefined || raw === '' || raw === '0' || raw === 'false') return false;
+    if (raw === '1' || raw === 'true') return true;
+    problems.push(`${name}: must be 1 or 0 (true or false), got "${env[name]}"`);
+    return false;
+  };
+  const webhooks: WebhookConfig = {
+    allowHttp: flag('WEBHOOK_ALLOW_HTTP'),
+    allowPrivate: flag('WEBHOOK_ALLOW_PRIVATE'),
+    retrySchedule: durationList('WEBHOOK_RETRY_SCHEDULE', env.WEBHOOK_RETRY_SCHEDULE ?? '5s,5m,30m,2h,5h,10h,10h', problems),
+  };
   const bootstrapApiKey = text('BOOTSTRAP_API_KEY', '', (v) =>
     // A bootstrap key is a real credential: short or spaced values are mistakes, not keys.
     v.length < 16 || v.length > 256 || /\s/.test(v) ? 'must be 16 to 256 characters without spaces' : null,
@@ -233,5 +274,6 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimits,
     http: httpLimits,
     retention,
+    webhooks,
   };
 }

@@ -10,6 +10,7 @@ import { ingestRoutes } from './ingest/routes.js';
 import { metricsRoute } from './metrics/routes.js';
 import { policyRoutes } from './policies/routes.js';
 import { teamRoutes } from './teams/routes.js';
+import { webhookRoutes } from './webhooks/routes.js';
 
 /** Every route of the service; app.ts mounts exactly these and the OpenAPI document lists them. */
 export const ROUTES: readonly RouteSpec[] = [
@@ -23,5 +24,6 @@ export const ROUTES: readonly RouteSpec[] = [
   ...alertRoutes,
   ...analyticsRoutes,
   ...auditLogRoutes,
+  ...webhookRoutes,
   openApiRoute(() => ROUTES),
 ];

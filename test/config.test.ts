@@ -64,6 +64,19 @@ describe('config', () => {
     expect(set.http).to.deep.equal({ headersTimeoutMs: 2_000, requestTimeoutMs: 4_000, keepAliveTimeoutMs: 65_000, idleTimeoutMs: 90_000, maxConnections: 50 });
   });
 
+  it('reads the webhook settings, with defaults', () => {
+    expect(loadConfig({}).webhooks).to.deep.equal({
+      allowHttp: false,
+      allowPrivate: false,
+      retrySchedule: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
+    });
+    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '200ms, 200ms,1s', WEBHOOK_ALLOW_HTTP: '1', WEBHOOK_ALLOW_PRIVATE: 'true' }).webhooks).to.deep.equal({
+      allowHttp: true,
+      allowPrivate: true,
+      retrySchedule: [200, 200, 1_000],
+    });
+  });
+
   it('reads the anomaly thresholds, with defaults', () => {
     expect(loadConfig({}).anomalies).to.deep.equal({ spikeFactor: 10, spikeBaseline: 50, loopCalls: 300, loopSeconds: 60, newPayeeLearningHours: 24 });
     const config = loadConfig({
@@ -127,6 +140,9 @@ describe('config', () => {
     HTTP_HEADERS_TIMEOUT_MS: '60000',
     HTTP_MAX_CONNECTIONS: '0',
     HTTP_IDLE_TIMEOUT_MS: '5000',
+    WEBHOOK_RETRY_SCHEDULE: '5s,10d',
+    WEBHOOK_ALLOW_HTTP: 'yes',
+    WEBHOOK_ALLOW_PRIVATE: '2',
   };
   for (const [name, value] of Object.entries(bad)) {
     it(`rejects a bad ${name}, naming it`, () => {

@@ -4,7 +4,7 @@ import { recordChange } from './repository.js';
 /** What a handler says about the change it made; who, when and which route come from the request. */
 export interface ChangeSpec {
   action: string;
-  resourceType: 'key' | 'agent' | 'policy' | 'alert';
+  resourceType: 'key' | 'agent' | 'policy' | 'alert' | 'webhook';
   resourceId: string;
   before: Record<string, unknown> | null;
   after: Record<string, unknown> | null;

@@ -1,0 +1,209 @@
+import { audited } from '../audit-log/record.js';
+import { ApiError } from '../http/errors.js';
+import { defineRoute, type AuthedContext } from '../http/routes.js';
+import { NO_STORE } from '../teams/key-routes.js';
+import { urlProblem } from './address.js';
+import {
+  createEndpoint,
+  deleteEndpoint,
+  findEndpoint,
+  listEndpoints,
+  rotateSecret,
+  TooManyEndpoints,
+  updateEndpoint,
+  MAX_ENDPOINTS_PER_TEAM,
+  PREVIOUS_SECRET_MS,
+  type EventType,
+  type WebhookEndpoint,
+  type WebhookFormat,
+} from './repository.js';
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** An endpoint as the API shows it: never its secret (that is added once, at creation or rotation). */
+const toBody = (e: WebhookEndpoint) => ({
+  id: e.id,
+  url: e.url,
+  description: e.description,
+  events: e.events,
+  format: e.format,
+  active: e.active,
+  disabledAt: iso(e.disabledAt),
+  disabledReason: e.disabledReason,
+  secretRotatedAt: e.previousSecretUntil === null ? null : iso(e.previousSecretUntil - PREVIOUS_SECRET_MS),
+  createdAt: iso(e.createdAt)!,
+  updatedAt: iso(e.updatedAt)!,
+});
+
+/** What the audit log records of an endpoint: its settings, never its secret. */
+const settings = (e: WebhookEndpoint) => ({ url: e.url, description: e.description, events: e.events, format: e.format, active: e.active });
+
+const notFound = (id: string) => new ApiError('not_found', `No webhook "${id}" in this team`);
+
+/** A URL the service may not deliver to is a 400 naming `url`. */
+async function checkUrl(ctx: AuthedContext<unknown, unknown>, url: string): Promise<void> {
+  const problem = await urlProblem(url, ctx.deps.config.webhooks);
+  if (problem) throw new ApiError('validation_failed', `Request body is invalid: url ${problem}`, [{ field: 'url', message: problem }]);
+}
+
+const EXAMPLE = {
+  id: 'whk_4k2m9q7w8e1r5t3y6u0p',
+  url: 'https://hooks.example.com/spendscope',
+  description: 'on-call',
+  events: ['alert.opened', 'alert.escalated'],
+  format: 'standard',
+  active: true,
+  disabledAt: null,
+  disabledReason: null,
+  secretRotatedAt: null,
+  createdAt: '2026-11-23T10:00:00.000Z',
+  updatedAt: '2026-11-23T10:00:00.000Z',
+};
+
+const DESCRIPTION =
+  'Alert events are delivered to each active endpoint that lists their type: alert.opened (the first occurrence of ' +
+  'a breach), alert.escalated (its severity rose), alert.resolved, alert.reopened. standard endpoints get signed JSON ' +
+  '(Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature); slack endpoints a Slack message.';
+
+interface WebhookCreate {
+  url: string;
+  description?: string;
+  events: EventType[];
+  format?: WebhookFormat;
+  active?: boolean;
+}
+
+export const createWebhookRoute = defineRoute<WebhookCreate>({
+  method: 'post',
+  path: '/webhooks',
+  operationId: 'createWebhook',
+  summary: 'Add a webhook endpoint (a standard one gets its secret, shown once)',
+  description: `${DESCRIPTION} A team has at most ${MAX_ENDPOINTS_PER_TEAM}.`,
+  tag: 'webhooks',
+  body: 'webhook-create.json',
+  bodyExample: { url: 'https://hooks.example.com/spendscope', events: ['alert.opened', 'alert.escalated'], description: 'on-call' },
+  responses: {
+    201: { description: 'The endpoint, with its secret this once', schema: 'webhook.json', example: { ...EXAMPLE, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } },
+    409: { description: `The team has ${MAX_ENDPOINTS_PER_TEAM} endpoints already`, schema: 'error.json' },
+  },
+  async handler(ctx) {
+    const { body, team, deps } = ctx;
+    await checkUrl(ctx, body.url);
+    const input = { url: body.url, description: body.description ?? null, events: body.events, format: body.format ?? 'standard', active: body.active ?? true };
+    let endpoint: WebhookEndpoint;
+    try {
+      endpoint = audited(ctx, () => {
+        const created = createEndpoint(deps.registry, team.teamId, input);
+        return { result: created, log: { action: 'webhook.create', resourceType: 'webhook', resourceId: created.id, before: null, after: settings(created) } };
+      });
+    } catch (err) {
+      if (err instanceof TooManyEndpoints) throw new ApiError('conflict', `This team has ${MAX_ENDPOINTS_PER_TEAM} webhook endpoints already: delete one first`);
+      throw err;
+    }
+    return {
+      status: 201,
+      headers: { ...NO_STORE, Location: `/api/v1/webhooks/${endpoint.id}` },
+      body: { ...toBody(endpoint), ...(endpoint.secret ? { secret: endpoint.secret } : {}) },
+    };
+  },
+});
+
+export const listWebhooksRoute = defineRoute({
+  method: 'get',
+  path: '/webhooks',
+  operationId: 'listWebhooks',
+  summary: "The team's webhook endpoints, oldest first",
+  tag: 'webhooks',
+  scope: 'admin',
+  responses: { 200: { description: 'The endpoints', schema: 'webhook-list.json', example: { data: [EXAMPLE] } } },
+  handler({ team, deps }) {
+    return { body: { data: listEndpoints(deps.registry, team.teamId).map(toBody) } };
+  },
+});
+
+export const getWebhookRoute = defineRoute({
+  method: 'get',
+  path: '/webhooks/:id',
+  operationId: 'getWebhook',
+  summary: 'One webhook endpoint',
+  tag: 'webhooks',
+  scope: 'admin',
+  responses: { 200: { description: 'The endpoint', schema: 'webhook.json', example: EXAMPLE } },
+  handler({ params, team, deps }) {
+    const endpoint = findEndpoint(deps.registry, team.teamId, params.id!);
+    if (!endpoint) throw notFound(params.id!);
+    return { body: toBody(endpoint) };
+  },
+});
+
+export const updateWebhookRoute = defineRoute<{ url?: string; description?: string | null; events?: EventType[]; active?: boolean }>({
+  method: 'patch',
+  path: '/webhooks/:id',
+  operationId: 'updateWebhook',
+  summary: 'Change a webhook endpoint: url, description, events, active',
+  description: 'active true re-enables an endpoint disabled after failing for 24 hours. The format cannot change.',
+  tag: 'webhooks',
+  body: 'webhook-patch.json',
+  bodyExample: { events: ['alert.opened', 'alert.escalated', 'alert.resolved'] },
+  responses: { 200: { description: 'The endpoint as changed', schema: 'webhook.json', example: EXAMPLE } },
+  async handler(ctx) {
+    const { params, body, team, deps } = ctx;
+    if (body.url !== undefined) await checkUrl(ctx, body.url);
+    const endpoint = audited(ctx, () => {
+      const before = findEndpoint(deps.registry, team.teamId, params.id!);
+      const after = before && updateEndpoint(deps.registry, team.teamId, params.id!, body);
+      if (!before || !after) return { result: undefined };
+      return { result: after, log: { action: 'webhook.update', resourceType: 'webhook', resourceId: after.id, before: settings(before), after: settings(after) } };
+    });
+    if (!endpoint) throw notFound(params.id!);
+    return { body: toBody(endpoint) };
+  },
+});
+
+export const deleteWebhookRoute = defineRoute({
+  method: 'delete',
+  path: '/webhooks/:id',
+  operationId: 'deleteWebhook',
+  summary: 'Delete a webhook endpoint',
+  description: 'Nothing more is sent to it, pending deliveries included.',
+  tag: 'webhooks',
+  responses: { 204: { description: 'Deleted' } },
+  handler(ctx) {
+    const { params, team, deps } = ctx;
+    const deleted = audited(ctx, () => {
+      const before = findEndpoint(deps.registry, team.teamId, params.id!);
+      if (!before || !deleteEndpoint(deps.registry, team.teamId, params.id!)) return { result: false };
+      return { result: true, log: { action: 'webhook.delete', resourceType: 'webhook', resourceId: before.id, before: settings(before), after: null } };
+    });
+    if (!deleted) throw notFound(params.id!);
+    return { status: 204, body: undefined };
+  },
+});
+
+export const rotateWebhookSecretRoute = defineRoute({
+  method: 'post',
+  path: '/webhooks/:id/rotate-secret',
+  operationId: 'rotateWebhookSecret',
+  summary: "Replace a standard endpoint's secret (shown once); the old one signs too for 24 hours",
+  description: 'During those 24 hours each delivery carries two signatures, one per secret, so a receiver can switch at its own pace.',
+  tag: 'webhooks',
+  responses: {
+    200: { description: 'The endpoint with its new secret, this once', schema: 'webhook.json', example: { ...EXAMPLE, secret: 'whsec_Pq2vX7Zk9mR4tL1wS8nB3cD6fH0jK5yU' } },
+    409: { description: 'A slack endpoint has no secret', schema: 'error.json' },
+  },
+  handler(ctx) {
+    const { params, team, deps } = ctx;
+    const endpoint = audited(ctx, () => {
+      const before = findEndpoint(deps.registry, team.teamId, params.id!);
+      const rotated = rotateSecret(deps.registry, team.teamId, params.id!);
+      if (!before || !rotated) return { result: rotated };
+      const when = (e: WebhookEndpoint) => ({ secretRotatedAt: toBody(e).secretRotatedAt });
+      return { result: rotated, log: { action: 'webhook.rotate-secret', resourceType: 'webhook', resourceId: rotated.id, before: when(before), after: when(rotated) } };
+    });
+    if (endpoint === undefined) throw notFound(params.id!);
+    if (endpoint === null) throw new ApiError('conflict', 'A slack endpoint has no secret to rotate');
+    return { headers: NO_STORE, body: { ...toBody(endpoint), secret: endpoint.secret! } };
+  },
+});
+
+export const webhookRoutes = [createWebhookRoute, listWebhooksRoute, getWebhookRoute, updateWebhookRoute, deleteWebhookRoute, rotateWebhookSecretRoute];
