@@ -5,6 +5,8 @@ import type { RateDefaults } from './limits/rate-limiter.js';
 export interface Config {
   port: number;
   host: string;
+  /** Where clients reach the API (links in webhook messages); by default http://HOST:PORT. */
+  publicUrl: string;
   dataDir: string;
   clickhouse: ClickHouseConfig;
   logLevel: LogLevel;
@@ -162,6 +164,13 @@ export function loadConfig(env: Env = process.env): Config {
 
   const port = integer('PORT', 8080, 0, 65535);
   const host = text('HOST', '127.0.0.1', (v) => (/\s/.test(v) ? 'must be a host name or address' : null));
+  const publicUrl = text('PUBLIC_URL', `http://${host.includes(':') ? `[${host}]` : host}:${port}`, (v) => {
+    try {
+      return ['http:', 'https:'].includes(new URL(v).protocol) ? null : 'must be an http:// or https:// URL';
+    } catch {
+      return 'must be an http:// or https:// URL';
+    }
+  }).replace(/\/+$/, '');
   const dataDir = path.resolve(text('DATA_DIR', './data'));
   const logLevel = text('LOG_LEVEL', 'info', (v) =>
     (LOG_LEVELS as readonly string[]).includes(v) ? null : `must be one of ${LOG_LEVELS.join(', ')}`,
@@ -262,6 +271,7 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     port,
     host,
+    publicUrl,
     dataDir,
     clickhouse,
     logLevel,

@@ -12,6 +12,7 @@ import { startServer } from './server.js';
 import { freshReads } from './ingest/freshness.js';
 import { startIngestPipeline } from './ingest/pipeline.js';
 import { Metrics } from './metrics/metrics.js';
+import { Dispatcher } from './webhooks/dispatcher.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -23,7 +24,9 @@ async function main(): Promise<void> {
   const metrics = new Metrics();
   const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger, metrics });
   const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
-  const deps = { config, registry, events, loaderEvents, logger, schemas, ingest, readEvents, metrics };
+  const webhooks = new Dispatcher(registry, config.webhooks, logger, { publicUrl: config.publicUrl });
+  webhooks.start();
+  const deps = { config, registry, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, webhooks };
   const app = createApp(deps);
 
   const running = await startServer(app, deps);

@@ -13,7 +13,7 @@ export interface RunningServer {
 /** Listens with the app and returns the means to stop it gracefully. */
 export async function startServer(
   app: Express,
-  deps: Pick<AppDeps, 'config' | 'registry' | 'events' | 'loaderEvents' | 'ingest'>,
+  deps: Pick<AppDeps, 'config' | 'registry' | 'events' | 'loaderEvents' | 'ingest' | 'webhooks'>,
 ): Promise<RunningServer> {
   const { config } = deps;
   const server: Server = createHttpServer(app, config.http);
@@ -31,8 +31,10 @@ export async function startServer(
         clearTimeout(deadline);
         // Every answered request's rows are in the log already; what the loader has not copied yet
         // stays there and is loaded at the next start.
-        deps.ingest
+        // Webhook attempts in flight finish (or are sent again at the next start), then the log closes.
+        deps.webhooks
           .close()
+          .then(() => deps.ingest.close())
           .then(async () => {
             deps.registry.close();
             await deps.events.close();

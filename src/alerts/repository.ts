@@ -1,7 +1,9 @@
 import type { Registry } from '../stores/sqlite.js';
 import { newId } from '../teams/keys.js';
+import { enqueueAlertEvent } from '../webhooks/outbox.js';
 
-export type AlertType = 'violation' | 'anomaly';
+/** system: a notice from the service itself (a webhook endpoint disabled after failing for 24 hours). */
+export type AlertType = 'violation' | 'anomaly' | 'system';
 export type Severity = 'info' | 'warning' | 'critical';
 export type AlertStatus = 'open' | 'resolved';
 
@@ -92,12 +94,15 @@ const toAlert = (r: AlertRow): Alert => ({
 
 const MAX_SAMPLES = 10;
 
+const SEVERITY_RANK: Record<Severity, number> = { info: 0, warning: 1, critical: 2 };
+
 /** Statements of recordOccurrences, prepared once per registry: it runs in every ingest commit. */
 const statementsOf = new WeakMap<Registry, ReturnType<typeof prepareOccurrenceStatements>>();
 
 function prepareOccurrenceStatements(db: Registry) {
   return {
-    findOpen: db.prepare(`SELECT id, sample_event_ids, last_seen FROM alerts WHERE team_id = ? AND dedup_key = ? AND status = 'open'`),
+    findOpen: db.prepare(`SELECT id, sample_event_ids, last_seen, severity FROM alerts WHERE team_id = ? AND dedup_key = ? AND status = 'open'`),
+    escalate: db.prepare('UPDATE alerts SET severity = ? WHERE id = ?'),
     update: db.prepare(
       `UPDATE alerts SET count = count + ?, first_seen = min(first_seen, ?), last_seen = max(last_seen, ?),
               observed = CASE WHEN ? >= last_seen THEN ? ELSE observed END, message = CASE WHEN ? >= last_seen THEN ? ELSE message END,
@@ -122,25 +127,33 @@ function occurrenceStatements(db: Registry) {
 /**
  * Records occurrences: each updates the open alert of its breach, or opens one. Returns, per
  * occurrence, whether it opened a new alert. One transaction, so concurrent flushes cannot open
- * two alerts for one breach (the partial unique index would refuse the second anyway).
+ * two alerts for one breach (the partial unique index would refuse the second anyway). Opening an
+ * alert, or raising an open one's severity, queues its webhook event in the same transaction;
+ * other occurrences of an open alert only update it and send nothing.
  */
 export function recordOccurrences(db: Registry, occurrences: readonly Occurrence[], now = Date.now()): boolean[] {
-  const { findOpen, update, insert } = occurrenceStatements(db);
+  const { findOpen, update, insert, escalate } = occurrenceStatements(db);
   return db.transaction(() =>
     occurrences.map((o) => {
-      const open = findOpen.get(o.teamId, o.dedupKey) as { id: string; sample_event_ids: string; last_seen: number } | undefined;
+      const open = findOpen.get(o.teamId, o.dedupKey) as { id: string; sample_event_ids: string; last_seen: number; severity: Severity } | undefined;
       const details = JSON.stringify(o.details);
       if (open) {
         // A full sample list (the usual case for a busy alert) does not change.
         const known = JSON.parse(open.sample_event_ids) as string[];
         const samples = known.length >= MAX_SAMPLES ? open.sample_event_ids : JSON.stringify([...new Set([...known, ...o.eventIds])].slice(0, MAX_SAMPLES));
         update.run(o.count, o.firstSeen, o.lastSeen, o.lastSeen, o.observed, o.lastSeen, o.message, o.lastSeen, details, samples, now, open.id);
+        if (SEVERITY_RANK[o.severity] > SEVERITY_RANK[open.severity]) {
+          escalate.run(o.severity, open.id);
+          enqueueAlertEvent(db, o.teamId, () => findAlert(db, o.teamId, open.id)!, 'alert.escalated', now);
+        }
         return false;
       }
+      const id = newId('alr');
       insert.run(
-        newId('alr'), o.teamId, o.dedupKey, o.type, o.kind, o.severity, o.agentId, o.policyId, o.window?.start ?? null, o.window?.end ?? null,
+        id, o.teamId, o.dedupKey, o.type, o.kind, o.severity, o.agentId, o.policyId, o.window?.start ?? null, o.window?.end ?? null,
         o.observed, o.limit, o.subject, details, o.message, JSON.stringify(o.eventIds.slice(0, MAX_SAMPLES)), o.count, o.firstSeen, o.lastSeen, now, now,
       );
+      enqueueAlertEvent(db, o.teamId, () => findAlert(db, o.teamId, id)!, 'alert.opened', now);
       return true;
     }),
   )();
@@ -172,7 +185,9 @@ export function setAlertStatus(db: Registry, teamId: string, id: string, status:
         throw err;
       }
     }
-    return findAlert(db, teamId, id);
+    const changed = findAlert(db, teamId, id)!;
+    enqueueAlertEvent(db, teamId, () => changed, status === 'resolved' ? 'alert.resolved' : 'alert.reopened', now);
+    return changed;
   })();
 }
 

@@ -3,33 +3,10 @@ import { ApiError } from '../http/errors.js';
 import { audited } from '../audit-log/record.js';
 import { defineRoute } from '../http/routes.js';
 import { parseQueryTime } from '../http/validation.js';
+import { alertBody as toBody } from './body.js';
 import { AlertConflict, findAlert, listAlerts, setAlertStatus, type Alert, type AlertCursor, type AlertFilter, type AlertStatus } from './repository.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
-
-const toBody = (a: Alert) => ({
-  id: a.id,
-  type: a.type,
-  kind: a.kind,
-  severity: a.severity,
-  status: a.status,
-  agentId: a.agentId,
-  policyId: a.policyId,
-  window: a.window && { start: iso(a.window.start), end: iso(a.window.end) },
-  observed: a.observed,
-  limit: a.limit,
-  subject: a.subject,
-  details: a.details,
-  message: a.message,
-  sampleEventIds: a.sampleEventIds,
-  count: a.count,
-  firstSeen: iso(a.firstSeen),
-  lastSeen: iso(a.lastSeen),
-  createdAt: iso(a.createdAt),
-  updatedAt: iso(a.updatedAt),
-  resolvedAt: a.resolvedAt === null ? null : iso(a.resolvedAt),
-  resolution: a.resolution,
-});
 
 const EXAMPLE_ALERT = {
   id: 'alr_q4x7c1v8n5z6a0b2k3m9',

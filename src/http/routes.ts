@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { IngestPipeline } from '../ingest/pipeline.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { Dispatcher } from '../webhooks/dispatcher.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
 import type { KeyOwner, Scope } from '../teams/repository.js';
@@ -32,6 +33,8 @@ export interface AppDeps {
   readEvents(teamId: string): Promise<EventStore>;
   /** Prometheus series (GET /metrics). */
   metrics: Metrics;
+  /** Sends queued webhook deliveries; closed at shutdown before the stores. */
+  webhooks: Dispatcher;
 }
 
 /** Where the API is served: the interface shows both forms and does not say which one. */

@@ -150,3 +150,70 @@ export function signingSecrets(endpoint: WebhookEndpoint, now = Date.now()): str
   if (endpoint.previousSecret && endpoint.previousSecretUntil !== null && endpoint.previousSecretUntil > now) secrets.push(endpoint.previousSecret);
   return secrets;
 }
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+export interface Delivery {
+  seq: number;
+  id: string;
+  eventId: string;
+  eventType: EventType;
+  status: DeliveryStatus;
+  attempts: number;
+  lastStatusCode: number | null;
+  lastLatencyMs: number | null;
+  lastError: string | null;
+  responseBody: string | null;
+  lastAttemptAt: number | null;
+  nextAttemptAt: number | null;
+  createdAt: number;
+  deliveredAt: number | null;
+}
+
+interface DeliveryRow {
+  seq: number;
+  id: string;
+  event_id: string;
+  event_type: EventType;
+  status: DeliveryStatus;
+  attempts: number;
+  last_status_code: number | null;
+  last_latency_ms: number | null;
+  last_error: string | null;
+  response_body: string | null;
+  last_attempt_at: number | null;
+  next_attempt_at: number | null;
+  created_at: number;
+  delivered_at: number | null;
+}
+
+const toDelivery = (r: DeliveryRow): Delivery => ({
+  seq: r.seq,
+  id: r.id,
+  eventId: r.event_id,
+  eventType: r.event_type,
+  status: r.status,
+  attempts: r.attempts,
+  lastStatusCode: r.last_status_code,
+  lastLatencyMs: r.last_latency_ms,
+  lastError: r.last_error,
+  responseBody: r.response_body,
+  lastAttemptAt: r.last_attempt_at,
+  nextAttemptAt: r.next_attempt_at,
+  createdAt: r.created_at,
+  deliveredAt: r.delivered_at,
+});
+
+/** An endpoint's deliveries, newest first. */
+export function listDeliveries(db: Registry, teamId: string, endpointId: string, filter: { limit: number; beforeSeq?: number; status?: DeliveryStatus }): Delivery[] {
+  const where = ['team_id = ?', 'endpoint_id = ?'];
+  const params: unknown[] = [teamId, endpointId];
+  if (filter.beforeSeq !== undefined) (where.push('seq < ?'), params.push(filter.beforeSeq));
+  if (filter.status !== undefined) (where.push('status = ?'), params.push(filter.status));
+  return (db.prepare(`SELECT * FROM webhook_deliveries WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`).all(...params, filter.limit) as DeliveryRow[]).map(toDelivery);
+}
+
+export function findDelivery(db: Registry, teamId: string, endpointId: string, id: string): Delivery | undefined {
+  const row = db.prepare('SELECT * FROM webhook_deliveries WHERE team_id = ? AND endpoint_id = ? AND id = ?').get(teamId, endpointId, id) as DeliveryRow | undefined;
+  return row && toDelivery(row);
+}

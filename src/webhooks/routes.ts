@@ -1,18 +1,24 @@
 import { audited } from '../audit-log/record.js';
+import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
 import { defineRoute, type AuthedContext } from '../http/routes.js';
 import { NO_STORE } from '../teams/key-routes.js';
 import { urlProblem } from './address.js';
+import { enqueueEvent } from './outbox.js';
 import {
   createEndpoint,
   deleteEndpoint,
+  findDelivery,
   findEndpoint,
+  listDeliveries,
   listEndpoints,
   rotateSecret,
   TooManyEndpoints,
   updateEndpoint,
   MAX_ENDPOINTS_PER_TEAM,
   PREVIOUS_SECRET_MS,
+  type Delivery,
+  type DeliveryStatus,
   type EventType,
   type WebhookEndpoint,
   type WebhookFormat,
@@ -206,4 +212,125 @@ export const rotateWebhookSecretRoute = defineRoute({
   },
 });
 
-export const webhookRoutes = [createWebhookRoute, listWebhooksRoute, getWebhookRoute, updateWebhookRoute, deleteWebhookRoute, rotateWebhookSecretRoute];
+
+const isSeq = (v: unknown): v is { seq: number } => typeof v === 'object' && v !== null && Number.isSafeInteger((v as { seq: unknown }).seq);
+
+const deliveryBody = (d: Delivery) => ({
+  id: d.id,
+  eventId: d.eventId,
+  eventType: d.eventType,
+  status: d.status,
+  attempts: d.attempts,
+  lastStatusCode: d.lastStatusCode,
+  lastLatencyMs: d.lastLatencyMs,
+  lastError: d.lastError,
+  responseBody: d.responseBody,
+  lastAttemptAt: iso(d.lastAttemptAt),
+  nextAttemptAt: iso(d.nextAttemptAt),
+  createdAt: iso(d.createdAt)!,
+  deliveredAt: iso(d.deliveredAt),
+});
+
+const EXAMPLE_DELIVERY = {
+  id: 'dlv_7m2k9q4w8e1r5t3y6u0p',
+  eventId: 'evt_3n8b2v6c1x9z4l7k5j0h',
+  eventType: 'alert.opened',
+  status: 'pending',
+  attempts: 1,
+  lastStatusCode: 503,
+  lastLatencyMs: 87,
+  lastError: 'answered 503',
+  responseBody: 'upstream unavailable',
+  lastAttemptAt: '2026-11-23T10:00:05.000Z',
+  nextAttemptAt: '2026-11-23T10:05:05.000Z',
+  createdAt: '2026-11-23T10:00:00.000Z',
+  deliveredAt: null,
+};
+
+export const listDeliveriesRoute = defineRoute<unknown, { limit?: number; cursor?: string; status?: DeliveryStatus }>({
+  method: 'get',
+  path: '/webhooks/:id/deliveries',
+  operationId: 'listWebhookDeliveries',
+  summary: "An endpoint's delivery log, newest first",
+  description: 'Each event sent to the endpoint: attempts, the last status code, latency, error and answer, and when the next attempt is due.',
+  tag: 'webhooks',
+  scope: 'admin',
+  query: 'webhook-deliveries-query.json',
+  responses: { 200: { description: 'A page of deliveries', schema: 'webhook-delivery-page.json', example: { data: [EXAMPLE_DELIVERY], next_cursor: null } } },
+  handler({ params, query, team, deps }) {
+    if (!findEndpoint(deps.registry, team.teamId, params.id!)) throw notFound(params.id!);
+    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isSeq);
+    const { rows, next_cursor } = keysetPage(
+      query.limit ?? 50,
+      (n) => listDeliveries(deps.registry, team.teamId, params.id!, { limit: n, beforeSeq: after?.seq, status: query.status }),
+      (last) => ({ seq: last.seq }),
+    );
+    return { body: { data: rows.map(deliveryBody), next_cursor } };
+  },
+});
+
+/** Sends a delivery now and answers with what it came to. */
+async function attemptAndAnswer(ctx: AuthedContext<unknown, unknown>, endpointId: string, deliveryId: string) {
+  const { deps, team } = ctx;
+  const outcome = await deps.webhooks.attemptNow(deliveryId);
+  if (!outcome) throw new ApiError('conflict', `Delivery ${deliveryId} is being sent right now`);
+  const delivery = findDelivery(deps.registry, team.teamId, endpointId, deliveryId);
+  if (!delivery) throw notFound(endpointId);
+  return { body: { delivered: outcome.delivered, statusCode: outcome.statusCode, latencyMs: outcome.latencyMs, error: outcome.error, delivery: deliveryBody(delivery) } };
+}
+
+const EXAMPLE_ATTEMPT = { delivered: true, statusCode: 200, latencyMs: 42, error: null, delivery: { ...EXAMPLE_DELIVERY, eventType: 'test', status: 'delivered', lastStatusCode: 200, lastError: null, responseBody: null, nextAttemptAt: null, deliveredAt: '2026-11-23T10:00:05.000Z' } };
+
+export const testWebhookRoute = defineRoute({
+  method: 'post',
+  path: '/webhooks/:id/test',
+  operationId: 'testWebhook',
+  summary: 'Send a test event to the endpoint now, and answer with its outcome',
+  description: 'The event (type test) is sent whatever the endpoint subscribes to, and goes in the delivery log; a failed one is retried as any other.',
+  tag: 'webhooks',
+  responses: {
+    200: { description: 'What the attempt came to', schema: 'webhook-attempt.json', example: EXAMPLE_ATTEMPT },
+    409: { description: 'The endpoint is inactive or disabled', schema: 'error.json' },
+  },
+  async handler(ctx) {
+    const { params, team, deps } = ctx;
+    const endpoint = findEndpoint(deps.registry, team.teamId, params.id!);
+    if (!endpoint) throw notFound(params.id!);
+    if (!endpoint.active || endpoint.disabledAt !== null) throw new ApiError('conflict', `Webhook ${endpoint.id} is ${endpoint.active ? 'disabled' : 'inactive'}: PATCH it with {"active": true} first`);
+    const [deliveryId] = deps.registry
+      .transaction(() => enqueueEvent(deps.registry, team.teamId, 'test', () => ({ message: 'A test event from spendscope', endpointId: endpoint.id }), Date.now(), endpoint.id))
+      .immediate();
+    return attemptAndAnswer(ctx, endpoint.id, deliveryId!);
+  },
+});
+
+export const retryDeliveryRoute = defineRoute({
+  method: 'post',
+  path: '/webhooks/:id/deliveries/:delivery/retry',
+  operationId: 'retryWebhookDelivery',
+  summary: 'Send a failed delivery again now, and answer with its outcome',
+  tag: 'webhooks',
+  responses: {
+    200: { description: 'What the attempt came to', schema: 'webhook-attempt.json', example: EXAMPLE_ATTEMPT },
+    409: { description: 'The delivery is not failed (it was delivered, or it is still being retried)', schema: 'error.json' },
+  },
+  async handler(ctx) {
+    const { params, team, deps } = ctx;
+    const delivery = findDelivery(deps.registry, team.teamId, params.id!, params.delivery!);
+    if (!delivery) throw new ApiError('not_found', `No delivery "${params.delivery}" of webhook "${params.id}" in this team`);
+    if (delivery.status !== 'failed') throw new ApiError('conflict', `Delivery ${delivery.id} is ${delivery.status}: only a failed delivery is sent again`);
+    return attemptAndAnswer(ctx, params.id!, delivery.id);
+  },
+});
+
+export const webhookRoutes = [
+  createWebhookRoute,
+  listWebhooksRoute,
+  getWebhookRoute,
+  updateWebhookRoute,
+  deleteWebhookRoute,
+  rotateWebhookSecretRoute,
+  listDeliveriesRoute,
+  testWebhookRoute,
+  retryDeliveryRoute,
+];

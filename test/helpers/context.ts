@@ -22,6 +22,7 @@ import { openRegistry, type Registry } from '../../src/stores/sqlite.js';
 import { createTeam } from '../../src/teams/repository.js';
 import { freshReads } from '../../src/ingest/freshness.js';
 import { startIngestPipeline } from '../../src/ingest/pipeline.js';
+import { Dispatcher } from '../../src/webhooks/dispatcher.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 
 export interface TestEnv {
@@ -49,7 +50,17 @@ export async function startTestEnv(): Promise<void> {
   // A slow loader interval: a read right after an ingest finds its records only because reads wait
   // for the loader (and wake it), which every test that reads what it sent then exercises.
   // Raw events kept forever: tests with fixed dates must not age past the retention (its own test sets one).
-  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'info', LOAD_INTERVAL_MS: '2000', ASSET_DECIMALS: 'ETH:18,WBTC:8', EVENTS_TTL_DAYS: '0' });
+  // Webhooks go to local receivers (http, loopback), retried quickly.
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'info',
+    LOAD_INTERVAL_MS: '2000',
+    ASSET_DECIMALS: 'ETH:18,WBTC:8',
+    EVENTS_TTL_DAYS: '0',
+    WEBHOOK_ALLOW_HTTP: '1',
+    WEBHOOK_ALLOW_PRIVATE: '1',
+    WEBHOOK_RETRY_SCHEDULE: '200ms,200ms,200ms',
+  });
   const registry = openRegistry(dataDir);
   migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
   const events = createEventStore(config.clickhouse);
@@ -69,12 +80,15 @@ export async function startTestEnv(): Promise<void> {
   const metrics = new Metrics();
   const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger, metrics });
   const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
-  const deps: AppDeps = { config, registry, events, loaderEvents, schemas, logger, ingest, readEvents, metrics };
+  const webhooks = new Dispatcher(registry, config.webhooks, logger, { publicUrl: 'http://spendscope.test', pollMs: 100 });
+  webhooks.start();
+  const deps: AppDeps = { config, registry, events, loaderEvents, schemas, logger, ingest, readEvents, metrics, webhooks };
   env = { dataDir, config, registry, events, loaderEvents, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };
 }
 
 export async function stopTestEnv(): Promise<void> {
   if (!env) return;
+  await env.deps.webhooks.close();
   await env.deps.ingest.close();
   env.registry.close();
   await env.events.close();

@@ -1,5 +1,6 @@
 /** Graceful shutdown in-process: a request still running when shutdown starts gets its answer. */
 import { expect } from 'chai';
+import { Dispatcher } from '../../src/webhooks/dispatcher.js';
 import http from 'node:http';
 import { loadConfig } from '../../src/config.js';
 import { defineRoute } from '../../src/http/routes.js';
@@ -56,8 +57,10 @@ describe('graceful shutdown', () => {
     });
     const { schemas, logger } = testEnv().deps;
     const ingest = startIngestPipeline({ config, registry, events, loaderEvents: events, schemas, logger });
-    const app = appWith([slow], { config, registry, events, loaderEvents: events, ingest });
-    const running = await startServer(app, { config, registry, events, loaderEvents: events, ingest });
+    const webhooks = new Dispatcher(registry, config.webhooks, logger, { publicUrl: 'http://spendscope.test' });
+    webhooks.start();
+    const app = appWith([slow], { config, registry, events, loaderEvents: events, ingest, webhooks });
+    const running = await startServer(app, { config, registry, events, loaderEvents: events, ingest, webhooks });
 
     const inFlight = get(running.port, '/api/v1/test/slow', key.apiKey);
     await handlerStarted;

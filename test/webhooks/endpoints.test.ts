@@ -5,8 +5,9 @@ import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
 
 type Team = ReturnType<typeof newTeam>;
 
-/** An app whose webhooks may point at this machine, as the delivery tests' local receivers do. */
-const localApp = () => appWith([], { config: { ...testEnv().deps.config, webhooks: { ...testEnv().deps.config.webhooks, allowHttp: true, allowPrivate: true } } });
+/** The shared app lets webhooks point at this machine (local receivers); this one has the defaults. */
+const localApp = () => testEnv().app;
+const strictApp = () => appWith([], { config: { ...testEnv().deps.config, webhooks: { ...testEnv().deps.config.webhooks, allowHttp: false, allowPrivate: false } } });
 
 function create(team: Team, body: object, app = localApp()) {
   return api(app).post('/api/v1/webhooks').set(...team.auth).send(body);
@@ -69,7 +70,7 @@ describe('webhook endpoints', function () {
 
   it('refuses http, and hosts that resolve to loopback, private, link-local or metadata addresses, by default', async () => {
     const team = newTeam();
-    const strict = api(); // the shared app: WEBHOOK_ALLOW_HTTP and WEBHOOK_ALLOW_PRIVATE unset
+    const strict = api(strictApp()); // WEBHOOK_ALLOW_HTTP and WEBHOOK_ALLOW_PRIVATE unset
     for (const [url, says] of [
       ['http://hooks.example.com/x', 'https'],
       ['https://127.0.0.1/x', '127.0.0.1'],
