@@ -1,5 +1,6 @@
 import { API_PREFIXES, scopeOf, type RouteSpec } from './routes.js';
 import type { SchemaRegistry } from './validation.js';
+import { EVENT_TYPES } from '../webhooks/repository.js';
 
 type Json = Record<string, unknown>;
 
@@ -34,6 +35,14 @@ const RATE_LIMIT_HEADERS = {
     description: 'What is left: "<policy>";r=<tokens left>;t=<seconds until the bucket is full>',
     schema: { type: 'string' },
   },
+};
+
+const WEBHOOK_SUMMARIES: Record<(typeof EVENT_TYPES)[number], string> = {
+  'alert.opened': 'An alert opened: the first occurrence of a breach',
+  'alert.escalated': "An open alert's severity rose",
+  'alert.resolved': 'An alert was resolved',
+  'alert.reopened': 'A resolved alert was reopened',
+  test: 'A test event (POST /webhooks/{id}/test)',
 };
 
 /** `/agents/:id` -> `/agents/{id}` */
@@ -163,7 +172,31 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], schemas: Sche
       } else visit(inner);
     }
   };
+  // OpenAPI 3.1 describes what the service sends: each webhook event a receiver may get.
+  const webhooks: Record<string, Json> = {};
+  for (const type of EVENT_TYPES) {
+    webhooks[type] = {
+      post: {
+        operationId: `webhook_${type.replace('.', '_')}`,
+        summary: WEBHOOK_SUMMARIES[type],
+        description:
+          'Sent to each active standard endpoint that lists this type, signed as Standard Webhooks specifies: ' +
+          'webhook-signature is v1, and the base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}" keyed with the bytes ' +
+          'of the secret after whsec_. Answer 2xx within 10 s; anything else is retried. A slack endpoint gets a Slack message instead.',
+        tags: ['webhooks'],
+        security: [],
+        parameters: [
+          { name: 'webhook-id', in: 'header', required: true, schema: { type: 'string' }, description: 'The event id (evt_…)' },
+          { name: 'webhook-timestamp', in: 'header', required: true, schema: { type: 'string' }, description: 'Unix seconds of this attempt' },
+          { name: 'webhook-signature', in: 'header', required: true, schema: { type: 'string' }, description: 'v1,<base64>; two, space-separated, for 24 hours after a secret rotation' },
+        ],
+        requestBody: { required: true, content: { 'application/json': { schema: ref('webhook-event.json') } } },
+        responses: { '200': { description: 'Received (any 2xx)' } },
+      },
+    };
+  }
   visit(paths);
+  visit(webhooks);
   return {
     openapi: '3.1.0',
     info: {
@@ -177,6 +210,7 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], schemas: Sche
     servers: API_PREFIXES.map((url) => ({ url })),
     security: [{ bearerAuth: [] }],
     paths,
+    webhooks,
     components: {
       securitySchemes: {
         bearerAuth: {

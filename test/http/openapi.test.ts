@@ -29,6 +29,7 @@ describe('OpenAPI document', () => {
     openapi: string;
     servers: { url: string }[];
     paths: Record<string, Record<string, unknown> & { servers?: { url: string }[] }>;
+    webhooks: Record<string, { post: { requestBody: { content: Record<string, { schema: { $ref: string } }> } } }>;
     components: { schemas: Record<string, unknown> };
   };
 
@@ -98,6 +99,13 @@ describe('OpenAPI document', () => {
     expect(JSON.stringify(schema)).to.include('null');
   });
 
+  it('describes every webhook event a receiver may get (OpenAPI 3.1 webhooks), with the event payload', () => {
+    expect(Object.keys(doc.webhooks)).to.have.members(['alert.opened', 'alert.escalated', 'alert.resolved', 'alert.reopened', 'test']);
+    const schema = doc.webhooks['alert.opened']!.post.requestBody.content['application/json']!.schema.$ref.split('/').pop()!;
+    expect(doc.components.schemas[schema]).to.have.nested.property('properties.data');
+    expect(JSON.stringify(doc.components.schemas[schema])).to.include('#/components/schemas/alert');
+  });
+
   it('has no unused components: every schema is reached from an operation', () => {
     const reached = new Set<string>();
     const visit = (value: unknown): void => {
@@ -114,6 +122,7 @@ describe('OpenAPI document', () => {
       }
     };
     visit(doc.paths);
+    visit(doc.webhooks);
     expect(Object.keys(doc.components.schemas).sort()).to.deep.equal([...reached].sort());
   });
 

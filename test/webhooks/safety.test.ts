@@ -1,0 +1,91 @@
+/** Webhooks that must not be sent, or must stop: private addresses at delivery time, endpoints failing for 24 hours. */
+import { expect } from 'chai';
+import { Dispatcher } from '../../src/webhooks/dispatcher.js';
+import { enqueueEvent } from '../../src/webhooks/outbox.js';
+import { createEndpoint } from '../../src/webhooks/repository.js';
+import { api, newTeam, testEnv } from '../helpers/context.js';
+import { Receiver } from './receiver.js';
+
+describe('webhook safety', function () {
+  this.timeout(30_000);
+  let receiver: Receiver;
+  beforeEach(async () => (receiver = await new Receiver().start()));
+  afterEach(() => receiver.stop());
+
+  /**
+   * An inactive endpoint (the shared dispatcher leaves it alone) with one queued test delivery,
+   * stored as it was when its URL passed the check at creation.
+   */
+  function parked(url: string) {
+    const team = newTeam();
+    const db = testEnv().registry;
+    const hook = createEndpoint(db, team.teamId, { url, description: null, events: ['test'], format: 'standard', active: false });
+    const [deliveryId] = db.transaction(() => enqueueEvent(db, team.teamId, 'test', () => ({ message: 'parked' }), Date.now(), hook.id))();
+    return { team, hook, deliveryId: deliveryId! };
+  }
+
+  it('a URL that resolves to a private address is refused at delivery time too (DNS can change after creation)', async () => {
+    const { env } = { env: testEnv() };
+    const strict = { ...env.config.webhooks, allowPrivate: false };
+    // The name resolved to a public address when it was checked; it now resolves to this machine.
+    const { hook, deliveryId } = parked(`http://hooks.example.com:${receiver.port}/hook`);
+    let lookups = 0;
+    const rebinding = new Dispatcher(env.registry, strict, env.deps.logger, {
+      publicUrl: 'http://spendscope.test',
+      resolver: async () => (++lookups === 1 ? ['93.184.216.34'] : ['127.0.0.1']),
+    });
+    const outcome = await rebinding.attemptNow(deliveryId);
+    await rebinding.close();
+    expect(outcome).to.include({ delivered: false, statusCode: null });
+    expect(outcome!.error).to.include('no public address');
+    expect(lookups).to.equal(2); // checked, then checked again as the connection was made
+    expect(receiver.received).to.have.length(0);
+
+    const direct = new Dispatcher(env.registry, strict, env.deps.logger, { publicUrl: 'http://spendscope.test' });
+    const { deliveryId: second } = parked(receiver.url());
+    const refused = await direct.attemptNow(second);
+    await direct.close();
+    expect(refused!.error).to.include('127.0.0.1').and.include('WEBHOOK_ALLOW_PRIVATE');
+    expect(receiver.received).to.have.length(0);
+    const stored = env.registry.prepare('SELECT status, attempts, last_error FROM webhook_deliveries WHERE id = ?').get(deliveryId) as { status: string; attempts: number; last_error: string };
+    expect(stored).to.include({ status: 'pending', attempts: 1 });
+    expect(hook.url).to.include('hooks.example.com');
+  });
+
+  it('an endpoint that has failed every attempt for 24 hours is disabled, and the team gets a system alert', async () => {
+    const team = newTeam();
+    const hook = (await api().post('/api/v1/webhooks').set(...team.auth).send({ url: receiver.url(), events: ['test', 'alert.opened'] }).expect(201)).body;
+    const db = testEnv().registry;
+    // It has been failing since 25 hours ago; this attempt fails too.
+    db.prepare('UPDATE webhook_endpoints SET failing_since = ? WHERE id = ?').run(Date.now() - 25 * 3_600_000, hook.id);
+    receiver.answers = [500];
+    const test = await api().post(`/api/v1/webhooks/${hook.id}/test`).set(...team.auth).expect(200);
+    expect(test.body).to.include({ delivered: false, statusCode: 500 });
+    const disabled = (await api().get(`/api/v1/webhooks/${hook.id}`).set(...team.auth).expect(200)).body;
+    expect(disabled.disabledAt).to.be.a('string');
+    expect(disabled.disabledReason).to.equal('every attempt failed for 24 hours');
+    const alerts = (await api().get('/api/v1/alerts?type=system').set(...team.auth).expect(200)).body.data;
+    expect(alerts).to.have.length(1);
+    expect(alerts[0]).to.include({ type: 'system', kind: 'webhook_disabled', subject: hook.id, status: 'open', agentId: '' });
+    expect(alerts[0].message).to.include(hook.id);
+    // Disabled: nothing more is sent to it (its own system alert included) until it is re-enabled.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(receiver.received).to.have.length(1);
+    await api().post(`/api/v1/webhooks/${hook.id}/test`).set(...team.auth).expect(409);
+    const enabled = await api().patch(`/api/v1/webhooks/${hook.id}`).set(...team.auth).send({ active: true }).expect(200);
+    expect(enabled.body).to.include({ disabledAt: null, active: true });
+    await api().post(`/api/v1/webhooks/${hook.id}/test`).set(...team.auth).expect(200);
+    expect(receiver.received).to.have.length(2);
+  });
+
+  it('a success clears the failing streak: one bad hour does not count towards 24', async () => {
+    const team = newTeam();
+    const hook = (await api().post('/api/v1/webhooks').set(...team.auth).send({ url: receiver.url(), events: ['test'] }).expect(201)).body;
+    receiver.answers = [500];
+    await api().post(`/api/v1/webhooks/${hook.id}/test`).set(...team.auth).expect(200);
+    const row = () => testEnv().registry.prepare('SELECT failing_since FROM webhook_endpoints WHERE id = ?').get(hook.id) as { failing_since: number | null };
+    expect(row().failing_since).to.be.a('number');
+    await api().post(`/api/v1/webhooks/${hook.id}/test`).set(...team.auth).expect(200);
+    expect(row().failing_since).to.equal(null);
+  });
+});
