@@ -103,6 +103,7 @@ function prepareOccurrenceStatements(db: Registry) {
   return {
     findOpen: db.prepare(`SELECT id, sample_event_ids, last_seen, severity FROM alerts WHERE team_id = ? AND dedup_key = ? AND status = 'open'`),
     escalate: db.prepare('UPDATE alerts SET severity = ? WHERE id = ?'),
+    byId: db.prepare('SELECT * FROM alerts WHERE id = ?'),
     update: db.prepare(
       `UPDATE alerts SET count = count + ?, first_seen = min(first_seen, ?), last_seen = max(last_seen, ?),
               observed = CASE WHEN ? >= last_seen THEN ? ELSE observed END, message = CASE WHEN ? >= last_seen THEN ? ELSE message END,
@@ -132,7 +133,8 @@ function occurrenceStatements(db: Registry) {
  * other occurrences of an open alert only update it and send nothing.
  */
 export function recordOccurrences(db: Registry, occurrences: readonly Occurrence[], now = Date.now()): boolean[] {
-  const { findOpen, update, insert, escalate } = occurrenceStatements(db);
+  const { findOpen, update, insert, escalate, byId } = occurrenceStatements(db);
+  const load = (id: string) => toAlert(byId.get(id) as AlertRow);
   return db.transaction(() =>
     occurrences.map((o) => {
       const open = findOpen.get(o.teamId, o.dedupKey) as { id: string; sample_event_ids: string; last_seen: number; severity: Severity } | undefined;
@@ -144,7 +146,7 @@ export function recordOccurrences(db: Registry, occurrences: readonly Occurrence
         update.run(o.count, o.firstSeen, o.lastSeen, o.lastSeen, o.observed, o.lastSeen, o.message, o.lastSeen, details, samples, now, open.id);
         if (SEVERITY_RANK[o.severity] > SEVERITY_RANK[open.severity]) {
           escalate.run(o.severity, open.id);
-          enqueueAlertEvent(db, o.teamId, () => findAlert(db, o.teamId, open.id)!, 'alert.escalated', now);
+          enqueueAlertEvent(db, o.teamId, () => load(open.id), 'alert.escalated', now);
         }
         return false;
       }
@@ -153,7 +155,7 @@ export function recordOccurrences(db: Registry, occurrences: readonly Occurrence
         id, o.teamId, o.dedupKey, o.type, o.kind, o.severity, o.agentId, o.policyId, o.window?.start ?? null, o.window?.end ?? null,
         o.observed, o.limit, o.subject, details, o.message, JSON.stringify(o.eventIds.slice(0, MAX_SAMPLES)), o.count, o.firstSeen, o.lastSeen, now, now,
       );
-      enqueueAlertEvent(db, o.teamId, () => findAlert(db, o.teamId, id)!, 'alert.opened', now);
+      enqueueAlertEvent(db, o.teamId, () => load(id), 'alert.opened', now);
       return true;
     }),
   )();

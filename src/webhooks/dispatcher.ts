@@ -6,7 +6,7 @@ import net from 'node:net';
 import type { Logger } from 'pino';
 import { recordOccurrences } from '../alerts/repository.js';
 import type { WebhookConfig } from '../config.js';
-import type { Registry } from '../stores/sqlite.js';
+import { unsyncedTransaction, type Registry } from '../stores/sqlite.js';
 import { isPrivateAddress, systemResolver, urlProblem, type Resolver } from './address.js';
 import { onDeliveriesQueued, type WebhookEvent } from './outbox.js';
 import { findEndpoint, signingSecrets, type WebhookEndpoint } from './repository.js';
@@ -75,6 +75,8 @@ export class Dispatcher {
   private readonly resolver: Resolver;
   private readonly agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
   private readonly pending = new Set<Promise<unknown>>();
+  /** Prepared once: the dispatcher runs them for every attempt, and preparing costs more than running. */
+  private readonly sql: ReturnType<typeof prepareStatements>;
 
   constructor(
     private readonly db: Registry,
@@ -89,6 +91,7 @@ export class Dispatcher {
     this.disableAfterMs = options.disableAfterMs ?? 24 * 3_600_000;
     this.clock = options.clock ?? Date.now;
     this.resolver = options.resolver ?? systemResolver;
+    this.sql = prepareStatements(db);
   }
 
   start(): void {
@@ -128,14 +131,7 @@ export class Dispatcher {
     try {
       const room = this.total - this.inFlight.size;
       if (room > 0) {
-        const due = this.db
-          .prepare(
-            `SELECT d.id, d.team_id, d.endpoint_id, d.event_id, d.payload, d.attempts
-               FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-              WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND e.active = 1 AND e.disabled_at IS NULL
-              ORDER BY d.next_attempt_at LIMIT ?`,
-          )
-          .all(this.clock(), room + this.inFlight.size) as DueRow[];
+        const due = this.sql.due.all(this.clock(), room + this.inFlight.size) as DueRow[];
         for (const row of due) {
           if (this.inFlight.size >= this.total) break;
           if (this.inFlight.has(row.id) || (this.perEndpointInFlight.get(row.endpoint_id) ?? 0) >= this.perEndpoint) continue;
@@ -166,9 +162,7 @@ export class Dispatcher {
    * answers with the outcome. Undefined when it is already being sent.
    */
   async attemptNow(deliveryId: string): Promise<AttemptOutcome | undefined> {
-    const row = this.db
-      .prepare('SELECT id, team_id, endpoint_id, event_id, payload, attempts FROM webhook_deliveries WHERE id = ?')
-      .get(deliveryId) as DueRow | undefined;
+    const row = this.sql.delivery.get(deliveryId) as DueRow | undefined;
     if (!row || this.inFlight.has(row.id)) return undefined;
     return this.track(this.attempt(row));
   }
@@ -181,7 +175,7 @@ export class Dispatcher {
     let error: string | null = null;
     let body = '';
     try {
-      const endpoint = findEndpoint(this.db, row.team_id, row.endpoint_id);
+      const endpoint = findEndpoint(this.db, row.team_id, row.endpoint_id, this.sql.endpoint);
       if (!endpoint) throw new Error('the endpoint was deleted');
       const problem = await urlProblem(endpoint.url, this.config, this.resolver);
       if (problem) throw new Error(`url ${problem}`);
@@ -282,24 +276,20 @@ export class Dispatcher {
     const nextAttemptAt = delivered || delay === undefined ? null : a.at + a.latencyMs + Math.round(delay * (0.9 + 0.2 * Math.random()));
     const status = delivered ? 'delivered' : nextAttemptAt === null ? 'failed' : 'pending';
     const now = this.clock();
-    this.db.transaction(() => {
-      this.db
-        .prepare(
-          `UPDATE webhook_deliveries SET status = ?, attempts = ?, next_attempt_at = ?, last_attempt_at = ?, last_status_code = ?,
-                  last_latency_ms = ?, last_error = ?, response_body = ?, delivered_at = ?
-            WHERE id = ?`,
-        )
-        .run(status, attempts, nextAttemptAt, a.at, a.statusCode, a.latencyMs, a.error, a.body || null, delivered ? now : null, row.id);
+    // Without a disk flush: a lost outcome (power loss) only means the delivery is sent again,
+    // which receivers handle anyway; an fsync per attempt would stall the event loop in a storm.
+    unsyncedTransaction(this.db, () => {
+      this.sql.record.run(status, attempts, nextAttemptAt, a.at, a.statusCode, a.latencyMs, a.error, a.body || null, delivered ? now : null, row.id);
       if (delivered) {
-        this.db.prepare('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ?').run(row.endpoint_id);
+        this.sql.succeeded.run(row.endpoint_id);
         return;
       }
-      this.db.prepare('UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, ?) WHERE id = ?').run(a.at, row.endpoint_id);
-      const endpoint = this.db.prepare('SELECT failing_since, disabled_at, url FROM webhook_endpoints WHERE id = ?').get(row.endpoint_id) as
+      this.sql.failed.run(a.at, row.endpoint_id);
+      const endpoint = this.sql.failing.get(row.endpoint_id) as
         | { failing_since: number; disabled_at: number | null; url: string }
         | undefined;
       if (endpoint && endpoint.disabled_at === null && now - endpoint.failing_since >= this.disableAfterMs) this.disable(row, endpoint.url, now);
-    })();
+    });
     if (!delivered) this.logger.warn({ deliveryId: row.id, endpointId: row.endpoint_id, attempts, error: a.error, nextAttemptAt }, 'webhooks: attempt failed');
     return { deliveryId: row.id, delivered, statusCode: a.statusCode, latencyMs: a.latencyMs, error: a.error, nextAttemptAt };
   }
@@ -335,6 +325,28 @@ export class Dispatcher {
     );
     this.logger.warn({ endpointId: row.endpoint_id, teamId: row.team_id }, 'webhooks: endpoint disabled after failing for 24 hours');
   }
+}
+
+function prepareStatements(db: Registry) {
+  return {
+    due: db.prepare(
+      `SELECT d.id, d.team_id, d.endpoint_id, d.event_id, d.payload, d.attempts
+         FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+        WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND e.active = 1 AND e.disabled_at IS NULL
+        ORDER BY d.next_attempt_at LIMIT ?`,
+    ),
+    delivery: db.prepare('SELECT id, team_id, endpoint_id, event_id, payload, attempts FROM webhook_deliveries WHERE id = ?'),
+    endpoint: db.prepare('SELECT * FROM webhook_endpoints WHERE team_id = ? AND id = ?'),
+    record: db.prepare(
+      `UPDATE webhook_deliveries SET status = ?, attempts = ?, next_attempt_at = ?, last_attempt_at = ?, last_status_code = ?,
+              last_latency_ms = ?, last_error = ?, response_body = ?, delivered_at = ?
+        WHERE id = ?`,
+    ),
+    // Only when it changes: a healthy endpoint's row is not rewritten on every delivery.
+    succeeded: db.prepare('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL'),
+    failed: db.prepare('UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, ?) WHERE id = ?'),
+    failing: db.prepare('SELECT failing_since, disabled_at, url FROM webhook_endpoints WHERE id = ?'),
+  };
 }
 
 /** `v1,<base64 HMAC-SHA256 of id.timestamp.body>` per secret (its bytes: base64 after whsec_), space-separated. */

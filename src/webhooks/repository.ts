@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import type { Statement } from 'better-sqlite3';
 import type { Registry } from '../stores/sqlite.js';
 import { newId } from '../teams/keys.js';
 
@@ -91,8 +92,9 @@ export function createEndpoint(db: Registry, teamId: string, input: EndpointInpu
   }).immediate();
 }
 
-export function findEndpoint(db: Registry, teamId: string, id: string): WebhookEndpoint | undefined {
-  const row = db.prepare('SELECT * FROM webhook_endpoints WHERE team_id = ? AND id = ?').get(teamId, id) as EndpointRow | undefined;
+/** One endpoint of the team; `statement` is that query prepared once, where it runs often (the dispatcher). */
+export function findEndpoint(db: Registry, teamId: string, id: string, statement?: Statement): WebhookEndpoint | undefined {
+  const row = (statement ?? db.prepare('SELECT * FROM webhook_endpoints WHERE team_id = ? AND id = ?')).get(teamId, id) as EndpointRow | undefined;
   return row && toEndpoint(row);
 }
 

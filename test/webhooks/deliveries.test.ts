@@ -112,6 +112,25 @@ describe('webhook deliveries', function () {
     await api().post(`/api/v1/webhooks/${hook.id}/deliveries/${failed.id}/retry`).set(...team.auth).expect(409);
   });
 
+  it('a redirect is not followed (it counts as a failed attempt), and a long answer is kept to 1 KiB', async () => {
+    const team = newTeam();
+    const elsewhere = await new Receiver().start();
+    try {
+      receiver.answers = [302, 500];
+      receiver.headers = { Location: elsewhere.url() };
+      receiver.bodyOf = (status) => (status === 500 ? 'x'.repeat(5_000) : 'ok');
+      const hook = await endpoint(team, { url: receiver.url(), events: ['test'] });
+      const redirected = await api().post(`/api/v1/webhooks/${hook.id}/test`).set(...team.auth).expect(200);
+      expect(redirected.body).to.include({ delivered: false, statusCode: 302, error: 'answered 302' });
+      const long = await api().post(`/api/v1/webhooks/${hook.id}/test`).set(...team.auth).expect(200);
+      expect(long.body).to.include({ delivered: false, statusCode: 500 });
+      expect(long.body.delivery.responseBody).to.equal('x'.repeat(1024));
+      expect(elsewhere.received).to.have.length(0);
+    } finally {
+      await elsewhere.stop();
+    }
+  });
+
   it('after a secret rotation each delivery is signed with both secrets for 24 hours', async () => {
     const team = newTeam();
     const hook = await endpoint(team, { url: receiver.url(), events: ['test'] });

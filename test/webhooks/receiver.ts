@@ -12,6 +12,10 @@ export class Receiver {
   readonly received: Received[] = [];
   /** Status codes to answer with, in order; once used up, 200. */
   answers: number[] = [];
+  /** The body of an answer with this status (by default a short text). */
+  bodyOf: (status: number) => string = (status) => (status === 200 ? 'ok' : `failing on purpose with ${status}`);
+  /** Headers of every answer. */
+  headers: Record<string, string> = {};
   private server: http.Server | undefined;
   port = 0;
 
@@ -22,7 +26,7 @@ export class Receiver {
       req.on('end', () => {
         this.received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
         const status = this.answers.shift() ?? 200;
-        res.writeHead(status, { 'Content-Type': 'text/plain' }).end(status === 200 ? 'ok' : `failing on purpose with ${status}`);
+        res.writeHead(status, { 'Content-Type': 'text/plain', ...this.headers }).end(this.bodyOf(status));
       });
     });
     await new Promise<void>((r) => this.server!.listen(port, '127.0.0.1', () => r()));
