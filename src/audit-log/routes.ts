@@ -1,4 +1,4 @@
-import { decodeCursor, keysetPage } from '../http/cursor.js';
+import { decodeCursor, isSeqPosition, keysetPage } from '../http/cursor.js';
 import { defineRoute } from '../http/routes.js';
 import { listChanges } from './repository.js';
 
@@ -9,8 +9,6 @@ interface AuditLogQuery {
   resource_id?: string;
   key_id?: string;
 }
-
-const isSeq = (v: unknown): v is { seq: number } => typeof v === 'object' && v !== null && Number.isSafeInteger((v as { seq: unknown }).seq);
 
 const EXAMPLE = {
   id: 'chg_Xq3v9RkLm2Tz8Wc1Pa0b',
@@ -40,7 +38,7 @@ export const listAuditLogRoute = defineRoute<unknown, AuditLogQuery>({
   query: 'audit-log-query.json',
   responses: { 200: { description: 'A page of changes', schema: 'audit-log-page.json', example: { data: [EXAMPLE], next_cursor: null } } },
   handler({ query, team, deps }) {
-    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isSeq);
+    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isSeqPosition);
     const { rows, next_cursor } = keysetPage(
       query.limit ?? 50,
       (n) =>

@@ -38,3 +38,7 @@ export function keysetPage<Row>(
   const last = rows.at(-1);
   return { rows, next_cursor: fetched.length > limit && last !== undefined ? encodeCursor(position(last)) : null };
 }
+
+/** The position of a list paged by an increasing sequence number (audit log, webhook deliveries). */
+export const isSeqPosition = (v: unknown): v is { seq: number } =>
+  typeof v === 'object' && v !== null && Number.isSafeInteger((v as { seq: unknown }).seq);

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { shapeProblem } from '../http/body-shape.js';
+import { RESERVED_KEYS } from '../http/body-shape.js';
 import type { FieldError } from '../http/errors.js';
 import type { SchemaRegistry } from '../http/validation.js';
 import { assetDecimals, rawToAmount, type DecimalsOf } from './assets.js';
@@ -133,25 +133,29 @@ const LATEST_STORED_TIME = Date.UTC(2299, 11, 31, 23, 59, 59, 999);
 
 /** A UTF-16 surrogate without its pair: JSON allows it (`"\ud800"`), UTF-8 and ClickHouse do not. */
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+const ILL_FORMED = 'is not well-formed Unicode (a lone UTF-16 surrogate such as \\ud800)';
 
 /**
- * The path of the first string (or object key) in a record that is not well-formed Unicode, or
- * undefined. Such a string cannot be stored as sent (it would be replaced on the way to UTF-8), so
- * the record is refused, naming the field, instead of failing or altering anything else.
+ * The first place in a record that cannot be stored as sent, or undefined: a string (or object
+ * key) that is not well-formed Unicode (it would be replaced on the way to UTF-8), or a key named
+ * `__proto__`, `constructor` or `prototype` (RESERVED_KEYS: the body check leaves a batch's
+ * records to this one walk). The record is refused, naming the field.
  */
-function illFormedString(value: unknown, field: string, depth = 0): string | undefined {
-  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? field : undefined;
+function unstorable(value: unknown, field: string, depth = 0): FieldError | undefined {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? { field, message: ILL_FORMED } : undefined;
   if (value === null || typeof value !== 'object' || depth > 64) return undefined;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = illFormedString(value[i], `${field}[${i}]`, depth + 1);
+      const found = unstorable(value[i], `${field}[${i}]`, depth + 1);
       if (found) return found;
     }
     return undefined;
   }
   for (const [key, inner] of Object.entries(value)) {
-    if (LONE_SURROGATE.test(key)) return field ? `${field} (a key)` : 'record (a key)';
-    const found = illFormedString(inner, field ? `${field}.${key}` : key, depth + 1);
+    if (LONE_SURROGATE.test(key)) return { field: field ? `${field} (a key)` : 'record (a key)', message: ILL_FORMED };
+    const path = field ? `${field}.${key}` : key;
+    if (RESERVED_KEYS.has(key)) return { field: path, message: 'is a reserved name (no field is called that)' };
+    const found = unstorable(inner, path, depth + 1);
     if (found) return found;
   }
   return undefined;
@@ -205,11 +209,8 @@ export function recordToRow(
   if (problems.length > 0) return { ok: false, errors: problems.map((p) => ({ ...p, field: p.field || 'record' })) };
   const record = input as AuditRecordInput;
   const errors: FieldError[] = [];
-  const illFormed = illFormedString(input, '');
-  if (illFormed) errors.push({ field: illFormed, message: 'is not well-formed Unicode (a lone UTF-16 surrogate such as \\ud800)' });
-  // __proto__, constructor, prototype: refused per record here (the body check leaves records to this).
-  const reserved = shapeProblem(input);
-  if (reserved) errors.push(reserved);
+  const problem = unstorable(input, '');
+  if (problem) errors.push(problem);
 
   let domain = '';
   try {

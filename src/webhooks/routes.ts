@@ -1,5 +1,5 @@
 import { audited } from '../audit-log/record.js';
-import { decodeCursor, keysetPage } from '../http/cursor.js';
+import { decodeCursor, isSeqPosition, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
 import { defineRoute, type AuthedContext } from '../http/routes.js';
 import { NO_STORE } from '../teams/key-routes.js';
@@ -213,8 +213,6 @@ export const rotateWebhookSecretRoute = defineRoute({
 });
 
 
-const isSeq = (v: unknown): v is { seq: number } => typeof v === 'object' && v !== null && Number.isSafeInteger((v as { seq: unknown }).seq);
-
 const deliveryBody = (d: Delivery) => ({
   id: d.id,
   eventId: d.eventId,
@@ -259,7 +257,7 @@ export const listDeliveriesRoute = defineRoute<unknown, { limit?: number; cursor
   responses: { 200: { description: 'A page of deliveries', schema: 'webhook-delivery-page.json', example: { data: [EXAMPLE_DELIVERY], next_cursor: null } } },
   handler({ params, query, team, deps }) {
     if (!findEndpoint(deps.registry, team.teamId, params.id!)) throw notFound(params.id!);
-    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isSeq);
+    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isSeqPosition);
     const { rows, next_cursor } = keysetPage(
       query.limit ?? 50,
       (n) => listDeliveries(deps.registry, team.teamId, params.id!, { limit: n, beforeSeq: after?.seq, status: query.status }),

@@ -93,6 +93,7 @@ describe('no 500 for any input', function () {
       ['POST', '/api/v1/events', `{"events": [${JSON.stringify({ ...record, status_code: 0 }).replace('"status_code":0', '"status_code":123456789012345678901234567890')}]}`, 'events[0].status_code'],
       ['POST', '/api/v1/events', `{"events": [${JSON.stringify(record).replace('}', ',"created_at":1e400}')}]}`, 'events[0].created_at'],
       ['POST', '/api/v1/events', `{"events": [${JSON.stringify(record).replace('}', ',"__proto__":{"admin":true}}')}]}`, 'events[0].__proto__'],
+      ['POST', '/api/v1/events', `{"events": [${JSON.stringify({ ...record, metadata: { a: { constructor: 1 } } })}]}`, 'events[0].metadata.a.constructor'],
       ['POST', '/api/v1/policies', '{"name":"p","limits":[{"kind":"daily","amount":"1","constructor":{}}]}', 'limits[0].constructor'],
       ['POST', '/api/v1/agents', '{"external_id":{"__proto__":[]},"name":"n"}', 'external_id.__proto__'],
       ['POST', '/api/v1/agents', '{"external_id":[],"name":"n"}', 'external_id'],
