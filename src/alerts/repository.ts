@@ -151,11 +151,18 @@ export function recordOccurrences(db: Registry, occurrences: readonly Occurrence
         return false;
       }
       const id = newId('alr');
+      const samples = o.eventIds.slice(0, MAX_SAMPLES);
       insert.run(
         id, o.teamId, o.dedupKey, o.type, o.kind, o.severity, o.agentId, o.policyId, o.window?.start ?? null, o.window?.end ?? null,
-        o.observed, o.limit, o.subject, details, o.message, JSON.stringify(o.eventIds.slice(0, MAX_SAMPLES)), o.count, o.firstSeen, o.lastSeen, now, now,
+        o.observed, o.limit, o.subject, details, o.message, JSON.stringify(samples), o.count, o.firstSeen, o.lastSeen, now, now,
       );
-      enqueueAlertEvent(db, o.teamId, () => load(id), 'alert.opened', now);
+      // The alert as just written, without reading it back (a storm opens thousands).
+      const opened = (): Alert => ({
+        id, type: o.type, kind: o.kind, severity: o.severity, status: 'open', agentId: o.agentId, policyId: o.policyId, window: o.window,
+        observed: o.observed, limit: o.limit, subject: o.subject, details: o.details, message: o.message, sampleEventIds: samples,
+        count: o.count, firstSeen: o.firstSeen, lastSeen: o.lastSeen, createdAt: now, updatedAt: now, resolvedAt: null, resolution: null,
+      });
+      enqueueAlertEvent(db, o.teamId, opened, 'alert.opened', now);
       return true;
     }),
   )();

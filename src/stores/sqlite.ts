@@ -51,13 +51,18 @@ const syncers = new WeakMap<Registry, () => Promise<void>>();
  * walSyncer(db)() where the transaction must be durable. Other writes keep synchronous=FULL.
  */
 export function unsyncedTransaction<T>(db: Registry, work: () => T): T {
-  db.pragma('synchronous = NORMAL');
+  let pragmas = synchronousPragmas.get(db);
+  if (!pragmas) synchronousPragmas.set(db, (pragmas = { normal: db.prepare('PRAGMA synchronous = NORMAL'), full: db.prepare('PRAGMA synchronous = FULL') }));
+  pragmas.normal.run();
   try {
     return db.transaction(work)();
   } finally {
-    db.pragma('synchronous = FULL');
+    pragmas.full.run();
   }
 }
+
+/** Prepared once per connection: unsyncedTransaction runs for every ingest commit. */
+const synchronousPragmas = new WeakMap<Registry, { normal: Database.Statement; full: Database.Statement }>();
 
 function newWalSyncer(db: Registry): () => Promise<void> {
   const walPath = `${db.name}-wal`;

@@ -1,5 +1,6 @@
 import type { KeyRates } from '../limits/rate-limiter.js';
 import type { Registry } from '../stores/sqlite.js';
+import type { Statement } from 'better-sqlite3';
 import { generateApiKey, hashApiKey, newId, visiblePrefix } from './keys.js';
 
 export interface Team {
@@ -177,15 +178,21 @@ export function createTeam(db: Registry, name: string, apiKey = generateApiKey()
  * Finds the team of a presented key. No cache on purpose: the team CLI and rotation write from
  * other requests or processes, and a rotated key must fail from the very next request.
  */
+/** The key lookup of every authenticated request, prepared once per registry (preparing costs more than running it). */
+const keyOwnerStatements = new WeakMap<Registry, Statement>();
+
 export function findKeyOwner(db: Registry, apiKey: string, now = Date.now()): KeyOwner | undefined {
-  const row = db
-    .prepare(
+  let statement = keyOwnerStatements.get(db);
+  if (!statement) {
+    statement = db.prepare(
       `SELECT k.id AS keyId, k.name AS keyName, k.scopes, k.requests_per_second, k.records_per_second,
               t.id AS teamId, t.name AS teamName
          FROM api_keys k JOIN teams t ON t.id = k.team_id
         WHERE k.key_hash = ? AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ?)`,
-    )
-    .get(hashApiKey(apiKey), now) as
+    );
+    keyOwnerStatements.set(db, statement);
+  }
+  const row = statement.get(hashApiKey(apiKey), now) as
     | { keyId: string; keyName: string; scopes: string; requests_per_second: number | null; records_per_second: number | null; teamId: string; teamName: string }
     | undefined;
   if (!row) return undefined;

@@ -1,31 +1,21 @@
-import crypto from 'node:crypto';
-import http from 'node:http';
-import https from 'node:https';
-import type { LookupFunction } from 'node:net';
-import net from 'node:net';
+import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { recordOccurrences } from '../alerts/repository.js';
 import type { WebhookConfig } from '../config.js';
 import { unsyncedTransaction, type Registry } from '../stores/sqlite.js';
-import { isPrivateAddress, systemResolver, urlProblem, type Resolver } from './address.js';
-import { onDeliveriesQueued, type WebhookEvent } from './outbox.js';
-import { findEndpoint, signingSecrets, type WebhookEndpoint } from './repository.js';
-import { slackMessage } from './slack.js';
+import { onDeliveriesQueued } from './outbox.js';
+import { Sender, type Attempt, type SenderOptions } from './sender.js';
 
-export interface DispatcherOptions {
-  /** Base URL of the API, for the alert links in Slack messages. */
-  publicUrl: string;
-  /** Per attempt, from connecting to the last byte of the answer. */
-  timeoutMs?: number;
-  /** Requests in flight at once to one endpoint, and in all. */
-  perEndpoint?: number;
-  total?: number;
-  /** How often due deliveries are looked for when nothing wakes the dispatcher. */
-  pollMs?: number;
+export { RESPONSE_CAP_BYTES, signatures } from './sender.js';
+
+export interface DispatcherOptions extends SenderOptions {
   /** An endpoint that has failed every attempt for this long is disabled. */
   disableAfterMs?: number;
-  clock?: () => number;
-  resolver?: Resolver;
+  /**
+   * Where the sender runs: a worker thread (the service), or this thread (tests that inject a
+   * resolver or a clock, which cannot cross into a worker).
+   */
+  thread?: 'worker' | 'main';
 }
 
 /** What one attempt came to. */
@@ -39,43 +29,50 @@ export interface AttemptOutcome {
   nextAttemptAt: number | null;
 }
 
-/** Bytes of an answer read (and stored): enough to see an error message, never a large body. */
-export const RESPONSE_CAP_BYTES = 1024;
+/** Messages to the sender's thread. */
+export type ToSender =
+  | { kind: 'start' }
+  | { kind: 'wake' }
+  | { kind: 'recorded'; ids: string[] }
+  | { kind: 'attempt'; deliveryId: string }
+  | { kind: 'close'; waitMs: number };
 
-interface DueRow {
-  id: string;
-  team_id: string;
-  endpoint_id: string;
-  event_id: string;
-  payload: string;
-  attempts: number;
+/** Messages from the sender's thread. */
+export type FromSender =
+  | { kind: 'attempted'; attempt: Attempt }
+  | { kind: 'unknown'; deliveryId: string }
+  | { kind: 'log'; level: 'error'; obj: Record<string, unknown>; msg: string }
+  | { kind: 'closed' };
+
+/** The sender, wherever it runs. */
+interface SenderLink {
+  post(message: ToSender): void;
+  /** Resolves once the sender has stopped and reported its last attempts. */
+  closed: Promise<void>;
+  terminate(): Promise<void>;
 }
 
 /**
- * Sends queued webhook deliveries in the background, never on the ingest path: at most a few
- * requests at once per endpoint, each with a timeout, no redirects, answers read up to a cap. A
- * failed attempt (timeout, network error, non-2xx) is tried again after the next delay of
- * WEBHOOK_RETRY_SCHEDULE, with ±10% jitter; after the last, the delivery is failed. Everything is
- * in SQLite, so a restart (or a kill -9) goes on where it was: an attempt in flight at a crash is
- * sent again, and the event id lets the receiver drop the copy.
+ * Delivers queued webhook events in the background, never on the ingest path. The Sender (in a
+ * worker thread) finds due deliveries and sends them; this side writes what each attempt came to:
+ * delivered, or tried again after the next delay of WEBHOOK_RETRY_SCHEDULE (±10% jitter), or
+ * failed after the last. Outcomes that arrive together are written in one transaction, on the
+ * connection that writes everything else, so the registry keeps a single writer. Everything is in
+ * SQLite, so a restart (or a kill -9) goes on where it was: an attempt in flight at a crash is sent
+ * again, and the event id lets the receiver drop the copy.
  */
 export class Dispatcher {
-  private readonly inFlight = new Set<string>();
-  private readonly perEndpointInFlight = new Map<string, number>();
-  private timer: NodeJS.Timeout | undefined;
+  private link: SenderLink | undefined;
   private running = false;
-  private ticking = false;
-  private again = false;
-  private readonly timeoutMs: number;
-  private readonly perEndpoint: number;
-  private readonly total: number;
-  private readonly pollMs: number;
+  private wakePosted = false;
   private readonly disableAfterMs: number;
   private readonly clock: () => number;
-  private readonly resolver: Resolver;
-  private readonly agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
-  private readonly pending = new Set<Promise<unknown>>();
-  /** Prepared once: the dispatcher runs them for every attempt, and preparing costs more than running. */
+  /** Attempts reported and not yet written; written at the next turn of the event loop. */
+  private readonly unwritten: Attempt[] = [];
+  private flushScheduled = false;
+  /** Callers of attemptNow, by delivery: answered when that delivery's next outcome is written. */
+  private readonly waiting = new Map<string, ((outcome: AttemptOutcome | undefined) => void)[]>();
+  /** Prepared once: they run for every attempt. */
   private readonly sql: ReturnType<typeof prepareStatements>;
 
   constructor(
@@ -84,217 +81,134 @@ export class Dispatcher {
     private readonly logger: Logger,
     private readonly options: DispatcherOptions,
   ) {
-    this.timeoutMs = options.timeoutMs ?? 10_000;
-    this.perEndpoint = options.perEndpoint ?? 4;
-    this.total = options.total ?? 32;
-    this.pollMs = options.pollMs ?? 1_000;
     this.disableAfterMs = options.disableAfterMs ?? 24 * 3_600_000;
     this.clock = options.clock ?? Date.now;
-    this.resolver = options.resolver ?? systemResolver;
     this.sql = prepareStatements(db);
   }
 
+  /** Starts sending due deliveries, and sending new ones as they are queued. */
   start(): void {
     this.running = true;
+    this.connect().post({ kind: 'start' });
     onDeliveriesQueued(this.db, () => this.wake());
-    this.schedule(0);
   }
 
-  /** Stops taking deliveries and waits (up to `waitMs`) for the attempts in flight. */
+  /** The sender, started or not: one that is not only sends what attemptNow asks for. */
+  private connect(): SenderLink {
+    this.link ??= this.options.thread === 'main' ? this.inThisThread() : this.inWorker();
+    return this.link;
+  }
+
+  /** Stops taking deliveries, waits (up to `waitMs`) for the attempts in flight and writes their outcomes. */
   async close(waitMs = 5_000): Promise<void> {
+    if (this.running) onDeliveriesQueued(this.db, undefined);
     this.running = false;
-    onDeliveriesQueued(this.db, undefined);
-    if (this.timer) clearTimeout(this.timer);
-    await Promise.race([Promise.allSettled([...this.pending]), new Promise((r) => setTimeout(r, waitMs).unref())]);
-    this.agents.http.destroy();
-    this.agents.https.destroy();
+    const link = this.link;
+    this.link = undefined;
+    if (!link) return;
+    link.post({ kind: 'close', waitMs });
+    await Promise.race([link.closed, new Promise((r) => setTimeout(r, waitMs + 1_000).unref())]);
+    this.flush();
+    await link.terminate();
+    for (const id of [...this.waiting.keys()]) this.answer(id, undefined);
   }
 
-  /** Looks for due deliveries now (new ones were queued). */
+  /** Tells the sender to look for due deliveries (new ones were queued): once per turn of the event loop. */
   wake(): void {
-    if (this.running) this.schedule(0);
-  }
-
-  private schedule(ms: number): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.tick(), ms);
-    this.timer.unref();
-  }
-
-  private async tick(): Promise<void> {
-    if (!this.running) return;
-    if (this.ticking) {
-      this.again = true;
-      return;
-    }
-    this.ticking = true;
-    try {
-      const room = this.total - this.inFlight.size;
-      if (room > 0) {
-        const due = this.sql.due.all(this.clock(), room + this.inFlight.size) as DueRow[];
-        for (const row of due) {
-          if (this.inFlight.size >= this.total) break;
-          if (this.inFlight.has(row.id) || (this.perEndpointInFlight.get(row.endpoint_id) ?? 0) >= this.perEndpoint) continue;
-          this.track(this.attempt(row));
-        }
-      }
-    } catch (err) {
-      this.logger.error({ err }, 'webhooks: looking for due deliveries failed');
-    } finally {
-      this.ticking = false;
-    }
-    if (this.again) {
-      this.again = false;
-      this.schedule(0);
-    } else if (this.running) {
-      this.schedule(this.pollMs);
-    }
-  }
-
-  private track<T>(promise: Promise<T>): Promise<T> {
-    this.pending.add(promise);
-    void promise.finally(() => this.pending.delete(promise));
-    return promise;
+    if (!this.running || this.wakePosted) return;
+    this.wakePosted = true;
+    setImmediate(() => {
+      this.wakePosted = false;
+      this.link?.post({ kind: 'wake' });
+    });
   }
 
   /**
    * Sends one delivery now, whatever its schedule (POST /webhooks/:id/test, and .../retry), and
-   * answers with the outcome. Undefined when it is already being sent.
+   * answers with the outcome once it is written. A delivery already being sent is not sent again:
+   * the answer is that attempt's outcome. Undefined when there is no such delivery.
    */
-  async attemptNow(deliveryId: string): Promise<AttemptOutcome | undefined> {
-    const row = this.sql.delivery.get(deliveryId) as DueRow | undefined;
-    if (!row || this.inFlight.has(row.id)) return undefined;
-    return this.track(this.attempt(row));
-  }
-
-  private async attempt(row: DueRow): Promise<AttemptOutcome> {
-    this.inFlight.add(row.id);
-    this.perEndpointInFlight.set(row.endpoint_id, (this.perEndpointInFlight.get(row.endpoint_id) ?? 0) + 1);
-    const started = this.clock();
-    let statusCode: number | null = null;
-    let error: string | null = null;
-    let body = '';
-    try {
-      const endpoint = findEndpoint(this.db, row.team_id, row.endpoint_id, this.sql.endpoint);
-      if (!endpoint) throw new Error('the endpoint was deleted');
-      const problem = await urlProblem(endpoint.url, this.config, this.resolver);
-      if (problem) throw new Error(`url ${problem}`);
-      const request = this.request(endpoint, row);
-      const answer = await this.send(endpoint.url, request.headers, request.body);
-      statusCode = answer.statusCode;
-      body = answer.body;
-      if (statusCode < 200 || statusCode > 299) error = `answered ${statusCode}`;
-    } catch (err) {
-      error = (err as Error).message;
-    }
-    const latencyMs = Math.max(0, this.clock() - started);
-    try {
-      return this.record(row, { statusCode, error, body, latencyMs, at: started });
-    } finally {
-      this.inFlight.delete(row.id);
-      const left = (this.perEndpointInFlight.get(row.endpoint_id) ?? 1) - 1;
-      if (left > 0) this.perEndpointInFlight.set(row.endpoint_id, left);
-      else this.perEndpointInFlight.delete(row.endpoint_id);
-      // A slot is free: the next due delivery of this endpoint need not wait for the poll.
-      this.wake();
-    }
-  }
-
-  /** The body and headers of an attempt: signed JSON, or a Slack message. */
-  private request(endpoint: WebhookEndpoint, row: DueRow): { headers: Record<string, string>; body: string } {
-    if (endpoint.format === 'slack') {
-      return { headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(slackMessage(JSON.parse(row.payload) as WebhookEvent, this.options.publicUrl)) };
-    }
-    const timestamp = String(Math.floor(this.clock() / 1000));
-    return {
-      headers: {
-        'Content-Type': 'application/json',
-        'webhook-id': row.event_id,
-        'webhook-timestamp': timestamp,
-        'webhook-signature': signatures(signingSecrets(endpoint, this.clock()), row.event_id, timestamp, row.payload),
-      },
-      body: row.payload,
-    };
-  }
-
-  /**
-   * One POST. The connection's address is checked again as it is made (DNS can change between the
-   * URL check and the connect); redirects are not followed; at most RESPONSE_CAP_BYTES are read.
-   */
-  private send(url: string, headers: Record<string, string>, body: string): Promise<{ statusCode: number; body: string }> {
-    const target = new URL(url);
-    const secure = target.protocol === 'https:';
-    const lookup: LookupFunction = (host, options, callback) => {
-      const done = (err: Error | null, address?: string) => {
-        const family = address ? net.isIP(address) : 0;
-        if ((options as { all?: boolean }).all) (callback as unknown as (e: Error | null, a: { address: string; family: number }[]) => void)(err, address ? [{ address, family }] : []);
-        else callback(err, address ?? '', family);
-      };
-      const pick = (addresses: string[]) => {
-        const allowed = this.config.allowPrivate ? addresses : addresses.filter((a) => !isPrivateAddress(a));
-        if (allowed.length === 0) done(new Error(`${host} resolves to no public address`));
-        else done(null, allowed[0]!);
-      };
-      if (net.isIP(host)) pick([host]);
-      else this.resolver(host).then(pick, (err: Error) => done(err));
-    };
-    return new Promise((resolve, reject) => {
-      const request = (secure ? https : http).request(
-        target,
-        {
-          method: 'POST',
-          headers: { ...headers, 'Content-Length': Buffer.byteLength(body), 'User-Agent': 'spendscope-webhooks' },
-          agent: secure ? this.agents.https : this.agents.http,
-          lookup,
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (chunk: Buffer) => {
-            if (size < RESPONSE_CAP_BYTES) chunks.push(chunk.subarray(0, RESPONSE_CAP_BYTES - size));
-            size += chunk.length;
-            if (size >= RESPONSE_CAP_BYTES) res.destroy();
-          });
-          const finish = () => resolve({ statusCode: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
-          res.on('end', finish);
-          res.on('close', finish);
-        },
-      );
-      const timer = setTimeout(() => request.destroy(new Error(`timed out after ${this.timeoutMs} ms`)), this.timeoutMs);
-      request.on('close', () => clearTimeout(timer));
-      request.on('error', reject);
-      request.end(body);
+  attemptNow(deliveryId: string): Promise<AttemptOutcome | undefined> {
+    const link = this.connect();
+    return new Promise((resolve) => {
+      const callers = this.waiting.get(deliveryId) ?? [];
+      callers.push(resolve);
+      this.waiting.set(deliveryId, callers);
+      link.post({ kind: 'attempt', deliveryId });
     });
+  }
+
+  private received(message: FromSender): void {
+    switch (message.kind) {
+      case 'attempted':
+        this.unwritten.push(message.attempt);
+        if (!this.flushScheduled) {
+          this.flushScheduled = true;
+          setImmediate(() => this.flush());
+        }
+        break;
+      case 'unknown':
+        this.answer(message.deliveryId, undefined);
+        break;
+      case 'log':
+        this.logger.error(message.obj, message.msg);
+        break;
+      case 'closed':
+        break;
+    }
+  }
+
+  private answer(deliveryId: string, outcome: AttemptOutcome | undefined): void {
+    const callers = this.waiting.get(deliveryId);
+    if (!callers) return;
+    this.waiting.delete(deliveryId);
+    for (const resolve of callers) resolve(outcome);
+  }
+
+  /** Writes the outcomes reported since the last flush, then releases their deliveries to the sender. */
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.unwritten.length === 0) return;
+    const attempts = this.unwritten.splice(0);
+    let outcomes: AttemptOutcome[];
+    try {
+      // Without a disk flush: a lost outcome (power loss) only means the delivery is sent again,
+      // which receivers handle anyway.
+      outcomes = unsyncedTransaction(this.db, () => attempts.map((a) => this.record(a)));
+    } catch (err) {
+      // Not written: the deliveries are still pending in the outbox and will be sent again.
+      this.logger.error({ err, attempts: attempts.length }, 'webhooks: writing attempt outcomes failed');
+      outcomes = [];
+    }
+    this.link?.post({ kind: 'recorded', ids: attempts.map((a) => a.row.id) });
+    for (const outcome of outcomes) {
+      if (!outcome.delivered) this.logger.warn({ ...outcome }, 'webhooks: attempt failed');
+      this.answer(outcome.deliveryId, outcome);
+    }
+    for (const a of attempts) this.answer(a.row.id, undefined);
   }
 
   /** Writes an attempt's outcome; disables an endpoint failing for disableAfterMs, with a system alert. */
-  private record(row: DueRow, a: { statusCode: number | null; error: string | null; body: string; latencyMs: number; at: number }): AttemptOutcome {
+  private record(a: Attempt): AttemptOutcome {
+    const { row } = a;
     const delivered = a.error === null;
     const attempts = row.attempts + 1;
-    const schedule = this.config.retrySchedule;
-    const delay = schedule[attempts - 1];
+    const delay = this.config.retrySchedule[attempts - 1];
     const nextAttemptAt = delivered || delay === undefined ? null : a.at + a.latencyMs + Math.round(delay * (0.9 + 0.2 * Math.random()));
     const status = delivered ? 'delivered' : nextAttemptAt === null ? 'failed' : 'pending';
     const now = this.clock();
-    // Without a disk flush: a lost outcome (power loss) only means the delivery is sent again,
-    // which receivers handle anyway; an fsync per attempt would stall the event loop in a storm.
-    unsyncedTransaction(this.db, () => {
-      this.sql.record.run(status, attempts, nextAttemptAt, a.at, a.statusCode, a.latencyMs, a.error, a.body || null, delivered ? now : null, row.id);
-      if (delivered) {
-        this.sql.succeeded.run(row.endpoint_id);
-        return;
-      }
+    this.sql.record.run(status, attempts, nextAttemptAt, a.at, a.statusCode, a.latencyMs, a.error, a.body || null, delivered ? now : null, row.id);
+    if (delivered) {
+      this.sql.succeeded.run(row.endpoint_id);
+    } else {
       this.sql.failed.run(a.at, row.endpoint_id);
-      const endpoint = this.sql.failing.get(row.endpoint_id) as
-        | { failing_since: number; disabled_at: number | null; url: string }
-        | undefined;
+      const endpoint = this.sql.failing.get(row.endpoint_id) as { failing_since: number; disabled_at: number | null; url: string } | undefined;
       if (endpoint && endpoint.disabled_at === null && now - endpoint.failing_since >= this.disableAfterMs) this.disable(row, endpoint.url, now);
-    });
-    if (!delivered) this.logger.warn({ deliveryId: row.id, endpointId: row.endpoint_id, attempts, error: a.error, nextAttemptAt }, 'webhooks: attempt failed');
+    }
     return { deliveryId: row.id, delivered, statusCode: a.statusCode, latencyMs: a.latencyMs, error: a.error, nextAttemptAt };
   }
 
-  private disable(row: DueRow, url: string, now: number): void {
+  private disable(row: Attempt['row'], url: string, now: number): void {
     const hours = Math.round(this.disableAfterMs / 3_600_000);
     const reason = `every attempt failed for ${hours} hours`;
     this.db.prepare('UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ?, updated_at = ? WHERE id = ?').run(now, reason, now, row.endpoint_id);
@@ -325,18 +239,70 @@ export class Dispatcher {
     );
     this.logger.warn({ endpointId: row.endpoint_id, teamId: row.team_id }, 'webhooks: endpoint disabled after failing for 24 hours');
   }
+
+  /** The sender on this thread, on this connection. */
+  private inThisThread(): SenderLink {
+    const sender = new Sender(this.db, this.config, this.logger, this.options, (attempt) => this.received({ kind: 'attempted', attempt }));
+    let closing: Promise<void> = new Promise(() => {});
+    const link: SenderLink = {
+      post: (message) => {
+        if (message.kind === 'start') sender.start();
+        else if (message.kind === 'wake') sender.wake();
+        else if (message.kind === 'recorded') sender.recorded(message.ids);
+        else if (message.kind === 'attempt') {
+          if (!sender.attemptNow(message.deliveryId)) this.received({ kind: 'unknown', deliveryId: message.deliveryId });
+        } else closing = sender.close(message.waitMs);
+      },
+      get closed() {
+        return closing;
+      },
+      terminate: async () => {},
+    };
+    return link;
+  }
+
+  /** The sender in a worker thread with a read-only connection of its own; restarted if it dies. */
+  private inWorker(): SenderLink {
+    const { clock: _clock, resolver: _resolver, disableAfterMs: _disable, thread: _thread, ...options } = this.options;
+    let worker!: Worker;
+    let closed!: () => void;
+    const link: SenderLink = {
+      post: (message) => worker.postMessage(message),
+      closed: new Promise<void>((resolve) => (closed = resolve)),
+      terminate: async () => {
+        await worker.terminate();
+      },
+    };
+    const spawn = () => {
+      worker = new Worker(new URL('./sender-worker.js', import.meta.url), {
+        workerData: { registryPath: this.db.name, config: this.config, options },
+      });
+      // The service's own handles (the HTTP server) keep the process alive, not this thread.
+      worker.unref();
+      worker.on('message', (message: FromSender) => {
+        if (message.kind === 'closed') closed();
+        this.received(message);
+      });
+      worker.on('error', (err) => this.logger.error({ err }, 'webhooks: the sender thread failed'));
+      worker.on('exit', (code) => {
+        if (this.link !== link) return closed();
+        // Whatever it had in flight is still pending in the outbox; a new thread sends it.
+        this.logger.error({ code }, 'webhooks: the sender thread stopped; starting another');
+        for (const id of [...this.waiting.keys()]) this.answer(id, undefined);
+        setTimeout(() => {
+          if (this.link !== link) return;
+          spawn();
+          if (this.running) link.post({ kind: 'start' });
+        }, 1_000).unref();
+      });
+    };
+    spawn();
+    return link;
+  }
 }
 
 function prepareStatements(db: Registry) {
   return {
-    due: db.prepare(
-      `SELECT d.id, d.team_id, d.endpoint_id, d.event_id, d.payload, d.attempts
-         FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-        WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND e.active = 1 AND e.disabled_at IS NULL
-        ORDER BY d.next_attempt_at LIMIT ?`,
-    ),
-    delivery: db.prepare('SELECT id, team_id, endpoint_id, event_id, payload, attempts FROM webhook_deliveries WHERE id = ?'),
-    endpoint: db.prepare('SELECT * FROM webhook_endpoints WHERE team_id = ? AND id = ?'),
     record: db.prepare(
       `UPDATE webhook_deliveries SET status = ?, attempts = ?, next_attempt_at = ?, last_attempt_at = ?, last_status_code = ?,
               last_latency_ms = ?, last_error = ?, response_body = ?, delivered_at = ?
@@ -347,14 +313,4 @@ function prepareStatements(db: Registry) {
     failed: db.prepare('UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, ?) WHERE id = ?'),
     failing: db.prepare('SELECT failing_since, disabled_at, url FROM webhook_endpoints WHERE id = ?'),
   };
-}
-
-/** `v1,<base64 HMAC-SHA256 of id.timestamp.body>` per secret (its bytes: base64 after whsec_), space-separated. */
-export function signatures(secrets: readonly string[], id: string, timestamp: string, body: string): string {
-  return secrets
-    .map((secret) => {
-      const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
-      return `v1,${crypto.createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
-    })
-    .join(' ');
 }

@@ -271,7 +271,8 @@ export const listDeliveriesRoute = defineRoute<unknown, { limit?: number; cursor
 async function attemptAndAnswer(ctx: AuthedContext<unknown, unknown>, endpointId: string, deliveryId: string) {
   const { deps, team } = ctx;
   const outcome = await deps.webhooks.attemptNow(deliveryId);
-  if (!outcome) throw new ApiError('conflict', `Delivery ${deliveryId} is being sent right now`);
+  // None when the delivery went meanwhile (its endpoint was deleted).
+  if (!outcome) throw notFound(endpointId);
   const delivery = findDelivery(deps.registry, team.teamId, endpointId, deliveryId);
   if (!delivery) throw notFound(endpointId);
   return { body: { delivered: outcome.delivered, statusCode: outcome.statusCode, latencyMs: outcome.latencyMs, error: outcome.error, delivery: deliveryBody(delivery) } };

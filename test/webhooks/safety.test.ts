@@ -32,6 +32,7 @@ describe('webhook safety', function () {
     let lookups = 0;
     const rebinding = new Dispatcher(env.registry, strict, env.deps.logger, {
       publicUrl: 'http://spendscope.test',
+      thread: 'main',
       resolver: async () => (++lookups === 1 ? ['93.184.216.34'] : ['127.0.0.1']),
     });
     const outcome = await rebinding.attemptNow(deliveryId);
@@ -50,6 +51,22 @@ describe('webhook safety', function () {
     const stored = env.registry.prepare('SELECT status, attempts, last_error FROM webhook_deliveries WHERE id = ?').get(deliveryId) as { status: string; attempts: number; last_error: string };
     expect(stored).to.include({ status: 'pending', attempts: 1 });
     expect(hook.url).to.include('hooks.example.com');
+  });
+
+  it('a delivery asked for twice at once is sent once, and both callers get its outcome', async () => {
+    const env = testEnv();
+    const { deliveryId } = parked(receiver.url());
+    // A dispatcher of its own, not started: it sends only what it is asked for, on a worker thread.
+    const dispatcher = new Dispatcher(env.registry, env.config.webhooks, env.deps.logger, { publicUrl: 'http://spendscope.test' });
+    const [first, second] = await Promise.all([dispatcher.attemptNow(deliveryId), dispatcher.attemptNow(deliveryId)]);
+    const unknown = await dispatcher.attemptNow('dlv_nosuchdelivery');
+    await dispatcher.close();
+    expect(receiver.received).to.have.length(1);
+    expect(first).to.include({ deliveryId, delivered: true, statusCode: 200 });
+    expect(second).to.deep.equal(first);
+    expect(unknown).to.equal(undefined);
+    const stored = env.registry.prepare('SELECT status, attempts FROM webhook_deliveries WHERE id = ?').get(deliveryId);
+    expect(stored).to.deep.equal({ status: 'delivered', attempts: 1 });
   });
 
   it('an endpoint that has failed every attempt for 24 hours is disabled, and the team gets a system alert', async () => {
