@@ -1,18 +1,24 @@
 /**
- * npm run bench:webhooks -- [--alerts 10000] [--storm-seconds 60] [--seconds 30] [--rounds 3] [--concurrency 4]
+ * npm run bench:webhooks -- [--alerts 10000] [--storm-seconds 60] [--seconds 30] [--rounds 3]
+ *                           [--rate 6000 | --rate 0 --concurrency 4] [--no-endpoint] [--profile DIR]
  *
  * An alert storm against the webhook outbox. Starts the service on a temporary data directory and
  * a local receiver (answers 200 at once) registered as a standard endpoint for alert.opened.
- * `concurrency` clients send batches of 100 ordinary records all along; each round has two phases:
- *   1. baseline: the ordinary load alone, for `seconds`;
- *   2. storm: the same load, while another client opens `alerts` alerts within `storm-seconds`
- *      (records its client blocked, each from a new agent: one alert each), until every delivery arrived.
- * It prints, per phase, the ingest p50/p99 of the ordinary load and the service's event-loop delay
- * (p99, from its own /metrics), the ratio of the storm's p99 to the baseline's p99 per round and
- * their median (rounds interleave the two phases, so the shared machine's slow minutes fall on both),
- * and how the outbox kept up. Last, a burst: `alerts` alerts opened as fast as one client can, so
- * the outbox builds a backlog, timed until every delivery arrived: the rate the outbox drains at.
- * The anomaly checks' loop threshold is raised so the ordinary load opens no alert of its own.
+ * Ordinary ingest runs all along: batches of 100 records (200 agents, no alert), either at a fixed
+ * rate of `rate` records/s (open loop: each request is timed from when it was due, so a stalled
+ * service cannot hide its stall by slowing the client down), or, with --rate 0, from `concurrency`
+ * clients sending back to back (closed loop: the service saturated). The run alternates phases:
+ *   baseline, storm, baseline, storm, ..., baseline (`rounds` storms, each between two baselines),
+ * where a baseline is the ordinary load alone for `seconds`, and a storm is the same load while
+ * another client opens `alerts` alerts within `storm-seconds` (records its client blocked, each
+ * from a new agent: one alert each), until every delivery has arrived.
+ * It prints, per phase, the ingest p50/p99 and the service's event-loop delay p99 (from its own
+ * /metrics); per storm, its p99 over the p99 of the two baselines around it (the store grows all
+ * along, and the shared machine has slow minutes: a storm is compared with its neighbours), and the
+ * median of those ratios; and how the outbox kept up. Last, a burst: `alerts` alerts opened as fast
+ * as one client can, so the outbox builds a backlog, timed until every delivery has arrived: the
+ * rate the outbox drains at (--log-file keeps the service's log). The anomaly checks' loop threshold is raised so the ordinary load opens
+ * no alert of its own.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -30,9 +36,13 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '30' },
     rounds: { type: 'string', default: '3' },
     concurrency: { type: 'string', default: '4' },
+    rate: { type: 'string', default: '6000' },
     // Without the endpoint: the same storm of alerts, nothing to deliver (what the alerts alone cost).
     'no-endpoint': { type: 'boolean', default: false },
     profile: { type: 'string' },
+    // The service's log (at --log-level, default info), e.g. debug for each group commit's timings.
+    'log-file': { type: 'string' },
+    'log-level': { type: 'string', default: 'info' },
   },
 });
 const ALERTS = Number(args.alerts);
@@ -40,6 +50,7 @@ const STORM_SECONDS = Number(args['storm-seconds']);
 const SECONDS = Number(args.seconds);
 const ROUNDS = Number(args.rounds);
 const CONCURRENCY = Number(args.concurrency);
+const RATE = Number(args.rate);
 const KEY = 'bench-webhooks-key-0123456789abcdef';
 const RUN = crypto.randomBytes(4).toString('hex');
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -91,7 +102,13 @@ function stormBatch(first: number, count: number): string {
   return JSON.stringify({ events: records });
 }
 
-async function load(port: number, seconds: number): Promise<number[]> {
+/** The ordinary load for `seconds`: latencies (ms) of its requests, sorted. */
+function load(port: number, seconds: number): Promise<number[]> {
+  return RATE > 0 ? openLoop(port, seconds) : closedLoop(port, seconds);
+}
+
+/** `concurrency` clients, each sending its next batch when the last is answered. */
+async function closedLoop(port: number, seconds: number): Promise<number[]> {
   const latencies: number[] = [];
   const end = performance.now() + seconds * 1000;
   await Promise.all(
@@ -105,6 +122,29 @@ async function load(port: number, seconds: number): Promise<number[]> {
       }
     }),
   );
+  return latencies.sort((a, b) => a - b);
+}
+
+/** A batch every 100/RATE s, whatever the answers do; each timed from when it was due. */
+async function openLoop(port: number, seconds: number): Promise<number[]> {
+  const latencies: number[] = [];
+  const interval = (100 / RATE) * 1000;
+  const start = performance.now();
+  const count = Math.floor((seconds * 1000) / interval);
+  const requests: Promise<void>[] = [];
+  for (let i = 0; i < count; i++) {
+    const due = start + i * interval;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const body = ordinaryBatch();
+    requests.push(
+      call(port, 'POST', '/api/v1/events', body).then((res) => {
+        if (res.status !== 200) throw new Error(`ingest answered ${res.status}: ${res.body}`);
+        latencies.push(performance.now() - due);
+      }),
+    );
+  }
+  await Promise.all(requests);
   return latencies.sort((a, b) => a - b);
 }
 
@@ -142,7 +182,8 @@ async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-webhooks-'));
   const service = await startChildService({
     dataDir,
-    env: { BOOTSTRAP_API_KEY: KEY, WEBHOOK_ALLOW_HTTP: '1', WEBHOOK_ALLOW_PRIVATE: '1', ANOMALY_LOOP_CALLS: '10000000' },
+    env: { BOOTSTRAP_API_KEY: KEY, WEBHOOK_ALLOW_HTTP: '1', WEBHOOK_ALLOW_PRIVATE: '1', ANOMALY_LOOP_CALLS: '10000000', LOG_LEVEL: args['log-level']! },
+    logFile: args['log-file'],
     nodeArgs: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [],
   });
   try {
@@ -152,15 +193,18 @@ async function main(): Promise<void> {
     }
     console.log(
       `spendscope webhook storm benchmark, ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} cores, ` +
-        `${CONCURRENCY} clients sending batches of 100 ordinary records; storm: ${fmt(ALERTS)} alerts opened within ${STORM_SECONDS} s`,
+        `ordinary ingest in batches of 100 records, ${RATE > 0 ? `${fmt(RATE)} records/s (open loop)` : `${CONCURRENCY} clients back to back (closed loop)`}; ` +
+        `${ROUNDS} storms of ${fmt(ALERTS)} alerts opened within ${STORM_SECONDS} s`,
     );
     await load(service.port, 2); // warm-up
-    const rounds: { baseline: number[]; during: number[]; loopBaseline: number; loopDuring: number; drained: number; afterStorm: number }[] = [];
+    interface Phase { latencies: number[]; loopP99: number }
+    const baselines: Phase[] = [];
+    const storms: (Phase & { drained: number; afterStorm: number })[] = [];
     let nextAlert = 0;
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round <= ROUNDS; round++) {
       await eventLoopP99(service.port); // resets the service's histogram
-      const baseline = await load(service.port, SECONDS);
-      const loopBaseline = await eventLoopP99(service.port);
+      baselines.push({ latencies: await load(service.port, SECONDS), loopP99: await eventLoopP99(service.port) });
+      if (round === ROUNDS) break;
 
       // The storm: ALERTS new alerts, in batches of 50, spread evenly over STORM_SECONDS.
       const first = nextAlert;
@@ -177,36 +221,37 @@ async function main(): Promise<void> {
           if (res.status !== 200) throw new Error(`storm ingest answered ${res.status}: ${res.body}`);
         }
       })();
-      const during = await load(service.port, STORM_SECONDS);
+      const latencies = await load(service.port, STORM_SECONDS);
       await storm;
       const stormSent = performance.now();
       while (arrivals.length < expected) {
         if (performance.now() - stormSent > 600_000) throw new Error(`only ${arrivals.length} of ${expected} deliveries arrived`);
         await new Promise((r) => setTimeout(r, 20));
       }
-      const loopDuring = await eventLoopP99(service.port);
+      const loopP99 = await eventLoopP99(service.port);
       const last = arrivals[expected - 1] ?? stormSent;
-      rounds.push({ baseline, during, loopBaseline, loopDuring, drained: last - stormStart, afterStorm: Math.max(0, last - stormSent) });
+      storms.push({ latencies, loopP99, drained: last - stormStart, afterStorm: Math.max(0, last - stormSent) });
     }
 
-    console.log(`\nordinary ingest, POST /api/v1/events   requests    p50 ms    p99 ms   event-loop p99 ms   p99 storm/baseline`);
-    const ratios = rounds.map((r) => pct(r.during, 99) / pct(r.baseline, 99));
-    rounds.forEach((r, i) => {
-      const line = (label: string, sorted: number[], loop: number, ratio: string) =>
-        console.log(`${label.padEnd(37)}${fmt(sorted.length).padStart(9)}  ${fmt(pct(sorted, 50), 1).padStart(8)}  ${fmt(pct(sorted, 99), 1).padStart(8)}  ${fmt(loop, 1).padStart(18)}  ${ratio.padStart(19)}`);
-      line(`round ${i + 1}: baseline (${SECONDS} s)`, r.baseline, r.loopBaseline, '');
-      line(`round ${i + 1}: storm (${STORM_SECONDS} s)`, r.during, r.loopDuring, fmt(ratios[i]!, 2));
+    const sorted = (phases: Phase[]) => phases.flatMap((p) => p.latencies).sort((a, b) => a - b);
+    const ratios = storms.map((s, i) => pct(s.latencies, 99) / pct(sorted([baselines[i]!, baselines[i + 1]!]), 99));
+    console.log(`\nordinary ingest, POST /api/v1/events   requests    p50 ms    p99 ms   event-loop p99 ms   p99 / baselines around`);
+    const line = (label: string, phase: Phase, ratio: string) =>
+      console.log(`${label.padEnd(37)}${fmt(phase.latencies.length).padStart(9)}  ${fmt(pct(phase.latencies, 50), 1).padStart(8)}  ${fmt(pct(phase.latencies, 99), 1).padStart(8)}  ${fmt(phase.loopP99, 1).padStart(18)}  ${ratio.padStart(22)}`);
+    baselines.forEach((b, i) => {
+      line(`baseline ${i + 1} (${SECONDS} s)`, b, '');
+      if (storms[i]) line(`storm ${i + 1} (${fmt(ALERTS)} alerts in ${STORM_SECONDS} s)`, storms[i]!, fmt(ratios[i]!, 2));
     });
-    const pooled = (key: 'baseline' | 'during') => rounds.flatMap((r) => r[key]).sort((a, b) => a - b);
+    const all = { storms: sorted(storms), baselines: sorted(baselines) };
     console.log(
-      `\np99 storm/baseline: median of ${ROUNDS} rounds ${fmt(median(ratios), 2)} (rounds: ${ratios.map((r) => fmt(r, 2)).join(', ')}); ` +
-        `all rounds pooled ${fmt(pct(pooled('during'), 99), 1)} / ${fmt(pct(pooled('baseline'), 99), 1)} ms = ${fmt(pct(pooled('during'), 99) / pct(pooled('baseline'), 99), 2)}`,
+      `\np99 during a storm / p99 of the baselines around it: median of ${ROUNDS} storms ${fmt(median(ratios), 2)} (${ratios.map((r) => fmt(r, 2)).join(', ')}); ` +
+        `all pooled ${fmt(pct(all.storms, 99), 1)} / ${fmt(pct(all.baselines, 99), 1)} ms = ${fmt(pct(all.storms, 99) / pct(all.baselines, 99), 2)}`,
     );
-    console.log(`event-loop delay p99: median ${fmt(median(rounds.map((r) => r.loopBaseline)), 1)} ms without the storm, ${fmt(median(rounds.map((r) => r.loopDuring)), 1)} ms during it`);
+    console.log(`event-loop delay p99: median ${fmt(median(baselines.map((b) => b.loopP99)), 1)} ms in the baselines, ${fmt(median(storms.map((s) => s.loopP99)), 1)} ms in the storms`);
     if (args['no-endpoint']) return;
     console.log(
-      `outbox: each storm's ${fmt(ALERTS)} deliveries received ${rounds.map((r) => fmt(r.drained / 1000, 1)).join(', ')} s after its first alert ` +
-        `(${rounds.map((r) => fmt(r.afterStorm / 1000, 2)).join(', ')} s after its last batch was answered), alerts opened at ${fmt(ALERTS / STORM_SECONDS)}/s`,
+      `outbox: each storm's ${fmt(ALERTS)} deliveries received ${storms.map((r) => fmt(r.drained / 1000, 1)).join(', ')} s after its first alert ` +
+        `(${storms.map((r) => fmt(r.afterStorm / 1000, 2)).join(', ')} s after its last batch was answered), alerts opened at ${fmt(ALERTS / STORM_SECONDS)}/s`,
     );
     // A burst: alerts opened as fast as ingest takes them, so the outbox builds a backlog.
     const burstStart = performance.now();

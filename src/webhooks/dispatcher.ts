@@ -29,6 +29,9 @@ export interface AttemptOutcome {
   nextAttemptAt: number | null;
 }
 
+/** How long outcomes wait to be written together (a delivery stays in flight meanwhile). */
+const OUTCOME_BATCH_MS = 100;
+
 /** Messages to the sender's thread. */
 export type ToSender =
   | { kind: 'start' }
@@ -142,9 +145,13 @@ export class Dispatcher {
     switch (message.kind) {
       case 'attempted':
         this.unwritten.push(message.attempt);
-        if (!this.flushScheduled) {
-          this.flushScheduled = true;
+        if (this.waiting.has(message.attempt.row.id)) {
+          // Somebody waits for this one (POST .../test, .../retry): now.
           setImmediate(() => this.flush());
+        } else if (!this.flushScheduled) {
+          // Otherwise in batches: a storm's outcomes cost a few transactions a second, not hundreds.
+          this.flushScheduled = true;
+          setTimeout(() => this.flush(), OUTCOME_BATCH_MS).unref();
         }
         break;
       case 'unknown':
@@ -167,9 +174,9 @@ export class Dispatcher {
 
   /** Writes the outcomes reported since the last flush, then releases their deliveries to the sender. */
   private flush(): void {
-    this.flushScheduled = false;
     if (this.unwritten.length === 0) return;
     const attempts = this.unwritten.splice(0);
+    this.flushScheduled = false;
     let outcomes: AttemptOutcome[];
     try {
       // Without a disk flush: a lost outcome (power loss) only means the delivery is sent again,

@@ -63,7 +63,12 @@ describe('webhook outbox across a kill -9', function () {
       }) as { type: string };
       expect(event.type).to.equal('alert.opened');
       const hooks = await call(second.baseUrl, 'GET', '/api/v1/webhooks');
-      const log = await call(second.baseUrl, 'GET', `/api/v1/webhooks/${hooks.body.data[0].id}/deliveries`);
+      // The outcome is written shortly after the answer (outcomes are written in batches).
+      let log = await call(second.baseUrl, 'GET', `/api/v1/webhooks/${hooks.body.data[0].id}/deliveries`);
+      for (let i = 0; i < 40 && log.body.data[0]?.status !== 'delivered'; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        log = await call(second.baseUrl, 'GET', `/api/v1/webhooks/${hooks.body.data[0].id}/deliveries`);
+      }
       expect(log.body.data).to.have.length(1);
       expect(log.body.data[0]).to.include({ status: 'delivered', lastStatusCode: 200 });
       expect(log.body.data[0].attempts).to.be.at.least(2);
