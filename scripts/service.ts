@@ -27,7 +27,14 @@ export async function startChildService(options: ChildServiceOptions): Promise<C
     env: { ...process.env, LOG_LEVEL: 'info', ...options.env, DATA_DIR: options.dataDir, PORT: '0' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  let stopping = false;
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code, signal) => {
+      // A service that dies under a benchmark says how, before the benchmark's own errors.
+      if (!stopping) console.error(`the service exited by itself: code ${code}, signal ${signal}`);
+      resolve(code);
+    }),
+  );
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
     const watch = (chunk: Buffer) => {
@@ -47,6 +54,7 @@ export async function startChildService(options: ChildServiceOptions): Promise<C
     pid: child.pid!,
     port,
     stop: () => {
+      stopping = true;
       child.kill('SIGTERM');
       return exited;
     },
