@@ -29,7 +29,7 @@ import { rateLimitHeaders } from '../src/limits/http.js';
 import { RateLimiter } from '../src/limits/rate-limiter.js';
 import { PROJECT_ROOT } from '../src/paths.js';
 import { checkStore } from './check-store.js';
-import { startChildService } from './service.js';
+import { callService, startChildService } from './service.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -150,22 +150,11 @@ function noteRateLimit(headers: http.IncomingHttpHeaders): void {
 }
 
 /** One API call; rejects unless the status is the expected one. Returns the parsed body. */
-function call<T>(port: number, method: string, path: string, body: string | undefined, expect: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string | number> = { Authorization: `Bearer ${API_KEY}` };
-    if (body !== undefined) Object.assign(headers, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
-    const req = http.request({ host: '127.0.0.1', port, method, path, agent, headers }, (res) => {
-      let text = '';
-      res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => {
-        if (path === '/api/v1/events') noteRateLimit(res.headers);
-        if (res.statusCode !== expect) return reject(new Error(`${method} ${path}: HTTP ${res.statusCode}: ${text}`));
-        resolve(JSON.parse(text) as T);
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+async function call<T>(port: number, method: string, path: string, body: string | undefined, expect: number): Promise<T> {
+  const res = await callService(agent, port, method, path, { Authorization: `Bearer ${API_KEY}` }, body);
+  if (path === '/api/v1/events') noteRateLimit(res.headers);
+  if (res.status !== expect) throw new Error(`${method} ${path}: HTTP ${res.status}: ${res.body}`);
+  return JSON.parse(res.body) as T;
 }
 
 /**

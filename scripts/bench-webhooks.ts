@@ -1,6 +1,7 @@
 /**
  * npm run bench:webhooks -- [--alerts 10000] [--storm-seconds 60] [--seconds 30] [--rounds 3]
  *                           [--rate 6000 | --rate 0 --concurrency 4] [--no-endpoint] [--profile DIR]
+ *                           [--log-file FILE] [--log-level info]
  *
  * An alert storm against the webhook outbox. Starts the service on a temporary data directory and
  * a local receiver (answers 200 at once) registered as a standard endpoint for alert.opened.
@@ -17,8 +18,8 @@
  * along, and the shared machine has slow minutes: a storm is compared with its neighbours), and the
  * median of those ratios; and how the outbox kept up. Last, a burst: `alerts` alerts opened as fast
  * as one client can, so the outbox builds a backlog, timed until every delivery has arrived: the
- * rate the outbox drains at (--log-file keeps the service's log). The anomaly checks' loop threshold is raised so the ordinary load opens
- * no alert of its own.
+ * rate the outbox drains at. --log-file keeps the service's log. The anomaly checks' loop threshold
+ * is raised so the ordinary load opens no alert of its own.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -27,7 +28,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { startChildService } from './service.js';
+import { callService, startChildService } from './service.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -56,18 +57,8 @@ const RUN = crypto.randomBytes(4).toString('hex');
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 let sequence = 0;
 
-function call(port: number, method: string, path: string, body?: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string | number> = { Authorization: `Bearer ${KEY}` };
-    if (body !== undefined) Object.assign(headers, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
-    const req = http.request({ host: '127.0.0.1', port, method, path, agent, headers }, (res) => {
-      let text = '';
-      res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+async function call(port: number, method: string, path: string, body?: string): Promise<{ status: number; body: string }> {
+  return callService(agent, port, method, path, { Authorization: `Bearer ${KEY}` }, body);
 }
 
 /** Ordinary records: 200 agents, allowed by their client, no policy: no alert. */

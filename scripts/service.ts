@@ -1,6 +1,7 @@
-/** Runs the built service as a child process for the benchmark scripts. */
+/** Runs the built service as a child process for the benchmark scripts, and calls it. */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../src/paths.js';
 
@@ -59,4 +60,42 @@ export async function startChildService(options: ChildServiceOptions): Promise<C
       return exited;
     },
   };
+}
+
+export interface ServiceAnswer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/**
+ * One request to the service over a keep-alive agent. A reused connection that the server closes for
+ * idleness (HTTP_KEEP_ALIVE_TIMEOUT_MS) just as a request goes out on it is reset: the request never
+ * reached the service, so it is sent again once on a new connection, as Node's documentation of
+ * `request.reusedSocket` advises. Safe for what the benchmarks send: ingest is idempotent by record id.
+ */
+export function callService(
+  agent: http.Agent,
+  port: number,
+  method: string,
+  route: string,
+  headers: Record<string, string | number>,
+  body?: string,
+): Promise<ServiceAnswer> {
+  const attempt = (retry: boolean): Promise<ServiceAnswer> =>
+    new Promise((resolve, reject) => {
+      const all = { ...headers };
+      if (body !== undefined) Object.assign(all, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+      const req = http.request({ host: '127.0.0.1', port, method, path: route, agent, headers: all }, (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      });
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        if (retry && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) resolve(attempt(false));
+        else reject(err);
+      });
+      req.end(body);
+    });
+  return attempt(true);
 }
