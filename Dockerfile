@@ -11,6 +11,7 @@ COPY src ./src
 COPY scripts ./scripts
 COPY test ./test
 COPY schema ./schema
+COPY dashboard ./dashboard
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
@@ -20,6 +21,8 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
 COPY schema ./schema
+# The API documentation page (/docs).
+COPY public ./public
 VOLUME ["/data"]
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s CMD node -e "fetch('http://127.0.0.1:8080/healthz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"

@@ -1,4 +1,5 @@
 import express, { type Express } from 'express';
+import { dashboardPage } from './dashboard/page.js';
 import { docsPage } from './docs/page.js';
 import { cors } from './http/cors.js';
 import { errorHandler, notFound } from './http/errors.js';
@@ -19,6 +20,7 @@ export function createApp(deps: AppDeps, options: MountOptions = {}, routes: rea
   app.use(countRequests(deps.metrics));
   app.use(cors(deps.config.corsOrigins));
   app.use(docsPage());
+  app.use(dashboardPage());
   mountRoutes(app, routes, deps, options);
   app.use(notFound);
   app.use(errorHandler(deps.config.maxBodyBytes));

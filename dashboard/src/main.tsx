@@ -1,0 +1,83 @@
+/**
+ * The dashboard: a single page served by the service at / and /dashboard/…, talking only to the
+ * public API with the key pasted at sign-in.
+ */
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { whenUnauthorized } from './api';
+import { Overview } from './pages/overview';
+import { SignIn } from './pages/sign-in';
+import { href, interceptLinks, navigate, useLocation } from './router';
+import { currentSession, forgetSession } from './session';
+import './styles.css';
+
+const SECTIONS = [
+  { path: '', label: 'Overview' },
+] as const;
+
+function Page({ path }: { path: string }) {
+  const [section] = path.split('/');
+  switch (section) {
+    case '':
+      return <Overview />;
+    default:
+      return (
+        <section class="panel">
+          <h1>Not found</h1>
+          <p>
+            There is no page here. <a href={href()}>Back to the overview</a>.
+          </p>
+        </section>
+      );
+  }
+}
+
+function App() {
+  const [session, setSession] = useState(currentSession);
+  const [notice, setNotice] = useState<string | undefined>();
+  const location = useLocation();
+  useEffect(() => {
+    whenUnauthorized(() => {
+      setNotice('Your key stopped working (revoked or expired). Sign in again.');
+      setSession(undefined);
+    });
+  }, []);
+  if (!session) return <SignIn notice={notice} onSignedIn={() => (setNotice(undefined), setSession(currentSession()))} />;
+  const signOut = () => {
+    forgetSession();
+    setSession(undefined);
+    navigate('/dashboard/', { replace: true });
+  };
+  const section = location.path.split('/')[0] ?? '';
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <a class="brand" href={href()}>
+          spendscope
+        </a>
+        <nav aria-label="Sections">
+          {SECTIONS.map((s) => (
+            <a key={s.path} href={s.path ? href(s.path) : href()} aria-current={section === s.path ? 'page' : undefined}>
+              {s.label}
+            </a>
+          ))}
+        </nav>
+        <span class="team" title="Signed-in team">
+          {session.teamName}
+        </span>
+        <button type="button" class="sign-out" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      <main id="main" tabIndex={-1}>
+        <Page path={location.path} />
+      </main>
+    </>
+  );
+}
+
+interceptLinks();
+render(<App />, document.getElementById('app')!);

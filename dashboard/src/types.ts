@@ -1,0 +1,88 @@
+/** The API's answers, as far as the dashboard reads them (schema/api/ has the full shapes). */
+export interface SpendRow {
+  key: string;
+  spend: string;
+  count: number;
+  share: number;
+}
+
+export interface Summary {
+  period: { from: string; to: string };
+  totalSpend: string;
+  count: number;
+  avgPayment: string;
+  maxPayment: string;
+  activeAgents: number;
+  flagged: number;
+  blocked: number;
+  previous: { period: { from: string; to: string }; totalSpend: string; count: number };
+  change: { spend: number | null; count: number | null };
+}
+
+export interface Alert {
+  id: string;
+  type: 'violation' | 'anomaly' | 'system';
+  kind: string;
+  severity: 'info' | 'warning' | 'critical';
+  status: 'open' | 'resolved';
+  agentId: string;
+  policyId: string | null;
+  window: { start: string; end: string } | null;
+  observed: string | null;
+  limit: string | null;
+  subject: string | null;
+  details: Record<string, unknown>;
+  message: string;
+  sampleEventIds: string[];
+  count: number;
+  firstSeen: string;
+  lastSeen: string;
+  createdAt: string;
+  updatedAt: string;
+  resolvedAt: string | null;
+  resolution: { note?: string | null; by?: string | null } | null;
+}
+
+export interface Agent {
+  agentId: string;
+  name: string;
+  totalSpend: string;
+  transactionCount: number;
+  lastActive: string | null;
+  authorizedBy: string | null;
+  status: 'active' | 'suspended';
+  createdAt: string;
+}
+
+export interface Limit {
+  kind: 'per_call' | 'per_hour' | 'daily' | 'per_endpoint';
+  amount: string;
+  endpoint?: string;
+}
+
+export interface Policy {
+  id: string;
+  name: string;
+  agents: string[];
+  limits: Limit[];
+  action: 'flag' | 'block';
+  active: boolean;
+  timezone: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Team {
+  id: string;
+  name: string;
+  createdAt: string;
+  usage: {
+    period: { start: string; end: string };
+    events: number;
+    spend: string;
+    agents: number;
+    activePolicies: number;
+    openAlerts: number;
+    activeApiKeys: number;
+  };
+}

@@ -1,0 +1,114 @@
+/**
+ * A real browser for the dashboard tests: Debian's Chromium (installed by .ci/run) driven by
+ * playwright-core. No browser is downloaded: this machine reaches only package registries.
+ */
+import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import http from 'node:http';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { chromium, type Browser } from 'playwright-core';
+import { PROJECT_ROOT } from '../../src/paths.js';
+import { testEnv } from './context.js';
+
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** Screenshots of each page at each width, for people to look at after a run. */
+export const SCREENSHOT_DIR = path.join(PROJECT_ROOT, 'test-output', 'dashboard');
+
+export const VIEWPORTS = { wide: { width: 1280, height: 900 }, phone: { width: 390, height: 844 } } as const;
+
+export async function launchBrowser(): Promise<Browser> {
+  if (!fs.existsSync(CHROMIUM_PATH)) {
+    throw new Error(`no Chromium at ${CHROMIUM_PATH}: install Debian's package (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH`);
+  }
+  return chromium.launch({
+    executablePath: CHROMIUM_PATH,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
+  });
+}
+
+/** The shared test app on a real port (the browser needs one). */
+export async function listenOnce(): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = http.createServer(testEnv().app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** RGBA pixels of an 8-bit RGB or RGBA, non-interlaced PNG (what Chromium's screenshots are). */
+export function decodePng(png: Buffer): { width: number; height: number; rgba: Uint8Array } {
+  if (png.readUInt32BE(0) !== 0x89504e47) throw new Error('not a PNG');
+  let offset = 8;
+  let width = 0;
+  let height = 0;
+  let channels = 0;
+  const idat: Buffer[] = [];
+  while (offset < png.length) {
+    const length = png.readUInt32BE(offset);
+    const type = png.toString('latin1', offset + 4, offset + 8);
+    const data = png.subarray(offset + 8, offset + 8 + length);
+    if (type === 'IHDR') {
+      width = data.readUInt32BE(0);
+      height = data.readUInt32BE(4);
+      const [depth, colour, , , interlace] = [data[8], data[9], data[10], data[11], data[12]];
+      if (depth !== 8 || (colour !== 2 && colour !== 6) || interlace !== 0) throw new Error(`unsupported PNG: depth ${depth}, colour ${colour}, interlace ${interlace}`);
+      channels = colour === 6 ? 4 : 3;
+    } else if (type === 'IDAT') idat.push(data);
+    else if (type === 'IEND') break;
+    offset += 12 + length;
+  }
+  const raw = zlib.inflateSync(Buffer.concat(idat));
+  const stride = width * channels;
+  const pixels = new Uint8Array(stride * height);
+  for (let y = 0; y < height; y++) {
+    const filter = raw[y * (stride + 1)]!;
+    const line = raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1));
+    for (let x = 0; x < stride; x++) {
+      const a = x >= channels ? pixels[y * stride + x - channels]! : 0;
+      const b = y > 0 ? pixels[(y - 1) * stride + x]! : 0;
+      const c = x >= channels && y > 0 ? pixels[(y - 1) * stride + x - channels]! : 0;
+      let predictor = 0;
+      if (filter === 1) predictor = a;
+      else if (filter === 2) predictor = b;
+      else if (filter === 3) predictor = (a + b) >> 1;
+      else if (filter === 4) {
+        const p = a + b - c;
+        const pa = Math.abs(p - a);
+        const pb = Math.abs(p - b);
+        const pc = Math.abs(p - c);
+        predictor = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+      }
+      pixels[y * stride + x] = (line[x]! + predictor) & 0xff;
+    }
+  }
+  const rgba = new Uint8Array(width * height * 4);
+  for (let i = 0; i < width * height; i++) {
+    rgba[i * 4] = pixels[i * channels]!;
+    rgba[i * 4 + 1] = pixels[i * channels + 1]!;
+    rgba[i * 4 + 2] = pixels[i * channels + 2]!;
+    rgba[i * 4 + 3] = channels === 4 ? pixels[i * channels + 3]! : 255;
+  }
+  return { width, height, rgba };
+}
+
+/**
+ * How much a screenshot shows: the share of pixels unlike the most common colour (the background),
+ * and how many distinct colours there are. A blank or failed render is one colour, or nearly.
+ */
+export function renderStats(png: Buffer): { width: number; height: number; inkShare: number; colours: number } {
+  const { width, height, rgba } = decodePng(png);
+  const counts = new Map<number, number>();
+  for (let i = 0; i < rgba.length; i += 4) {
+    const colour = (rgba[i]! << 16) | (rgba[i + 1]! << 8) | rgba[i + 2]!;
+    counts.set(colour, (counts.get(colour) ?? 0) + 1);
+  }
+  const background = Math.max(...counts.values());
+  return { width, height, inkShare: 1 - background / (width * height), colours: counts.size };
+}
