@@ -148,7 +148,7 @@ export async function spendByDimensions(
   range: TimeRange,
   dimensions: readonly Dimension[],
   limit: number,
-  options: { previous?: boolean } = {},
+  options: { previous?: boolean; agent?: string } = {},
 ): Promise<{ current: PeriodSpend; previous?: PeriodSpend }> {
   const p = new Params();
   const team = p.add(teamId, 'String');
@@ -159,9 +159,13 @@ export async function spendByDimensions(
   const dimList = `(${dims.map((d) => `'${d}'`).join(', ')})`;
   // The previous period ends where this one starts; rows are told apart by time (`previous`).
   const previousRange = { from: range.from - (range.to - range.from), to: range.from };
+  // The rollups hold one dimension per row, so one agent's endpoints (or anything else) come from
+  // the raw events, whose sort key (team, hour, agent) still narrows the read to that agent.
+  const levels = options.agent === undefined ? (['day', 'hour'] as const) : [];
   const segments = options.previous
-    ? joinAdjacent([...splitRange(previousRange, ['day', 'hour']), ...splitRange(range, ['day', 'hour'])])
-    : splitRange(range, ['day', 'hour']);
+    ? joinAdjacent([...splitRange(previousRange, levels), ...splitRange(range, levels)])
+    : splitRange(range, levels);
+  const agentCondition = options.agent === undefined ? '' : `AND agent_id = ${p.add(options.agent, 'String')}`;
 
   const branches: string[] = [];
   for (const level of ['day', 'hour'] as const) {
@@ -183,7 +187,7 @@ export async function spendByDimensions(
       SELECT toUnixTimestamp64Milli(event_time) < ${periodStart} AS previous, dim.1 AS dimension, dim.2 AS key,
              toDecimal256(amount, 18) AS spend, toUInt64(1) AS events, amount AS max_amount
         FROM events ARRAY JOIN ${dimensionsOfRow} AS dim
-       WHERE team_id = ${team} AND ${rawWhere}`);
+       WHERE team_id = ${team} ${agentCondition} AND ${rawWhere}`);
   }
   const result = { current: emptyPeriod(dims), ...(options.previous ? { previous: emptyPeriod(dims) } : {}) };
   if (branches.length === 0) return result;
@@ -286,12 +290,15 @@ export async function spendTimeseries(
   range: TimeRange,
   granularity: Granularity,
   tz: string,
+  agent?: string,
 ): Promise<TimeBucket[]> {
   const buckets = await bucketStarts(store, range, granularity, tz);
   if (buckets.length === 0) return [];
   const p = new Params();
   const team = p.add(teamId, 'String');
-  const segments = splitRange(range, alignedLevels(buckets));
+  // One agent's spend: the raw events only (the rollups are not per agent and per time at once).
+  const segments = splitRange(range, agent === undefined ? alignedLevels(buckets) : []);
+  const agentCondition = agent === undefined ? '' : `AND agent_id = ${p.add(agent, 'String')}`;
   const branches: string[] = [];
   for (const level of ['day', 'hour', 'minute', 'raw'] as const) {
     const where = segmentsCondition(segments, level, p);
@@ -303,7 +310,7 @@ export async function spendTimeseries(
     branches.push(`
       SELECT ${at} AS t, ${spend} AS spend, ${events} AS events
         FROM ${table}
-       WHERE team_id = ${team} ${outcome} AND ${where}`);
+       WHERE team_id = ${team} ${outcome} ${agentCondition} AND ${where}`);
   }
   const rows = await store.query<{ b: string; spend_total: string; count: string }>(
     `SELECT toUnixTimestamp(${BUCKET[granularity]}) * 1000 AS b, toString(sum(spend)) AS spend_total, sum(events) AS count

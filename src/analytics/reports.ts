@@ -44,9 +44,9 @@ const asMap = (rows: SpendRow[], dimension: Dimension) =>
   Object.fromEntries(rows.map((r) => [displayKey(dimension, r.key), { spend: r.spend, count: r.count }]));
 
 /** GET /analytics/summary: totals, top agents and domains, and the previous period of equal length. */
-export async function summaryReport(store: EventStore, teamId: string, range: TimeRange, limit: number) {
+export async function summaryReport(store: EventStore, teamId: string, range: TimeRange, limit: number, agent?: string) {
   const previousRange = { from: range.from - (range.to - range.from), to: range.from };
-  const { current, previous } = await spendByDimensions(store, teamId, range, ['agent', 'domain', 'unpriced'], limit, { previous: true });
+  const { current, previous } = await spendByDimensions(store, teamId, range, ['agent', 'domain', 'unpriced'], limit, { previous: true, agent });
   const totals = current.totals;
   const before = previous!.totals;
   return {
@@ -67,14 +67,14 @@ export async function summaryReport(store: EventStore, teamId: string, range: Ti
 }
 
 /** GET /analytics/by-*: spend per key with its share of the range's total. */
-export async function breakdownReport(store: EventStore, teamId: string, range: TimeRange, dimension: Dimension, limit: number) {
-  const { current } = await spendByDimensions(store, teamId, range, [dimension], limit);
+export async function breakdownReport(store: EventStore, teamId: string, range: TimeRange, dimension: Dimension, limit: number, agent?: string) {
+  const { current } = await spendByDimensions(store, teamId, range, [dimension], limit, { agent });
   const sum = new Money(current.totals.spend);
   return current.by[dimension]!.rows.map((r) => ({ ...r, key: displayKey(dimension, r.key), share: sum.isZero() ? 0 : new Money(r.spend).div(sum).decimalPlaces(6).toNumber() }));
 }
 
 /** GET /analytics/timeseries: zero-filled buckets with ISO starts. */
-export async function timeseriesReport(store: EventStore, teamId: string, range: TimeRange, granularity: Granularity, tz: string) {
-  const buckets = await spendTimeseries(store, teamId, range, granularity, tz);
+export async function timeseriesReport(store: EventStore, teamId: string, range: TimeRange, granularity: Granularity, tz: string, agent?: string) {
+  const buckets = await spendTimeseries(store, teamId, range, granularity, tz, agent);
   return buckets.map((b) => ({ t: iso(b.t), spend: b.spend, count: b.count }));
 }

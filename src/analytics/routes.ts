@@ -13,6 +13,8 @@ interface RangeQuery {
   from?: string;
   to?: string;
   limit?: number;
+  /** Only this agent's records. */
+  agent?: string;
 }
 
 const invalid = (field: string, message: string) =>
@@ -28,7 +30,8 @@ export function parseRange(query: RangeQuery, now = Date.now()): TimeRange {
 
 const RANGE_DOC =
   '`from` (inclusive) and `to` (exclusive) take Unix ms or ISO 8601; the default is the last 30 days. Answers are ' +
-  'exact to the millisecond: whole UTC days and hours come from the rollups, the ragged ends from the raw events.';
+  'exact to the millisecond: whole UTC days and hours come from the rollups, the ragged ends from the raw events. ' +
+  '`agent` keeps one agent\'s records (read from the raw events).';
 
 export const analyticsSummary = defineRoute<unknown, RangeQuery>({
   method: 'get',
@@ -40,7 +43,7 @@ export const analyticsSummary = defineRoute<unknown, RangeQuery>({
   query: 'analytics-query.json',
   responses: { 200: { description: 'The summary', schema: 'analytics-summary.json' } },
   async handler({ query, team, deps }) {
-    return { body: await summaryReport(await deps.readEvents(team.teamId), team.teamId, parseRange(query), query.limit ?? DEFAULT_LIMIT) };
+    return { body: await summaryReport(await deps.readEvents(team.teamId), team.teamId, parseRange(query), query.limit ?? DEFAULT_LIMIT, query.agent) };
   },
 });
 
@@ -63,7 +66,7 @@ export const analyticsTimeseries = defineRoute<unknown, RangeQuery & { granulari
     if ((range.to - range.from) / BUCKET_MS[granularity] > MAX_BUCKETS) {
       throw invalid('granularity', `would yield more than ${MAX_BUCKETS} buckets for this range; choose a larger one`);
     }
-    return { body: await timeseriesReport(await deps.readEvents(team.teamId), team.teamId, range, granularity, tz) };
+    return { body: await timeseriesReport(await deps.readEvents(team.teamId), team.teamId, range, granularity, tz, query.agent) };
   },
 });
 
@@ -79,7 +82,7 @@ function breakdownRoute(path: string, operationId: string, summary: string, dime
     responses: { 200: { description: 'Spend per key', schema: 'spend-breakdown.json' } },
     async handler({ query, team, deps }) {
       const by: Dimension = dimension === 'domain-or-url' ? (query.level === 'url' ? 'url' : 'domain') : dimension;
-      return { body: await breakdownReport(await deps.readEvents(team.teamId), team.teamId, parseRange(query), by, query.limit ?? DEFAULT_LIMIT) };
+      return { body: await breakdownReport(await deps.readEvents(team.teamId), team.teamId, parseRange(query), by, query.limit ?? DEFAULT_LIMIT, query.agent) };
     },
   });
 }

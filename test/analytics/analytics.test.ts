@@ -186,6 +186,46 @@ describe('analytics', function () {
     });
   }
 
+  it('agent keeps one agent\'s records in the summary, every breakdown and the timeseries (an unknown agent: zeros)', async () => {
+    const [from, to] = [end - 4 * DAY + 37 * 60_000 + 12_345, end - DAY + 5 * HOUR + 7_891];
+    const agent = 'agent-2';
+    const inside = inRange(events, from, to).filter((e) => e.agent_id === agent);
+    expect(inside.length).to.be.greaterThan(20);
+    const get = (path: string, query: Record<string, string | number>) =>
+      api().get(`/api/v1/analytics/${path}`).query({ from, to, agent, ...(path === 'timeseries' ? {} : { limit: 1000 }), ...query }).set(...team.auth).expect(200);
+
+    const summary = (await get('summary', {})).body;
+    same(summary.totalSpend, total(inside), 'totalSpend');
+    expect(summary.count).to.equal(inside.length);
+    expect(summary.activeAgents).to.equal(1);
+    expect(Object.keys(summary.byAgent)).to.deep.equal([agent]);
+    const previous = inRange(events, from - (to - from), from).filter((e) => e.agent_id === agent);
+    same(summary.previous.totalSpend, total(previous), 'previous.totalSpend');
+
+    for (const [path, query, key] of [
+      ['by-endpoint', { level: 'url' }, (e: Ev) => e.endpoint],
+      ['by-category', {}, (e: Ev) => e.category],
+    ] as const) {
+      const rows = (await get(path, query)).body as { key: string; spend: string; count: number }[];
+      const expected = expectedBy(inside, key);
+      expect(rows.map((r) => r.key).sort()).to.deep.equal([...expected.keys()].sort());
+      for (const row of rows) same(row.spend, expected.get(row.key)!.spend, `${path} ${row.key}`), expect(row.count).to.equal(expected.get(row.key)!.count);
+    }
+
+    const buckets = (await get('timeseries', { granularity: 'hour' })).body as { t: string; spend: string; count: number }[];
+    const perBucket = expectedBy(inside, (e) => new Date(Math.floor(e.created_at / HOUR) * HOUR).toISOString());
+    expect(buckets).to.have.length(Math.ceil((to - Math.floor(from / HOUR) * HOUR) / HOUR));
+    for (const b of buckets) {
+      same(b.spend, perBucket.get(b.t)?.spend ?? new BigNumber(0), `bucket ${b.t}`);
+      expect(b.count).to.equal(perBucket.get(b.t)?.count ?? 0);
+    }
+
+    const nobody = (await api().get('/api/v1/analytics/summary').query({ from, to, agent: 'no-such-agent' }).set(...team.auth).expect(200)).body;
+    expect([nobody.totalSpend, nobody.count, nobody.activeAgents]).to.deep.equal(['0', 0, 0]);
+    const tooLong = await api().get('/api/v1/analytics/timeseries').query({ agent: 'x'.repeat(257) }).set(...team.auth).expect(400);
+    expect((errorOf(tooLong.body).details as { field: string }[]).map((d) => d.field)).to.deep.equal(['agent']);
+  });
+
   it('includes the last bucket when the range ends just after a boundary', async () => {
     const hour = Math.floor(end / HOUR) * HOUR - 5 * HOUR;
     const [from, to] = [hour + 10 * 60_000 + 1, hour + 2 * HOUR + 5 * 60_000];
