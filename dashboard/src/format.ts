@@ -6,14 +6,18 @@
 
 const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?$/;
 
-/** "1234567.5" -> "1,234,567.50": grouped, at least two fraction digits, none dropped. */
-export function formatAmount(value: string | null | undefined): string {
+/**
+ * "1234567.5" -> "1,234,567.50": grouped, at least two fraction digits (`pad: false`: as given),
+ * none dropped.
+ */
+export function formatAmount(value: string | null | undefined, { pad = true } = {}): string {
   if (value === null || value === undefined) return '–';
   const match = DECIMAL.exec(value);
   if (!match) return value;
   const [, sign, whole, fraction = ''] = match;
   const grouped = whole!.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  return `${sign}${grouped}.${fraction.padEnd(2, '0')}`;
+  const digits = pad ? fraction.padEnd(2, '0') : fraction;
+  return digits ? `${sign}${grouped}.${digits}` : `${sign}${grouped}`;
 }
 
 export function formatCount(value: number | null | undefined): string {

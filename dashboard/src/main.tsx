@@ -5,7 +5,11 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { whenUnauthorized } from './api';
+import { AgentPage, Agents } from './pages/agents';
+import { AlertPage, Alerts } from './pages/alerts';
 import { Overview } from './pages/overview';
+import { Policies, PolicyPage } from './pages/policies';
+import { TeamPage, WebhookPage } from './pages/team';
 import { SignIn } from './pages/sign-in';
 import { href, interceptLinks, navigate, useLocation } from './router';
 import { currentSession, forgetSession } from './session';
@@ -13,23 +17,41 @@ import './styles.css';
 
 const SECTIONS = [
   { path: '', label: 'Overview' },
+  { path: 'agents', label: 'Agents' },
+  { path: 'alerts', label: 'Alerts' },
+  { path: 'policies', label: 'Policies' },
+  { path: 'team', label: 'Team' },
 ] as const;
 
 function Page({ path }: { path: string }) {
-  const [section] = path.split('/');
+  const [section, id, sub] = path.split('/').map(decodeURIComponent);
   switch (section) {
     case '':
       return <Overview />;
+    case 'agents':
+      return id ? <AgentPage agentId={id} /> : <Agents />;
+    case 'alerts':
+      return id ? <AlertPage alertId={id} /> : <Alerts />;
+    case 'policies':
+      return id ? <PolicyPage policyId={id} /> : <Policies />;
+    case 'team':
+      if (id === 'webhooks' && sub) return <WebhookPage webhookId={sub} />;
+      if (!id) return <TeamPage />;
+      return <NotFound />;
     default:
-      return (
-        <section class="panel">
-          <h1>Not found</h1>
-          <p>
-            There is no page here. <a href={href()}>Back to the overview</a>.
-          </p>
-        </section>
-      );
+      return <NotFound />;
   }
+}
+
+function NotFound() {
+  return (
+    <section class="panel">
+      <h1>Not found</h1>
+      <p>
+        There is no page here. <a href={href()}>Back to the overview</a>.
+      </p>
+    </section>
+  );
 }
 
 function App() {

@@ -40,7 +40,7 @@ export interface Alert {
   createdAt: string;
   updatedAt: string;
   resolvedAt: string | null;
-  resolution: { note?: string | null; by?: string | null } | null;
+  resolution: string | null;
 }
 
 export interface Agent {
@@ -85,4 +85,48 @@ export interface Team {
     openAlerts: number;
     activeApiKeys: number;
   };
+}
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: ('ingest' | 'read' | 'admin')[];
+  createdAt: string;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
+  apiKey?: string;
+}
+
+export type WebhookEventType = 'alert.opened' | 'alert.resolved' | 'alert.reopened' | 'alert.escalated' | 'test';
+
+export interface Webhook {
+  id: string;
+  url: string;
+  description: string | null;
+  events: WebhookEventType[];
+  format: 'standard' | 'slack';
+  active: boolean;
+  disabledAt: string | null;
+  disabledReason: string | null;
+  secretRotatedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  secret?: string;
+}
+
+export interface Delivery {
+  id: string;
+  eventId: string;
+  eventType: WebhookEventType;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  lastStatusCode: number | null;
+  lastLatencyMs: number | null;
+  lastError: string | null;
+  responseBody: string | null;
+  lastAttemptAt: string | null;
+  nextAttemptAt: string | null;
+  createdAt: string;
+  deliveredAt: string | null;
 }

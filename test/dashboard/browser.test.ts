@@ -5,6 +5,8 @@
  */
 import { expect } from 'chai';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { api, newTeam } from '../helpers/context.js';
@@ -153,6 +155,192 @@ describe('dashboard in a browser', function () {
     await page.getByRole('button', { name: '90 days' }).click();
     await page.locator('[data-panel=timeseries] h2', { hasText: 'by day' }).waitFor();
     expect(await page.locator('[data-panel=timeseries] [data-points]').getAttribute('data-points')).to.be.oneOf(['90', '91']);
+    await page.close();
+  });
+
+  /** Waits until no panel of the page is loading. */
+  async function settled(page: Page): Promise<void> {
+    await page.locator('section.panel').first().waitFor();
+    await page.waitForFunction(() => document.querySelectorAll('section.panel[data-state=loading]').length === 0);
+  }
+
+  it("an agent's page: its figures, its spend over time, its endpoints and its alerts, as the API gives them", async () => {
+    const page = await newPage('wide');
+    await signIn(page);
+    await page.goto(overviewUrl());
+    await page.locator('[data-panel=agents] tbody a').first().click();
+    await page.waitForURL(/\/dashboard\/agents\/[^/?]+/);
+    const agentId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
+    expect(AGENTS).to.include(agentId);
+    await page.goto(`${server.url}/dashboard/agents/${agentId}?from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`);
+    await settled(page);
+    const agent = (await api().get(`/api/v1/agents/${agentId}`).set(...team.auth).expect(200)).body;
+    expect(await page.locator('[data-panel=agent] [data-field=transactionCount] .value').textContent()).to.equal(String(agent.transactionCount));
+    expect(await page.locator('[data-panel=timeseries] [data-points]').getAttribute('data-points')).to.equal('72');
+    const endpoints = (await api().get('/api/v1/analytics/by-endpoint').query({ from, to, agent: agentId, level: 'url' }).set(...team.auth).expect(200)).body;
+    expect(await page.locator('[data-panel=agent-endpoints] tbody tr td:first-child').allTextContents()).to.deep.equal(endpoints.map((r: { key: string }) => r.key));
+    const alerts = (await api().get('/api/v1/alerts').query({ agent: agentId, limit: 20 }).set(...team.auth).expect(200)).body.data;
+    expect(alerts.length).to.be.greaterThan(0);
+    expect(await page.locator('[data-panel=agent-alerts] [data-alert]').count()).to.equal(alerts.length);
+    await page.close();
+  });
+
+  it('resolve an alert with a note, and it is resolved through the API; reopen it', async () => {
+    const page = await newPage('wide');
+    await signIn(page);
+    await page.goto(`${server.url}/dashboard/alerts?status=open`);
+    await settled(page);
+    const first = page.locator('[data-panel=alerts-list] [data-alert]').first();
+    const alertId = (await first.getAttribute('data-alert'))!;
+    await first.locator('a').click();
+    await page.locator('[data-panel=alert][data-state=ready]').waitFor();
+    await page.getByLabel('Note (optional): why it is resolved').fill('expected: a load test');
+    await page.getByRole('button', { name: 'Resolve' }).click();
+    await page.locator('[data-panel=alert] [data-status=resolved]').waitFor();
+    const resolved = (await api().get(`/api/v1/alerts/${alertId}`).set(...team.auth).expect(200)).body;
+    expect(resolved.status).to.equal('resolved');
+    expect(resolved.resolution).to.equal('expected: a load test');
+    await page.getByRole('button', { name: 'Reopen' }).click();
+    await page.locator('[data-panel=alert] [data-status=open]').waitFor();
+    expect((await api().get(`/api/v1/alerts/${alertId}`).set(...team.auth).expect(200)).body.status).to.equal('open');
+    await page.close();
+  });
+
+  it("a policy with a bad amount shows the API's error at the field; a good one appears in the API's list; deactivate, delete", async () => {
+    const page = await newPage('phone');
+    await signIn(page);
+    await page.goto(`${server.url}/dashboard/policies/new`);
+    await page.getByLabel('Name').fill('browser budget');
+    await page.getByLabel('Agents (ids, separated by commas; empty: every agent of the team)').fill('research-bot, travel-agent');
+    await page.getByLabel('Amount').fill('12.5.0');
+    await page.getByRole('button', { name: 'Create policy' }).click();
+    const fieldError = page.locator('[data-field-error="limits[0].amount"]');
+    await fieldError.waitFor();
+    expect(await fieldError.textContent()).to.include('must be a decimal string');
+    expect(await page.locator('input[name="limits[0].amount"]').getAttribute('aria-invalid')).to.equal('true');
+    let listed = (await api().get('/api/v1/policies').set(...team.auth).expect(200)).body.data;
+    expect(listed.map((p: { name: string }) => p.name)).to.not.include('browser budget');
+
+    await page.getByLabel('Amount').fill('12.500000000000000001');
+    await page.getByRole('button', { name: 'Create policy' }).click();
+    await page.locator('.notice', { hasText: 'browser budget' }).waitFor();
+    listed = (await api().get('/api/v1/policies').set(...team.auth).expect(200)).body.data;
+    const created = listed.find((p: { name: string }) => p.name === 'browser budget');
+    expect(created).to.deep.include({ agents: ['research-bot', 'travel-agent'], action: 'flag', active: true });
+    expect(created.limits).to.deep.equal([{ kind: 'daily', amount: '12.500000000000000001' }]);
+    await photograph(page, 'policies-saved-phone');
+
+    const row = page.locator(`[data-policy="${created.id}"]`);
+    await row.getByRole('button', { name: 'Deactivate' }).click();
+    await row.getByRole('button', { name: 'Activate' }).waitFor();
+    expect((await api().get(`/api/v1/policies/${created.id}`).set(...team.auth).expect(200)).body.active).to.equal(false);
+    page.once('dialog', (dialog) => void dialog.accept());
+    await row.getByRole('button', { name: 'Delete' }).click();
+    await row.waitFor({ state: 'detached' });
+    await api().get(`/api/v1/policies/${created.id}`).set(...team.auth).expect(404);
+    await page.close();
+  });
+
+  it('team: usage; a key created with scopes is shown once and revoked; a webhook added, tested, and its delivery log', async () => {
+    const received: string[] = [];
+    const receiver = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => (received.push(body), res.writeHead(204).end()));
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    try {
+      const page = await newPage('wide');
+      await signIn(page);
+      await page.goto(`${server.url}/dashboard/team`);
+      await settled(page);
+      const usage = (await api().get('/api/v1/team').set(...team.auth).expect(200)).body.usage;
+      expect(await page.locator('[data-panel=usage] [data-field=events] .value').textContent()).to.equal(String(usage.events));
+
+      await page.getByText('Create a key').click();
+      await page.getByLabel('Name (who holds it)').fill('grafana');
+      await page.getByRole('button', { name: 'Create key' }).click();
+      const secret = (await page.locator('[data-secret=api-key]').textContent())!;
+      expect(secret).to.match(/^ss_/);
+      // The new key works, with the scope it was given: read, and not admin.
+      await api().get('/api/v1/team').set('Authorization', `Bearer ${secret}`).expect(200);
+      await api().post('/api/v1/policies').set('Authorization', `Bearer ${secret}`).send({ name: 'x', limits: [{ kind: 'daily', amount: '1' }] }).expect(403);
+      const keys = (await api().get('/api/v1/keys').set(...team.auth).expect(200)).body.data;
+      const grafana = keys.find((k: { name: string }) => k.name === 'grafana');
+      expect(grafana.scopes).to.deep.equal(['read']);
+      page.once('dialog', (dialog) => void dialog.accept());
+      await page.locator(`[data-key="${grafana.id}"]`).getByRole('button', { name: 'Revoke' }).click();
+      await page.locator(`[data-key="${grafana.id}"]`).waitFor({ state: 'detached' });
+      await api().get('/api/v1/team').set('Authorization', `Bearer ${secret}`).expect(401);
+
+      await page.getByText('Add a webhook').click();
+      await page.getByLabel('URL').fill(receiverUrl);
+      await page.getByRole('button', { name: 'Add webhook' }).click();
+      await page.locator('.notice code.secret', { hasText: 'whsec_' }).waitFor();
+      const hook = (await api().get('/api/v1/webhooks').set(...team.auth).expect(200)).body.data.find((w: { url: string }) => w.url === receiverUrl);
+      expect(hook.events).to.deep.equal(['alert.opened', 'alert.escalated']);
+      await page.locator(`[data-webhook="${hook.id}"]`).getByRole('button', { name: 'Send test' }).click();
+      await page.locator('.notice', { hasText: 'Test delivered: 204' }).waitFor();
+      expect(received.some((body) => body.includes('"type":"test"'))).to.equal(true);
+      await photograph(page, 'team-wide');
+
+      await page.locator(`[data-webhook="${hook.id}"] a`).click();
+      await page.waitForURL(/\/dashboard\/team\/webhooks\//);
+      await settled(page);
+      const log = (await api().get(`/api/v1/webhooks/${hook.id}/deliveries`).set(...team.auth).expect(200)).body.data;
+      expect(await page.locator('[data-panel=deliveries] [data-delivery]').count()).to.equal(log.length);
+      expect(await page.locator('[data-panel=deliveries] [data-delivery]').first().textContent()).to.include('delivered');
+      await photograph(page, 'webhook-deliveries-wide');
+      await page.close();
+    } finally {
+      receiver.close();
+    }
+  });
+
+  it('every page renders at 1280 px and on a 390 px phone screen, loaded, with no errors in the page', async () => {
+    const alertId = (await api().get('/api/v1/alerts').query({ limit: 1 }).set(...team.auth).expect(200)).body.data[0].id;
+    const range = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;
+    const pages: [string, string][] = [
+      ['overview', `/dashboard/?${range}`],
+      ['agents', '/dashboard/agents'],
+      ['agent', `/dashboard/agents/${AGENTS[0]}?${range}`],
+      ['alerts', '/dashboard/alerts'],
+      ['alert', `/dashboard/alerts/${alertId}`],
+      ['policies', '/dashboard/policies'],
+      ['policy-new', '/dashboard/policies/new'],
+      ['team', '/dashboard/team'],
+    ];
+    for (const viewport of ['wide', 'phone'] as const) {
+      const page = await newPage(viewport);
+      await signIn(page);
+      for (const [name, url] of pages) {
+        await page.goto(`${server.url}${url}`);
+        await settled(page);
+        expect(await page.locator('section.panel[data-state=error]').count(), `${name}: panels in error`).to.equal(0);
+        // Nothing wider than the screen: the page never scrolls sideways.
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+        expect(overflow, `${name} at ${viewport}: sideways overflow`).to.be.at.most(0);
+        await photograph(page, `${name}-${viewport}`);
+      }
+      expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
+      await page.close();
+    }
+  });
+
+  it('keyboard: every section is reachable with Tab, and a focused link opens with Enter', async () => {
+    const page = await newPage('wide');
+    await signIn(page);
+    const reached = new Set<string>();
+    for (let i = 0; i < 12; i++) {
+      await page.keyboard.press('Tab');
+      const text = await page.evaluate(() => (document.activeElement as HTMLElement | null)?.textContent?.trim() ?? '');
+      reached.add(text);
+      if (text === 'Alerts') break;
+    }
+    expect([...reached]).to.include.members(['Overview', 'Agents', 'Alerts']);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/dashboard\/alerts$/);
     await page.close();
   });
 

@@ -1,0 +1,242 @@
+/**
+ * Policies: the list (activate or deactivate in place, delete after a confirmation), and a form to
+ * create or edit one. The form checks nothing the API checks: it sends what was typed and shows
+ * each of the API's field errors next to its field, so the rules live in one place.
+ */
+import { useState } from 'preact/hooks';
+import { api, ApiError } from '../api';
+import { PagedList } from '../components/list';
+import { Panel, useLoad } from '../components/panel';
+import { useRefreshTick } from '../components/range-bar';
+import { formatAmount, formatTime } from '../format';
+import { href, navigate, useLocation } from '../router';
+import type { Limit, Policy } from '../types';
+
+const KIND_LABELS: Record<Limit['kind'], string> = {
+  per_call: 'Per payment',
+  per_hour: 'Per hour',
+  daily: 'Per day',
+  per_endpoint: 'Per endpoint per day',
+};
+
+export function Policies() {
+  const tick = useRefreshTick();
+  const saved = new URLSearchParams(useLocation().search).get('saved');
+  const [changed, setChanged] = useState(0);
+  const [problem, setProblem] = useState('');
+  const act = async (what: () => Promise<unknown>) => {
+    setProblem('');
+    try {
+      await what();
+      setChanged((n) => n + 1);
+    } catch (err) {
+      setProblem((err as Error).message);
+    }
+  };
+  return (
+    <>
+      <div class="page-head">
+        <h1>Policies</h1>
+        <a class="button primary" href={href('policies', 'new')}>
+          New policy
+        </a>
+      </div>
+      {saved && (
+        <p class="notice" role="status">
+          Saved the policy “{saved}”.
+        </p>
+      )}
+      {problem && (
+        <p class="field-error" role="alert">
+          {problem}
+        </p>
+      )}
+      <PagedList<Policy> id="policies-list" title="Budget policies, newest first" path="/policies" query={{}} version={changed} tick={tick} empty="No policies yet.">
+        {(policies) => (
+          <ul class="policy-list">
+            {policies.map((p) => (
+              <li key={p.id} data-policy={p.id}>
+                <div class="policy-main">
+                  <a href={href('policies', p.id)}>{p.name}</a> <span class={`badge status-${p.active ? 'active' : 'inactive'}`}>{p.active ? 'active' : 'inactive'}</span>{' '}
+                  <span class="badge">{p.action}</span>
+                  <div class="muted">
+                    {p.agents.length ? p.agents.join(', ') : 'every agent'} ·{' '}
+                    {p.limits.map((l) => `${KIND_LABELS[l.kind]}${l.endpoint ? ` (${l.endpoint})` : ''}: ${formatAmount(l.amount)}`).join('; ')}
+                  </div>
+                </div>
+                <div class="policy-actions">
+                  <button type="button" onClick={() => act(() => api('PATCH', `/policies/${p.id}`, { body: { active: !p.active } }))}>
+                    {p.active ? 'Deactivate' : 'Activate'}
+                  </button>
+                  <button
+                    type="button"
+                    class="danger"
+                    onClick={() => window.confirm(`Delete the policy "${p.name}"? This cannot be undone.`) && act(() => api('DELETE', `/policies/${p.id}`))}
+                  >
+                    Delete
+                  </button>
+                </div>
+              </li>
+            ))}
+          </ul>
+        )}
+      </PagedList>
+    </>
+  );
+}
+
+/** A policy's page: the form, filled in. `new` is an empty form. */
+export function PolicyPage({ policyId }: { policyId: string }) {
+  const load = useLoad((signal) => (policyId === 'new' ? Promise.resolve(undefined) : api<Policy>('GET', `/policies/${encodeURIComponent(policyId)}`, { signal })), [policyId]);
+  return (
+    <>
+      <p class="crumbs">
+        <a href={href('policies')}>Policies</a> /
+      </p>
+      <Panel id="policy" title={policyId === 'new' ? 'New policy' : 'Edit policy'} load={load}>
+        {(policy) => <PolicyForm policy={policy} />}
+      </Panel>
+    </>
+  );
+}
+
+interface LimitDraft {
+  kind: Limit['kind'];
+  amount: string;
+  endpoint: string;
+}
+
+function PolicyForm({ policy }: { policy?: Policy }) {
+  const [name, setName] = useState(policy?.name ?? '');
+  const [agents, setAgents] = useState(policy?.agents.join(', ') ?? '');
+  const [limits, setLimits] = useState<LimitDraft[]>(policy?.limits.map((l) => ({ kind: l.kind, amount: l.amount, endpoint: l.endpoint ?? '' })) ?? [{ kind: 'daily', amount: '', endpoint: '' }]);
+  const [action, setAction] = useState<Policy['action']>(policy?.action ?? 'flag');
+  const [active, setActive] = useState(policy?.active ?? true);
+  const [timezone, setTimezone] = useState(policy?.timezone ?? '');
+  const [error, setError] = useState<ApiError | undefined>();
+  const [busy, setBusy] = useState(false);
+
+  const fieldError = (field: string) => {
+    const message = error?.fields.find((f) => f.field === field || f.field.startsWith(`${field}[`) || (field === 'limits' && f.field === 'limits'))?.message;
+    return message ? { message, id: `err-${field.replace(/\W+/g, '-')}` } : undefined;
+  };
+  const invalid = (field: string) => {
+    const e = fieldError(field);
+    return e ? { 'aria-invalid': true, 'aria-describedby': e.id } : {};
+  };
+  const FieldMessage = ({ field }: { field: string }) => {
+    const e = fieldError(field);
+    return e ? (
+      <p class="field-error" id={e.id} data-field-error={field}>
+        {e.message}
+      </p>
+    ) : null;
+  };
+  const setLimit = (i: number, change: Partial<LimitDraft>) => setLimits((ls) => ls.map((l, j) => (j === i ? { ...l, ...change } : l)));
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    const body = {
+      name,
+      agents: agents
+        .split(/[\s,]+/)
+        .map((a) => a.trim())
+        .filter(Boolean),
+      limits: limits.map((l) => (l.kind === 'per_endpoint' ? { kind: l.kind, amount: l.amount.trim(), endpoint: l.endpoint.trim() } : { kind: l.kind, amount: l.amount.trim() })),
+      action,
+      active,
+      timezone: timezone.trim() || null,
+    };
+    try {
+      const saved = policy ? await api<Policy>('PATCH', `/policies/${policy.id}`, { body }) : await api<Policy>('POST', '/policies', { body });
+      navigate(`${href('policies')}?saved=${encodeURIComponent(saved.name)}`);
+    } catch (err) {
+      setError(err instanceof ApiError ? err : new ApiError(0, 'unknown', (err as Error).message));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form class="policy-form stack" onSubmit={submit} noValidate>
+      {error && (
+        <p class="field-error" role="alert">
+          {error.fields.length ? 'Please correct the fields marked below.' : error.message}
+        </p>
+      )}
+      <label for="policy-name">Name</label>
+      <input id="policy-name" value={name} onInput={(e) => setName(e.currentTarget.value)} {...invalid('name')} />
+      <FieldMessage field="name" />
+
+      <label for="policy-agents">Agents (ids, separated by commas; empty: every agent of the team)</label>
+      <input id="policy-agents" value={agents} onInput={(e) => setAgents(e.currentTarget.value)} {...invalid('agents')} />
+      <FieldMessage field="agents" />
+
+      <fieldset>
+        <legend>Limits</legend>
+        <FieldMessage field="limits" />
+        {limits.map((limit, i) => (
+          <div class="limit-row" key={i}>
+            <label>
+              Kind{' '}
+              <select value={limit.kind} onChange={(e) => setLimit(i, { kind: e.currentTarget.value as Limit['kind'] })}>
+                {(Object.keys(KIND_LABELS) as Limit['kind'][]).map((k) => (
+                  <option key={k} value={k}>
+                    {KIND_LABELS[k]}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label>
+              Amount{' '}
+              <input inputMode="decimal" name={`limits[${i}].amount`} value={limit.amount} onInput={(e) => setLimit(i, { amount: e.currentTarget.value })} {...invalid(`limits[${i}].amount`)} />
+            </label>
+            {limit.kind === 'per_endpoint' && (
+              <label>
+                Endpoint{' '}
+                <input placeholder="api.example.com" value={limit.endpoint} onInput={(e) => setLimit(i, { endpoint: e.currentTarget.value })} {...invalid(`limits[${i}].endpoint`)} />
+              </label>
+            )}
+            {limits.length > 1 && (
+              <button type="button" onClick={() => setLimits((ls) => ls.filter((_, j) => j !== i))} aria-label={`Remove limit ${i + 1}`}>
+                Remove
+              </button>
+            )}
+            <FieldMessage field={`limits[${i}].amount`} />
+            <FieldMessage field={`limits[${i}].endpoint`} />
+            <FieldMessage field={`limits[${i}].kind`} />
+          </div>
+        ))}
+        <button type="button" onClick={() => setLimits((ls) => [...ls, { kind: 'per_call', amount: '', endpoint: '' }])}>
+          Add a limit
+        </button>
+      </fieldset>
+
+      <fieldset>
+        <legend>When a limit is broken</legend>
+        <label>
+          <input type="radio" name="action" checked={action === 'flag'} onChange={() => setAction('flag')} /> Flag: a warning alert
+        </label>
+        <label>
+          <input type="radio" name="action" checked={action === 'block'} onChange={() => setAction('block')} /> Block: a critical alert
+        </label>
+      </fieldset>
+
+      <label for="policy-timezone">Time zone of daily limits (IANA, e.g. Europe/Lisbon; empty: UTC)</label>
+      <input id="policy-timezone" value={timezone} onInput={(e) => setTimezone(e.currentTarget.value)} {...invalid('timezone')} />
+      <FieldMessage field="timezone" />
+
+      <label class="check">
+        <input type="checkbox" checked={active} onChange={(e) => setActive(e.currentTarget.checked)} /> Active
+      </label>
+      {policy && <p class="muted">Created {formatTime(policy.createdAt)}, changed {formatTime(policy.updatedAt)}.</p>}
+      <div>
+        <button type="submit" disabled={busy}>
+          {policy ? 'Save' : 'Create policy'}
+        </button>
+      </div>
+    </form>
+  );
+}
