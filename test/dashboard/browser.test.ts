@@ -298,6 +298,24 @@ describe('dashboard in a browser', function () {
     }
   });
 
+  it('a read key looks at everything; a change it tries shows the refusal and changes nothing', async () => {
+    const reader = (await api().post('/api/v1/keys').set(...team.auth).send({ name: 'reader', scopes: ['read'] }).expect(201)).body.apiKey;
+    const alertId = (await api().get('/api/v1/alerts').query({ status: 'open', limit: 1 }).set(...team.auth).expect(200)).body.data[0].id;
+    const page = await newPage('wide');
+    await page.goto(`${server.url}/`);
+    await page.getByLabel('API key').fill(reader);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('[data-panel=totals][data-state=ready]').waitFor();
+    await page.goto(`${server.url}/dashboard/alerts/${alertId}`);
+    await page.locator('[data-panel=alert][data-state=ready]').waitFor();
+    await page.getByRole('button', { name: 'Resolve' }).click();
+    const refusal = page.locator('[data-panel=alert] .field-error[role=alert]');
+    await refusal.waitFor();
+    expect(await refusal.textContent()).to.match(/admin/);
+    expect((await api().get(`/api/v1/alerts/${alertId}`).set(...team.auth).expect(200)).body.status).to.equal('open');
+    await page.close();
+  });
+
   it('every page renders at 1280 px and on a 390 px phone screen, loaded, with no errors in the page', async () => {
     const alertId = (await api().get('/api/v1/alerts').query({ limit: 1 }).set(...team.auth).expect(200)).body.data[0].id;
     const range = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;

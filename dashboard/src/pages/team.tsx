@@ -1,7 +1,7 @@
 /**
  * Team: this month's usage, the API keys (create with scopes, shown once; revoke), and the webhook
- * endpoints (add, turn on or off, send a test, delete) with each one's delivery log. Listing keys
- * and webhooks, and every change here, needs an admin key; a read key sees the API's refusal.
+ * endpoints (add, turn on or off, send a test, delete) with each one's delivery log. Listing
+ * webhooks, and every change here, needs an admin key; a read key sees the API's refusal.
  */
 import { useState } from 'preact/hooks';
 import { api, ApiError } from '../api';

@@ -1,0 +1,135 @@
+/**
+ * npm run bench:dashboard -- [--data-dir DIR] [--events 10000000] [--loads 15] [--screenshot FILE]
+ *
+ * How fast the dashboard's overview shows a large store. On a store seeded with N events (a
+ * temporary one seeded now, unless --data-dir names one seeded before with `npm run seed`), starts
+ * the service and opens the overview in Chromium (Debian's, through playwright-core) as the team
+ * with the most events, for each range preset: `loads` page loads each, timed from navigation
+ * start until every panel shows its answer. Also prints the slowest panel request of each load
+ * (the panels' requests go out at once, so the page is as slow as its slowest), and the first
+ * page's size, gzipped, as the service sends it. --screenshot saves the 30-day overview at 1280 px
+ * (the README's picture: dashboard/overview.png).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { parseArgs } from 'node:util';
+import { chromium } from 'playwright-core';
+import { pino } from 'pino';
+import { loadConfig } from '../src/config.js';
+import { DASHBOARD_DIR } from '../src/dashboard/page.js';
+import { openStores } from '../src/stores/open.js';
+import { issueKey } from '../src/teams/repository.js';
+import { seedStore } from './seed.js';
+import { startChildService } from './service.js';
+
+const { values: args } = parseArgs({
+  options: {
+    'data-dir': { type: 'string' },
+    events: { type: 'string', default: '10000000' },
+    loads: { type: 'string', default: '15' },
+    screenshot: { type: 'string' },
+  },
+});
+const LOADS = Number(args.loads);
+const PRESETS = ['24h', '7d', '30d', '90d'];
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
+
+/** Bytes of the first page gzipped: the HTML and every asset it names. */
+function firstPageBytes(): { raw: number; gzipped: number } {
+  const html = fs.readFileSync(path.join(DASHBOARD_DIR, 'index.html'));
+  let raw = html.length;
+  let gzipped = zlib.gzipSync(html, { level: 9 }).length;
+  for (const [, url] of html.toString().matchAll(/(?:src|href)="\/dashboard\/(assets\/[^"]+)"/g)) {
+    const body = fs.readFileSync(path.join(DASHBOARD_DIR, url!));
+    raw += body.length;
+    gzipped += zlib.gzipSync(body, { level: 9 }).length;
+  }
+  return { raw, gzipped };
+}
+
+async function main(): Promise<void> {
+  let dataDir = args['data-dir'] ? path.resolve(args['data-dir']) : undefined;
+  let temporary = false;
+  if (!dataDir) {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-dashboard-'));
+    temporary = true;
+    const events = Number(args.events);
+    console.log(`seeding ${events.toLocaleString('en-US')} events into ${dataDir} (npm run seed; pass --data-dir to reuse a seeded store)`);
+    await seedStore({ dataDir, events, teams: 3, agents: 50, days: 30, log: (line) => console.log(`  ${line}`) });
+  }
+
+  // The largest team and a key for it, with the server stopped (one process at a time).
+  const config = loadConfig({ ...process.env, DATA_DIR: dataDir });
+  const stores = await openStores(config, pino({ level: 'warn' }));
+  const [top] = await stores.events.query<{ team_id: string; n: string }>('SELECT team_id, count() AS n FROM events GROUP BY team_id ORDER BY n DESC LIMIT 1');
+  const [all] = await stores.events.query<{ n: string }>('SELECT count() AS n FROM events');
+  if (!top) throw new Error(`no events in ${dataDir}: run npm run seed first`);
+  const apiKey = issueKey(stores.registry, top.team_id, { name: 'bench-dashboard', scopes: ['read'] }).apiKey;
+  stores.registry.close();
+  await stores.events.close();
+  await stores.loaderEvents.close();
+
+  const size = firstPageBytes();
+  console.log(
+    `\nspendscope dashboard benchmark, ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} cores, embedded ClickHouse, ` +
+      `${Number(all!.n).toLocaleString('en-US')} events in the store, the team shown holds ${Number(top.n).toLocaleString('en-US')}; ` +
+      `Chromium on the same machine; ${LOADS} loads per range`,
+  );
+  console.log(`first page: ${(size.gzipped / 1024).toFixed(1)} KB gzipped (${(size.raw / 1024).toFixed(1)} KB as built), budget 250 KB\n`);
+
+  const service = await startChildService({ dataDir });
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
+  });
+  try {
+    const base = `http://127.0.0.1:${service.port}`;
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`${base}/`);
+    await page.getByLabel('API key').fill(apiKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    console.log('overview range   loads   all panels shown: p50 ms   p95 ms   slowest panel request: p50 ms   panels');
+    for (const preset of PRESETS) {
+      const shown: number[] = [];
+      const slowest: number[] = [];
+      let panels = 0;
+      // One load first, not counted: the engine's and the browser's caches start warm for every range alike.
+      for (let i = 0; i <= LOADS; i++) {
+        await page.goto(`${base}/dashboard/?range=${preset}`);
+        await page.waitForFunction(() => {
+          const all = document.querySelectorAll('section.panel[data-panel]');
+          return all.length >= 7 && [...all].every((p) => p.getAttribute('data-state') === 'ready');
+        }, undefined, { timeout: 60_000, polling: 'raf' });
+        const timing = await page.evaluate(() => ({
+          now: performance.now(),
+          panels: document.querySelectorAll('section.panel[data-panel]').length,
+          api: performance.getEntriesByType('resource').filter((e) => e.name.includes('/api/v1/')).map((e) => (e as PerformanceResourceTiming).responseEnd - e.startTime),
+        }));
+        if (i === 0) continue;
+        shown.push(timing.now);
+        slowest.push(Math.max(...timing.api));
+        panels = timing.panels;
+      }
+      if (preset === '30d' && args.screenshot) await page.screenshot({ path: args.screenshot, fullPage: true });
+      shown.sort((a, b) => a - b);
+      console.log(
+        `${preset.padEnd(14)} ${String(LOADS).padStart(7)} ${percentile(shown, 50).toFixed(0).padStart(27)} ${percentile(shown, 95).toFixed(0).padStart(8)}` +
+          ` ${median(slowest).toFixed(0).padStart(31)} ${String(panels).padStart(8)}`,
+      );
+    }
+  } finally {
+    await browser.close();
+    await service.stop();
+    if (temporary) fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
