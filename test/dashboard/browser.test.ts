@@ -316,6 +316,52 @@ describe('dashboard in a browser', function () {
     await page.close();
   });
 
+  it('each panel has its own empty and error states; a failed panel retries on its own, the others unharmed', async () => {
+    const empty = newTeam('dashboard-empty');
+    const page = await newPage('wide');
+    await signIn(page, empty.apiKey);
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await page.locator('[data-panel=agents][data-state=ready] .state.empty').waitFor();
+    expect(await page.locator('[data-panel=open-alerts] .state.empty').textContent()).to.equal('No open alerts.');
+    expect(await page.locator('[data-panel=totals] [data-field=totalSpend] .value').textContent()).to.equal('0.00');
+
+    // The network answer of one panel fails (the service itself never does): that panel says so.
+    let failing = true;
+    await page.route('**/api/v1/analytics/by-network*', (route) =>
+      failing ? route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'store_unavailable', message: 'ClickHouse did not answer', requestId: 'x' } }) }) : route.continue(),
+    );
+    await page.reload();
+    await page.locator('[data-panel=networks][data-state=error]').waitFor();
+    expect(await page.locator('[data-panel=networks] [role=alert] p').textContent()).to.equal('ClickHouse did not answer');
+    await page.locator('[data-panel=categories][data-state=ready]').waitFor();
+    failing = false;
+    await page.locator('[data-panel=networks]').getByRole('button', { name: 'Try again' }).click();
+    await page.locator('[data-panel=networks][data-state=ready]').waitFor();
+    await page.close();
+  });
+
+  it('panels refresh every 10 s while the tab is visible, and not while it is hidden', async () => {
+    const page = await newPage('wide');
+    await page.clock.install();
+    await signIn(page);
+    await page.locator('[data-panel=totals][data-state=ready]').waitFor();
+    let summaries = 0;
+    page.on('request', (request) => request.url().includes('/api/v1/analytics/summary') && summaries++);
+    await page.clock.runFor(10_500);
+    await page.waitForFunction(() => document.querySelector('[data-panel=totals]')?.getAttribute('data-state') === 'ready');
+    await page.waitForTimeout(200);
+    expect(summaries).to.equal(1);
+    await page.clock.runFor(10_000);
+    await page.waitForTimeout(200);
+    expect(summaries).to.equal(2);
+    // A hidden tab asks for nothing.
+    await page.evaluate(() => Object.defineProperty(document, 'visibilityState', { value: 'hidden', configurable: true }));
+    await page.clock.runFor(30_000);
+    await page.waitForTimeout(200);
+    expect(summaries).to.equal(2);
+    await page.close();
+  });
+
   it('every page renders at 1280 px and on a 390 px phone screen, loaded, with no errors in the page', async () => {
     const alertId = (await api().get('/api/v1/alerts').query({ limit: 1 }).set(...team.auth).expect(200)).body.data[0].id;
     const range = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;
