@@ -70,7 +70,13 @@ function generator(seed: number) {
 export async function seedStore(options: SeedOptions): Promise<SeededTeam[]> {
   const log = options.log ?? (() => undefined);
   // Blocks as large as the chunks this script commits; no backlog bound (nothing else is waiting).
-  const config = loadConfig({ ...process.env, DATA_DIR: options.dataDir, LOAD_BLOCK_ROWS: '50000', INGEST_BACKLOG_MAX_ROWS: '1000000000' });
+  const config = loadConfig({
+    ...process.env,
+    DATA_DIR: options.dataDir,
+    LOAD_BLOCK_ROWS: '50000',
+    INGEST_BACKLOG_MAX_ROWS: '1000000000',
+    INGEST_BACKLOG_MAX_BYTES: String(1024 ** 4),
+  });
   const logger = pino({ level: process.env.LOG_LEVEL ?? 'warn' }, pino.destination(2));
   const { registry, events, loaderEvents } = await openStores(config, logger);
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));

@@ -24,7 +24,7 @@ const SECTIONS = [
 ] as const;
 
 function Page({ path }: { path: string }) {
-  const [section, id, sub] = path.split('/').map(decodeURIComponent);
+  const [section, id, sub] = path.split('/').map(safeDecode);
   switch (section) {
     case '':
       return <Overview />;
@@ -40,6 +40,15 @@ function Page({ path }: { path: string }) {
       return <NotFound />;
     default:
       return <NotFound />;
+  }
+}
+
+/** A path segment as typed: a malformed escape is kept as it is rather than breaking the page. */
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
   }
 }
 

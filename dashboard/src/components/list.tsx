@@ -33,7 +33,7 @@ export function PagedList<T>({
   const [more, setMore] = useState<{ items: T[]; cursor: string | null; error?: string; busy?: boolean }>({ items: [], cursor: null });
   const key = JSON.stringify([path, query, version]);
   useEffect(() => setMore({ items: [], cursor: null }), [key]);
-  const cursor = more.items.length ? more.cursor : first.state !== 'loading' || first.data ? first.data?.next_cursor ?? null : null;
+  const cursor = more.items.length ? more.cursor : (first.data?.next_cursor ?? null);
   const loadMore = async () => {
     if (!cursor) return;
     setMore((m) => ({ ...m, busy: true, error: undefined }));

@@ -24,7 +24,8 @@ export function useLoad<T>(fetcher: (signal: AbortSignal) => Promise<T>, deps: u
     const controller = new AbortController();
     const depsChanged = lastDeps.current !== key;
     lastDeps.current = key;
-    setLoad((prev) => (depsChanged || prev.state === 'error' ? { state: 'loading' } : prev));
+    // New deps: show loading. A refresh keeps what is shown (an error keeps its last data too).
+    setLoad((prev) => (depsChanged ? { state: 'loading' } : prev.state === 'error' ? { state: 'loading', data: prev.data } : prev));
     fetcher(controller.signal).then(
       (data) => !controller.signal.aborted && setLoad({ state: 'ready', data }),
       (error: Error) => !controller.signal.aborted && setLoad((prev) => ({ state: 'error', error, data: depsChanged ? undefined : prev.data })),
