@@ -3,6 +3,7 @@ import { alertRoutes } from './alerts/routes.js';
 import { analyticsRoutes } from './analytics/routes.js';
 import { auditLogRoutes } from './audit-log/routes.js';
 import { auditRoutes } from './audit/routes.js';
+import { authorizationRoutes } from './authorizations/routes.js';
 import { openApiRoute } from './docs/routes.js';
 import { healthRoutes } from './health/routes.js';
 import type { RouteSpec } from './http/routes.js';
@@ -18,6 +19,7 @@ export const ROUTES: readonly RouteSpec[] = [
   metricsRoute,
   ...teamRoutes,
   ...ingestRoutes,
+  ...authorizationRoutes,
   ...auditRoutes,
   ...agentRoutes,
   ...policyRoutes,

@@ -1,5 +1,9 @@
 import type { Logger } from 'pino';
 import { recordOccurrences, type Occurrence } from '../alerts/repository.js';
+import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
+import { Holds } from '../authorizations/holds.js';
+import { authorizationStatements, findByIdempotencyKey, type AuthorizationRow, type Check } from '../authorizations/repository.js';
+import { newId } from '../teams/keys.js';
 import type { AnomalyConfig } from '../config.js';
 import { MAX_FUTURE_SKEW_MS, type EventRow } from '../ingest/records.js';
 import { activePolicies, policyRevisions } from '../policies/repository.js';
@@ -8,8 +12,8 @@ import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
 import { AnomalyDetector } from './anomalies.js';
 import { endpointMatcher } from './matchers.js';
-import { toUnits } from './money.js';
-import { breachOccurrence, compilePolicy, policyBreaches, scopeKey, type CompiledPolicy, type WindowScope } from './policies.js';
+import { formatUnits, toUnits } from './money.js';
+import { breachKey, breachOccurrence, compilePolicy, policyBreaches, scopeKey, scopeOf, type Breach, type CompiledPolicy, type WindowScope } from './policies.js';
 import { utcDay, utcHour, zonedDay, type Window } from './windows.js';
 
 /** A running total a team's policies need: `h`, `d:<zone>` or `e:<pattern>` (see policies.ts). */
@@ -32,6 +36,10 @@ export interface EvaluationPlan {
   rows: readonly EventRow[];
   states: Map<string, TeamState>;
   touched: TouchedTotal[][];
+  /** Authorizations to decide after the rows, each as the event it would be (at `now`). */
+  requests: readonly AuthorizationRequest[];
+  probes: EventRow[];
+  probeTouched: TouchedTotal[][];
   /** Totals that could not be read (ClickHouse behind or down): not added to, not checked. */
   unknown: Set<string>;
 }
@@ -72,6 +80,8 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
   private readonly loadedWindows = new Set<string>();
   /** Prepared once: evaluation runs in every ingest commit. */
   private readonly statements;
+  /** What open authorizations hold, per agent (rebuilt from the registry at start and after a rollback). */
+  private holds: Holds;
 
   constructor(
     private readonly registry: Registry,
@@ -87,6 +97,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       agentCreated: registry.prepare('SELECT created_at FROM agents WHERE team_id = ? AND external_id = ?'),
     };
     this.anomalies = new AnomalyDetector(config);
+    this.holds = Holds.load(registry);
   }
 
   /**
@@ -95,13 +106,14 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    * acknowledged before; when ClickHouse cannot answer in time, those totals stay unknown and the
    * windowed limits on them are not checked for this group (logged), and read again next time.
    */
-  async prepare(rows: readonly EventRow[], now = Date.now()): Promise<EvaluationPlan> {
+  async prepare(rows: readonly EventRow[], now = Date.now(), requests: readonly AuthorizationRequest[] = []): Promise<EvaluationPlan> {
     this.dropOldWindows(now);
+    const probes = requests.map((r) => probeRow(r, now));
     const states = new Map<string, TeamState>();
-    for (const row of rows) if (!states.has(row.team_id)) states.set(row.team_id, this.teamState(row.team_id, now));
+    for (const row of [...rows, ...probes]) if (!states.has(row.team_id)) states.set(row.team_id, this.teamState(row.team_id, now));
     // The running totals each event adds to, worked out once per event (teams without windowed
     // policies have no scopes, and pay nothing here).
-    const touched = rows.map((row) => {
+    const touchedBy = (row: EventRow) => {
       const keys: TouchedTotal[] = [];
       for (const spec of states.get(row.team_id)!.scopes.values()) {
         if (spec.matches && !spec.matches(row.domain, row.endpoint)) continue;
@@ -109,9 +121,126 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         keys.push({ key: this.totalKey(row.team_id, { agentId: row.agent_id, scope: spec.scope, window }), spec, window });
       }
       return keys;
+    };
+    const touched = rows.map(touchedBy);
+    const probeTouched = probes.map(touchedBy);
+    const unknown = await this.loadMissingTotals([...rows, ...probes], [...touched, ...probeTouched]);
+    return { rows, states, touched, unknown, requests, probes, probeTouched };
+  }
+
+  /**
+   * Inside the commit's transaction, after apply: decides each authorization against the running
+   * totals (this group's records included) plus what open authorizations hold, and writes it. An
+   * approval holds its amount; a block policy it would break declines it and raises (or updates)
+   * that breach's alert, marked declined. Requests are decided in order, so of many at once for
+   * one agent, exactly as many are approved as the limits allow.
+   */
+  decide(plan: EvaluationPlan, now = Date.now()): AuthorizationOutcome[] {
+    const insert = authorizationStatements(this.registry).insert;
+    return plan.requests.map((request, i): AuthorizationOutcome => {
+      try {
+        // A savepoint each: one request that fails (a bug) fails alone, never the group's records
+        // or another team's decision.
+        return this.registry.transaction(() => this.decideOne(plan, i, request, insert, now))();
+      } catch (error) {
+        this.logger.error({ err: error, teamId: request.teamId, agentId: request.agentId }, 'deciding an authorization failed');
+        return { failed: error };
+      }
     });
-    const unknown = await this.loadMissingTotals(rows, touched);
-    return { rows, states, touched, unknown };
+  }
+
+  private decideOne(plan: EvaluationPlan, i: number, request: AuthorizationRequest, insert: { run(row: AuthorizationRow): unknown }, now: number): AuthorizationOutcome {
+    if (request.idempotencyKey !== null) {
+      const existing = findByIdempotencyKey(this.registry, request.teamId, request.idempotencyKey);
+      if (existing) return { row: existing };
+    }
+    const probe = plan.probes[i]!;
+    if (plan.probeTouched[i]!.some((t) => plan.unknown.has(t.key))) return { unavailable: true };
+    const amount = toUnits(request.amount);
+    const state = plan.states.get(request.teamId)!;
+    const checks: Check[] = [];
+    const reasons: string[] = [];
+    const declines: Breach[] = [];
+    for (const policy of this.policiesOf(state, request.agentId)) {
+      for (const limit of policy.limits) {
+        if (limit.matches && !limit.matches(probe.domain, probe.endpoint)) continue;
+        const scope = scopeOf(policy, limit, probe);
+        const spent = scope ? (this.totals.get(this.totalKey(request.teamId, scope)) ?? 0n) : 0n;
+        const held = scope ? this.holds.heldIn(request.teamId, request.agentId, now, scope.window, limit.matches) : 0n;
+        const observed = spent + held + amount;
+        const breaks = observed > limit.amount;
+        const remaining = limit.amount - spent - held;
+        const action = policy.severity === 'critical' ? 'block' : 'flag';
+        checks.push({
+          policy_id: policy.id,
+          policy_name: policy.name,
+          action,
+          kind: limit.kind,
+          window: scope ? { start: new Date(scope.window.start).toISOString(), end: new Date(scope.window.end).toISOString() } : null,
+          limit: limit.amountText,
+          spent: formatUnits(spent),
+          held: formatUnits(held),
+          remaining: formatUnits(remaining > 0n ? remaining : 0n),
+          breaks,
+        });
+        if (!breaks) continue;
+        const what = limit.kind === 'per_call' ? `the payment of ${request.amount}` : `spend of ${formatUnits(spent)} and holds of ${formatUnits(held)} plus ${request.amount}`;
+        reasons.push(`${action === 'block' ? 'Declined' : 'Flagged'} by policy "${policy.name}": ${what} would exceed its ${limit.kind} limit of ${limit.amountText}${limit.endpoint ? ` to ${limit.endpoint}` : ''}`);
+        if (action === 'block') {
+          const window = scope?.window ?? null;
+          declines.push({
+            policy,
+            limit,
+            observed: scope ? observed : amount,
+            window,
+            dedupKey: breachKey(request.agentId, policy, limit, window),
+          });
+        }
+      }
+    }
+    const approved = declines.length === 0;
+    const row: AuthorizationRow = {
+      id: probe.id,
+      team_id: request.teamId,
+      agent_id: request.agentId,
+      endpoint: request.endpoint,
+      domain: request.domain,
+      amount: request.amount,
+      asset: request.asset,
+      network: request.network,
+      payee_address: request.payeeAddress,
+      decision: approved ? 'approved' : 'declined',
+      state: approved ? 'held' : 'declined',
+      checks: JSON.stringify(checks),
+      reasons: JSON.stringify(reasons),
+      idempotency_key: request.idempotencyKey,
+      created_at: now,
+      expires_at: now + request.expiresInS * 1000,
+      captured_amount: null,
+      captured_at: null,
+      captured_by: null,
+      voided_at: null,
+    };
+    insert.run(row);
+    if (!approved) {
+      // The breach's alert, as a record breaking it would raise: one alert per breach.
+      const occurrences = declines.map((breach) => {
+        const occurrence = breachOccurrence(request.teamId, breach, probe, amount, now);
+        occurrence.details = { ...occurrence.details, declined: true, authorizationId: row.id };
+        occurrence.message = `Declined authorization ${row.id}: ${occurrence.message}`;
+        occurrence.eventIds = [];
+        return occurrence;
+      });
+      recordOccurrences(this.registry, occurrences, now);
+    }
+    // Last, once nothing of this decision can fail: memory follows what is written.
+    if (approved) this.holds.add({ id: row.id, teamId: row.team_id, agentId: row.agent_id, domain: row.domain, endpoint: row.endpoint, amount, at: now, expiresAt: row.expires_at });
+    return { row };
+  }
+
+  /** Releases an open hold at once (voided or captured through the API); false when none was held. */
+  release(authorizationId: string): boolean {
+    return this.holds.remove(authorizationId);
   }
 
   /**
@@ -158,6 +287,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    * whose rows they may include): totals are read again from ClickHouse when next needed.
    */
   reset(): void {
+    this.holds = Holds.load(this.registry);
     this.teams.clear();
     this.totals.clear();
     this.loadedWindows.clear();
@@ -358,6 +488,19 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       | undefined;
     return row?.created_at;
   }
+}
+
+/** An authorization as the event it would be if paid now: what its windows and matchers read. */
+function probeRow(request: AuthorizationRequest, now: number): EventRow {
+  return {
+    team_id: request.teamId,
+    event_time: now,
+    id: newId('auth', now),
+    agent_id: request.agentId,
+    endpoint: request.endpoint,
+    domain: request.domain,
+    amount: request.amount,
+  } as EventRow;
 }
 
 /** The breach key of the client's own verdict (blocked or flagged), or undefined when it allowed the payment. */

@@ -88,6 +88,11 @@ export interface Breach {
   dedupKey: string;
 }
 
+/** What makes two occurrences (or a declined authorization) the same breach: agent, policy, limit, window. */
+export function breachKey(agentId: string, policy: CompiledPolicy, limit: CompiledLimit, window: Window | null): string {
+  return `${agentId}\u0000policy\u0000${policy.id}\u0000${limit.kind}\u0000${limit.endpoint ?? ''}\u0000${window?.start ?? ''}`;
+}
+
 /**
  * The limits of one policy an event breaks. `spendAfter` gives the running total of a scope
  * including this event (the caller adds it once per scope, however many policies share it). Cheap:
@@ -106,7 +111,7 @@ export function policyBreaches(policy: CompiledPolicy, row: EventRow, amount: bi
       limit,
       observed,
       window,
-      dedupKey: `${row.agent_id}\u0000policy\u0000${policy.id}\u0000${limit.kind}\u0000${limit.endpoint ?? ''}\u0000${window?.start ?? ''}`,
+      dedupKey: breachKey(row.agent_id, policy, limit, window),
     });
   }
   return found;

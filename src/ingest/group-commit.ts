@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
 import type { AgentActivity } from '../agents/activity.js';
+import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
+import type { AuthorizationRow } from '../authorizations/repository.js';
 import { ApiError } from '../http/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.js';
@@ -24,8 +26,10 @@ export interface CommitOutcome {
  * commit claimed, and writes alerts in the same transaction.
  */
 export interface AckEvaluator<Plan> {
-  prepare(rows: readonly EventRow[], now: number): Promise<Plan>;
+  prepare(rows: readonly EventRow[], now: number, requests?: readonly AuthorizationRequest[]): Promise<Plan>;
   apply(plan: Plan, fresh: readonly boolean[], now: number): number[];
+  /** After apply, in the same transaction: decides the group's authorizations, in order. */
+  decide(plan: Plan, now: number): AuthorizationOutcome[];
   /** Forgets in-memory state that a rolled-back transaction may have changed. */
   reset(): void;
 }
@@ -42,6 +46,13 @@ interface PendingWrite {
   reject: (err: unknown) => void;
 }
 
+/** An authorization waiting for the next group: decided against the totals the group leaves. */
+interface PendingDecision {
+  request: AuthorizationRequest;
+  resolve: (row: AuthorizationRow) => void;
+  reject: (err: unknown) => void;
+}
+
 /**
  * Group commit into the ingest log. Requests queue their validated rows; one commit at a time
  * takes everything queued and, in one SQLite transaction synced to disk, claims each (team, id),
@@ -51,6 +62,7 @@ interface PendingWrite {
  */
 export class GroupCommit {
   private queue: PendingWrite[] = [];
+  private decisions: PendingDecision[] = [];
   private draining: Promise<void> | undefined;
   /** Groups committed and waiting for their disk flush, then answered. */
   private readonly acknowledging = new Set<Promise<void>>();
@@ -93,6 +105,20 @@ export class GroupCommit {
     });
   }
 
+  /**
+   * Decides an authorization in the next group commit, after the group's records are evaluated:
+   * one agent's decisions and records are serialised against one set of running totals. Resolves
+   * once the authorization is durable.
+   */
+  authorize(request: AuthorizationRequest): Promise<AuthorizationRow> {
+    if (this.closed) return Promise.reject(new ApiError('store_unavailable', 'The service is shutting down; retry', undefined, { 'Retry-After': '1' }));
+    if (!this.evaluator) return Promise.reject(new ApiError('store_unavailable', 'Authorizations need policy evaluation, which is off here'));
+    return new Promise((resolve, reject) => {
+      this.decisions.push({ request, resolve, reject });
+      this.draining ??= new Promise<void>((done) => setImmediate(() => void this.drain().finally(done)));
+    });
+  }
+
   /** Refuses new writes and waits until everything queued is committed. */
   async close(): Promise<void> {
     this.closed = true;
@@ -109,15 +135,16 @@ export class GroupCommit {
    */
   private async drain(): Promise<void> {
     try {
-      while (this.queue.length > 0) {
+      while (this.queue.length > 0 || this.decisions.length > 0) {
         const group = this.queue.splice(0);
+        const decisions = this.decisions.splice(0);
         try {
-          const { acknowledged } = await this.commit(group);
-          const settled = acknowledged.catch((err: unknown) => this.fail(group, err));
+          const { acknowledged } = await this.commit(group, decisions);
+          const settled = acknowledged.catch((err: unknown) => this.fail(group, err, decisions));
           this.acknowledging.add(settled);
           void settled.finally(() => this.acknowledging.delete(settled));
         } catch (err) {
-          this.fail(group, err);
+          this.fail(group, err, decisions);
         }
         // Let requests parsed meanwhile join the next group.
         await new Promise<void>((resolve) => setImmediate(resolve));
@@ -137,14 +164,14 @@ export class GroupCommit {
   }
 
   /** Evaluates and commits one group; `acknowledged` settles once its answers are sent. */
-  private async commit(group: PendingWrite[]): Promise<{ acknowledged: Promise<void> }> {
+  private async commit(group: PendingWrite[], decisions: PendingDecision[]): Promise<{ acknowledged: Promise<void> }> {
     const started = performance.now();
     const now = Date.now();
     const all = group.flatMap((p) => p.rows);
     let plan: unknown;
     if (this.evaluator) {
       try {
-        plan = await this.evaluator.prepare(all, now);
+        plan = await this.evaluator.prepare(all, now, decisions.map((d) => d.request));
       } catch (err) {
         // The records are still acknowledged; their windowed limits go unchecked (logged).
         this.logger.error({ err, rows: all.length }, 'preparing policy evaluation failed; the records are stored unevaluated');
@@ -154,21 +181,39 @@ export class GroupCommit {
     const endPos = this.log.endPos;
     let chunks: LogChunk[] = [];
     let outcomes: CommitOutcome[];
+    let decided: AuthorizationOutcome[] = [];
     try {
       // Written without fsync; acknowledge() awaits the WAL flush that makes it durable.
-      ({ chunks, outcomes } = unsyncedTransaction(this.db, () => this.claimAndAppend(group, all, plan, now)));
+      ({ chunks, outcomes } = unsyncedTransaction(this.db, () => {
+        const result = this.claimAndAppend(group, all, plan, now);
+        // Decisions see the totals this group's records leave; a failure here fails the whole
+        // group (its holds must never be half written).
+        if (decisions.length > 0) {
+          if (plan === undefined) throw new Error('no evaluation plan for the authorizations of this group');
+          decided = this.evaluator!.decide(plan, now);
+        }
+        return result;
+      }));
     } catch (err) {
       this.log.rolledBack(endPos);
       this.evaluator?.reset();
       this.agents?.reset();
-      this.fail(group, err);
+      this.fail(group, err, decisions);
       return { acknowledged: Promise.resolve() };
     }
-    return { acknowledged: this.acknowledge(group, chunks, outcomes, started, prepared) };
+    return { acknowledged: this.acknowledge(group, chunks, outcomes, started, prepared, decisions, decided) };
   }
 
   /** Waits for the WAL flush that makes the group durable, then hands it to the loader and answers. */
-  private async acknowledge(group: PendingWrite[], chunks: LogChunk[], outcomes: CommitOutcome[], started: number, prepared: number): Promise<void> {
+  private async acknowledge(
+    group: PendingWrite[],
+    chunks: LogChunk[],
+    outcomes: CommitOutcome[],
+    started: number,
+    prepared: number,
+    decisions: PendingDecision[],
+    decided: AuthorizationOutcome[],
+  ): Promise<void> {
     const all = group.reduce((n, p) => n + p.rows.length, 0);
     const committed = performance.now();
     try {
@@ -176,13 +221,25 @@ export class GroupCommit {
     } catch (err) {
       // Committed but maybe not on disk: not acknowledged. A retry finds the ids claimed and
       // answers them as duplicates, which is right if the disk kept them; the loader copies them.
-      this.fail(group, err);
+      this.fail(group, err, decisions);
       this.freshness.committed(chunks);
       return;
     }
     // Only now may the loader copy these records: ClickHouse must never hold what the log could lose.
     this.freshness.committed(chunks);
     group.forEach((pending, i) => pending.resolve(outcomes[i]!));
+    decisions.forEach((pending, i) => {
+      const outcome = decided[i]!;
+      if ('row' in outcome) pending.resolve(outcome.row);
+      else if ('failed' in outcome) pending.reject(outcome.failed);
+      else {
+        pending.reject(
+          new ApiError('store_unavailable', 'The running totals of this agent could not be read (the event store is behind or down); nothing was decided, retry', undefined, {
+            'Retry-After': '2',
+          }),
+        );
+      }
+    });
     this.logger.debug(
       {
         requests: group.length,
@@ -195,11 +252,15 @@ export class GroupCommit {
     );
   }
 
-  private fail(group: PendingWrite[], err: unknown): void {
+  private fail(group: PendingWrite[], err: unknown, decisions: PendingDecision[] = []): void {
     this.metrics?.storeErrors.inc({ store: 'ingest_log' });
-    this.logger.error({ err, rows: group.reduce((n, p) => n + p.rows.length, 0) }, 'ingest log write failed; nothing of the group is acknowledged');
+    this.logger.error(
+      { err, rows: group.reduce((n, p) => n + p.rows.length, 0), authorizations: decisions.length },
+      'ingest log write failed; nothing of the group is acknowledged',
+    );
     const unavailable = new ApiError('store_unavailable', 'The ingest log could not be written; nothing was stored, retry', undefined, { 'Retry-After': '5' });
     for (const pending of group) pending.reject(unavailable);
+    for (const pending of decisions) pending.reject(unavailable);
   }
 
   /** The body of the transaction: claim, append per team, evaluate, record agents. */

@@ -68,3 +68,13 @@ export function run(
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+/** One API call to a service started here, with a key; the body parsed (undefined for a 204). */
+export async function callWithKey(baseUrl: string, key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: res.status === 204 ? undefined : await res.json() };
+}

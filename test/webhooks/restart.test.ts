@@ -1,19 +1,12 @@
 /** The webhook outbox survives a kill -9: what was pending is delivered after the restart. */
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
-import { startService, tempDir } from '../helpers/processes.js';
+import { callWithKey, startService, tempDir } from '../helpers/processes.js';
 import { Receiver } from './receiver.js';
 
 const KEY = 'webhook-restart-key-0123456789abcdef';
 
-async function call(baseUrl: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${baseUrl}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${KEY}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: res.status === 204 ? undefined : await res.json() };
-}
+const call = (baseUrl: string, method: string, path: string, body?: unknown) => callWithKey(baseUrl, KEY, method, path, body);
 
 describe('webhook outbox across a kill -9', function () {
   this.timeout(90_000);

@@ -1,0 +1,143 @@
+/**
+ * Authorizations in the registry (schema/sqlite/013): written by the evaluator inside the ingest
+ * log's group commit, read by the routes. A hold's lapse is not written: an approved row whose
+ * expires_at has passed reads as expired.
+ */
+import type { Registry } from '../stores/sqlite.js';
+
+export type AuthorizationState = 'held' | 'captured' | 'voided' | 'declined';
+export type AuthorizationStatus = AuthorizationState | 'expired';
+
+export interface Check {
+  policy_id: string;
+  policy_name: string;
+  action: 'flag' | 'block';
+  kind: 'per_call' | 'per_hour' | 'daily' | 'per_endpoint';
+  window: { start: string; end: string } | null;
+  limit: string;
+  spent: string;
+  held: string;
+  remaining: string;
+  breaks: boolean;
+}
+
+export interface AuthorizationRow {
+  id: string;
+  team_id: string;
+  agent_id: string;
+  endpoint: string;
+  domain: string;
+  amount: string;
+  asset: string | null;
+  network: string | null;
+  payee_address: string | null;
+  decision: 'approved' | 'declined';
+  state: AuthorizationState;
+  checks: string;
+  reasons: string;
+  idempotency_key: string | null;
+  created_at: number;
+  expires_at: number;
+  captured_amount: string | null;
+  captured_at: number | null;
+  captured_by: string | null;
+  voided_at: number | null;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+export function statusOf(row: Pick<AuthorizationRow, 'state' | 'expires_at'>, now = Date.now()): AuthorizationStatus {
+  return row.state === 'held' && row.expires_at <= now ? 'expired' : row.state;
+}
+
+/** The API's shape of an authorization (schema/api/authorization.json). */
+export function authorizationBody(row: AuthorizationRow, now = Date.now()) {
+  return {
+    id: row.id,
+    decision: row.decision,
+    status: statusOf(row, now),
+    agent_id: row.agent_id,
+    endpoint: row.endpoint,
+    amount: row.amount,
+    asset: row.asset,
+    network: row.network,
+    payee_address: row.payee_address,
+    expires_at: iso(row.expires_at)!,
+    created_at: iso(row.created_at)!,
+    checks: JSON.parse(row.checks) as Check[],
+    reasons: JSON.parse(row.reasons) as string[],
+    captured_amount: row.captured_amount,
+    captured_at: iso(row.captured_at),
+    captured_by: row.captured_by,
+    voided_at: iso(row.voided_at),
+    idempotency_key: row.idempotency_key,
+  };
+}
+
+const statements = new WeakMap<Registry, ReturnType<typeof prepare>>();
+
+function prepare(db: Registry) {
+  return {
+    insert: db.prepare(
+      `INSERT INTO authorizations (id, team_id, agent_id, endpoint, domain, amount, asset, network, payee_address, decision, state,
+                                   checks, reasons, idempotency_key, created_at, expires_at)
+       VALUES (@id, @team_id, @agent_id, @endpoint, @domain, @amount, @asset, @network, @payee_address, @decision, @state,
+               @checks, @reasons, @idempotency_key, @created_at, @expires_at)`,
+    ),
+    byId: db.prepare('SELECT * FROM authorizations WHERE team_id = ? AND id = ?'),
+    byKey: db.prepare('SELECT * FROM authorizations WHERE team_id = ? AND idempotency_key = ?'),
+    held: db.prepare(`SELECT * FROM authorizations WHERE state = 'held' AND expires_at > ?`),
+    void: db.prepare(`UPDATE authorizations SET state = 'voided', voided_at = ? WHERE team_id = ? AND id = ? AND state = 'held' AND expires_at > ?`),
+    capture: db.prepare(
+      `UPDATE authorizations SET state = 'captured', captured_amount = ?, captured_at = ?, captured_by = ?
+        WHERE team_id = ? AND id = ? AND state = 'held' AND expires_at > ?`,
+    ),
+  };
+}
+
+export function authorizationStatements(db: Registry) {
+  let s = statements.get(db);
+  if (!s) statements.set(db, (s = prepare(db)));
+  return s;
+}
+
+export function findAuthorization(db: Registry, teamId: string, id: string): AuthorizationRow | undefined {
+  return authorizationStatements(db).byId.get(teamId, id) as AuthorizationRow | undefined;
+}
+
+export function findByIdempotencyKey(db: Registry, teamId: string, key: string): AuthorizationRow | undefined {
+  return authorizationStatements(db).byKey.get(teamId, key) as AuthorizationRow | undefined;
+}
+
+/** Holds still counting at `now` (read back at start-up). */
+export function liveHolds(db: Registry, now: number): AuthorizationRow[] {
+  return authorizationStatements(db).held.all(now) as AuthorizationRow[];
+}
+
+export interface AuthorizationFilter {
+  agent?: string;
+  status?: AuthorizationStatus;
+  from?: number;
+  to?: number;
+}
+
+export interface AuthorizationCursor {
+  createdAt: number;
+  id: string;
+}
+
+export function listAuthorizations(db: Registry, teamId: string, filter: AuthorizationFilter, page: { limit: number; after?: AuthorizationCursor }, now = Date.now()): AuthorizationRow[] {
+  const where = ['team_id = ?'];
+  const args: unknown[] = [teamId];
+  if (filter.agent !== undefined) (where.push('agent_id = ?'), args.push(filter.agent));
+  if (filter.status === 'expired') (where.push(`state = 'held' AND expires_at <= ?`), args.push(now));
+  else if (filter.status === 'held') (where.push(`state = 'held' AND expires_at > ?`), args.push(now));
+  else if (filter.status !== undefined) (where.push('state = ?'), args.push(filter.status));
+  if (filter.from !== undefined) (where.push('created_at >= ?'), args.push(filter.from));
+  if (filter.to !== undefined) (where.push('created_at < ?'), args.push(filter.to));
+  if (page.after) {
+    where.push('(created_at < ? OR (created_at = ? AND id < ?))');
+    args.push(page.after.createdAt, page.after.createdAt, page.after.id);
+  }
+  return db.prepare(`SELECT * FROM authorizations WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`).all(...args, page.limit) as AuthorizationRow[];
+}

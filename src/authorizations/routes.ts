@@ -1,0 +1,184 @@
+/**
+ * Authorizations: ask before paying. POST decides at once (in the next group commit of the ingest
+ * log, against the running totals and the open holds), GET reads them, void releases a hold.
+ */
+import { decodeCursor, keysetPage } from '../http/cursor.js';
+import { ApiError } from '../http/errors.js';
+import { defineRoute, type RouteSpec } from '../http/routes.js';
+import { parseQueryTime } from '../http/validation.js';
+import { DEFAULT_EXPIRES_IN_S, type AuthorizationRequest } from './decision.js';
+import {
+  authorizationBody,
+  authorizationStatements,
+  findAuthorization,
+  listAuthorizations,
+  statusOf,
+  type AuthorizationCursor,
+  type AuthorizationStatus,
+} from './repository.js';
+
+interface AuthorizationCreate {
+  agent_id: string;
+  endpoint: string;
+  amount: string;
+  asset?: string;
+  network?: string;
+  payee_address?: string;
+  expires_in_s?: number;
+  idempotency_key?: string;
+}
+
+const EXAMPLE = {
+  id: 'auth_oc62b4k2a7q3x9m5c1v8n6z0',
+  decision: 'approved',
+  status: 'held',
+  agent_id: 'research-bot',
+  endpoint: 'https://api.example.com/v1/search',
+  amount: '0.25',
+  asset: 'USDC',
+  network: 'eip155:8453',
+  payee_address: null,
+  expires_at: '2026-11-23T12:05:00.000Z',
+  created_at: '2026-11-23T12:00:00.000Z',
+  checks: [
+    {
+      policy_id: 'pol_oc5z2hitduo6lmewdoyy6csy',
+      policy_name: 'research budget',
+      action: 'block',
+      kind: 'daily',
+      window: { start: '2026-11-23T00:00:00.000Z', end: '2026-11-24T00:00:00.000Z' },
+      limit: '100',
+      spent: '41.5',
+      held: '0.75',
+      remaining: '57.75',
+      breaks: false,
+    },
+  ],
+  reasons: [],
+  captured_amount: null,
+  captured_at: null,
+  captured_by: null,
+  voided_at: null,
+  idempotency_key: 'task-8812-call-3',
+};
+
+const notFound = (id: string) => new ApiError('not_found', `No authorization "${id}" in this team`);
+
+export const createAuthorizationRoute = defineRoute<AuthorizationCreate>({
+  method: 'post',
+  path: '/authorizations',
+  operationId: 'createAuthorization',
+  summary: 'Ask whether an agent may pay, and hold the amount if it may',
+  description:
+    "Decides at once against the team's active policies for the agent, as ingest evaluates them (per_call, per_hour, daily " +
+    "in the policy's time zone, per_endpoint), counting what the agent spent in each window plus what its open " +
+    'authorizations hold. A block policy that would be broken declines (and raises or updates that breach\'s alert, with ' +
+    '`details.declined`); a flag policy approves and says so in `reasons`. An approval holds its amount until it is ' +
+    'captured, voided or expires (`expires_in_s`, default 300, at most 3600). Decisions for one agent are serialised ' +
+    'against one set of totals: concurrent requests never approve more than the limits allow. The same ' +
+    '`idempotency_key` returns the same authorization. Answered once the authorization is durable.',
+  tag: 'authorizations',
+  scope: 'ingest',
+  body: 'authorization-create.json',
+  bodyExample: { agent_id: 'research-bot', endpoint: 'https://api.example.com/v1/search', amount: '0.25', asset: 'USDC', idempotency_key: 'task-8812-call-3' },
+  responses: {
+    200: { description: 'The decision (approved or declined) and the authorization', schema: 'authorization.json', example: EXAMPLE },
+    503: { description: "The agent's running totals could not be read (event store behind or down): nothing decided, retry", schema: 'error.json' },
+  },
+  async handler({ body, team, deps }) {
+    let domain: string;
+    try {
+      const url = new URL(body.endpoint);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http');
+      domain = url.hostname.toLowerCase();
+    } catch {
+      throw new ApiError('validation_failed', 'Request body is invalid: endpoint must be an absolute http or https URL', [
+        { field: 'endpoint', message: 'must be an absolute http or https URL' },
+      ]);
+    }
+    const request: AuthorizationRequest = {
+      teamId: team.teamId,
+      agentId: body.agent_id,
+      endpoint: body.endpoint,
+      domain,
+      amount: body.amount,
+      asset: body.asset ?? null,
+      network: body.network ?? null,
+      payeeAddress: body.payee_address ?? null,
+      expiresInS: body.expires_in_s ?? DEFAULT_EXPIRES_IN_S,
+      idempotencyKey: body.idempotency_key ?? null,
+    };
+    const row = await deps.ingest.commit.authorize(request);
+    return { body: authorizationBody(row) };
+  },
+});
+
+export const getAuthorizationRoute = defineRoute({
+  method: 'get',
+  path: '/authorizations/:id',
+  operationId: 'getAuthorization',
+  summary: 'One authorization, with what became of its hold',
+  tag: 'authorizations',
+  responses: { 200: { description: 'The authorization', schema: 'authorization.json', example: EXAMPLE } },
+  handler({ params, team, deps }) {
+    const row = findAuthorization(deps.registry, team.teamId, params.id!);
+    if (!row) throw notFound(params.id!);
+    return { body: authorizationBody(row) };
+  },
+});
+
+const isCursor = (v: unknown): v is AuthorizationCursor =>
+  typeof v === 'object' && v !== null && typeof (v as AuthorizationCursor).createdAt === 'number' && typeof (v as AuthorizationCursor).id === 'string';
+
+export const listAuthorizationsRoute = defineRoute<unknown, { agent?: string; status?: AuthorizationStatus; from?: string; to?: string; limit?: number; cursor?: string }>({
+  method: 'get',
+  path: '/authorizations',
+  operationId: 'listAuthorizations',
+  summary: 'Authorizations of the team, newest first',
+  description: 'Filters: `agent`, `status`, and `from`/`to` (created in that range; Unix ms or ISO 8601). Pass `next_cursor` as `cursor` for the next page.',
+  tag: 'authorizations',
+  query: 'authorizations-query.json',
+  responses: { 200: { description: 'A page of authorizations', schema: 'authorization-page.json', example: { data: [EXAMPLE], next_cursor: null } } },
+  handler({ query, team, deps }) {
+    const now = Date.now();
+    const filter = {
+      agent: query.agent,
+      status: query.status,
+      from: query.from === undefined ? undefined : parseQueryTime(query.from, 'from'),
+      to: query.to === undefined ? undefined : parseQueryTime(query.to, 'to'),
+    };
+    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isCursor);
+    const { rows, next_cursor } = keysetPage(
+      query.limit ?? 50,
+      (n) => listAuthorizations(deps.registry, team.teamId, filter, { limit: n, after }, now),
+      (last) => ({ createdAt: last.created_at, id: last.id }),
+    );
+    return { body: { data: rows.map((r) => authorizationBody(r, now)), next_cursor } };
+  },
+});
+
+export const voidAuthorizationRoute = defineRoute({
+  method: 'post',
+  path: '/authorizations/:id/void',
+  operationId: 'voidAuthorization',
+  summary: 'Release the hold of an approved authorization',
+  description: 'The agent will not pay (or not now): its amount stops counting against the limits at once. Only a held authorization can be voided (409 otherwise).',
+  tag: 'authorizations',
+  scope: 'ingest',
+  responses: {
+    200: { description: 'The authorization, voided', schema: 'authorization.json', example: { ...EXAMPLE, status: 'voided', voided_at: '2026-11-23T12:01:10.000Z' } },
+    409: { description: 'Not held: captured, voided, expired or declined', schema: 'error.json' },
+  },
+  handler({ params, team, deps }) {
+    const now = Date.now();
+    // Synchronous: the release and the row change happen between two group commits, never inside one.
+    const changed = authorizationStatements(deps.registry).void.run(now, team.teamId, params.id!, now).changes > 0;
+    const row = findAuthorization(deps.registry, team.teamId, params.id!);
+    if (!row) throw notFound(params.id!);
+    if (!changed) throw new ApiError('conflict', `Authorization "${row.id}" is ${statusOf(row, now)}: only a held one can be voided`);
+    deps.ingest.evaluator?.release(row.id);
+    return { body: authorizationBody(row, now) };
+  },
+});
+
+export const authorizationRoutes: RouteSpec[] = [createAuthorizationRoute, listAuthorizationsRoute, getAuthorizationRoute, voidAuthorizationRoute];

@@ -1,0 +1,175 @@
+/** Authorizations against the real group commit, evaluator, registry and event store of the run. */
+import { expect } from 'chai';
+import { api, errorOf, newTeam } from '../helpers/context.js';
+
+type Team = ReturnType<typeof newTeam>;
+
+async function policy(team: Team, body: Record<string, unknown>): Promise<string> {
+  return (await api().post('/api/v1/policies').set(...team.auth).send({ action: 'block', ...body }).expect(201)).body.id;
+}
+
+async function authorize(team: Team, body: Record<string, unknown>) {
+  const res = await api()
+    .post('/api/v1/authorizations')
+    .set(...team.auth)
+    .send({ agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', ...body })
+    .expect(200);
+  return res.body;
+}
+
+async function ingest(team: Team, records: Record<string, unknown>[]): Promise<void> {
+  await api()
+    .post('/api/v1/events')
+    .set(...team.auth)
+    .send({ events: records.map((r, i) => ({ id: `r-${Date.now()}-${i}-${Math.random()}`, agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', method: 'POST', ...r })) })
+    .expect(200);
+}
+
+describe('authorizations', function () {
+  this.timeout(30_000);
+
+  it('per_call: approves up to the limit, declines over it, and says why', async () => {
+    const team = newTeam('auth');
+    const id = await policy(team, { name: 'calls', limits: [{ kind: 'per_call', amount: '1.5' }] });
+    const ok = await authorize(team, { amount: '1.5' });
+    expect(ok).to.deep.include({ decision: 'approved', status: 'held', amount: '1.5' });
+    expect(ok.checks).to.deep.equal([
+      { policy_id: id, policy_name: 'calls', action: 'block', kind: 'per_call', window: null, limit: '1.5', spent: '0', held: '0', remaining: '1.5', breaks: false },
+    ]);
+    const no = await authorize(team, { amount: '1.500000000000000001' });
+    expect(no).to.deep.include({ decision: 'declined', status: 'declined' });
+    expect(no.reasons).to.have.length(1);
+    expect(no.reasons[0]).to.include('calls').and.include('per_call');
+  });
+
+  for (const kind of ['per_hour', 'daily'] as const) {
+    it(`${kind}: what was spent plus what is held counts; a second authorization sees the first one's hold`, async () => {
+      const team = newTeam('auth');
+      await policy(team, { name: kind, limits: [{ kind, amount: '10' }], ...(kind === 'daily' ? { timezone: 'Europe/Lisbon' } : {}) });
+      await ingest(team, [{ amount: '4' }]);
+      const first = await authorize(team, { amount: '5' });
+      expect(first.decision).to.equal('approved');
+      expect(first.checks[0]).to.deep.include({ kind, spent: '4', held: '0', remaining: '6', breaks: false });
+      const second = await authorize(team, { amount: '1.01' });
+      expect(second.decision).to.equal('declined');
+      expect(second.checks[0]).to.deep.include({ spent: '4', held: '5', remaining: '1', breaks: true });
+      expect((await authorize(team, { amount: '1' })).decision).to.equal('approved');
+    });
+  }
+
+  it('per_endpoint: only payments to matching endpoints count, and only they are checked', async () => {
+    const team = newTeam('auth');
+    await policy(team, { name: 'openai', limits: [{ kind: 'per_endpoint', amount: '2', endpoint: 'api.openai.com' }] });
+    await ingest(team, [{ amount: '1.5', endpoint: 'https://api.openai.com/v1/chat' }, { amount: '50' }]);
+    const other = await authorize(team, { amount: '100' });
+    expect(other.decision).to.equal('approved');
+    expect(other.checks).to.deep.equal([]);
+    const over = await authorize(team, { amount: '0.6', endpoint: 'https://api.openai.com/v1/chat' });
+    expect(over.decision).to.equal('declined');
+    expect(over.checks[0]).to.deep.include({ spent: '1.5', held: '0', breaks: true });
+    expect((await authorize(team, { amount: '0.5', endpoint: 'https://api.openai.com/v1/chat' })).decision).to.equal('approved');
+  });
+
+  it('a flag policy approves and says so; policies of other agents do not apply', async () => {
+    const team = newTeam('auth');
+    await policy(team, { name: 'soft', action: 'flag', limits: [{ kind: 'per_call', amount: '1' }] });
+    await policy(team, { name: 'others', agents: ['someone-else'], limits: [{ kind: 'per_call', amount: '0.01' }] });
+    const res = await authorize(team, { amount: '3' });
+    expect(res.decision).to.equal('approved');
+    expect(res.checks.map((c: { policy_name: string }) => c.policy_name)).to.deep.equal(['soft']);
+    expect(res.reasons[0]).to.match(/^Flagged by policy "soft"/);
+  });
+
+  it('void releases the hold at once; voiding again is a 409', async () => {
+    const team = newTeam('auth');
+    await policy(team, { name: 'day', limits: [{ kind: 'daily', amount: '10' }] });
+    const held = await authorize(team, { amount: '8' });
+    expect((await authorize(team, { amount: '3' })).decision).to.equal('declined');
+    const voided = (await api().post(`/api/v1/authorizations/${held.id}/void`).set(...team.auth).expect(200)).body;
+    expect(voided.status).to.equal('voided');
+    expect(voided.voided_at).to.be.a('string');
+    expect((await authorize(team, { amount: '9' })).decision).to.equal('approved');
+    const again = await api().post(`/api/v1/authorizations/${held.id}/void`).set(...team.auth).expect(409);
+    expect(errorOf(again.body).message).to.include('voided');
+  });
+
+  it('an approval that is never captured stops counting when it expires', async () => {
+    const team = newTeam('auth');
+    await policy(team, { name: 'hour', limits: [{ kind: 'per_hour', amount: '1' }] });
+    const short = await authorize(team, { amount: '1', expires_in_s: 1 });
+    expect(short.decision).to.equal('approved');
+    expect(Date.parse(short.expires_at) - Date.parse(short.created_at)).to.equal(1000);
+    expect((await authorize(team, { amount: '0.5' })).decision).to.equal('declined');
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await api().get(`/api/v1/authorizations/${short.id}`).set(...team.auth).expect(200)).body.status).to.equal('expired');
+    expect((await authorize(team, { amount: '1' })).decision).to.equal('approved');
+  });
+
+  it('200 concurrent authorizations against a limit that fits 50 approve exactly 50', async () => {
+    const team = newTeam('auth');
+    await policy(team, { name: 'fifty', limits: [{ kind: 'daily', amount: '50' }] });
+    const answers = await Promise.all(Array.from({ length: 200 }, () => authorize(team, { amount: '1' })));
+    expect(answers.filter((a) => a.decision === 'approved')).to.have.length(50);
+    expect(answers.filter((a) => a.decision === 'declined')).to.have.length(150);
+    const held = (await api().get('/api/v1/authorizations').query({ status: 'held', limit: 500 }).set(...team.auth).expect(200)).body.data;
+    expect(held).to.have.length(50);
+  });
+
+  it('the same idempotency key returns the same authorization, even when asked for concurrently', async () => {
+    const team = newTeam('auth');
+    await policy(team, { name: 'day', limits: [{ kind: 'daily', amount: '10' }] });
+    const answers = await Promise.all(Array.from({ length: 5 }, () => authorize(team, { amount: '6', idempotency_key: 'task-1' })));
+    expect(new Set(answers.map((a) => a.id)).size).to.equal(1);
+    expect(answers.every((a) => a.decision === 'approved')).to.equal(true);
+    // Held once: 6 of 10.
+    expect((await authorize(team, { amount: '4' })).decision).to.equal('approved');
+    const again = await authorize(team, { amount: '6', idempotency_key: 'task-1' });
+    expect(again.id).to.equal(answers[0].id);
+  });
+
+  it("another team's authorization is a 404; lists are per team, filtered and paged", async () => {
+    const team = newTeam('auth');
+    const other = newTeam('auth');
+    const mine = await authorize(team, { amount: '1' });
+    await api().get(`/api/v1/authorizations/${mine.id}`).set(...other.auth).expect(404);
+    await api().post(`/api/v1/authorizations/${mine.id}/void`).set(...other.auth).expect(404);
+    expect((await api().get('/api/v1/authorizations').set(...other.auth).expect(200)).body.data).to.deep.equal([]);
+    await authorize(team, { amount: '2', agent_id: 'other-bot' });
+    await authorize(team, { amount: '3', agent_id: 'other-bot' });
+    const page1 = (await api().get('/api/v1/authorizations').query({ agent: 'other-bot', limit: 1 }).set(...team.auth).expect(200)).body;
+    expect(page1.data.map((a: { amount: string }) => a.amount)).to.deep.equal(['3']);
+    const page2 = (await api().get('/api/v1/authorizations').query({ agent: 'other-bot', limit: 1, cursor: page1.next_cursor }).set(...team.auth).expect(200)).body;
+    expect(page2.data.map((a: { amount: string }) => a.amount)).to.deep.equal(['2']);
+    expect(page2.next_cursor).to.equal(null);
+  });
+
+  it('a declined authorization raises the breach alert once, marked declined; further declines update it', async () => {
+    const team = newTeam('auth');
+    await policy(team, { name: 'calls', limits: [{ kind: 'per_call', amount: '1' }] });
+    const first = await authorize(team, { amount: '2' });
+    await authorize(team, { amount: '3' });
+    const alerts = (await api().get('/api/v1/alerts').set(...team.auth).expect(200)).body.data;
+    expect(alerts).to.have.length(1);
+    expect(alerts[0]).to.deep.include({ type: 'violation', kind: 'per_call', severity: 'critical', count: 2, agentId: 'bot' });
+    expect(alerts[0].details).to.deep.include({ declined: true, policyName: 'calls' });
+    expect(alerts[0].details.authorizationId).to.be.a('string');
+    expect(alerts[0].message).to.include('Declined authorization');
+    expect(first.id).to.match(/^auth_/);
+  });
+
+  it('bad requests are 400s naming the field; reading needs read, asking needs ingest', async () => {
+    const team = newTeam('auth');
+    const bad = async (body: Record<string, unknown>, field: string) => {
+      const res = await api().post('/api/v1/authorizations').set(...team.auth).send({ agent_id: 'bot', endpoint: 'https://x.example/', amount: '1', ...body }).expect(400);
+      expect((errorOf(res.body).details as { field: string }[]).map((d) => d.field)).to.include(field);
+    };
+    await bad({ amount: '-1' }, 'amount');
+    await bad({ amount: '1e3' }, 'amount');
+    await bad({ endpoint: 'ftp://x.example/' }, 'endpoint');
+    await bad({ expires_in_s: 3601 }, 'expires_in_s');
+    await bad({ surprise: 1 }, 'surprise');
+    const reader = (await api().post('/api/v1/keys').set(...team.auth).send({ name: 'r', scopes: ['read'] }).expect(201)).body.apiKey;
+    await api().post('/api/v1/authorizations').set('Authorization', `Bearer ${reader}`).send({ agent_id: 'bot', endpoint: 'https://x.example/', amount: '1' }).expect(403);
+    await api().get('/api/v1/authorizations').set('Authorization', `Bearer ${reader}`).expect(200);
+  });
+});
