@@ -90,7 +90,7 @@ function prepare(db: Registry) {
     void: db.prepare(`UPDATE authorizations SET state = 'voided', voided_at = ? WHERE team_id = ? AND id = ? AND state = 'held' AND expires_at > ?`),
     capture: db.prepare(
       `UPDATE authorizations SET state = 'captured', captured_amount = ?, captured_at = ?, captured_by = ?
-        WHERE team_id = ? AND id = ? AND state = 'held' AND expires_at > ?`,
+        WHERE team_id = ? AND id = ? AND agent_id = ? AND state = 'held' AND expires_at > ?`,
     ),
   };
 }

@@ -6,6 +6,8 @@ import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
 import { defineRoute, type RouteSpec } from '../http/routes.js';
 import { parseQueryTime } from '../http/validation.js';
+import { toUnits } from '../evaluation/money.js';
+import { caip2Network } from '../ingest/networks.js';
 import { DEFAULT_EXPIRES_IN_S, type AuthorizationRequest } from './decision.js';
 import {
   authorizationBody,
@@ -96,6 +98,12 @@ export const createAuthorizationRoute = defineRoute<AuthorizationCreate>({
         { field: 'endpoint', message: 'must be an absolute http or https URL' },
       ]);
     }
+    // Checked now, as a record would be: a capture writes one with it.
+    if (body.network !== undefined && caip2Network(body.network) === undefined) {
+      throw new ApiError('validation_failed', 'Request body is invalid: network must be CAIP-2 (<namespace>:<reference>) or a known x402 network name', [
+        { field: 'network', message: 'must be CAIP-2 (<namespace>:<reference>) or a known x402 network name' },
+      ]);
+    }
     const request: AuthorizationRequest = {
       teamId: team.teamId,
       agentId: body.agent_id,
@@ -181,4 +189,57 @@ export const voidAuthorizationRoute = defineRoute({
   },
 });
 
-export const authorizationRoutes: RouteSpec[] = [createAuthorizationRoute, listAuthorizationsRoute, getAuthorizationRoute, voidAuthorizationRoute];
+export const captureAuthorizationRoute = defineRoute<{ amount?: string }>({
+  method: 'post',
+  path: '/authorizations/:id/capture',
+  operationId: 'captureAuthorization',
+  summary: 'Capture a held authorization for what was paid',
+  description:
+    'For a client that does not send its own audit record with `authorization_id`: stores the payment as a record ' +
+    '(id `<authorization id>.capture`, so a retry stores nothing twice) carrying the authorization, whose hold it replaces. ' +
+    '`amount` is at most the held amount (default: all of it); the rest is released. Only a held authorization can be captured (409).',
+  tag: 'authorizations',
+  scope: 'ingest',
+  body: 'authorization-capture.json',
+  bodyWhenEmpty: {},
+  bodyExample: { amount: '0.2' },
+  responses: {
+    200: { description: 'The authorization, captured', schema: 'authorization.json', example: { ...EXAMPLE, status: 'captured', captured_amount: '0.2', captured_at: '2026-11-23T12:00:04.000Z', captured_by: `${EXAMPLE.id}.capture` } },
+    409: { description: 'Not held: captured, voided, expired or declined', schema: 'error.json' },
+  },
+  async handler({ params, body, team, deps }) {
+    const row = findAuthorization(deps.registry, team.teamId, params.id!);
+    if (!row) throw notFound(params.id!);
+    const status = statusOf(row);
+    if (status !== 'held') throw new ApiError('conflict', `Authorization "${row.id}" is ${status}: only a held one can be captured`);
+    const amount = body.amount ?? row.amount;
+    if (toUnits(amount) > toUnits(row.amount)) {
+      throw new ApiError('validation_failed', `Request body is invalid: amount must be at most the held amount ${row.amount}`, [
+        { field: 'amount', message: `must be at most the held amount ${row.amount}` },
+      ]);
+    }
+    const record = {
+      id: `${row.id}.capture`,
+      agent_id: row.agent_id,
+      endpoint: row.endpoint,
+      method: 'POST',
+      amount,
+      authorization_id: row.id,
+      ...(row.asset === null ? {} : { asset: row.asset }),
+      ...(row.network === null ? {} : { network: row.network }),
+      ...(row.payee_address === null ? {} : { payee_address: row.payee_address }),
+    };
+    await deps.ingest.ingestor.ingest(team.teamId, [record], 'events');
+    const after = findAuthorization(deps.registry, team.teamId, row.id)!;
+    if (after.state !== 'captured') throw new ApiError('conflict', `Authorization "${row.id}" is ${statusOf(after)}: it could not be captured`);
+    return { body: authorizationBody(after) };
+  },
+});
+
+export const authorizationRoutes: RouteSpec[] = [
+  createAuthorizationRoute,
+  listAuthorizationsRoute,
+  getAuthorizationRoute,
+  voidAuthorizationRoute,
+  captureAuthorizationRoute,
+];

@@ -39,6 +39,8 @@ export interface AuditRecordInput {
   budget_remaining?: string | null;
   task_id?: string | null;
   session_id?: string | null;
+  /** The authorization this payment captures (POST /authorizations); also read from metadata.authorization_id. */
+  authorization_id?: string;
 }
 
 /** A row of the ClickHouse `events` table (schema/clickhouse/001_events.sql); times in Unix ms. */
@@ -80,6 +82,11 @@ export interface EventRow {
   record_extra: string;
   /** Storage order (microseconds since the epoch, increasing), assigned by the writer. */
   ingest_seq: number;
+  /**
+   * Not a column: the authorization this record captures, from the field or metadata.authorization_id
+   * (the field is kept in record_extra, the metadata as sent).
+   */
+  authorization_id?: string;
 }
 
 /**
@@ -282,6 +289,7 @@ export function recordToRow(
     }
   }
   if (errors.length > 0) return { ok: false, errors };
+  const authorizationId = record.authorization_id ?? (typeof metadata.authorization_id === 'string' && metadata.authorization_id ? metadata.authorization_id : undefined);
   const tags = record.tags ?? [];
   const method = record.method.toUpperCase();
   return {
@@ -323,6 +331,7 @@ export function recordToRow(
       source,
       record_extra: recordExtra(input as Record<string, unknown>, record, network!, method, clientTime),
       ingest_seq: 0, // set by the writer, in the order it stores rows
+      ...(authorizationId === undefined ? {} : { authorization_id: authorizationId }),
     },
   };
 }

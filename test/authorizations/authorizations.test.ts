@@ -1,6 +1,7 @@
 /** Authorizations against the real group commit, evaluator, registry and event store of the run. */
 import { expect } from 'chai';
-import { api, errorOf, newTeam } from '../helpers/context.js';
+import { ApiStorage, AuditLogger } from '@x402sentinel/x402';
+import { api, errorOf, listenOnce, newTeam } from '../helpers/context.js';
 
 type Team = ReturnType<typeof newTeam>;
 
@@ -91,6 +92,74 @@ describe('authorizations', function () {
     expect((await authorize(team, { amount: '9' })).decision).to.equal('approved');
     const again = await api().post(`/api/v1/authorizations/${held.id}/void`).set(...team.auth).expect(409);
     expect(errorOf(again.body).message).to.include('voided');
+  });
+
+  it('a record carrying authorization_id (the field, or in metadata) captures it: the hold is replaced by the spend', async () => {
+    const team = newTeam('auth');
+    await policy(team, { name: 'day', limits: [{ kind: 'daily', amount: '10' }] });
+    const a = await authorize(team, { amount: '6' });
+    const b = await authorize(team, { amount: '3' });
+    // The payment came to less than held: spent 4 + held 3 = 7.
+    await ingest(team, [{ id: 'pay-a', amount: '4', authorization_id: a.id }]);
+    const captured = (await api().get(`/api/v1/authorizations/${a.id}`).set(...team.auth).expect(200)).body;
+    expect(captured).to.deep.include({ status: 'captured', captured_amount: '4', captured_by: 'pay-a' });
+    const probe = await authorize(team, { amount: '3' });
+    expect(probe.decision).to.equal('approved');
+    expect(probe.checks[0]).to.deep.include({ spent: '4', held: '3' });
+    // The SDK's way: in metadata.
+    await ingest(team, [{ id: 'pay-b', amount: '3', metadata: { authorization_id: b.id } }]);
+    expect((await api().get(`/api/v1/authorizations/${b.id}`).set(...team.auth).expect(200)).body.status).to.equal('captured');
+    // Another agent's record, or a second record, captures nothing more.
+    await ingest(team, [{ id: 'pay-c', amount: '1', agent_id: 'someone-else', authorization_id: probe.id }]);
+    expect((await api().get(`/api/v1/authorizations/${probe.id}`).set(...team.auth).expect(200)).body.status).to.equal('held');
+    await ingest(team, [{ id: 'pay-d', amount: '1', authorization_id: a.id }]);
+    expect((await api().get(`/api/v1/authorizations/${a.id}`).set(...team.auth).expect(200)).body.captured_by).to.equal('pay-a');
+    // The record keeps the field as sent.
+    const stored = (await api().get('/api/v1/audit/pay-a').set(...team.auth).expect(200)).body;
+    expect(stored.authorization_id).to.equal(a.id);
+  });
+
+  it("the published SDK's audit record captures through metadata.authorization_id", async () => {
+    const team = newTeam('auth');
+    await policy(team, { name: 'day', limits: [{ kind: 'daily', amount: '1' }] });
+    const auth = await authorize(team, { amount: '0.8', endpoint: 'https://api.example.com/v1/item' });
+    const server = await listenOnce();
+    const storage = new ApiStorage({ apiKey: team.apiKey, baseUrl: server.url, batchSize: 10, flushIntervalMs: 3_600_000 });
+    try {
+      await new AuditLogger({ storage }).log({
+        agent_id: 'bot', team: null, human_sponsor: null, amount: '0.500000', amount_raw: '0', asset: 'USDC', network: 'eip155:8453',
+        scheme: 'exact', tx_hash: null, payer_address: '', payee_address: '', facilitator: null, endpoint: 'https://api.example.com/v1/item',
+        method: 'GET', status_code: 200, response_time_ms: 5, policy_id: null, policy_evaluation: 'allowed', budget_remaining: null,
+        task_id: null, session_id: null, metadata: { authorization_id: auth.id }, settled_at: null, tags: [],
+      } as never);
+      await storage.flush();
+    } finally {
+      storage.destroy();
+      await server.close();
+    }
+    const after = (await api().get(`/api/v1/authorizations/${auth.id}`).set(...team.auth).expect(200)).body;
+    expect(after).to.deep.include({ status: 'captured', captured_amount: '0.500000' });
+    // 0.5 spent, nothing held.
+    expect((await authorize(team, { amount: '0.5' })).decision).to.equal('approved');
+  });
+
+  it('capture through the API stores the payment once and releases what was not paid; void and capture need a held one', async () => {
+    const team = newTeam('auth');
+    await policy(team, { name: 'day', limits: [{ kind: 'daily', amount: '10' }] });
+    const a = await authorize(team, { amount: '8', asset: 'USDC', network: 'base' });
+    const over = await api().post(`/api/v1/authorizations/${a.id}/capture`).set(...team.auth).send({ amount: '8.01' }).expect(400);
+    expect((errorOf(over.body).details as { field: string }[])[0]!.field).to.equal('amount');
+    const captured = (await api().post(`/api/v1/authorizations/${a.id}/capture`).set(...team.auth).send({ amount: '5' }).expect(200)).body;
+    expect(captured).to.deep.include({ status: 'captured', captured_amount: '5', captured_by: `${a.id}.capture` });
+    // 5 spent, nothing held: 5 more fit, 5.01 does not.
+    expect((await authorize(team, { amount: '5.01' })).decision).to.equal('declined');
+    expect((await authorize(team, { amount: '5' })).decision).to.equal('approved');
+    await api().post(`/api/v1/authorizations/${a.id}/capture`).set(...team.auth).send({}).expect(409);
+    await api().post(`/api/v1/authorizations/${a.id}/void`).set(...team.auth).expect(409);
+    const record = (await api().get(`/api/v1/audit/${a.id}.capture`).set(...team.auth).expect(200)).body;
+    expect(record).to.deep.include({ amount: '5', agent_id: 'bot', asset: 'USDC', authorization_id: a.id });
+    const summary = (await api().get('/api/v1/analytics/summary').set(...team.auth).expect(200)).body;
+    expect(summary).to.deep.include({ totalSpend: '5', count: 1 });
   });
 
   it('an approval that is never captured stops counting when it expires', async () => {

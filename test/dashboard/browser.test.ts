@@ -9,8 +9,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { api, newTeam } from '../helpers/context.js';
-import { launchBrowser, listenOnce, renderStats, SCREENSHOT_DIR, VIEWPORTS } from '../helpers/browser.js';
+import { api, listenOnce, newTeam } from '../helpers/context.js';
+import { launchBrowser, renderStats, SCREENSHOT_DIR, VIEWPORTS } from '../helpers/browser.js';
 
 const HOUR = 3_600_000;
 const AGENTS = ['research-bot', 'travel-agent', 'code-helper'];

@@ -3,13 +3,10 @@
  * playwright-core. No browser is downloaded: this machine reaches only package registries.
  */
 import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import http from 'node:http';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { chromium, type Browser } from 'playwright-core';
 import { PROJECT_ROOT } from '../../src/paths.js';
-import { testEnv } from './context.js';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Screenshots of each page at each width, for people to look at after a run. */
@@ -25,21 +22,6 @@ export async function launchBrowser(): Promise<Browser> {
     executablePath: CHROMIUM_PATH,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
   });
-}
-
-/** The shared test app on a real port (the browser needs one). */
-export async function listenOnce(): Promise<{ url: string; close: () => Promise<void> }> {
-  const server = http.createServer(testEnv().app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 /** RGBA pixels of an 8-bit RGB or RGBA, non-interlaced PNG (what Chromium's screenshots are). */

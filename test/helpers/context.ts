@@ -4,6 +4,8 @@
  * test shares it and isolates itself by creating its own team.
  */
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -130,3 +132,19 @@ export function errorOf(body: unknown): { code: string; message: string; details
   }
   return error;
 }
+
+/** The shared test app on a real port (a browser or the SDK needs one). */
+export async function listenOnce(): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = http.createServer(testEnv().app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
