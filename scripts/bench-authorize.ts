@@ -60,7 +60,7 @@ async function drive(concurrency: number, seconds: number, request: () => Promis
 
 async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-authorize-'));
-  const service = await startChildService({ dataDir, env: { BOOTSTRAP_API_KEY: KEY, LOG_LEVEL: 'warn', ANOMALY_LOOP_CALLS: '10000000' } });
+  const service = await startChildService({ dataDir, env: { BOOTSTRAP_API_KEY: KEY, ANOMALY_LOOP_CALLS: '10000000', RATE_LIMIT_REQUESTS_PER_SECOND: '1000000' } });
   const { port } = service;
   try {
     for (let i = 0; i < Number(args.policies); i++) {
