@@ -7,9 +7,7 @@
  * stopped, it times the same reports called in-process (the bare rollup queries behind each
  * endpoint) and prints the ratio.
  */
-import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { breakdownReport, defaultGranularity, summaryReport, timeseriesReport } from '../src/analytics/reports.js';
@@ -17,8 +15,7 @@ import type { Dimension, TimeRange } from '../src/analytics/queries.js';
 import { loadConfig } from '../src/config.js';
 import type { EventStore } from '../src/stores/clickhouse.js';
 import { openStores } from '../src/stores/open.js';
-import { issueKey } from '../src/teams/repository.js';
-import { seedStore } from './seed.js';
+import { benchmarkStore, largestTeam } from './seed.js';
 import { startChildService } from './service.js';
 
 const { values: args } = parseArgs({
@@ -66,36 +63,18 @@ async function timeRuns(run: () => Promise<unknown>, count: number): Promise<{ p
 }
 
 async function main(): Promise<void> {
-  let dataDir = args['data-dir'] ? path.resolve(args['data-dir']) : undefined;
-  let temporary = false;
-  if (!dataDir) {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-analytics-'));
-    temporary = true;
-    const events = Number(args.events);
-    console.log(`seeding ${events.toLocaleString('en-US')} events into ${dataDir} (npm run seed; pass --data-dir to reuse a seeded store)`);
-    await seedStore({ dataDir, events, teams: 3, agents: 50, days: 30, log: (line) => console.log(`  ${line}`) });
-  }
-
-  // The largest team, a key for it, and its data's time span: with the server stopped.
+  const { dataDir, cleanUp } = await benchmarkStore('bench-analytics', args['data-dir'], Number(args.events));
   const config = loadConfig({ ...process.env, DATA_DIR: dataDir });
-  let stores = await openStores(config, pino({ level: 'warn' }));
-  const [top] = await stores.events.query<{ team_id: string; n: string; first: string }>(
-    'SELECT team_id, count() AS n, toUnixTimestamp64Milli(min(event_time)) AS first FROM events GROUP BY team_id ORDER BY n DESC LIMIT 1',
-  );
-  const [all] = await stores.events.query<{ n: string }>('SELECT count() AS n FROM events');
-  if (!top) throw new Error(`no events in ${dataDir}: run npm run seed first`);
-  const apiKey = issueKey(stores.registry, top.team_id).apiKey;
-  stores.registry.close();
-  await stores.events.close();
-  await stores.loaderEvents.close();
+  const top = await largestTeam(dataDir, { name: 'bench-analytics', scopes: ['read'] });
+  const apiKey = top.apiKey;
 
   const now = Date.now();
   const ranges: [string, TimeRange][] = [
-    ['full range', { from: Number(top.first), to: now }],
+    ['full range', { from: top.first, to: now }],
     ['last day', { from: now - DAY, to: now }],
   ];
   console.log(`\nspendscope analytics benchmark, ${new Date().toISOString().slice(0, 10)}: embedded ClickHouse, ${os.cpus().length} cores, ` +
-    `${Number(all!.n).toLocaleString('en-US')} events in the store, team measured holds ${Number(top.n).toLocaleString('en-US')}; ` +
+    `${top.total.toLocaleString('en-US')} events in the store, team measured holds ${top.events.toLocaleString('en-US')}; ` +
     `${REQUESTS} sequential requests per row`);
 
   const http: Record<string, { p50: number; p95: number }> = {};
@@ -118,12 +97,12 @@ async function main(): Promise<void> {
     await service.stop();
   }
 
-  stores = await openStores(config, pino({ level: 'warn' }));
+  const stores = await openStores(config, pino({ level: 'warn' }));
   console.log('\nendpoint          range        HTTP p50 ms   HTTP p95 ms   bare p50 ms   bare p95 ms   HTTP/bare (p50)');
   try {
     for (const [rangeName, range] of ranges) {
       for (const endpoint of ENDPOINTS) {
-        const bare = await timeRuns(() => endpoint.bare(stores.events, top.team_id, range), REQUESTS);
+        const bare = await timeRuns(() => endpoint.bare(stores.events, top.teamId, range), REQUESTS);
         const h = http[`${endpoint.name}|${rangeName}`]!;
         console.log(
           `${endpoint.name.padEnd(17)} ${rangeName.padEnd(10)} ${h.p50.toFixed(1).padStart(12)} ${h.p95.toFixed(1).padStart(13)}` +
@@ -135,7 +114,7 @@ async function main(): Promise<void> {
     stores.registry.close();
     await stores.events.close();
     await stores.loaderEvents.close();
-    if (temporary) fs.rmSync(dataDir, { recursive: true, force: true });
+    cleanUp();
   }
 }
 

@@ -16,12 +16,8 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
-import { pino } from 'pino';
-import { loadConfig } from '../src/config.js';
 import { DASHBOARD_DIR } from '../src/dashboard/page.js';
-import { openStores } from '../src/stores/open.js';
-import { issueKey } from '../src/teams/repository.js';
-import { seedStore } from './seed.js';
+import { benchmarkStore, largestTeam } from './seed.js';
 import { startChildService } from './service.js';
 
 const { values: args } = parseArgs({
@@ -52,31 +48,14 @@ function firstPageBytes(): { raw: number; gzipped: number } {
 }
 
 async function main(): Promise<void> {
-  let dataDir = args['data-dir'] ? path.resolve(args['data-dir']) : undefined;
-  let temporary = false;
-  if (!dataDir) {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-dashboard-'));
-    temporary = true;
-    const events = Number(args.events);
-    console.log(`seeding ${events.toLocaleString('en-US')} events into ${dataDir} (npm run seed; pass --data-dir to reuse a seeded store)`);
-    await seedStore({ dataDir, events, teams: 3, agents: 50, days: 30, log: (line) => console.log(`  ${line}`) });
-  }
-
-  // The largest team and a key for it, with the server stopped (one process at a time).
-  const config = loadConfig({ ...process.env, DATA_DIR: dataDir });
-  const stores = await openStores(config, pino({ level: 'warn' }));
-  const [top] = await stores.events.query<{ team_id: string; n: string }>('SELECT team_id, count() AS n FROM events GROUP BY team_id ORDER BY n DESC LIMIT 1');
-  const [all] = await stores.events.query<{ n: string }>('SELECT count() AS n FROM events');
-  if (!top) throw new Error(`no events in ${dataDir}: run npm run seed first`);
-  const apiKey = issueKey(stores.registry, top.team_id, { name: 'bench-dashboard', scopes: ['read'] }).apiKey;
-  stores.registry.close();
-  await stores.events.close();
-  await stores.loaderEvents.close();
+  const { dataDir, cleanUp } = await benchmarkStore('bench-dashboard', args['data-dir'], Number(args.events));
+  const top = await largestTeam(dataDir, { name: 'bench-dashboard', scopes: ['read'] });
+  const apiKey = top.apiKey;
 
   const size = firstPageBytes();
   console.log(
     `\nspendscope dashboard benchmark, ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} cores, embedded ClickHouse, ` +
-      `${Number(all!.n).toLocaleString('en-US')} events in the store, the team shown holds ${Number(top.n).toLocaleString('en-US')}; ` +
+      `${top.total.toLocaleString('en-US')} events in the store, the team shown holds ${top.events.toLocaleString('en-US')}; ` +
       `Chromium on the same machine; ${LOADS} loads per range`,
   );
   console.log(`first page: ${(size.gzipped / 1024).toFixed(1)} KB gzipped (${(size.raw / 1024).toFixed(1)} KB as built), budget 250 KB\n`);
@@ -125,7 +104,7 @@ async function main(): Promise<void> {
   } finally {
     await browser.close();
     await service.stop();
-    if (temporary) fs.rmSync(dataDir, { recursive: true, force: true });
+    cleanUp();
   }
 }
 

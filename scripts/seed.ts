@@ -7,6 +7,8 @@
  * Teams are named seed-1..seed-T (created when missing); their keys are printed when created.
  */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -17,7 +19,7 @@ import { recordToRow, type EventRow } from '../src/ingest/records.js';
 import { startIngestPipeline } from '../src/ingest/pipeline.js';
 import { openStores } from '../src/stores/open.js';
 import { SCHEMA_DIR } from '../src/paths.js';
-import { createTeam, TeamNameTaken } from '../src/teams/repository.js';
+import { createTeam, issueKey, TeamNameTaken, type KeySpec } from '../src/teams/repository.js';
 
 export interface SeedOptions {
   dataDir: string;
@@ -191,4 +193,38 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     process.stderr.write(`seed: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);
   });
+}
+
+/**
+ * The store a benchmark reads: `dataDir` as given (seeded before with npm run seed), or a temporary
+ * one seeded now with `events` events (3 teams, 50 agents, 30 days), removed by `cleanUp`.
+ */
+export async function benchmarkStore(label: string, dataDir: string | undefined, events: number): Promise<{ dataDir: string; cleanUp: () => void }> {
+  if (dataDir) return { dataDir: path.resolve(dataDir), cleanUp: () => undefined };
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `spendscope-${label}-`));
+  console.log(`seeding ${events.toLocaleString('en-US')} events into ${dir} (npm run seed; pass --data-dir to reuse a seeded store)`);
+  await seedStore({ dataDir: dir, events, teams: 3, agents: 50, days: 30, log: (line) => console.log(`  ${line}`) });
+  return { dataDir: dir, cleanUp: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * The team with the most events in a store, when its first event is, how many the store holds,
+ * and a new key for that team. Run while the server is stopped (one process at a time).
+ */
+export async function largestTeam(dataDir: string, key: KeySpec): Promise<{ teamId: string; events: number; first: number; total: number; apiKey: string }> {
+  const config = loadConfig({ ...process.env, DATA_DIR: dataDir });
+  const stores = await openStores(config, pino({ level: 'warn' }));
+  try {
+    const [top] = await stores.events.query<{ team_id: string; n: string; first: string }>(
+      'SELECT team_id, count() AS n, toUnixTimestamp64Milli(min(event_time)) AS first FROM events GROUP BY team_id ORDER BY n DESC LIMIT 1',
+    );
+    const [all] = await stores.events.query<{ n: string }>('SELECT count() AS n FROM events');
+    if (!top) throw new Error(`no events in ${dataDir}: run npm run seed first`);
+    const apiKey = issueKey(stores.registry, top.team_id, key).apiKey;
+    return { teamId: top.team_id, events: Number(top.n), first: Number(top.first), total: Number(all!.n), apiKey };
+  } finally {
+    stores.registry.close();
+    await stores.events.close();
+    await stores.loaderEvents.close();
+  }
 }

@@ -19,10 +19,18 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
-  /** The message for one field (a form shows it beside the input), if the API named it. */
-  fieldMessage(field: string): string | undefined {
-    return this.fields.find((f) => f.field === field)?.message;
+  /**
+   * The message for one field (a form shows it beside the input), if the API named it or a part of
+   * it: `agents` also takes `agents[2]` (unless `exact`: a list's own message, not its items').
+   */
+  fieldMessage(field: string, exact = false): string | undefined {
+    return this.fields.find((f) => f.field === field || (!exact && f.field.startsWith(`${field}[`)))?.message;
   }
+}
+
+/** Any failure as an ApiError, so a form has one kind of error to show. */
+export function asApiError(err: unknown): ApiError {
+  return err instanceof ApiError ? err : new ApiError(0, 'unknown', (err as Error).message);
 }
 
 /** Called when the key stops working (revoked or expired while signed in). */

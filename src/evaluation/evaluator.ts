@@ -109,8 +109,10 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
   async prepare(rows: readonly EventRow[], now = Date.now(), requests: readonly AuthorizationRequest[] = []): Promise<EvaluationPlan> {
     this.dropOldWindows(now);
     const probes = requests.map((r) => probeRow(r, now));
+    // Ingest alone (the common group) pays no copy for the authorizations' part.
+    const all = probes.length === 0 ? rows : [...rows, ...probes];
     const states = new Map<string, TeamState>();
-    for (const row of [...rows, ...probes]) if (!states.has(row.team_id)) states.set(row.team_id, this.teamState(row.team_id, now));
+    for (const row of all) if (!states.has(row.team_id)) states.set(row.team_id, this.teamState(row.team_id, now));
     // The running totals each event adds to, worked out once per event (teams without windowed
     // policies have no scopes, and pay nothing here).
     const touchedBy = (row: EventRow) => {
@@ -124,7 +126,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     };
     const touched = rows.map(touchedBy);
     const probeTouched = probes.map(touchedBy);
-    const unknown = await this.loadMissingTotals([...rows, ...probes], [...touched, ...probeTouched]);
+    const unknown = await this.loadMissingTotals(all, probes.length === 0 ? touched : [...touched, ...probeTouched]);
     return { rows, states, touched, unknown, requests, probes, probeTouched };
   }
 

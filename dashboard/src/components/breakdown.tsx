@@ -1,25 +1,13 @@
 import { formatAmount, formatCount, formatShare } from '../format';
 import { href } from '../router';
 import type { SpendRow } from '../types';
+import { TableHead } from './table-head';
 
 /** Rows of a spend breakdown, largest first, each with a bar for its share of the range's spend. */
 export function Breakdown({ rows, link }: { rows: SpendRow[]; link?: string }) {
   return (
     <table class="breakdown">
-      <thead>
-        <tr>
-          <th scope="col">Name</th>
-          <th scope="col" class="num">
-            Spend
-          </th>
-          <th scope="col" class="num">
-            Payments
-          </th>
-          <th scope="col" class="share-col">
-            Share
-          </th>
-        </tr>
-      </thead>
+      <TableHead columns={['Name', { label: 'Spend', num: true }, { label: 'Payments', num: true }, { label: 'Share', class: 'share-col' }]} />
       <tbody>
         {rows.map((row) => (
           <tr key={row.key}>

@@ -7,6 +7,7 @@ import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { formatAmount, formatCount } from '../format';
+import { TableHead } from './table-head';
 
 export interface Bucket {
   t: string;
@@ -61,17 +62,7 @@ export function SpendChart({ buckets, timeZone, label = 'Spend over time' }: { b
       <details class="chart-table">
         <summary>Table of these {formatCount(buckets.length)} points</summary>
         <table>
-          <thead>
-            <tr>
-              <th scope="col">From</th>
-              <th scope="col" class="num">
-                Spend
-              </th>
-              <th scope="col" class="num">
-                Payments
-              </th>
-            </tr>
-          </thead>
+          <TableHead columns={['From', { label: 'Spend', num: true }, { label: 'Payments', num: true }]} />
           <tbody>
             {buckets.map((b) => (
               <tr key={b.t}>

@@ -5,6 +5,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, type Page } from '../api';
 import { AlertList } from '../components/alerts';
+import { Figure } from '../components/figure';
+import { TableHead } from '../components/table-head';
 import { PagedList } from '../components/list';
 import { Panel, useLoad } from '../components/panel';
 import { RangeBar, useRangeState, useRefreshTick } from '../components/range-bar';
@@ -40,21 +42,7 @@ export function Agents() {
         {(agents) => (
           <div class="table-wrap">
             <table>
-              <thead>
-                <tr>
-                  <th scope="col">Agent</th>
-                  <th scope="col" class="num">
-                    Spend
-                  </th>
-                  <th scope="col" class="num">
-                    Transactions
-                  </th>
-                  <th scope="col">Last active</th>
-                  <th scope="col" class="wide-only">
-                    Status
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={['Agent', { label: 'Spend', num: true }, { label: 'Transactions', num: true }, 'Last active', { label: 'Status', class: 'wide-only' }]} />
               <tbody>
                 {agents.map((a) => (
                   <tr key={a.agentId} data-agent={a.agentId}>
@@ -95,13 +83,13 @@ export function AgentPage({ agentId }: { agentId: string }) {
       <Panel id="agent" title="Agent" load={agent}>
         {(a) => (
           <dl class="figures">
-            <Fact name="Name" value={a.name} />
-            <Fact name="Total spend" value={formatAmount(a.totalSpend)} field="totalSpend" />
-            <Fact name="Transactions" value={formatCount(a.transactionCount)} field="transactionCount" />
-            <Fact name="Last active" value={formatTime(a.lastActive, timeZone)} />
-            <Fact name="Status" value={a.status} />
-            <Fact name="Authorized by" value={a.authorizedBy ?? '–'} />
-            <Fact name="Known since" value={formatTime(a.createdAt, timeZone)} />
+            <Figure small name="Name" value={a.name} />
+            <Figure small name="Total spend" value={formatAmount(a.totalSpend)} field="totalSpend" />
+            <Figure small name="Transactions" value={formatCount(a.transactionCount)} field="transactionCount" />
+            <Figure small name="Last active" value={formatTime(a.lastActive, timeZone)} />
+            <Figure small name="Status" value={a.status} />
+            <Figure small name="Authorized by" value={a.authorizedBy ?? '–'} />
+            <Figure small name="Known since" value={formatTime(a.createdAt, timeZone)} />
           </dl>
         )}
       </Panel>
@@ -113,14 +101,5 @@ export function AgentPage({ agentId }: { agentId: string }) {
         </Panel>
       </div>
     </>
-  );
-}
-
-function Fact({ name, value, field }: { name: string; value: string; field?: string }) {
-  return (
-    <div class="figure" data-field={field}>
-      <dt>{name}</dt>
-      <dd class="value small">{value}</dd>
-    </div>
   );
 }

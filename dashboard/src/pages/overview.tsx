@@ -9,6 +9,7 @@ import { SpendChart, type Bucket } from '../components/chart';
 import { Panel, useLoad } from '../components/panel';
 import { AlertList } from '../components/alerts';
 import { Breakdown } from '../components/breakdown';
+import { Figure } from '../components/figure';
 import { RangeBar } from '../components/range-bar';
 import { formatAmount, formatChange, formatCount } from '../format';
 import { granularityFor, type Range } from '../range';
@@ -54,16 +55,6 @@ function Totals({ range, tick }: { range: Range; tick: number }) {
         </dl>
       )}
     </Panel>
-  );
-}
-
-function Figure({ name, value, note, field }: { name: string; value: string; note?: string; field: string }) {
-  return (
-    <div class="figure" data-field={field}>
-      <dt>{name}</dt>
-      <dd class="value">{value}</dd>
-      {note && <dd class="note">{note}</dd>}
-    </div>
   );
 }
 

@@ -4,7 +4,8 @@
  * each of the API's field errors next to its field, so the rules live in one place.
  */
 import { useState } from 'preact/hooks';
-import { api, ApiError } from '../api';
+import { api } from '../api';
+import { FieldMessage, FormError, invalidProps, OutcomeMessage, useOutcome, useSubmit } from '../components/form';
 import { PagedList } from '../components/list';
 import { Panel, useLoad } from '../components/panel';
 import { useRefreshTick } from '../components/range-bar';
@@ -23,16 +24,7 @@ export function Policies() {
   const tick = useRefreshTick();
   const saved = new URLSearchParams(useLocation().search).get('saved');
   const [changed, setChanged] = useState(0);
-  const [problem, setProblem] = useState('');
-  const act = async (what: () => Promise<unknown>) => {
-    setProblem('');
-    try {
-      await what();
-      setChanged((n) => n + 1);
-    } catch (err) {
-      setProblem((err as Error).message);
-    }
-  };
+  const [outcome, act] = useOutcome(() => setChanged((n) => n + 1));
   return (
     <>
       <div class="page-head">
@@ -46,11 +38,7 @@ export function Policies() {
           Saved the policy “{saved}”.
         </p>
       )}
-      {problem && (
-        <p class="field-error" role="alert">
-          {problem}
-        </p>
-      )}
+      <OutcomeMessage outcome={outcome} />
       <PagedList<Policy> id="policies-list" title="Budget policies, newest first" path="/policies" query={{}} version={changed} tick={tick} empty="No policies yet.">
         {(policies) => (
           <ul class="policy-list">
@@ -113,31 +101,9 @@ function PolicyForm({ policy }: { policy?: Policy }) {
   const [action, setAction] = useState<Policy['action']>(policy?.action ?? 'flag');
   const [active, setActive] = useState(policy?.active ?? true);
   const [timezone, setTimezone] = useState(policy?.timezone ?? '');
-  const [error, setError] = useState<ApiError | undefined>();
-  const [busy, setBusy] = useState(false);
-
-  const fieldError = (field: string) => {
-    const message = error?.fields.find((f) => f.field === field || f.field.startsWith(`${field}[`) || (field === 'limits' && f.field === 'limits'))?.message;
-    return message ? { message, id: `err-${field.replace(/\W+/g, '-')}` } : undefined;
-  };
-  const invalid = (field: string) => {
-    const e = fieldError(field);
-    return e ? { 'aria-invalid': true, 'aria-describedby': e.id } : {};
-  };
-  const FieldMessage = ({ field }: { field: string }) => {
-    const e = fieldError(field);
-    return e ? (
-      <p class="field-error" id={e.id} data-field-error={field}>
-        {e.message}
-      </p>
-    ) : null;
-  };
   const setLimit = (i: number, change: Partial<LimitDraft>) => setLimits((ls) => ls.map((l, j) => (j === i ? { ...l, ...change } : l)));
 
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
-    setError(undefined);
+  const [error, submit, busy] = useSubmit(async () => {
     const body = {
       name,
       agents: agents
@@ -149,34 +115,24 @@ function PolicyForm({ policy }: { policy?: Policy }) {
       active,
       timezone: timezone.trim() || null,
     };
-    try {
-      const saved = policy ? await api<Policy>('PATCH', `/policies/${policy.id}`, { body }) : await api<Policy>('POST', '/policies', { body });
-      navigate(`${href('policies')}?saved=${encodeURIComponent(saved.name)}`);
-    } catch (err) {
-      setError(err instanceof ApiError ? err : new ApiError(0, 'unknown', (err as Error).message));
-    } finally {
-      setBusy(false);
-    }
-  };
+    const saved = policy ? await api<Policy>('PATCH', `/policies/${policy.id}`, { body }) : await api<Policy>('POST', '/policies', { body });
+    navigate(`${href('policies')}?saved=${encodeURIComponent(saved.name)}`);
+  });
 
   return (
     <form class="policy-form stack" onSubmit={submit} noValidate>
-      {error && (
-        <p class="field-error" role="alert">
-          {error.fields.length ? 'Please correct the fields marked below.' : error.message}
-        </p>
-      )}
+      <FormError error={error} summary="Please correct the fields marked below." />
       <label for="policy-name">Name</label>
-      <input id="policy-name" value={name} onInput={(e) => setName(e.currentTarget.value)} {...invalid('name')} />
-      <FieldMessage field="name" />
+      <input id="policy-name" value={name} onInput={(e) => setName(e.currentTarget.value)} {...invalidProps(error, 'name')} />
+      <FieldMessage error={error} field="name" />
 
       <label for="policy-agents">Agents (ids, separated by commas; empty: every agent of the team)</label>
-      <input id="policy-agents" value={agents} onInput={(e) => setAgents(e.currentTarget.value)} {...invalid('agents')} />
-      <FieldMessage field="agents" />
+      <input id="policy-agents" value={agents} onInput={(e) => setAgents(e.currentTarget.value)} {...invalidProps(error, 'agents')} />
+      <FieldMessage error={error} field="agents" />
 
       <fieldset>
         <legend>Limits</legend>
-        <FieldMessage field="limits" />
+        <FieldMessage error={error} field="limits" exact />
         {limits.map((limit, i) => (
           <div class="limit-row" key={i}>
             <label>
@@ -191,12 +147,12 @@ function PolicyForm({ policy }: { policy?: Policy }) {
             </label>
             <label>
               Amount{' '}
-              <input inputMode="decimal" name={`limits[${i}].amount`} value={limit.amount} onInput={(e) => setLimit(i, { amount: e.currentTarget.value })} {...invalid(`limits[${i}].amount`)} />
+              <input inputMode="decimal" name={`limits[${i}].amount`} value={limit.amount} onInput={(e) => setLimit(i, { amount: e.currentTarget.value })} {...invalidProps(error, `limits[${i}].amount`)} />
             </label>
             {limit.kind === 'per_endpoint' && (
               <label>
                 Endpoint{' '}
-                <input placeholder="api.example.com" value={limit.endpoint} onInput={(e) => setLimit(i, { endpoint: e.currentTarget.value })} {...invalid(`limits[${i}].endpoint`)} />
+                <input placeholder="api.example.com" value={limit.endpoint} onInput={(e) => setLimit(i, { endpoint: e.currentTarget.value })} {...invalidProps(error, `limits[${i}].endpoint`)} />
               </label>
             )}
             {limits.length > 1 && (
@@ -204,9 +160,9 @@ function PolicyForm({ policy }: { policy?: Policy }) {
                 Remove
               </button>
             )}
-            <FieldMessage field={`limits[${i}].amount`} />
-            <FieldMessage field={`limits[${i}].endpoint`} />
-            <FieldMessage field={`limits[${i}].kind`} />
+            <FieldMessage error={error} field={`limits[${i}].amount`} />
+            <FieldMessage error={error} field={`limits[${i}].endpoint`} />
+            <FieldMessage error={error} field={`limits[${i}].kind`} />
           </div>
         ))}
         <button type="button" onClick={() => setLimits((ls) => [...ls, { kind: 'per_call', amount: '', endpoint: '' }])}>
@@ -225,8 +181,8 @@ function PolicyForm({ policy }: { policy?: Policy }) {
       </fieldset>
 
       <label for="policy-timezone">Time zone of daily limits (IANA, e.g. Europe/Lisbon; empty: UTC)</label>
-      <input id="policy-timezone" value={timezone} onInput={(e) => setTimezone(e.currentTarget.value)} {...invalid('timezone')} />
-      <FieldMessage field="timezone" />
+      <input id="policy-timezone" value={timezone} onInput={(e) => setTimezone(e.currentTarget.value)} {...invalidProps(error, 'timezone')} />
+      <FieldMessage error={error} field="timezone" />
 
       <label class="check">
         <input type="checkbox" checked={active} onChange={(e) => setActive(e.currentTarget.checked)} /> Active

@@ -4,10 +4,13 @@
  * webhooks, and every change here, needs an admin key; a read key sees the API's refusal.
  */
 import { useState } from 'preact/hooks';
-import { api, ApiError } from '../api';
+import { api } from '../api';
+import { Figure } from '../components/figure';
+import { FieldMessage, FormError, invalidProps, OutcomeMessage, useOutcome, useSubmit } from '../components/form';
 import { PagedList } from '../components/list';
 import { Panel, useLoad } from '../components/panel';
 import { useRefreshTick } from '../components/range-bar';
+import { TableHead } from '../components/table-head';
 import { formatAgo, formatAmount, formatCount, formatTime } from '../format';
 import { href } from '../router';
 import type { ApiKey, Delivery, Team, Webhook, WebhookEventType } from '../types';
@@ -18,6 +21,15 @@ const SCOPES = [
   { value: 'admin', label: 'admin: everything, changes included' },
 ] as const;
 const EVENT_TYPES: WebhookEventType[] = ['alert.opened', 'alert.escalated', 'alert.resolved', 'alert.reopened'];
+
+/** What a delivery attempt sent now came to (POST …/test, …/retry). */
+interface Attempt {
+  delivered: boolean;
+  statusCode: number | null;
+  error: string | null;
+  latencyMs: number;
+}
+const attemptFailure = (a: Attempt) => a.error ?? `answered ${a.statusCode}`;
 
 export function TeamPage() {
   const tick = useRefreshTick();
@@ -30,40 +42,14 @@ export function TeamPage() {
       <Panel id="usage" title="Usage this month" load={team}>
         {(t) => (
           <dl class="figures">
-            <div class="figure">
-              <dt>Team</dt>
-              <dd class="value small">{t.name}</dd>
-            </div>
-            <div class="figure" data-field="spend">
-              <dt>Spend</dt>
-              <dd class="value">{formatAmount(t.usage.spend)}</dd>
-            </div>
-            <div class="figure" data-field="events">
-              <dt>Records</dt>
-              <dd class="value">{formatCount(t.usage.events)}</dd>
-            </div>
-            <div class="figure">
-              <dt>Agents</dt>
-              <dd class="value">{formatCount(t.usage.agents)}</dd>
-            </div>
-            <div class="figure">
-              <dt>Active policies</dt>
-              <dd class="value">{formatCount(t.usage.activePolicies)}</dd>
-            </div>
-            <div class="figure">
-              <dt>Open alerts</dt>
-              <dd class="value">{formatCount(t.usage.openAlerts)}</dd>
-            </div>
-            <div class="figure">
-              <dt>Working keys</dt>
-              <dd class="value">{formatCount(t.usage.activeApiKeys)}</dd>
-            </div>
-            <div class="figure">
-              <dt>Period</dt>
-              <dd class="value small">
-                {formatTime(t.usage.period.start)} to {formatTime(t.usage.period.end)}
-              </dd>
-            </div>
+            <Figure small name="Team" value={t.name} />
+            <Figure name="Spend" value={formatAmount(t.usage.spend)} field="spend" />
+            <Figure name="Records" value={formatCount(t.usage.events)} field="events" />
+            <Figure name="Agents" value={formatCount(t.usage.agents)} />
+            <Figure name="Active policies" value={formatCount(t.usage.activePolicies)} />
+            <Figure name="Open alerts" value={formatCount(t.usage.openAlerts)} />
+            <Figure name="Working keys" value={formatCount(t.usage.activeApiKeys)} />
+            <Figure small name="Period" value={`${formatTime(t.usage.period.start)} to ${formatTime(t.usage.period.end)}`} />
           </dl>
         )}
       </Panel>
@@ -76,18 +62,10 @@ export function TeamPage() {
 function Keys({ tick }: { tick: number }) {
   const [changed, setChanged] = useState(0);
   const [created, setCreated] = useState<ApiKey | undefined>();
-  const [problem, setProblem] = useState('');
+  const [outcome, run] = useOutcome(() => setChanged((n) => n + 1));
   const keys = useLoad((signal) => api<{ data: ApiKey[] }>('GET', '/keys', { signal }), [changed], tick);
-  const revoke = async (key: ApiKey) => {
-    if (!window.confirm(`Revoke the key "${key.name}" (${key.prefix}…)? Whatever uses it is refused from now on.`)) return;
-    setProblem('');
-    try {
-      await api('DELETE', `/keys/${key.id}`);
-      setChanged((n) => n + 1);
-    } catch (err) {
-      setProblem((err as Error).message);
-    }
-  };
+  const revoke = (key: ApiKey) =>
+    window.confirm(`Revoke the key "${key.name}" (${key.prefix}…)? Whatever uses it is refused from now on.`) && run(() => api('DELETE', `/keys/${key.id}`));
   return (
     <Panel id="keys" title="API keys" load={keys} isEmpty={(k) => k.data.length === 0} empty="No working keys.">
       {(k) => (
@@ -102,24 +80,10 @@ function Keys({ tick }: { tick: number }) {
               </code>
             </div>
           )}
-          {problem && (
-            <p class="field-error" role="alert">
-              {problem}
-            </p>
-          )}
+          <OutcomeMessage outcome={outcome} />
           <div class="table-wrap">
             <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Scopes</th>
-                  <th scope="col">Last used</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col">
-                    <span class="sr-only">Actions</span>
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={['Name', 'Scopes', 'Last used', 'Expires', { label: 'Actions', hidden: true }]} />
               <tbody>
                 {k.data.map((key) => (
                   <tr key={key.id} data-key={key.id}>
@@ -153,28 +117,20 @@ function NewKey({ onCreated }: { onCreated: (key: ApiKey) => void }) {
   const [name, setName] = useState('');
   const [scopes, setScopes] = useState<string[]>(['read']);
   const [expires, setExpires] = useState('');
-  const [error, setError] = useState<ApiError | undefined>();
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setError(undefined);
-    try {
-      const body: Record<string, unknown> = { name: name.trim(), scopes };
-      if (expires) body.expires_at = new Date(expires).toISOString();
-      const key = await api<ApiKey>('POST', '/keys', { body });
-      setName('');
-      onCreated(key);
-    } catch (err) {
-      setError(err instanceof ApiError ? err : new ApiError(0, 'unknown', (err as Error).message));
-    }
-  };
-  const fieldMessage = (field: string) => error?.fields.find((f) => f.field === field || f.field.startsWith(`${field}[`))?.message;
+  const [error, submit] = useSubmit(async () => {
+    const body: Record<string, unknown> = { name: name.trim(), scopes };
+    if (expires) body.expires_at = new Date(expires).toISOString();
+    const key = await api<ApiKey>('POST', '/keys', { body });
+    setName('');
+    onCreated(key);
+  });
   return (
     <details class="create">
       <summary>Create a key</summary>
       <form class="stack" onSubmit={submit} noValidate>
         <label for="key-name">Name (who holds it)</label>
-        <input id="key-name" value={name} onInput={(e) => setName(e.currentTarget.value)} aria-invalid={fieldMessage('name') ? true : undefined} />
-        {fieldMessage('name') && <p class="field-error">{fieldMessage('name')}</p>}
+        <input id="key-name" value={name} onInput={(e) => setName(e.currentTarget.value)} {...invalidProps(error, 'name')} />
+        <FieldMessage error={error} field="name" />
         <fieldset>
           <legend>Scopes</legend>
           {SCOPES.map((s) => (
@@ -187,16 +143,12 @@ function NewKey({ onCreated }: { onCreated: (key: ApiKey) => void }) {
               {s.label}
             </label>
           ))}
-          {fieldMessage('scopes') && <p class="field-error">{fieldMessage('scopes')}</p>}
+          <FieldMessage error={error} field="scopes" />
         </fieldset>
         <label for="key-expires">Expires (optional)</label>
         <input id="key-expires" type="datetime-local" value={expires} onInput={(e) => setExpires(e.currentTarget.value)} />
-        {fieldMessage('expires_at') && <p class="field-error">{fieldMessage('expires_at')}</p>}
-        {error && !error.fields.length && (
-          <p class="field-error" role="alert">
-            {error.message}
-          </p>
-        )}
+        <FieldMessage error={error} field="expires_at" />
+        <FormError error={error} />
         <div>
           <button type="submit">Create key</button>
         </div>
@@ -208,18 +160,8 @@ function NewKey({ onCreated }: { onCreated: (key: ApiKey) => void }) {
 function Webhooks({ tick }: { tick: number }) {
   const [changed, setChanged] = useState(0);
   const [secret, setSecret] = useState<{ url: string; secret: string } | undefined>();
-  const [message, setMessage] = useState<{ text: string; bad?: boolean } | undefined>();
+  const [outcome, act] = useOutcome(() => setChanged((n) => n + 1));
   const hooks = useLoad((signal) => api<{ data: Webhook[] }>('GET', '/webhooks', { signal }), [changed], tick);
-  const act = async (what: () => Promise<string | void>) => {
-    setMessage(undefined);
-    try {
-      const text = await what();
-      if (text) setMessage({ text });
-      setChanged((n) => n + 1);
-    } catch (err) {
-      setMessage({ text: (err as Error).message, bad: true });
-    }
-  };
   return (
     <Panel id="webhooks" title="Webhooks" load={hooks} isEmpty={() => false}>
       {(h) => (
@@ -232,11 +174,7 @@ function Webhooks({ tick }: { tick: number }) {
               <code class="secret">{secret.secret}</code>
             </div>
           )}
-          {message && (
-            <p class={message.bad ? 'field-error' : 'notice'} role={message.bad ? 'alert' : 'status'}>
-              {message.text}
-            </p>
-          )}
+          <OutcomeMessage outcome={outcome} />
           {h.data.length === 0 && <div class="state empty">No webhook endpoints: alerts reach nobody until someone looks.</div>}
           <ul class="webhook-list">
             {h.data.map((w) => (
@@ -254,20 +192,21 @@ function Webhooks({ tick }: { tick: number }) {
                     type="button"
                     onClick={() =>
                       act(async () => {
-                        const r = await api<{ delivered: boolean; statusCode: number | null; error: string | null; latencyMs: number }>('POST', `/webhooks/${w.id}/test`);
-                        return r.delivered ? `Test delivered: ${r.statusCode} in ${r.latencyMs} ms.` : `Test not delivered: ${r.error ?? `answered ${r.statusCode}`}.`;
+                        const r = await api<Attempt>('POST', `/webhooks/${w.id}/test`);
+                        if (!r.delivered) throw new Error(`Test not delivered: ${attemptFailure(r)}.`);
+                        return `Test delivered: ${r.statusCode} in ${r.latencyMs} ms.`;
                       })
                     }
                   >
                     Send test
                   </button>
-                  <button type="button" onClick={() => act(() => api('PATCH', `/webhooks/${w.id}`, { body: { active: !w.active } }).then(() => undefined))}>
+                  <button type="button" onClick={() => act(() => api('PATCH', `/webhooks/${w.id}`, { body: { active: !w.active } }))}>
                     {w.active ? 'Turn off' : 'Turn on'}
                   </button>
                   <button
                     type="button"
                     class="danger"
-                    onClick={() => window.confirm(`Delete the webhook ${w.url}?`) && act(() => api('DELETE', `/webhooks/${w.id}`).then(() => undefined))}
+                    onClick={() => window.confirm(`Delete the webhook ${w.url}?`) && act(() => api('DELETE', `/webhooks/${w.id}`))}
                   >
                     Delete
                   </button>
@@ -286,26 +225,18 @@ function NewWebhook({ onCreated }: { onCreated: (w: Webhook) => void }) {
   const [url, setUrl] = useState('');
   const [format, setFormat] = useState<'standard' | 'slack'>('standard');
   const [events, setEvents] = useState<WebhookEventType[]>(['alert.opened', 'alert.escalated']);
-  const [error, setError] = useState<ApiError | undefined>();
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setError(undefined);
-    try {
-      const w = await api<Webhook>('POST', '/webhooks', { body: { url: url.trim(), format, events } });
-      setUrl('');
-      onCreated(w);
-    } catch (err) {
-      setError(err instanceof ApiError ? err : new ApiError(0, 'unknown', (err as Error).message));
-    }
-  };
-  const fieldMessage = (field: string) => error?.fields.find((f) => f.field === field || f.field.startsWith(`${field}[`))?.message;
+  const [error, submit] = useSubmit(async () => {
+    const w = await api<Webhook>('POST', '/webhooks', { body: { url: url.trim(), format, events } });
+    setUrl('');
+    onCreated(w);
+  });
   return (
     <details class="create">
       <summary>Add a webhook</summary>
       <form class="stack" onSubmit={submit} noValidate>
         <label for="webhook-url">URL</label>
-        <input id="webhook-url" type="url" placeholder="https://hooks.example.com/spendscope" value={url} onInput={(e) => setUrl(e.currentTarget.value)} aria-invalid={fieldMessage('url') ? true : undefined} />
-        {fieldMessage('url') && <p class="field-error">{fieldMessage('url')}</p>}
+        <input id="webhook-url" type="url" placeholder="https://hooks.example.com/spendscope" value={url} onInput={(e) => setUrl(e.currentTarget.value)} {...invalidProps(error, 'url')} />
+        <FieldMessage error={error} field="url" />
         <label for="webhook-format">Format</label>
         <select id="webhook-format" value={format} onChange={(e) => setFormat(e.currentTarget.value as 'standard' | 'slack')}>
           <option value="standard">standard: signed JSON (Standard Webhooks)</option>
@@ -318,13 +249,9 @@ function NewWebhook({ onCreated }: { onCreated: (w: Webhook) => void }) {
               <input type="checkbox" checked={events.includes(t)} onChange={(e) => setEvents((all) => (e.currentTarget.checked ? [...all, t] : all.filter((x) => x !== t)))} /> {t}
             </label>
           ))}
-          {fieldMessage('events') && <p class="field-error">{fieldMessage('events')}</p>}
+          <FieldMessage error={error} field="events" />
         </fieldset>
-        {error && !error.fields.length && (
-          <p class="field-error" role="alert">
-            {error.message}
-          </p>
-        )}
+        <FormError error={error} />
         <div>
           <button type="submit">Add webhook</button>
         </div>
@@ -338,18 +265,14 @@ export function WebhookPage({ webhookId }: { webhookId: string }) {
   const tick = useRefreshTick();
   const [status, setStatus] = useState('');
   const [changed, setChanged] = useState(0);
-  const [message, setMessage] = useState<{ text: string; bad?: boolean } | undefined>();
+  const [outcome, run] = useOutcome(() => setChanged((n) => n + 1));
   const hook = useLoad((signal) => api<Webhook>('GET', `/webhooks/${encodeURIComponent(webhookId)}`, { signal }), [webhookId], tick);
-  const retry = async (d: Delivery) => {
-    setMessage(undefined);
-    try {
-      const r = await api<{ delivered: boolean; statusCode: number | null; error: string | null }>('POST', `/webhooks/${webhookId}/deliveries/${d.id}/retry`);
-      setMessage(r.delivered ? { text: `Delivered: ${r.statusCode}.` } : { text: `Not delivered: ${r.error ?? `answered ${r.statusCode}`}.`, bad: true });
-    } catch (err) {
-      setMessage({ text: (err as Error).message, bad: true });
-    }
-    setChanged((n) => n + 1);
-  };
+  const retry = (d: Delivery) =>
+    run(async () => {
+      const r = await api<Attempt>('POST', `/webhooks/${webhookId}/deliveries/${d.id}/retry`);
+      if (!r.delivered) throw new Error(`Not delivered: ${attemptFailure(r)}.`);
+      return `Delivered: ${r.statusCode}.`;
+    });
   return (
     <>
       <p class="crumbs">
@@ -362,11 +285,7 @@ export function WebhookPage({ webhookId }: { webhookId: string }) {
           </p>
         )}
       </Panel>
-      {message && (
-        <p class={message.bad ? 'field-error' : 'notice'} role={message.bad ? 'alert' : 'status'}>
-          {message.text}
-        </p>
-      )}
+      <OutcomeMessage outcome={outcome} />
       <PagedList<Delivery>
         id="deliveries"
         title="Delivery log, newest first"
@@ -390,20 +309,7 @@ export function WebhookPage({ webhookId }: { webhookId: string }) {
         {(deliveries) => (
           <div class="table-wrap">
             <table>
-              <thead>
-                <tr>
-                  <th scope="col">Event</th>
-                  <th scope="col">Status</th>
-                  <th scope="col" class="num">
-                    Attempts
-                  </th>
-                  <th scope="col">Last answer</th>
-                  <th scope="col">Next attempt</th>
-                  <th scope="col">
-                    <span class="sr-only">Actions</span>
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={['Event', 'Status', { label: 'Attempts', num: true }, 'Last answer', 'Next attempt', { label: 'Actions', hidden: true }]} />
               <tbody>
                 {deliveries.map((d) => (
                   <tr key={d.id} data-delivery={d.id}>
