@@ -1,5 +1,5 @@
 /**
- * npm run bench:authorize -- [--seconds 20] [--policies 100] [--rounds 3]
+ * npm run bench:authorize -- [--seconds 20] [--policies 100] [--rounds 3] [--profile DIR]
  *
  * Authorizations against a service with `policies` active policies (each over two of 200 agents,
  * with a per-call, hourly, daily and per-endpoint limit; half of them block), on a temporary data
@@ -7,7 +7,9 @@
  * p99 and decisions a second (each approval holds for 30 s, so about as many holds are open as a
  * busy team would have). Then ordinary ingest (batches of 100 records, 4 clients) alone and with
  * 16 authorizing clients beside it, in alternating rounds, and prints the ingest throughput and
- * p99 of each, and their ratios (median over the rounds).
+ * p99 of each, and their ratios (median over the rounds). Beside the service's rows, the same
+ * authorize load against the yardsticks (scripts/null-server.ts): a bare express app and a bare
+ * Node server answering a fixed authorization, the ceiling of this machine for such requests.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -15,13 +17,15 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { callService, startChildService } from './service.js';
+import { callService, startChildService, startNullServer } from './service.js';
 
 const { values: args } = parseArgs({
   options: {
     seconds: { type: 'string', default: '20' },
     policies: { type: 'string', default: '100' },
     rounds: { type: 'string', default: '3' },
+    // A CPU profile of the service (node --cpu-prof) into this folder, written when it stops.
+    profile: { type: 'string' },
   },
 });
 const SECONDS = Number(args.seconds);
@@ -60,7 +64,9 @@ async function drive(concurrency: number, seconds: number, request: () => Promis
 
 async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-authorize-'));
-  const service = await startChildService({ dataDir, env: { BOOTSTRAP_API_KEY: KEY, ANOMALY_LOOP_CALLS: '10000000', RATE_LIMIT_REQUESTS_PER_SECOND: '1000000' } });
+  const service = await startChildService({ dataDir, env: { BOOTSTRAP_API_KEY: KEY, ANOMALY_LOOP_CALLS: '10000000', RATE_LIMIT_REQUESTS_PER_SECOND: '1000000' },
+    nodeArgs: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args.profile)}`] : [],
+  });
   const { port } = service;
   try {
     for (let i = 0; i < Number(args.policies); i++) {
@@ -77,8 +83,8 @@ async function main(): Promise<void> {
       });
       if (res.status !== 201) throw new Error(`policy: ${res.status} ${res.body}`);
     }
-    const authorize = async () => {
-      const res = await call(port, 'POST', '/api/v1/authorizations', {
+    const authorizeOn = (target: number) => async () => {
+      const res = await call(target, 'POST', '/api/v1/authorizations', {
         agent_id: pick(AGENTS),
         endpoint: pick(ENDPOINTS),
         // Mostly under the per-call limit of 0.05; one in 20 over it (declined where a block policy applies).
@@ -88,6 +94,7 @@ async function main(): Promise<void> {
       if (res.status !== 200) throw new Error(`authorize: ${res.status} ${res.body}`);
       return (JSON.parse(res.body) as { decision: string }).decision;
     };
+    const authorize = authorizeOn(port);
     const ingest = async () => {
       const now = Date.now();
       const events = Array.from({ length: 100 }, () => ({
@@ -107,13 +114,23 @@ async function main(): Promise<void> {
     await drive(4, 3, authorize); // warm-up, not counted
     console.log(`\nspendscope authorization benchmark, ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} cores, embedded ClickHouse, ` +
       `${args.policies} active policies over 200 agents, holds of 30 s; load generator on the same machine; ${SECONDS} s per row\n`);
-    console.log('authorize    concurrency   decisions   decisions/s   approved   p50 ms   p99 ms');
-    for (const concurrency of [1, 16]) {
-      const r = await drive(concurrency, SECONDS, authorize);
+    console.log('authorize                     concurrency   decisions   decisions/s   approved   p50 ms   p99 ms');
+    const row = (name: string, concurrency: number, r: Awaited<ReturnType<typeof drive>>) =>
       console.log(
-        `POST /authorizations ${String(concurrency).padStart(5)} ${r.count.toLocaleString('en-US').padStart(11)} ${Math.round(r.count / SECONDS).toLocaleString('en-US').padStart(13)}` +
+        `${name.padEnd(30)} ${String(concurrency).padStart(5)} ${r.count.toLocaleString('en-US').padStart(11)} ${Math.round(r.count / SECONDS).toLocaleString('en-US').padStart(13)}` +
           ` ${((100 * r.approved) / r.count).toFixed(1).padStart(9)}% ${pct(r.latencies, 50).toFixed(2).padStart(8)} ${pct(r.latencies, 99).toFixed(2).padStart(8)}`,
       );
+    for (const concurrency of [1, 16]) row('spendscope', concurrency, await drive(concurrency, SECONDS, authorize));
+    // The same requests answered with a fixed authorization by servers that do nothing else: the
+    // machine's ceiling for this load, with the load generator on the same cores.
+    for (const kind of ['express', 'node'] as const) {
+      const yardstick = await startNullServer(kind);
+      try {
+        await drive(4, 2, authorizeOn(yardstick.port));
+        for (const concurrency of [1, 16]) row(kind === 'node' ? 'null Node JSON server' : 'bare express + express.json', concurrency, await drive(concurrency, SECONDS, authorizeOn(yardstick.port)));
+      } finally {
+        yardstick.stop();
+      }
     }
 
     console.log('\ningest (4 clients, batches of 100)   round   records/s   p99 ms   authorizations/s beside it');
@@ -130,6 +147,7 @@ async function main(): Promise<void> {
           ` ${Math.round(auth.count / SECONDS).toLocaleString('en-US').padStart(14)}`,
       );
     }
+    if (alone.length === 0) return;
     const rateRatio = median(beside.map((b, i) => b.rate / alone[i]!.rate));
     const p99Ratio = median(beside.map((b, i) => b.p99 / alone[i]!.p99));
     console.log(`\ningest with authorizations / alone, median of ${args.rounds} rounds: records/s ${rateRatio.toFixed(2)}, p99 ${p99Ratio.toFixed(2)}`);

@@ -18,7 +18,6 @@
  * Also: --server-log FILE keeps the server's log (LOG_LEVEL=debug adds per-commit figures),
  * --profile DIR writes a CPU profile of the server.
  */
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -27,9 +26,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { rateLimitHeaders } from '../src/limits/http.js';
 import { RateLimiter } from '../src/limits/rate-limiter.js';
-import { PROJECT_ROOT } from '../src/paths.js';
 import { checkStore } from './check-store.js';
-import { callService, startChildService } from './service.js';
+import { callService, startChildService, startNullServer } from './service.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -312,22 +310,13 @@ async function measureService(policies: number, limits: 'on' | 'off' = 'on', qui
 
 /** The same load against the null JSON server (scripts/null-server.ts). */
 async function measureNull(): Promise<LevelResult[]> {
-  const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'dist/scripts/null-server.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const match = /listening (\d+)/.exec(out);
-      if (match) resolve(Number(match[1]));
-    });
-    child.on('exit', (code) => reject(new Error(`null server exited with ${code}`)));
-  });
+  const yardstick = await startNullServer();
   const results: LevelResult[] = [];
   try {
-    await drive({ pid: child.pid!, port }, 4, Number(args.warmup));
-    for (const level of LEVELS) results.push(await drive({ pid: child.pid!, port }, level, SECONDS));
+    await drive(yardstick, 4, Number(args.warmup));
+    for (const level of LEVELS) results.push(await drive(yardstick, level, SECONDS));
   } finally {
-    child.kill('SIGTERM');
+    yardstick.stop();
   }
   printLevels('null Node JSON server (parse the body, answer), same load', results);
   return results;

@@ -62,6 +62,26 @@ export async function startChildService(options: ChildServiceOptions): Promise<C
   };
 }
 
+/**
+ * The yardstick (scripts/null-server.ts): a bare Node JSON server, or with `express` the same
+ * answer from a bare express app. Resolves once it listens.
+ */
+export async function startNullServer(kind: 'node' | 'express' = 'node'): Promise<{ pid: number; port: number; stop(): void }> {
+  const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'dist/scripts/null-server.js'), ...(kind === 'express' ? ['--express'] : [])], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const match = /listening (\d+)/.exec(out);
+      if (match) resolve(Number(match[1]));
+    });
+    child.on('exit', (code) => reject(new Error(`null server exited with ${code}`)));
+  });
+  return { pid: child.pid!, port, stop: () => child.kill('SIGTERM') };
+}
+
 export interface ServiceAnswer {
   status: number;
   headers: http.IncomingHttpHeaders;

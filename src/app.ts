@@ -16,6 +16,9 @@ export function createApp(deps: AppDeps, options: MountOptions = {}, routes: rea
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  // No hash of every JSON answer: API answers are not cached by validators, and the dashboard's
+  // assets carry their own ETag.
+  app.set('etag', false);
   app.use(requestLogger(deps.logger));
   app.use(countRequests(deps.metrics));
   app.use(cors(deps.config.corsOrigins));

@@ -3,6 +3,7 @@
  * log's group commit, read by the routes. A hold's lapse is not written: an approved row whose
  * expires_at has passed reads as expired.
  */
+import { formatUnits, toUnits } from '../evaluation/money.js';
 import type { Registry } from '../stores/sqlite.js';
 
 export type AuthorizationState = 'held' | 'captured' | 'voided' | 'declined';
@@ -33,6 +34,7 @@ export interface AuthorizationRow {
   payee_address: string | null;
   decision: 'approved' | 'declined';
   state: AuthorizationState;
+  /** JSON of StoredCheck tuples (encodeChecks); rows written before 2026-11-23 hold Check objects. */
   checks: string;
   reasons: string;
   idempotency_key: string | null;
@@ -45,6 +47,37 @@ export interface AuthorizationRow {
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/**
+ * A check as stored: [policy_id, policy_name, action, kind, window start ms, window end ms, limit,
+ * spent, held]. A third the size of the API's object (every decision writes one per limit, so the
+ * row size is most of an authorization's write cost); `remaining` and `breaks` follow from it.
+ */
+export type StoredCheck = [string, string, Check['action'], Check['kind'], number | null, number | null, string, string, string];
+
+export const encodeChecks = (checks: readonly StoredCheck[]): string => JSON.stringify(checks);
+
+function decodeChecks(text: string, amount: string): Check[] {
+  const stored = JSON.parse(text) as (StoredCheck | Check)[];
+  const asked = toUnits(amount);
+  return stored.map((c): Check => {
+    if (!Array.isArray(c)) return c;
+    const [policy_id, policy_name, action, kind, start, end, limit, spent, held] = c;
+    const left = toUnits(limit) - toUnits(spent) - toUnits(held);
+    return {
+      policy_id,
+      policy_name,
+      action,
+      kind,
+      window: start === null || end === null ? null : { start: iso(start)!, end: iso(end)! },
+      limit,
+      spent,
+      held,
+      remaining: formatUnits(left > 0n ? left : 0n),
+      breaks: asked > left,
+    };
+  });
+}
 
 export function statusOf(row: Pick<AuthorizationRow, 'state' | 'expires_at'>, now = Date.now()): AuthorizationStatus {
   return row.state === 'held' && row.expires_at <= now ? 'expired' : row.state;
@@ -64,7 +97,7 @@ export function authorizationBody(row: AuthorizationRow, now = Date.now()) {
     payee_address: row.payee_address,
     expires_at: iso(row.expires_at)!,
     created_at: iso(row.created_at)!,
-    checks: JSON.parse(row.checks) as Check[],
+    checks: decodeChecks(row.checks, row.amount),
     reasons: JSON.parse(row.reasons) as string[],
     captured_amount: row.captured_amount,
     captured_at: iso(row.captured_at),

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { recordOccurrences, type Occurrence } from '../alerts/repository.js';
 import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
 import { Holds } from '../authorizations/holds.js';
-import { authorizationStatements, findByIdempotencyKey, type AuthorizationRow, type Check } from '../authorizations/repository.js';
+import { authorizationStatements, encodeChecks, findByIdempotencyKey, type AuthorizationRow, type StoredCheck } from '../authorizations/repository.js';
 import { newId } from '../teams/keys.js';
 import type { AnomalyConfig } from '../config.js';
 import { MAX_FUTURE_SKEW_MS, type EventRow } from '../ingest/records.js';
@@ -160,7 +160,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     if (plan.probeTouched[i]!.some((t) => plan.unknown.has(t.key))) return { unavailable: true };
     const amount = toUnits(request.amount);
     const state = plan.states.get(request.teamId)!;
-    const checks: Check[] = [];
+    const checks: StoredCheck[] = [];
     const reasons: string[] = [];
     const declines: Breach[] = [];
     for (const policy of this.policiesOf(state, request.agentId)) {
@@ -171,20 +171,18 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         const held = scope ? this.holds.heldIn(request.teamId, request.agentId, now, scope.window, limit.matches) : 0n;
         const observed = spent + held + amount;
         const breaks = observed > limit.amount;
-        const remaining = limit.amount - spent - held;
         const action = policy.severity === 'critical' ? 'block' : 'flag';
-        checks.push({
-          policy_id: policy.id,
-          policy_name: policy.name,
+        checks.push([
+          policy.id,
+          policy.name,
           action,
-          kind: limit.kind,
-          window: scope ? { start: new Date(scope.window.start).toISOString(), end: new Date(scope.window.end).toISOString() } : null,
-          limit: limit.amountText,
-          spent: formatUnits(spent),
-          held: formatUnits(held),
-          remaining: formatUnits(remaining > 0n ? remaining : 0n),
-          breaks,
-        });
+          limit.kind,
+          scope ? scope.window.start : null,
+          scope ? scope.window.end : null,
+          limit.amountText,
+          formatUnits(spent),
+          formatUnits(held),
+        ]);
         if (!breaks) continue;
         const what = limit.kind === 'per_call' ? `the payment of ${request.amount}` : `spend of ${formatUnits(spent)} and holds of ${formatUnits(held)} plus ${request.amount}`;
         reasons.push(`${action === 'block' ? 'Declined' : 'Flagged'} by policy "${policy.name}": ${what} would exceed its ${limit.kind} limit of ${limit.amountText}${limit.endpoint ? ` to ${limit.endpoint}` : ''}`);
@@ -213,7 +211,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       payee_address: request.payeeAddress,
       decision: approved ? 'approved' : 'declined',
       state: approved ? 'held' : 'declined',
-      checks: JSON.stringify(checks),
+      checks: encodeChecks(checks),
       reasons: JSON.stringify(reasons),
       idempotency_key: request.idempotencyKey,
       created_at: now,

@@ -7,6 +7,12 @@ import type { KeyOwner } from '../teams/repository.js';
 /** A client-supplied request id is kept when it is short and plain, so traces join up. */
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+function withTeam(res: ServerResponse, line: Record<string, unknown>): Record<string, unknown> {
+  const team = (res as unknown as { locals?: { team?: KeyOwner } }).locals?.team;
+  if (team) line.teamId = team.teamId;
+  return line;
+}
+
 /**
  * One log line per request: method, path, status, duration, team and request id. Headers are
  * never serialised, so `Authorization` cannot reach the logs; the request id goes back to the
@@ -21,10 +27,10 @@ export function requestLogger(logger: Logger): HttpLogger {
       res.setHeader('X-Request-Id', id);
       return id;
     },
-    customProps(_req, res) {
-      const team = (res as unknown as { locals?: { team?: KeyOwner } }).locals?.team;
-      return team ? { teamId: team.teamId } : {};
-    },
+    // The team goes into the line itself, not into a child logger made per answer (which costs
+    // about as much as the rest of the line).
+    customSuccessObject: (_req, res, line) => withTeam(res, line),
+    customErrorObject: (_req, res, _err, line) => withTeam(res, line),
     customLogLevel(_req, res, err) {
       return err || res.statusCode >= 500 ? 'error' : 'info';
     },

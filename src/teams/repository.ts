@@ -153,6 +153,7 @@ export function revokeKey(db: Registry, teamId: string, keyId: string, now = Dat
     if (!key) return 'not_found';
     if (key.scopes.includes('admin') && keys.filter((k) => k.scopes.includes('admin')).length === 1) return 'last_admin';
     db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND team_id = ?').run(now, keyId, teamId);
+    keysChanged(db);
     return 'revoked';
   });
   return revoke.immediate();
@@ -174,36 +175,79 @@ export function createTeam(db: Registry, name: string, apiKey = generateApiKey()
   return create.immediate();
 }
 
-/**
- * Finds the team of a presented key. No cache on purpose: the team CLI and rotation write from
- * other requests or processes, and a rotated key must fail from the very next request.
- */
 /** The key lookup of every authenticated request, prepared once per registry (preparing costs more than running it). */
-const keyOwnerStatements = new WeakMap<Registry, Statement>();
+interface KeyOwnerLookup {
+  owner: Statement;
+  dataVersion: Statement;
+  /** Key hash → owner and expiry, for keys found since the last change to keys. */
+  cache: Map<string, { owner: KeyOwner; expiresAt: number | null }>;
+  /** `PRAGMA data_version` when the cache was last known good: it changes when another connection commits. */
+  version: unknown;
+}
 
-export function findKeyOwner(db: Registry, apiKey: string, now = Date.now()): KeyOwner | undefined {
-  let statement = keyOwnerStatements.get(db);
-  if (!statement) {
-    statement = db.prepare(
-      `SELECT k.id AS keyId, k.name AS keyName, k.scopes, k.requests_per_second, k.records_per_second,
-              t.id AS teamId, t.name AS teamName
-         FROM api_keys k JOIN teams t ON t.id = k.team_id
-        WHERE k.key_hash = ? AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ?)`,
-    );
-    keyOwnerStatements.set(db, statement);
+const keyOwnerLookups = new WeakMap<Registry, KeyOwnerLookup>();
+const MAX_CACHED_KEYS = 10_000;
+
+function keyOwnerLookup(db: Registry): KeyOwnerLookup {
+  let lookup = keyOwnerLookups.get(db);
+  if (!lookup) {
+    lookup = {
+      owner: db.prepare(
+        `SELECT k.id AS keyId, k.name AS keyName, k.scopes, k.requests_per_second, k.records_per_second, k.expires_at,
+                t.id AS teamId, t.name AS teamName
+           FROM api_keys k JOIN teams t ON t.id = k.team_id
+          WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
+      ),
+      dataVersion: db.prepare('PRAGMA data_version').pluck(),
+      cache: new Map(),
+      version: undefined,
+    };
+    keyOwnerLookups.set(db, lookup);
   }
-  const row = statement.get(hashApiKey(apiKey), now) as
-    | { keyId: string; keyName: string; scopes: string; requests_per_second: number | null; records_per_second: number | null; teamId: string; teamName: string }
-    | undefined;
-  if (!row) return undefined;
-  return {
-    teamId: row.teamId,
-    teamName: row.teamName,
-    keyId: row.keyId,
-    keyName: row.keyName,
-    scopes: parseScopes(row.scopes),
-    rates: { requestsPerSecond: row.requests_per_second, recordsPerSecond: row.records_per_second },
-  };
+  return lookup;
+}
+
+/** Forgets the keys found so far: called by every change to keys made through this connection. */
+function keysChanged(db: Registry): void {
+  keyOwnerLookups.get(db)?.cache.clear();
+}
+
+/**
+ * Finds the team of a presented key. Found keys are kept in memory, and a revoked or rotated key
+ * still fails from the very next request: a revocation through this connection clears them, and
+ * one by another process (the team CLI) changes the registry's data_version, which is compared on
+ * every lookup (a cheap pragma, where the join costs several times more on a busy registry).
+ */
+export function findKeyOwner(db: Registry, apiKey: string, now = Date.now()): KeyOwner | undefined {
+  const lookup = keyOwnerLookup(db);
+  const version = lookup.dataVersion.get();
+  if (version !== lookup.version) {
+    lookup.cache.clear();
+    lookup.version = version;
+  }
+  const hash = hashApiKey(apiKey);
+  let found = lookup.cache.get(hash);
+  if (!found) {
+    const row = lookup.owner.get(hash) as
+      | { keyId: string; keyName: string; scopes: string; requests_per_second: number | null; records_per_second: number | null; expires_at: number | null; teamId: string; teamName: string }
+      | undefined;
+    // Unknown keys are not kept: a key issued a moment later must work at once.
+    if (!row) return undefined;
+    found = {
+      owner: {
+        teamId: row.teamId,
+        teamName: row.teamName,
+        keyId: row.keyId,
+        keyName: row.keyName,
+        scopes: parseScopes(row.scopes),
+        rates: { requestsPerSecond: row.requests_per_second, recordsPerSecond: row.records_per_second },
+      },
+      expiresAt: row.expires_at,
+    };
+    if (lookup.cache.size >= MAX_CACHED_KEYS) lookup.cache.clear();
+    lookup.cache.set(hash, found);
+  }
+  return found.expiresAt === null || found.expiresAt > now ? found.owner : undefined;
 }
 
 /**
@@ -219,6 +263,7 @@ export function rotateKey(db: Registry, owner: KeyOwner): IssuedKey | undefined 
       .prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
       .run(now, owner.keyId);
     if (revoked.changes !== 1) return undefined;
+    keysChanged(db);
     return insertKey(db, owner.teamId, generateApiKey(), now, {
       name: owner.keyName,
       scopes: owner.scopes,

@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiStorage } from '@x402sentinel/x402';
+import Database from 'better-sqlite3';
 import { api, errorOf, newTeam, testEnv } from '../helpers/context.js';
 import { sdkRecord } from '../ingest/fixtures.js';
 
@@ -140,6 +141,24 @@ describe('API keys with scopes', function () {
     // Another team's key id is not found.
     const other = newTeam();
     await api().delete(`/api/v1/keys/${second.id}`).set(...other.auth).expect(404);
+  });
+
+  it('a key revoked by another process (the team CLI, a second connection) is refused from the next request on', async () => {
+    const team = newTeam();
+    const reader = await createKey(team, { name: 'grafana', scopes: ['read'] });
+    // Found once, so the service has it in memory.
+    await api().get('/api/v1/keys').set(...team.auth).expect(200);
+    await api().get('/api/v1/agents').set(...bearer(reader.apiKey)).expect(200);
+    const other = new Database(testEnv().registry.name);
+    try {
+      other.pragma('busy_timeout = 5000');
+      expect(other.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ?').run(Date.now(), reader.id).changes).to.equal(1);
+    } finally {
+      other.close();
+    }
+    const refused = await api().get('/api/v1/agents').set(...bearer(reader.apiKey)).expect(401);
+    expect(errorOf(refused.body).code).to.equal('unauthorized');
+    await api().get('/api/v1/agents').set(...team.auth).expect(200);
   });
 
   it('an expired key is a 401 from its expiry on, and no longer listed', async () => {
