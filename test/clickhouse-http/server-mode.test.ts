@@ -1,0 +1,135 @@
+/**
+ * ClickHouse's HTTP interface, served by the service's protocol module over the run's engine
+ * (unrestricted, on loopback: test helpers only), and the service in server mode against it.
+ */
+import { expect } from 'chai';
+import crypto from 'node:crypto';
+import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
+import { ApiStorage, AuditLogger } from '@x402sentinel/x402';
+import { startClickHouseServer } from '../helpers/clickhouse-server.js';
+import { testEnv } from '../helpers/context.js';
+import { sdkRecord } from '../ingest/fixtures.js';
+import { callWithKey, startService, tempDir, type RunningService } from '../helpers/processes.js';
+
+describe('ClickHouse HTTP interface over the embedded engine', function () {
+  this.timeout(120_000);
+  let server: Awaited<ReturnType<typeof startClickHouseServer>>;
+  let client: ClickHouseClient;
+  const database = `http_${crypto.randomBytes(4).toString('hex')}`;
+
+  before(async () => {
+    server = await startClickHouseServer();
+    client = createClient({ url: server.url, username: 'default', password: '', log: { level: ClickHouseLogLevel.OFF } });
+    await client.command({ query: `CREATE DATABASE ${database}` });
+    await client.command({ query: `CREATE TABLE ${database}.t (team String, amount Decimal(38, 18), n UInt64) ENGINE = MergeTree ORDER BY team` });
+  });
+
+  after(async () => {
+    await client?.command({ query: `DROP DATABASE IF EXISTS ${database}` }).catch(() => undefined);
+    await client?.close();
+    await server?.close();
+  });
+
+  it('answers ping, and a query in the URL, in the body, with parameters and in any format', async () => {
+    expect(await (await fetch(`${server.url}/ping`)).text()).to.equal('Ok.\n');
+    await client.insert({ table: `${database}.t`, values: [{ team: 'a', amount: '0.000000000000000001', n: 1 }, { team: 'b', amount: '12.5', n: 2 }], format: 'JSONEachRow' });
+    const rows = await (
+      await client.query({ query: `SELECT team, amount, n FROM ${database}.t WHERE n >= {min:UInt64} ORDER BY team`, query_params: { min: 1 }, format: 'JSONEachRow', clickhouse_settings: { output_format_json_quote_decimals: 1 } })
+    ).json();
+    expect(rows).to.deep.equal([
+      { team: 'a', amount: '0.000000000000000001', n: '1' },
+      { team: 'b', amount: '12.5', n: '2' },
+    ]);
+    const get = await fetch(`${server.url}/?query=${encodeURIComponent(`SELECT count() FROM ${database}.t`)}`);
+    expect(get.headers.get('x-clickhouse-format')).to.equal('TabSeparated');
+    expect(await get.text()).to.equal('2\n');
+    const csv = await fetch(`${server.url}/?default_format=CSV&database=${database}`, { method: 'POST', body: 'SELECT team, n FROM t ORDER BY team' });
+    expect(await csv.text()).to.equal('"a",1\n"b",2\n');
+  });
+
+  it('streams a large result, compressed when asked', async () => {
+    const result = await client.query({ query: 'SELECT number, toString(number) AS s FROM numbers(300000)', format: 'JSONEachRow' });
+    let count = 0;
+    let last = -1;
+    for await (const rows of result.stream()) {
+      for (const row of rows) {
+        const { number } = row.json<{ number: string }>();
+        expect(Number(number)).to.equal(last + 1);
+        last = Number(number);
+        count++;
+      }
+    }
+    expect(count).to.equal(300_000);
+    const gz = await fetch(`${server.url}/?enable_http_compression=1&query=${encodeURIComponent('SELECT number FROM numbers(1000)')}`, { headers: { 'Accept-Encoding': 'gzip' } });
+    expect(gz.headers.get('content-encoding')).to.equal('gzip');
+    expect((await gz.text()).split('\n')).to.have.length(1001);
+  });
+
+  it("answers errors with ClickHouse's code, name and status", async () => {
+    const unknown = await fetch(`${server.url}/?query=${encodeURIComponent('SELECT * FROM no_such_table')}`);
+    expect(unknown.status).to.equal(404);
+    expect(unknown.headers.get('x-clickhouse-exception-code')).to.equal('60');
+    expect(await unknown.text()).to.match(/^Code: 60\. DB::Exception: .*\(UNKNOWN_TABLE\)/);
+    const syntax = await fetch(`${server.url}/`, { method: 'POST', body: 'SELEC 1' });
+    expect(syntax.status).to.equal(400);
+    expect(syntax.headers.get('x-clickhouse-exception-code')).to.equal('62');
+    let thrown: { code?: string; type?: string } | undefined;
+    try {
+      await client.query({ query: 'SELECT * FROM no_such_table', format: 'JSONEachRow' });
+    } catch (err) {
+      thrown = err as { code?: string; type?: string };
+    }
+    expect(thrown).to.include({ code: '60', type: 'UNKNOWN_TABLE' });
+  });
+
+  describe('the service in server mode (CLICKHOUSE_URL) against it', () => {
+    const KEY = 'server-mode-key-0123456789abcdefghij';
+    let service: RunningService | undefined;
+    const serviceDatabase = `server_mode_${crypto.randomBytes(4).toString('hex')}`;
+
+    after(async () => {
+      if (service) {
+        service.child.kill('SIGTERM');
+        await service.exited;
+      }
+      await client.command({ query: `DROP DATABASE IF EXISTS ${serviceDatabase}` }).catch(() => undefined);
+    });
+
+    it('migrates, ingests (the published SDK too), loads and answers analytics through it', async () => {
+      service = await startService({
+        DATA_DIR: tempDir('server-mode'),
+        BOOTSTRAP_API_KEY: KEY,
+        CLICKHOUSE_URL: server.url,
+        CLICKHOUSE_DATABASE: serviceDatabase,
+        LOAD_INTERVAL_MS: '100',
+      });
+      const migrations = await (await client.query({ query: `SELECT count() AS n FROM ${serviceDatabase}.schema_migrations FINAL`, format: 'JSONEachRow' })).json<{ n: string }>();
+      expect(Number(migrations[0]!.n)).to.be.greaterThan(0);
+
+      const now = Date.now();
+      const events = Array.from({ length: 50 }, (_, i) => ({ id: `sm-${i}`, agent_id: `bot-${i % 3}`, endpoint: 'https://api.example.com/v1/x', method: 'POST', amount: '0.1', created_at: now }));
+      const ingested = await callWithKey(service.baseUrl, KEY, 'POST', '/api/v1/events', { events });
+      expect(ingested.status).to.equal(200);
+      expect(ingested.body.ingested).to.equal(50);
+      const storage = new ApiStorage({ apiKey: KEY, baseUrl: `${service.baseUrl}/api/v1`, batchSize: 50, flushIntervalMs: 3_600_000 });
+      try {
+        await new AuditLogger({ storage }).log({ ...sdkRecord({ amount: '0.500000' }), id: undefined, created_at: undefined } as never);
+        await storage.flush();
+        expect((storage as unknown as { useFallback: boolean }).useFallback, 'SDK switched to local storage').to.equal(false);
+      } finally {
+        storage.destroy();
+      }
+
+      const from = new Date(now - 3_600_000).toISOString();
+      const to = new Date(now + 3_600_000).toISOString();
+      const summary = await callWithKey(service.baseUrl, KEY, 'GET', `/api/v1/analytics/summary?from=${from}&to=${to}`);
+      expect(summary.status).to.equal(200);
+      expect(summary.body.totalSpend).to.equal('5.5');
+      expect(summary.body.count).to.equal(51);
+      // Loaded through the HTTP interface into the shared engine, once each.
+      const stored = await (await client.query({ query: `SELECT count() AS n, uniqExact(id) AS ids FROM ${serviceDatabase}.events`, format: 'JSONEachRow' })).json<{ n: string; ids: string }>();
+      expect(stored[0]).to.deep.equal({ n: '51', ids: '51' });
+      expect(testEnv().config.clickhouse.mode).to.equal('embedded');
+    });
+  });
+});
