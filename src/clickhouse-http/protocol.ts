@@ -34,7 +34,16 @@ export interface ClickHouseRequest {
  * at all: the caller's rules. Throwing a ClickHouseException refuses the query with that error.
  */
 export interface ClickHouseHttpPolicy {
-  prepare(request: ClickHouseRequest): Promise<{ setup: string[] }> | { setup: string[] };
+  prepare(request: ClickHouseRequest): Promise<PreparedQuery> | PreparedQuery;
+}
+
+export interface PreparedQuery {
+  /** Statements run first on the query's session (settings, filters). */
+  setup: string[];
+  /** Run after the setup, on the same session (`run` answers TabSeparated, with the query's parameters bound): throws to refuse the query. */
+  check?: (run: (sql: string) => Promise<string>) => Promise<void>;
+  /** Called once the query has ended, however it ended. */
+  release?: () => void;
 }
 
 export interface ClickHouseHttpOptions {
@@ -247,19 +256,25 @@ export async function serveClickHouseHttp(req: IncomingMessage, res: ServerRespo
   }
   let session: Session | undefined;
   let stream: ChdbQueryStream | undefined;
+  let prepared: PreparedQuery | undefined;
   res.on('close', () => stream?.cancel());
   try {
     if (url.pathname !== '/' && url.pathname !== '') throw new ClickHouseException(0, 'NOT_FOUND', `There is no handler ${url.pathname}`);
     if (req.method !== 'GET' && req.method !== 'POST') throw new ClickHouseException(1, 'UNSUPPORTED_METHOD', `HTTP method ${req.method} is not supported`);
     const request = await parseRequest(req, url, options.maxBodyBytes);
-    const { setup } = await options.policy.prepare(request);
+    prepared = await options.policy.prepare(request);
     session = new Session(options.enginePath);
     const statements = [
       ...SERVER_DEFAULTS,
       ...(request.database ? [`USE ${/^[A-Za-z_][A-Za-z0-9_]*$/.test(request.database) ? request.database : `\`${request.database.replace(/`/g, '\\`')}\``}`] : []),
-      ...setup,
+      ...prepared.setup,
     ];
     for (const statement of statements) await session.queryAsync(statement, { format: 'TabSeparated' });
+    const open = session;
+    // The check sees the query as it will run: its placeholders bound.
+    await prepared.check?.(async (sql) =>
+      (Object.keys(request.params).length > 0 ? await open.queryBindAsync(sql, request.params, { format: 'TabSeparated' }) : await open.queryAsync(sql, { format: 'TabSeparated' })).text(),
+    );
     const headers: Record<string, string> = {
       'X-ClickHouse-Query-Id': request.queryId,
       'X-ClickHouse-Format': request.format,
@@ -308,6 +323,7 @@ export async function serveClickHouseHttp(req: IncomingMessage, res: ServerRespo
   } finally {
     stream?.cancel();
     session?.close();
+    prepared?.release?.();
   }
 }
 

@@ -1,0 +1,165 @@
+/**
+ * ClickHouse's HTTP interface for BI tools, team-scoped: a read key sees its team's rows of the
+ * spendscope database and nothing else, read-only, through real ClickHouse clients.
+ */
+import { expect } from 'chai';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
+import { serveClickHouseHttp } from '../../src/clickhouse-http/protocol.js';
+import { databaseTables, singleStatement, TeamScopedPolicy } from '../../src/clickhouse-http/team-policy.js';
+import { api, loadedEvents, newTeam, testEnv } from '../helpers/context.js';
+
+type Team = ReturnType<typeof newTeam>;
+
+describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
+  this.timeout(120_000);
+  let server: http.Server;
+  let url: string;
+  let teamA: Team;
+  let teamB: Team;
+  const clients: ClickHouseClient[] = [];
+
+  const clientOf = (key: string) => {
+    const client = createClient({ url, username: 'grafana', password: key, log: { level: ClickHouseLogLevel.OFF } });
+    clients.push(client);
+    return client;
+  };
+  const rows = async <T>(client: ClickHouseClient, query: string, params?: Record<string, unknown>) =>
+    (await client.query({ query, query_params: params, format: 'JSONEachRow' })).json<T>();
+  const failure = async (client: ClickHouseClient, query: string) => {
+    try {
+      await client.query({ query, format: 'JSONEachRow' }).then((r) => r.json());
+    } catch (err) {
+      return err as { code?: string; type?: string; message: string };
+    }
+    throw new Error(`not refused: ${query}`);
+  };
+
+  async function ingest(team: Team, agent: string, count: number, amount: string): Promise<void> {
+    const now = Date.now();
+    const events = Array.from({ length: count }, (_, i) => ({ id: `${agent}-${i}`, agent_id: agent, endpoint: 'https://api.example.com/v1/x', method: 'POST', amount, created_at: now - i * 1000 }));
+    await api().post('/api/v1/events').set(...team.auth).send({ events }).expect(200);
+    await loadedEvents(team.teamId);
+  }
+
+  before(async () => {
+    const { config, deps } = testEnv();
+    if (config.clickhouse.mode !== 'embedded') throw new Error('embedded engine expected');
+    const enginePath = config.clickhouse.path;
+    const policy = new TeamScopedPolicy(
+      deps.registry,
+      config.clickhouse.database,
+      { maxExecutionSeconds: 2, maxResultRows: 10_000_000, maxResultBytes: 1 << 30, maxMemoryBytes: 1 << 30, concurrentQueriesPerKey: 2 },
+      databaseTables((sql, params) => deps.events.query(sql, params), config.clickhouse.database),
+    );
+    server = http.createServer((req, res) => void serveClickHouseHttp(req, res, new URL(req.url ?? '/', 'http://127.0.0.1'), { enginePath, policy, maxBodyBytes: 1 << 20 }));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    // Another database in the same engine, as a second install or a test would have.
+    await deps.events.command('CREATE DATABASE IF NOT EXISTS bi_other');
+    await deps.events.command("CREATE TABLE IF NOT EXISTS bi_other.secret (team_id String) ENGINE = MergeTree ORDER BY team_id");
+    teamA = newTeam('bi-a');
+    teamB = newTeam('bi-b');
+    await ingest(teamA, 'a-bot', 30, '1.5');
+    await ingest(teamB, 'b-bot', 20, '2');
+  });
+
+  after(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    await new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  });
+
+  it("each team sees only its own rows: plain, joins, subqueries, UNION, CTEs, rollups, FINAL", async () => {
+    const a = clientOf(teamA.apiKey);
+    const b = clientOf(teamB.apiKey);
+    for (const [client, team, count, spend] of [
+      [a, teamA, '30', '45'],
+      [b, teamB, '20', '40'],
+    ] as const) {
+      expect(await rows(client, 'SELECT count() AS n, toString(sum(amount)) AS spend, groupUniqArray(team_id) AS teams FROM events')).to.deep.equal([{ n: count, spend, teams: [team.teamId] }]);
+      expect(await rows(client, 'SELECT count() AS n FROM spendscope.events AS e JOIN (SELECT id FROM events) AS s USING id')).to.deep.equal([{ n: count }]);
+      expect(await rows(client, 'SELECT count() AS n FROM (SELECT id FROM events UNION ALL SELECT id FROM spendscope.events)')).to.deep.equal([{ n: String(2 * Number(count)) }]);
+      expect(await rows(client, 'WITH x AS (SELECT * FROM events) SELECT count() AS n FROM x WHERE id IN (SELECT id FROM events)')).to.deep.equal([{ n: count }]);
+      const rollup = await rows<{ spend: string }>(client, "SELECT toString(sum(spend)) AS spend FROM spend_daily_by FINAL WHERE dimension = 'outcome'");
+      expect(rollup).to.deep.equal([{ spend }]);
+      const teams = await rows<{ t: string }>(client, 'SELECT DISTINCT team_id AS t FROM spend_minutely');
+      expect(teams).to.deep.equal([{ t: team.teamId }]);
+      expect(await rows(client, 'SELECT count() AS n FROM events WHERE agent_id = {agent:String}', { agent: 'a-bot' })).to.deep.equal([{ n: team === teamA ? '30' : '0' }]);
+    }
+  });
+
+  it('a settings override of the filter, SET, writes and DDL are refused with ClickHouse codes', async () => {
+    const a = clientOf(teamA.apiKey);
+    const override = await failure(a, "SELECT count() FROM events SETTINGS additional_table_filters = {'spendscope.events': '1'}");
+    expect(override).to.include({ code: '164', type: 'READONLY' });
+    const viaParam = await a.query({ query: 'SELECT 1', format: 'JSONEachRow', clickhouse_settings: { additional_table_filters: "{'spendscope.events':'1'}" } as never }).then(
+      () => undefined,
+      (err: { code?: string }) => err,
+    );
+    expect(viaParam).to.include({ code: '164' });
+    for (const statement of ['INSERT INTO events (team_id, id) VALUES (1, 2)', 'ALTER TABLE events DELETE WHERE 1', 'DROP TABLE events', 'SET max_threads = 1', 'CREATE TABLE x (a Int8) ENGINE = Memory', 'TRUNCATE TABLE events']) {
+      const err = await a.command({ query: statement }).then(
+        () => undefined,
+        (e: { code?: string; type?: string }) => e,
+      );
+      expect(err, statement).to.include({ code: '164', type: 'READONLY' });
+    }
+    expect((await rows(a, 'SELECT count() AS n FROM events'))[0]).to.deep.equal({ n: '30' });
+  });
+
+  it('system tables show only the spendscope database; other system tables, databases and table functions are refused', async () => {
+    const a = clientOf(teamA.apiKey);
+    const databases = await rows<{ name: string }>(a, 'SELECT name FROM system.databases');
+    expect(databases).to.deep.equal([{ name: 'spendscope' }]);
+    const tables = await rows<{ database: string }>(a, 'SELECT DISTINCT database FROM system.tables');
+    expect(tables).to.deep.equal([{ database: 'spendscope' }]);
+    const columns = await rows<{ database: string }>(a, 'SELECT DISTINCT database FROM system.columns');
+    expect(columns).to.deep.equal([{ database: 'spendscope' }]);
+    const shown = (await (await a.query({ query: 'SHOW TABLES', format: 'TabSeparated' })).text()).trim().split('\n');
+    expect(shown).to.include('events');
+    for (const query of [
+      'SELECT * FROM system.parts',
+      'SELECT * FROM system.processes',
+      "SELECT * FROM merge('spendscope', '.*')",
+      'SELECT (SELECT count() FROM system.parts)',
+      'SELECT 1 WHERE 1 IN (SELECT 1 FROM system.parts)',
+      'SELECT * FROM bi_other.secret',
+      'SHOW TABLES FROM bi_other',
+      'SHOW PROCESSLIST',
+      'DESCRIBE system.parts',
+      "SELECT * FROM view(SELECT * FROM events)",
+    ]) {
+      expect(await failure(a, query), query).to.include({ code: '497', type: 'ACCESS_DENIED' });
+    }
+    for (const query of ["SELECT * FROM file('/etc/passwd', 'LineAsString')", "SELECT * FROM url('http://127.0.0.1:1/', 'TSV', 'a String')", "SELECT * FROM remote('127.0.0.1', system.one)"]) {
+      const err = await failure(a, query);
+      expect(['164', '497'], query).to.include(err.code);
+    }
+    expect(await rows(a, 'SELECT count() AS n FROM numbers(10)')).to.deep.equal([{ n: '10' }]);
+  });
+
+  it('a wrong key, or one without read, is an authentication error; a query over its time limit stops', async () => {
+    const wrong = await failure(clientOf('ss_not-a-key'), 'SELECT 1');
+    expect(wrong).to.include({ code: '516', type: 'AUTHENTICATION_FAILED' });
+    const raw = await fetch(`${url}/?query=SELECT+1`, { headers: { 'X-ClickHouse-User': 'x', 'X-ClickHouse-Key': 'wrong' } });
+    expect(raw.status).to.equal(401);
+    const ingestOnly = (await api().post('/api/v1/keys').set(...teamA.auth).send({ name: 'writer', scopes: ['ingest'] }).expect(201)).body.apiKey as string;
+    expect(await failure(clientOf(ingestOnly), 'SELECT 1')).to.include({ code: '516' });
+    const slow = await failure(clientOf(teamA.apiKey), 'SELECT count() FROM numbers(100000000000)');
+    expect(slow).to.include({ code: '159', type: 'TIMEOUT_EXCEEDED' });
+  });
+
+  it('finds the one statement of a query past strings and comments, and refuses two', () => {
+    expect(singleStatement("SELECT ';' AS x; ")).to.equal("SELECT ';' AS x");
+    expect(singleStatement('SELECT 1 -- ; no\n')).to.equal('SELECT 1 -- ; no\n');
+    expect(singleStatement('SELECT `a;b` FROM t /* ; */')).to.equal('SELECT `a;b` FROM t /* ; */');
+    expect(singleStatement("SELECT 'it\\'s;' ;")).to.equal("SELECT 'it\\'s;' ");
+    for (const two of ['SELECT 1; SELECT 2', "SELECT ';'; DROP TABLE events", 'SELECT 1 /* x */; SELECT 2']) {
+      expect(() => singleStatement(two), two).to.throw(/Multi-statements/);
+    }
+  });
+});
