@@ -21,6 +21,8 @@ export function createApp(deps: AppDeps, options: MountOptions = {}, routes: rea
   app.set('etag', false);
   app.use(requestLogger(deps.logger));
   app.use(countRequests(deps.metrics));
+  // ClickHouse's protocol, not the API's: its own credentials, answers and errors (src/clickhouse-http).
+  if (deps.clickhouseHttp) app.use('/clickhouse', deps.clickhouseHttp);
   app.use(cors(deps.config.corsOrigins));
   app.use(docsPage());
   app.use(dashboardPage());

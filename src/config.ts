@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { BiLimits } from './clickhouse-http/team-policy.js';
 import type { RateDefaults } from './limits/rate-limiter.js';
 
 /** Typed configuration, built once at start from the environment. */
@@ -22,6 +23,14 @@ export interface Config {
   http: HttpLimits;
   retention: Retention;
   webhooks: WebhookConfig;
+  bi: BiConfig;
+}
+
+/** ClickHouse's HTTP interface for BI tools (src/clickhouse-http), embedded engine only. */
+export interface BiConfig {
+  /** Its own port (at the root, as a ClickHouse server serves it); undefined: only /clickhouse on PORT. */
+  port: number | undefined;
+  limits: BiLimits;
 }
 
 /** Alert delivery to webhook endpoints (src/webhooks). */
@@ -267,6 +276,21 @@ export function loadConfig(env: Env = process.env): Config {
       }
     : { mode: 'embedded', path: path.join(dataDir, 'clickhouse'), database };
 
+  const biPort = env.BI_HTTP_PORT?.trim() ? integer('BI_HTTP_PORT', 0, 0, 65535) : undefined;
+  if (biPort !== undefined && clickhouse.mode === 'server') {
+    problems.push("BI_HTTP_PORT: the BI interface serves the embedded engine; with CLICKHOUSE_URL, BI tools connect to that server (its users and row policies scope them)");
+  }
+  const bi: BiConfig = {
+    port: biPort,
+    limits: {
+      maxExecutionSeconds: integer('BI_MAX_EXECUTION_TIME_S', 300, 1, 86_400),
+      maxResultRows: integer('BI_MAX_RESULT_ROWS', 500_000_000, 1, Number.MAX_SAFE_INTEGER),
+      maxResultBytes: integer('BI_MAX_RESULT_BYTES', 100 * 1024 ** 3, 1, Number.MAX_SAFE_INTEGER),
+      maxMemoryBytes: integer('BI_MAX_MEMORY_BYTES', 4 * 1024 ** 3, 64 * 1024 ** 2, Number.MAX_SAFE_INTEGER),
+      concurrentQueriesPerKey: integer('BI_CONCURRENT_QUERIES_PER_KEY', 2, 1, 64),
+    },
+  };
+
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     port,
@@ -285,5 +309,6 @@ export function loadConfig(env: Env = process.env): Config {
     http: httpLimits,
     retention,
     webhooks,
+    bi,
   };
 }

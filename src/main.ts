@@ -13,6 +13,7 @@ import { freshReads } from './ingest/freshness.js';
 import { startIngestPipeline } from './ingest/pipeline.js';
 import { Metrics } from './metrics/metrics.js';
 import { Dispatcher } from './webhooks/dispatcher.js';
+import { startBiServer, teamScopedInterface } from './clickhouse-http/interface.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -26,31 +27,37 @@ async function main(): Promise<void> {
   const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
   const webhooks = new Dispatcher(registry, config.webhooks, logger, { publicUrl: config.publicUrl });
   webhooks.start();
-  const deps = { config, registry, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, webhooks };
+  const clickhouseHttp = teamScopedInterface({ config, registry, events });
+  const deps = { config, registry, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, webhooks, clickhouseHttp };
   const app = createApp(deps);
 
   const running = await startServer(app, deps);
+  const bi = clickhouseHttp && config.bi.port !== undefined ? await startBiServer(clickhouseHttp, config, config.bi.port) : undefined;
   const stop = (signal: string) => {
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    running.shutdown().then(
-      () => {
-        logger.info('stores closed; bye');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'closing the stores failed');
-        process.exit(1);
-      },
-    );
+    // BI queries first: their engine sessions must end before the stores close.
+    Promise.resolve(bi?.close())
+      .then(() => running.shutdown())
+      .then(
+        () => {
+          logger.info('stores closed; bye');
+          process.exit(0);
+        },
+        (err: unknown) => {
+          logger.error({ err }, 'closing the stores failed');
+          process.exit(1);
+        },
+      );
   };
   // Handlers first, then the line that says we listen: a signal sent on reading that line must
   // find them (without one, SIGTERM kills the process outright, stores open).
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   logger.info(
-    { host: config.host, port: running.port, dataDir: config.dataDir, clickhouse: config.clickhouse.mode },
+    { host: config.host, port: running.port, dataDir: config.dataDir, clickhouse: config.clickhouse.mode, biPort: bi?.port },
     `spendscope listening on http://${config.host}:${running.port}`,
   );
+  if (bi) logger.info({ host: config.host, port: bi.port }, `ClickHouse HTTP interface for BI tools on http://${config.host}:${bi.port}`);
 }
 
 main().catch((err: unknown) => {

@@ -9,9 +9,9 @@
  * - `readonly = 1`, set last, refuses every write, every change of a setting (the query's own
  *   SETTINGS clause too) and the table functions that reach files or the network.
  * What the engine cannot refuse by setting, reading another database, another system table or a
- * table function such as `merge()`, is found in the query as the engine resolves it (`EXPLAIN
- * QUERY TREE`: every table and table function the query reads, through CTEs, views, IN and scalar
- * subqueries) and refused before it runs.
+ * table function such as `merge()`, is found in the query as the engine parses and resolves it
+ * (`EXPLAIN AST` and `EXPLAIN QUERY TREE`: every table and table function the query reads,
+ * through CTEs, views, IN and scalar subqueries) and refused before it runs.
  */
 import type { Registry } from '../stores/sqlite.js';
 import { allows } from '../http/auth.js';
@@ -183,9 +183,16 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
     throw denied(`Table ${db}.${table}`);
   }
 
-  /** Every table and table function the query reads, as the engine resolves it, must be allowed. */
+  /**
+   * Every table and table function the query reads must be allowed, found twice: in the syntax
+   * tree (`EXPLAIN AST`: every table expression of every subquery, CTE and scalar, as written; the
+   * analyzer folds a scalar subquery's tree away once it has run it) and in the resolved tree
+   * (`EXPLAIN QUERY TREE`: tables reached through IN and views, as the engine will read them).
+   */
   private async checkReads(run: (sql: string) => Promise<string>, statement: string): Promise<void> {
-    const tree = await run(`EXPLAIN QUERY TREE ${statement.replace(/\s+FORMAT\s+\w+\s*$/i, '')}`);
+    const query = statement.replace(/\s+FORMAT\s+\w+\s*$/i, '');
+    this.checkSyntaxTree(await run(`EXPLAIN AST ${query}`));
+    const tree = await run(`EXPLAIN QUERY TREE ${query}`);
     for (const match of tree.matchAll(/\bTABLE id: \d+,(?: alias: [^,]+,)? table_name: ([^\s,]+)/g)) this.checkNamedTable(match[1]!);
     for (const match of tree.matchAll(/\bTABLE_FUNCTION id: \d+,(?: alias: [^,]+,)? table_function_name: (\w+)/g)) {
       if (!HARMLESS_TABLE_FUNCTIONS.has(match[1]!)) throw denied(`Table function ${match[1]}`);
@@ -194,7 +201,32 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
       if (TABLE_READING_FUNCTIONS.test(match[1]!)) throw denied(`Function ${match[1]}`);
     }
   }
+
+  /** The tables, table functions and IN tables of an `EXPLAIN AST` (one space of indent a level). */
+  private checkSyntaxTree(ast: string): void {
+    const lines = ast.split('\n').map((line) => ({ depth: line.length - line.trimStart().length, text: line.trim() }));
+    lines.forEach(({ depth, text }, i) => {
+      const table = /^TableIdentifier (\S+)/.exec(text);
+      if (table) this.checkNamedTable(table[1]!);
+      const fn = /^Function (\w+)/.exec(text);
+      if (!fn) return;
+      const name = fn[1]!;
+      if (TABLE_READING_FUNCTIONS.test(name)) throw denied(`Function ${name}`);
+      const parent = lines.slice(0, i).reverse().find((l) => l.depth < depth);
+      if (parent?.text.startsWith('TableExpression') && !HARMLESS_TABLE_FUNCTIONS.has(name)) throw denied(`Table function ${name}`);
+      if (IN_FUNCTIONS.has(name)) {
+        // `x IN db.table`: the right side names a table.
+        for (let j = i + 1; j < lines.length && lines[j]!.depth > depth; j++) {
+          const identifier = lines[j]!.depth === depth + 2 ? /^Identifier (\S+\.\S+)/.exec(lines[j]!.text) : null;
+          if (identifier) this.checkNamedTable(identifier[1]!);
+        }
+      }
+    });
+  }
 }
+
+/** Functions whose right side may name a table. */
+const IN_FUNCTIONS = new Set(['in', 'notIn', 'globalIn', 'globalNotIn', 'nullIn', 'notNullIn', 'globalNullIn', 'globalNotNullIn']);
 
 function unquote(name: string): string {
   return name.replace(/^[`"](.*)[`"]$/, '$1');

@@ -1,5 +1,4 @@
 import http from 'node:http';
-import type { Express } from 'express';
 import type { HttpLimits } from '../config.js';
 
 /**
@@ -7,7 +6,7 @@ import type { HttpLimits } from '../config.js';
  * headers, the whole request (a body sent a byte at a time is cut off with 408), idle keep-alive,
  * idle sockets (a client that stops reading its answer), and the number of open connections.
  */
-export function createHttpServer(app: Express, limits: HttpLimits): http.Server {
+export function createHttpServer(app: http.RequestListener, limits: HttpLimits): http.Server {
   const server = http.createServer(
     {
       headersTimeout: limits.headersTimeoutMs,

@@ -1,5 +1,6 @@
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
+import type { ClickHouseHttpHandler } from '../clickhouse-http/interface.js';
 import type { Config } from '../config.js';
 import type { IngestPipeline } from '../ingest/pipeline.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -35,6 +36,8 @@ export interface AppDeps {
   metrics: Metrics;
   /** Sends queued webhook deliveries; closed at shutdown before the stores. */
   webhooks: Dispatcher;
+  /** ClickHouse's HTTP interface for BI tools (embedded engine only), served under /clickhouse. */
+  clickhouseHttp?: ClickHouseHttpHandler;
 }
 
 /** Where the API is served: the interface shows both forms and does not say which one. */

@@ -3,18 +3,17 @@
  * spendscope database and nothing else, read-only, through real ClickHouse clients.
  */
 import { expect } from 'chai';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
-import { serveClickHouseHttp } from '../../src/clickhouse-http/protocol.js';
-import { databaseTables, singleStatement, TeamScopedPolicy } from '../../src/clickhouse-http/team-policy.js';
-import { api, loadedEvents, newTeam, testEnv } from '../helpers/context.js';
+import { startBiServer } from '../../src/clickhouse-http/interface.js';
+import { singleStatement } from '../../src/clickhouse-http/team-policy.js';
+import ClickHouse from '@apla/clickhouse';
+import { api, listenOnce, loadedEvents, newTeam, testEnv } from '../helpers/context.js';
 
 type Team = ReturnType<typeof newTeam>;
 
 describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
   this.timeout(120_000);
-  let server: http.Server;
+  let bi: Awaited<ReturnType<typeof startBiServer>>;
   let url: string;
   let teamA: Team;
   let teamB: Team;
@@ -45,17 +44,8 @@ describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
 
   before(async () => {
     const { config, deps } = testEnv();
-    if (config.clickhouse.mode !== 'embedded') throw new Error('embedded engine expected');
-    const enginePath = config.clickhouse.path;
-    const policy = new TeamScopedPolicy(
-      deps.registry,
-      config.clickhouse.database,
-      { maxExecutionSeconds: 2, maxResultRows: 10_000_000, maxResultBytes: 1 << 30, maxMemoryBytes: 1 << 30, concurrentQueriesPerKey: 2 },
-      databaseTables((sql, params) => deps.events.query(sql, params), config.clickhouse.database),
-    );
-    server = http.createServer((req, res) => void serveClickHouseHttp(req, res, new URL(req.url ?? '/', 'http://127.0.0.1'), { enginePath, policy, maxBodyBytes: 1 << 20 }));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    bi = await startBiServer(deps.clickhouseHttp!, config, 0);
+    url = `http://127.0.0.1:${bi.port}`;
     // Another database in the same engine, as a second install or a test would have.
     await deps.events.command('CREATE DATABASE IF NOT EXISTS bi_other');
     await deps.events.command("CREATE TABLE IF NOT EXISTS bi_other.secret (team_id String) ENGINE = MergeTree ORDER BY team_id");
@@ -67,10 +57,7 @@ describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
 
   after(async () => {
     await Promise.all(clients.map((c) => c.close()));
-    await new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+    await bi?.close();
   });
 
   it("each team sees only its own rows: plain, joins, subqueries, UNION, CTEs, rollups, FINAL", async () => {
@@ -126,6 +113,9 @@ describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
       'SELECT * FROM system.processes',
       "SELECT * FROM merge('spendscope', '.*')",
       'SELECT (SELECT count() FROM system.parts)',
+      // A scalar subquery the analyzer folds away before the plan (found by the fuzz pass).
+      'SELECT (SELECT groupArray(team_id) FROM bi_other.secret)',
+      'SELECT (SELECT groupArray(number) FROM numbers(3) WHERE number IN system.parts)',
       'SELECT 1 WHERE 1 IN (SELECT 1 FROM system.parts)',
       'SELECT * FROM bi_other.secret',
       'SHOW TABLES FROM bi_other',
@@ -151,6 +141,92 @@ describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
     expect(await failure(clientOf(ingestOnly), 'SELECT 1')).to.include({ code: '516' });
     const slow = await failure(clientOf(teamA.apiKey), 'SELECT count() FROM numbers(100000000000)');
     expect(slow).to.include({ code: '159', type: 'TIMEOUT_EXCEEDED' });
+  });
+
+  it('is served under /clickhouse on the main port too', async () => {
+    const main = await listenOnce();
+    try {
+      const viaPath = createClient({ url: main.url, pathname: '/clickhouse', username: 'metabase', password: teamA.apiKey, log: { level: ClickHouseLogLevel.OFF } });
+      clients.push(viaPath);
+      expect(await rows(viaPath, 'SELECT count() AS n FROM events')).to.deep.equal([{ n: '30' }]);
+      const ping = await fetch(`${main.url}/clickhouse/ping`);
+      expect(await ping.text()).to.equal('Ok.\n');
+      const refused = await fetch(`${main.url}/clickhouse/?query=SELECT+1`, { headers: { Authorization: `Basic ${Buffer.from('x:wrong').toString('base64')}` } });
+      expect(refused.status).to.equal(401);
+      expect(refused.headers.get('x-clickhouse-exception-code')).to.equal('516');
+    } finally {
+      await main.close();
+    }
+  });
+
+  it('a second, independent client (@apla/clickhouse) sees the same: its rows, refusals as ClickHouse errors', async () => {
+    const { port } = new URL(url);
+    const other = new ClickHouse({ host: '127.0.0.1', port: Number(port), user: 'superset', password: teamB.apiKey, dataObjects: true });
+    const result = await other.querying('SELECT team_id, count() AS n FROM events GROUP BY team_id');
+    expect(result.data).to.deep.equal([{ team_id: teamB.teamId, n: '20' }]);
+    const streamed: unknown[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const stream = other.query('SELECT id FROM events ORDER BY id');
+      stream.on('data', (row: unknown) => streamed.push(row));
+      stream.on('error', reject);
+      stream.on('end', () => resolve());
+    });
+    expect(streamed).to.have.length(20);
+    const insert = await other.querying("INSERT INTO events (team_id) VALUES ('x')").then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(insert?.message).to.match(/Code: 164\b/);
+    const system = await other.querying('SELECT * FROM system.parts').then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(system?.message).to.match(/Code: 497\b/);
+  });
+
+  it('streams a million rows of Parquet, and a large JSONEachRow export, chunk by chunk', async () => {
+    const res = await fetch(`${url}/?default_format=Parquet`, {
+      method: 'POST',
+      headers: { 'X-ClickHouse-User': 'export', 'X-ClickHouse-Key': teamA.apiKey },
+      body: 'SELECT number AS n, toString(number) AS s, toDecimal64(number, 6) AS amount FROM numbers(1000000)',
+    });
+    expect(res.status).to.equal(200);
+    let chunks = 0;
+    let bytes = 0;
+    let head = Buffer.alloc(0);
+    let tail = Buffer.alloc(0);
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      if (chunks === 0) head = Buffer.from(chunk.slice(0, 4));
+      tail = Buffer.from(chunk.slice(-4));
+      chunks++;
+      bytes += chunk.length;
+    }
+    expect(head.toString()).to.equal('PAR1');
+    expect(tail.toString()).to.equal('PAR1');
+    expect(bytes).to.be.greaterThan(1_000_000);
+    expect(chunks, 'chunks of the answer').to.be.greaterThan(2);
+    const json = await clientOf(teamA.apiKey).query({ query: 'SELECT number FROM numbers(500000)', format: 'JSONEachRow' });
+    let count = 0;
+    for await (const batch of json.stream()) count += batch.length;
+    expect(count).to.equal(500_000);
+  });
+
+  it('runs at most the configured number of queries of one key at once', async () => {
+    const limit = testEnv().config.bi.limits.concurrentQueriesPerKey;
+    const a = clientOf(teamA.apiKey);
+    const outcomes = await Promise.all(
+      Array.from({ length: limit + 3 }, () =>
+        a.query({ query: 'SELECT sleep(1)', format: 'JSONEachRow' }).then(
+          (r) => r.json().then(() => 'ok'),
+          (err: { code?: string }) => err.code,
+        ),
+      ),
+    );
+    expect(outcomes.filter((o) => o === 'ok')).to.have.length.of.at.least(1);
+    expect(outcomes.filter((o) => o === '202').length + outcomes.filter((o) => o === 'ok').length).to.equal(limit + 3);
+    expect(outcomes.filter((o) => o === '202')).to.have.length.of.at.least(1);
+    // The other team's key is not held up by them.
+    expect(await rows(clientOf(teamB.apiKey), 'SELECT count() AS n FROM events')).to.deep.equal([{ n: '20' }]);
   });
 
   it('finds the one statement of a query past strings and comments, and refuses two', () => {

@@ -19,6 +19,7 @@ import { SchemaRegistry } from '../../src/http/validation.js';
 import { SCHEMA_DIR } from '../../src/paths.js';
 import { ROUTES } from '../../src/routes.js';
 import { createEventStore, ensureDatabase, type EventStore } from '../../src/stores/clickhouse.js';
+import { teamScopedInterface } from '../../src/clickhouse-http/interface.js';
 import { migrateEventStore, migrateRegistry } from '../../src/stores/migrations.js';
 import { openRegistry, type Registry } from '../../src/stores/sqlite.js';
 import { createTeam } from '../../src/teams/repository.js';
@@ -62,6 +63,8 @@ export async function startTestEnv(): Promise<void> {
     WEBHOOK_ALLOW_HTTP: '1',
     WEBHOOK_ALLOW_PRIVATE: '1',
     WEBHOOK_RETRY_SCHEDULE: '200ms,200ms,200ms',
+    // BI queries over their time limit stop (a test): 2 s, not 5 minutes.
+    BI_MAX_EXECUTION_TIME_S: '2',
   });
   const registry = openRegistry(dataDir);
   migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
@@ -84,7 +87,8 @@ export async function startTestEnv(): Promise<void> {
   const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
   const webhooks = new Dispatcher(registry, config.webhooks, logger, { publicUrl: 'http://spendscope.test', pollMs: 100 });
   webhooks.start();
-  const deps: AppDeps = { config, registry, events, loaderEvents, schemas, logger, ingest, readEvents, metrics, webhooks };
+  const clickhouseHttp = teamScopedInterface({ config, registry, events });
+  const deps: AppDeps = { config, registry, events, loaderEvents, schemas, logger, ingest, readEvents, metrics, webhooks, clickhouseHttp };
   env = { dataDir, config, registry, events, loaderEvents, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };
 }
 
