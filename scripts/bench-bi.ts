@@ -68,10 +68,10 @@ async function main(): Promise<void> {
   };
   try {
     const seedStarted = performance.now();
-    const workers = 4;
+    const workers = 8;
     await Promise.all(
       Array.from({ length: workers }, async (_, w) => {
-        for (let done = w * 1000; done < EVENTS; done += workers * 1000) await ingestBatch(Math.min(1000, EVENTS - done));
+        for (let done = w * 100; done < EVENTS; done += workers * 100) await ingestBatch(Math.min(100, EVENTS - done));
       }),
     );
     while (Number((await bi('SELECT count() FROM events')).trim()) < EVENTS) await new Promise((r) => setTimeout(r, 500));

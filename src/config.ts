@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import type { BiLimits } from './clickhouse-http/team-policy.js';
 import type { RateDefaults } from './limits/rate-limiter.js';
@@ -287,6 +288,8 @@ export function loadConfig(env: Env = process.env): Config {
       maxResultRows: integer('BI_MAX_RESULT_ROWS', 500_000_000, 1, Number.MAX_SAFE_INTEGER),
       maxResultBytes: integer('BI_MAX_RESULT_BYTES', 100 * 1024 ** 3, 1, Number.MAX_SAFE_INTEGER),
       maxMemoryBytes: integer('BI_MAX_MEMORY_BYTES', 4 * 1024 ** 3, 64 * 1024 ** 2, Number.MAX_SAFE_INTEGER),
+      // Half the machine's cores (at least one): a heavy BI query leaves the rest to ingest and the API.
+      maxThreads: integer('BI_MAX_THREADS', Math.max(1, Math.floor(os.availableParallelism() / 2)), 1, 256),
       concurrentQueriesPerKey: integer('BI_CONCURRENT_QUERIES_PER_KEY', 2, 1, 64),
     },
   };

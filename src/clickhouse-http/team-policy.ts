@@ -23,6 +23,8 @@ export interface BiLimits {
   maxResultRows: number;
   maxResultBytes: number;
   maxMemoryBytes: number;
+  /** Threads one BI query may use: fewer than the machine's cores leaves the rest to ingest and the API. */
+  maxThreads: number;
   /** BI queries of one key running at once. */
   concurrentQueriesPerKey: number;
 }
@@ -58,7 +60,7 @@ const STATEMENTS = new Set(['SELECT', 'WITH', 'SHOW', 'DESCRIBE', 'DESC', 'EXIST
 /** Settings a client may choose: how its result is written, nothing about what it may read. */
 const CLIENT_SETTING = /^(output_format_\w+|format_\w+|date_time_output_format|extremes|max_block_size|session_timezone)$/;
 /** Limits a client may lower, never raise. */
-const LIMIT_SETTINGS = ['max_execution_time', 'max_result_rows', 'max_result_bytes', 'max_memory_usage'] as const;
+const LIMIT_SETTINGS = ['max_execution_time', 'max_result_rows', 'max_result_bytes', 'max_memory_usage', 'max_threads'] as const;
 
 const denied = (what: string) => new ClickHouseException(497, 'ACCESS_DENIED', `${what}: a spendscope key reads its team's rows of the spendscope database only`);
 const readonly = (what: string) => new ClickHouseException(164, 'READONLY', `${what}: Cannot execute query in readonly mode`);
@@ -129,6 +131,7 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
       max_result_rows: this.limits.maxResultRows,
       max_result_bytes: this.limits.maxResultBytes,
       max_memory_usage: this.limits.maxMemoryBytes,
+      max_threads: this.limits.maxThreads,
     };
     const settings: Record<string, string> = {};
     for (const [name, value] of Object.entries(asked)) {

@@ -4,6 +4,8 @@
  */
 import { expect } from 'chai';
 import crypto from 'node:crypto';
+import Database from 'better-sqlite3';
+import path from 'node:path';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { ApiStorage, AuditLogger } from '@x402sentinel/x402';
 import { startClickHouseServer } from '../helpers/clickhouse-server.js';
@@ -130,6 +132,60 @@ describe('ClickHouse HTTP interface over the embedded engine', function () {
       const stored = await (await client.query({ query: `SELECT count() AS n, uniqExact(id) AS ids FROM ${serviceDatabase}.events`, format: 'JSONEachRow' })).json<{ n: string; ids: string }>();
       expect(stored[0]).to.deep.equal({ n: '51', ids: '51' });
       expect(testEnv().config.clickhouse.mode).to.equal('embedded');
+    });
+
+    it("two instances on one engine: a team's records once while it is routed to one instance, twice if sent to both (the deployment rule)", async () => {
+      const database = `two_instances_${crypto.randomBytes(4).toString('hex')}`;
+      const key = 'two-instances-key-0123456789abcdefgh';
+      const env = (dataDir: string) => ({ DATA_DIR: dataDir, BOOTSTRAP_API_KEY: key, CLICKHOUSE_URL: server.url, CLICKHOUSE_DATABASE: database, LOAD_INTERVAL_MS: '100' });
+      const first = tempDir('instance-a');
+      const second = tempDir('instance-b');
+      // Each instance starts once on its own data directory (its own registry and log), then the
+      // second is given the first one's team id: one team set up on both instances.
+      for (const dir of [first, second]) {
+        const once = await startService(env(dir));
+        once.child.kill('SIGTERM');
+        await once.exited;
+      }
+      const teamOf = (dir: string) => {
+        const db = new Database(path.join(dir, 'registry.db'));
+        try {
+          return (db.prepare("SELECT id FROM teams WHERE name = 'default'").get() as { id: string }).id;
+        } finally {
+          db.close();
+        }
+      };
+      const team = teamOf(first);
+      const other = new Database(path.join(second, 'registry.db'));
+      try {
+        other.pragma('foreign_keys = OFF');
+        other.prepare('UPDATE api_keys SET team_id = ? WHERE team_id = ?').run(team, teamOf(second));
+        other.prepare("UPDATE teams SET id = ? WHERE name = 'default'").run(team);
+      } finally {
+        other.close();
+      }
+      const a = await startService(env(first));
+      const b = await startService(env(second));
+      try {
+        const events = Array.from({ length: 10 }, (_, i) => ({ id: `shared-${i}`, agent_id: 'bot', endpoint: 'https://api.example.com/x', method: 'POST', amount: '1', created_at: Date.now() }));
+        const count = async () =>
+          (await (await client.query({ query: `SELECT count() AS n, uniqExact(id) AS ids FROM ${database}.events`, format: 'JSONEachRow' })).json<{ n: string; ids: string }>())[0];
+        const loaded = async (n: string) => {
+          for (let i = 0; i < 100 && (await count())!.n !== n; i++) await new Promise((r) => setTimeout(r, 100));
+          return count();
+        };
+        expect((await callWithKey(a.baseUrl, key, 'POST', '/api/v1/events', { events })).body.ingested).to.equal(10);
+        // A retry to the instance that has the team: duplicates, stored once.
+        expect((await callWithKey(a.baseUrl, key, 'POST', '/api/v1/events', { events })).body.duplicates).to.equal(10);
+        expect(await loaded('10')).to.deep.equal({ n: '10', ids: '10' });
+        // The same records sent to the other instance: its log and (team, id) index never saw them.
+        expect((await callWithKey(b.baseUrl, key, 'POST', '/api/v1/events', { events })).body).to.include({ ingested: 10, duplicates: 0 });
+        expect(await loaded('20')).to.deep.equal({ n: '20', ids: '10' });
+      } finally {
+        for (const s of [a, b]) s.child.kill('SIGTERM');
+        await Promise.all([a.exited, b.exited]);
+        await client.command({ query: `DROP DATABASE IF EXISTS ${database}` }).catch(() => undefined);
+      }
     });
   });
 });
