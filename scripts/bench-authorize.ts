@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { callService, startChildService, startNullServer } from './service.js';
+import { median, percentile as pct } from './stats.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -37,8 +38,6 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 let sequence = 0;
 
 const pick = <T>(xs: readonly T[]) => xs[Math.floor(Math.random() * xs.length)]!;
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-const median = (values: number[]) => pct([...values].sort((a, b) => a - b), 50);
 
 async function call(port: number, method: string, route: string, body?: unknown): Promise<{ status: number; body: string }> {
   return callService(agent, port, method, route, { Authorization: `Bearer ${KEY}` }, body === undefined ? undefined : JSON.stringify(body));

@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { callService, startChildService } from './service.js';
+import { median, percentile as pct } from './stats.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -32,8 +33,6 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
 let sequence = 0;
 
 const pick = <T>(xs: readonly T[]) => xs[Math.floor(Math.random() * xs.length)]!;
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-const median = (values: number[]) => pct([...values].sort((a, b) => a - b), 50);
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MiB`;
 
 function rssOf(pid: number): number {

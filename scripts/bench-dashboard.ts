@@ -19,6 +19,7 @@ import { chromium } from 'playwright-core';
 import { DASHBOARD_DIR } from '../src/dashboard/page.js';
 import { benchmarkStore, largestTeam } from './seed.js';
 import { startChildService } from './service.js';
+import { median, percentile } from './stats.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -31,8 +32,6 @@ const { values: args } = parseArgs({
 const LOADS = Number(args.loads);
 const PRESETS = ['24h', '7d', '30d', '90d'];
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
 
 /** Bytes of the first page gzipped: the HTML and every asset it names. */
 function firstPageBytes(): { raw: number; gzipped: number } {

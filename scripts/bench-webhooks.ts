@@ -29,6 +29,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { callService, startChildService } from './service.js';
+import { median, percentile as pct } from './stats.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -139,12 +140,6 @@ async function openLoop(port: number, seconds: number): Promise<number[]> {
   return latencies.sort((a, b) => a - b);
 }
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 /** The service's event-loop delay p99 in ms since the last call (prom-client resets it at each scrape). */
 async function eventLoopP99(port: number): Promise<number> {

@@ -19,7 +19,7 @@ export function teamScopedInterface(deps: { config: Config; registry: Registry; 
   if (config.clickhouse.mode !== 'embedded') return undefined;
   const { path: enginePath, database } = config.clickhouse;
   const policy = new TeamScopedPolicy(deps.registry, database, config.bi.limits, databaseTables((sql, params) => deps.events.query(sql, params), database));
-  return (req, res) => void serveClickHouseHttp(req, res, new URL(req.url ?? '/', 'http://localhost'), { enginePath, policy, maxBodyBytes: config.maxBodyBytes });
+  return (req, res) => void serveClickHouseHttp(req, res, { enginePath, policy, maxBodyBytes: config.maxBodyBytes });
 }
 
 /** Serves the interface at the root of BI_HTTP_PORT on HOST, with the main port's connection limits. */

@@ -82,7 +82,6 @@ export class ClickHouseException extends Error {
     // The engine repeats "Code: N. DB::Exception:" when it wraps its own errors: keep the innermost text.
     const message = text
       .replace(/^(?:Code: \d+\. DB::Exception: )+/, '')
-      .replace(/(?:\. )?\([A-Z][A-Z0-9_]+\)(?: \(version [^)]*\))?\.?\s*$/, '')
       .replace(/\.?\s*\([A-Z][A-Z0-9_]+\)(?: \(version [^)]*\))?\.?\s*$/, '')
       .trim();
     return new ClickHouseException(code ? Number(code[1]) : 1001, name ? name[1]! : 'STD_EXCEPTION', message);
@@ -235,7 +234,8 @@ const SERVER_DEFAULTS = ['SET output_format_json_quote_64bit_integers = 1'];
 /** Statements whose result the engine can stream (DDL and INSERT cannot be). */
 const STREAMABLE = new Set(['SELECT', 'WITH']);
 
-const quote = (value: string) => `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+/** A ClickHouse string literal. */
+export const sqlString = (value: string) => `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
 /** Where the client asked for it and said it takes it: gzip or deflate. */
 function compressorFor(req: IncomingMessage, url: URL): { encoding: string; stream: zlib.Gzip | zlib.Deflate } | undefined {
@@ -249,7 +249,9 @@ function compressorFor(req: IncomingMessage, url: URL): { encoding: string; stre
 }
 
 /** Answers one request of ClickHouse's HTTP interface. Never throws: failures are ClickHouse error answers. */
-export async function serveClickHouseHttp(req: IncomingMessage, res: ServerResponse, url: URL, options: ClickHouseHttpOptions): Promise<void> {
+export async function serveClickHouseHttp(req: IncomingMessage, res: ServerResponse, options: ClickHouseHttpOptions): Promise<void> {
+  // Under /clickhouse, express has already cut the prefix off req.url.
+  const url = new URL(req.url ?? '/', 'http://localhost');
   if (url.pathname === '/ping' && (req.method === 'GET' || req.method === 'HEAD')) {
     res.writeHead(200, { 'Content-Type': 'text/plain; charset=UTF-8' }).end('Ok.\n');
     return;
@@ -352,5 +354,5 @@ function send(req: IncomingMessage, res: ServerResponse, url: URL, status: numbe
 
 /** The settings a client asked for, as SET statements on the query's own session. */
 export function settingStatements(settings: Record<string, string>): string[] {
-  return Object.entries(settings).map(([name, value]) => `SET ${name} = ${quote(value)}`);
+  return Object.entries(settings).map(([name, value]) => `SET ${name} = ${sqlString(value)}`);
 }

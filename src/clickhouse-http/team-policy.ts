@@ -16,7 +16,7 @@
 import type { Registry } from '../stores/sqlite.js';
 import { allows } from '../http/auth.js';
 import { findKeyOwner } from '../teams/repository.js';
-import { ClickHouseException, leadingKeyword, type ClickHouseHttpPolicy, type ClickHouseRequest, type PreparedQuery } from './protocol.js';
+import { ClickHouseException, leadingKeyword, settingStatements, sqlString, type ClickHouseHttpPolicy, type ClickHouseRequest, type PreparedQuery } from './protocol.js';
 
 export interface BiLimits {
   maxExecutionSeconds: number;
@@ -65,8 +65,6 @@ const LIMIT_SETTINGS = ['max_execution_time', 'max_result_rows', 'max_result_byt
 const denied = (what: string) => new ClickHouseException(497, 'ACCESS_DENIED', `${what}: a spendscope key reads its team's rows of the spendscope database only`);
 const readonly = (what: string) => new ClickHouseException(164, 'READONLY', `${what}: Cannot execute query in readonly mode`);
 
-const sqlString = (value: string) => `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-
 export class TeamScopedPolicy implements ClickHouseHttpPolicy {
   private readonly running = new Map<string, number>();
 
@@ -110,7 +108,7 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
         setup: [
           `USE ${this.database}`,
           `SET additional_table_filters = {${filters.join(', ')}}`,
-          ...Object.entries(settings).map(([name, value]) => `SET ${name} = ${sqlString(value)}`),
+          ...settingStatements(settings),
           "SET result_overflow_mode = 'throw'",
           // Last: from here on the session's settings cannot change.
           'SET readonly = 1',

@@ -14,7 +14,7 @@ export async function startClickHouseServer(): Promise<{ url: string; close: () 
   if (config.clickhouse.mode !== 'embedded') throw new Error('the test ClickHouse server needs the embedded engine');
   const enginePath = config.clickhouse.path;
   const server = http.createServer((req, res) => {
-    void serveClickHouseHttp(req, res, new URL(req.url ?? '/', 'http://127.0.0.1'), {
+    void serveClickHouseHttp(req, res, {
       enginePath,
       maxBodyBytes: 256 * 1024 * 1024,
       // Everything the client asks for, as a ClickHouse server's default user may.
