@@ -1,7 +1,7 @@
 /** Authorizations against the real group commit, evaluator, registry and event store of the run. */
 import { expect } from 'chai';
 import { ApiStorage, AuditLogger } from '@x402sentinel/x402';
-import { api, errorOf, listenOnce, newTeam } from '../helpers/context.js';
+import { api, errorOf, listenOnce, newTeam, testEnv } from '../helpers/context.js';
 
 type Team = ReturnType<typeof newTeam>;
 
@@ -224,6 +224,21 @@ describe('authorizations', function () {
     expect(alerts[0].details.authorizationId).to.be.a('string');
     expect(alerts[0].message).to.include('Declined authorization');
     expect(first.id).to.match(/^auth_/);
+  });
+
+  it('checks are stored compactly and read back whole; rows stored before that read back as they were', async () => {
+    const team = newTeam();
+    await policy(team, { name: 'day', limits: [{ kind: 'daily', amount: '10' }] });
+    const asked = await authorize(team, { amount: '4' });
+    const row = testEnv().registry.prepare('SELECT checks FROM authorizations WHERE id = ?').get(asked.id) as { checks: string };
+    expect(JSON.parse(row.checks)[0]).to.be.an('array');
+    const read = (await api().get(`/api/v1/authorizations/${asked.id}`).set(...team.auth).expect(200)).body;
+    expect(read.checks).to.deep.equal(asked.checks);
+    expect(read.checks[0]).to.deep.include({ kind: 'daily', limit: '10', spent: '0', held: '0', remaining: '10', breaks: false });
+    // A row in the earlier format, checks as the API's objects.
+    const old = [{ ...asked.checks[0], spent: '1.5', remaining: '8.5' }];
+    testEnv().registry.prepare('UPDATE authorizations SET checks = ? WHERE id = ?').run(JSON.stringify(old), asked.id);
+    expect((await api().get(`/api/v1/authorizations/${asked.id}`).set(...team.auth).expect(200)).body.checks).to.deep.equal(old);
   });
 
   it('bad requests are 400s naming the field; reading needs read, asking needs ingest', async () => {
