@@ -16,6 +16,7 @@
 import type { Registry } from '../stores/sqlite.js';
 import { allows } from '../http/auth.js';
 import { findKeyOwner } from '../teams/repository.js';
+import { singleStatement } from './statement.js';
 import { ClickHouseException, leadingKeyword, settingStatements, sqlString, type ClickHouseHttpPolicy, type ClickHouseRequest, type PreparedQuery } from './protocol.js';
 
 export interface BiLimits {
@@ -235,40 +236,6 @@ function unquote(name: string): string {
 
 function splitName(name: string): string[] {
   return (name.match(/`[^`]*`|"[^"]*"|[^.]+/g) ?? []).map(unquote);
-}
-
-/**
- * The one statement of a query (a trailing semicolon allowed), found past strings, quoted names
- * and comments; more than one is refused, as a ClickHouse server refuses them over HTTP.
- */
-export function singleStatement(sql: string): string {
-  let i = 0;
-  const n = sql.length;
-  while (i < n) {
-    const c = sql[i]!;
-    if (c === "'" || c === '"' || c === '`') {
-      i++;
-      while (i < n && sql[i] !== c) i += sql[i] === '\\' ? 2 : 1;
-      i++;
-    } else if (c === '-' && sql[i + 1] === '-') {
-      while (i < n && sql[i] !== '\n') i++;
-    } else if (c === '#' && (sql[i + 1] === ' ' || sql[i + 1] === '!')) {
-      while (i < n && sql[i] !== '\n') i++;
-    } else if (c === '/' && sql[i + 1] === '*') {
-      const end = sql.indexOf('*/', i + 2);
-      i = end < 0 ? n : end + 2;
-    } else if (c === '$') {
-      const tag = /^\$\w*\$/.exec(sql.slice(i))?.[0];
-      if (tag) {
-        const end = sql.indexOf(tag, i + tag.length);
-        i = end < 0 ? n : end + tag.length;
-      } else i++;
-    } else if (c === ';') {
-      if (/^(?:\s|;|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*$/.test(sql.slice(i))) return sql.slice(0, i);
-      throw new ClickHouseException(62, 'SYNTAX_ERROR', 'Multi-statements are not allowed');
-    } else i++;
-  }
-  return sql;
 }
 
 /** The database's tables and views and whether each has team_id, read from the engine (kept a minute: only migrations change them). */

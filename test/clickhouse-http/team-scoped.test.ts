@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { startBiServer } from '../../src/clickhouse-http/interface.js';
-import { singleStatement } from '../../src/clickhouse-http/team-policy.js';
+import { singleStatement } from '../../src/clickhouse-http/statement.js';
 import ClickHouse from '@apla/clickhouse';
 import { api, listenOnce, loadedEvents, newTeam, testEnv } from '../helpers/context.js';
 
