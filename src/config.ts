@@ -291,8 +291,16 @@ export function loadConfig(env: Env = process.env): Config {
       // Half the machine's cores (at least one): a heavy BI query leaves the rest to ingest and the API.
       maxThreads: integer('BI_MAX_THREADS', Math.max(1, Math.floor(os.availableParallelism() / 2)), 1, 256),
       concurrentQueriesPerKey: integer('BI_CONCURRENT_QUERIES_PER_KEY', 2, 1, 64),
+      concurrentQueriesPerTeam: integer('BI_CONCURRENT_QUERIES_PER_TEAM', 4, 1, 256),
+      // Each running BI query holds one of libuv's pool threads: fewer than the pool leaves threads for the loader and the API.
+      concurrentQueries: integer('BI_MAX_CONCURRENT_QUERIES', 4, 1, 256),
+      // A quarter of the machine's memory for all BI queries together; each query's bound is carved from it.
+      totalMemoryBytes: integer('BI_MAX_TOTAL_MEMORY_BYTES', Math.floor(os.totalmem() / 4), 64 * 1024 ** 2, Number.MAX_SAFE_INTEGER),
     },
   };
+  if (bi.limits.totalMemoryBytes < bi.limits.maxMemoryBytes / 4) {
+    problems.push('BI_MAX_TOTAL_MEMORY_BYTES: must be at least a quarter of BI_MAX_MEMORY_BYTES, or no BI query could start');
+  }
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {

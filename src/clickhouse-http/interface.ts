@@ -9,7 +9,7 @@ import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
 import { createHttpServer, listen } from '../http/listen.js';
 import { serveClickHouseHttp } from './protocol.js';
-import { databaseTables, TeamScopedPolicy } from './team-policy.js';
+import { engineCatalog, TeamScopedPolicy } from './team-policy.js';
 
 export type ClickHouseHttpHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -18,7 +18,7 @@ export function teamScopedInterface(deps: { config: Config; registry: Registry; 
   const { config } = deps;
   if (config.clickhouse.mode !== 'embedded') return undefined;
   const { path: enginePath, database } = config.clickhouse;
-  const policy = new TeamScopedPolicy(deps.registry, database, config.bi.limits, databaseTables((sql, params) => deps.events.query(sql, params), database));
+  const policy = new TeamScopedPolicy(deps.registry, database, config.bi.limits, engineCatalog((sql, params) => deps.events.query(sql, params), database));
   return (req, res) => void serveClickHouseHttp(req, res, { enginePath, policy, maxBodyBytes: config.maxBodyBytes });
 }
 

@@ -45,8 +45,12 @@ export interface ClickHouseHttpPolicy {
 export interface PreparedQuery {
   /** Statements run first on the query's session (settings, filters). */
   setup: string[];
-  /** Run after the setup, on the same session (`run` answers TabSeparated, with the query's parameters bound): throws to refuse the query. */
-  check?: (run: (sql: string) => Promise<string>) => Promise<void>;
+  /**
+   * Run after the setup, on the same session (`run` answers TabSeparated, with the query's
+   * parameters bound): throws to refuse the query, or answers the statement to run in its place
+   * (the text it checked).
+   */
+  check?: (run: (sql: string) => Promise<string>) => Promise<string | void>;
   /** Called once the query has ended, however it ended. */
   release?: () => void;
 }
@@ -201,7 +205,7 @@ export async function serveClickHouseHttp(req: IncomingMessage, res: ServerRespo
     for (const statement of statements) await session.queryAsync(statement, { format: 'TabSeparated' });
     const open = session;
     // The check sees the query as it will run: its placeholders bound.
-    await prepared.check?.(async (sql) =>
+    const checked = await prepared.check?.(async (sql) =>
       (Object.keys(request.params).length > 0 ? await open.queryBindAsync(sql, request.params, { format: 'TabSeparated' }) : await open.queryAsync(sql, { format: 'TabSeparated' })).text(),
     );
     const headers: Record<string, string> = {
@@ -212,17 +216,16 @@ export async function serveClickHouseHttp(req: IncomingMessage, res: ServerRespo
       'Content-Type': contentType(request.format),
     };
     const hasParams = Object.keys(request.params).length > 0;
-    if (!STREAMABLE.has(leadingKeyword(request.sql))) {
+    const sql = checked ?? request.sql;
+    if (!STREAMABLE.has(leadingKeyword(sql))) {
       // DDL, INSERT and the rest answer at once, with whatever result they have.
-      const result = hasParams
-        ? await session.queryBindAsync(request.sql, request.params, { format: request.format })
-        : await session.queryAsync(request.sql, { format: request.format });
+      const result = hasParams ? await session.queryBindAsync(sql, request.params, { format: request.format }) : await session.queryAsync(sql, { format: request.format });
       const bytes = Buffer.from(result.bytes());
       headers['X-ClickHouse-Summary'] = summary(result.rowsRead ?? 0, result.bytesRead ?? 0, 0);
       send(req, res, url, 200, headers, bytes);
       return;
     }
-    stream = hasParams ? session.queryStreamBind(request.sql, request.params, { format: request.format }) : session.queryStream(request.sql, { format: request.format });
+    stream = hasParams ? session.queryStreamBind(sql, request.params, { format: request.format }) : session.queryStream(sql, { format: request.format });
     const chunks = stream[Symbol.asyncIterator]();
     // The first chunk decides between a result and an error answer (a query that fails at once).
     const first = await chunks.next();

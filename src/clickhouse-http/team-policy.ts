@@ -6,76 +6,89 @@
  * - `additional_table_filters` puts `team_id = '<team>'` on every read of every table and view of
  *   the database (joins, subqueries, UNION, CTEs, FINAL alike), and shows only the database in
  *   `system.tables`, `system.columns` and `system.databases`;
- * - `readonly = 1`, set last, refuses every write, every change of a setting (the query's own
- *   SETTINGS clause too) and the table functions that reach files or the network.
- * What the engine cannot refuse by setting, reading another database, another system table or a
- * table function such as `merge()`, is found in the query as the engine parses and resolves it
- * (`EXPLAIN AST` and `EXPLAIN QUERY TREE`: every table and table function the query reads,
- * through CTEs, views, IN and scalar subqueries) and refused before it runs.
+ * - `readonly = 1`, set last, refuses every write and every change of a setting (the query's own
+ *   SETTINGS clause too).
+ * Everything else is an allowlist (allowlist.ts), checked on the statement as the engine itself
+ * parses it, before anything of it runs:
+ * 1. the engine formats the statement (`formatQuery`, a pure function: a syntax error is 62 here,
+ *    as on a server), and that canonical text is what is checked and what runs, so no comment,
+ *    quote or second statement can hide anything between the check and the run;
+ * 2. `INTO OUTFILE` is refused in every kind of statement, before any EXPLAIN (which would write
+ *    the file itself), and so is any output format not on the list;
+ * 3. `EXPLAIN AST`: every kind of node, function, table function and table, as written;
+ * 4. `EXPLAIN QUERY TREE`: the same as the engine resolved them (aliases, views, IN tables). It
+ *    runs scalar subqueries to fold them, which is safe only because step 3 passed first.
+ * The order matters: nothing that could read a file or write one ever runs, not even inside the
+ * check.
  */
 import type { Registry } from '../stores/sqlite.js';
 import { allows } from '../http/auth.js';
 import { findKeyOwner } from '../teams/repository.js';
-import { singleStatement } from './statement.js';
-import { ClickHouseException, leadingKeyword, settingStatements, sqlString, type ClickHouseHttpPolicy, type ClickHouseRequest, type PreparedQuery } from './protocol.js';
+import { BiAdmission, type AdmissionLimits } from './admission.js';
+import {
+  AGGREGATE_COMBINATORS,
+  AGGREGATE_FUNCTIONS,
+  AST_NODES,
+  CLIENT_SETTINGS,
+  FUNCTIONS,
+  LIMIT_SETTINGS,
+  OUTPUT_FORMATS,
+  SYSTEM_TABLES,
+  TABLE_FUNCTIONS,
+} from './allowlist.js';
+import { ClickHouseException, settingStatements, sqlString, type ClickHouseHttpPolicy, type ClickHouseRequest, type PreparedQuery } from './protocol.js';
+import { hasIntoOutfile, leadingKeyword, outputFormat, singleStatement } from './statement.js';
 
-export interface BiLimits {
+export interface BiLimits extends Omit<AdmissionLimits, 'perHolder' | 'perTeam' | 'total'> {
   maxExecutionSeconds: number;
   maxResultRows: number;
   maxResultBytes: number;
-  maxMemoryBytes: number;
   /** Threads one BI query may use: fewer than the machine's cores leaves the rest to ingest and the API. */
   maxThreads: number;
-  /** BI queries of one key running at once. */
+  /** BI queries of one key (and the keys rotated from it) running at once. */
   concurrentQueriesPerKey: number;
+  /** BI queries of one team running at once. */
+  concurrentQueriesPerTeam: number;
+  /** BI queries of the process running at once. */
+  concurrentQueries: number;
 }
 
-/** System tables a client reads to find its way (catalog, settings, functions), none with data of a team. */
-const CATALOG_TABLES = new Set([
-  'one',
-  'numbers',
-  'numbers_mt',
-  'zeros',
-  'zeros_mt',
-  'tables',
-  'columns',
-  'databases',
-  'settings',
-  'functions',
-  'table_functions',
-  'data_type_families',
-  'formats',
-  'time_zones',
-  'collations',
-  'build_options',
-]);
-
-/** Table functions that read nothing but what the query gives them. */
-const HARMLESS_TABLE_FUNCTIONS = new Set(['numbers', 'numbers_mt', 'zeros', 'zeros_mt', 'generate_series', 'generateSeries', 'values', 'null', 'generateRandom']);
-
-/** Functions that read a table or dictionary named in their arguments. */
-const TABLE_READING_FUNCTIONS = /^(joinGet|joinGetOrNull|dictGet\w*|dictHas|dictIsIn)$/;
-
 const STATEMENTS = new Set(['SELECT', 'WITH', 'SHOW', 'DESCRIBE', 'DESC', 'EXISTS', 'EXPLAIN']);
-
-/** Settings a client may choose: how its result is written, nothing about what it may read. */
-const CLIENT_SETTING = /^(output_format_\w+|format_\w+|date_time_output_format|extremes|max_block_size|session_timezone)$/;
-/** Limits a client may lower, never raise. */
-const LIMIT_SETTINGS = ['max_execution_time', 'max_result_rows', 'max_result_bytes', 'max_memory_usage', 'max_threads'] as const;
 
 const denied = (what: string) => new ClickHouseException(497, 'ACCESS_DENIED', `${what}: a spendscope key reads its team's rows of the spendscope database only`);
 const readonly = (what: string) => new ClickHouseException(164, 'READONLY', `${what}: Cannot execute query in readonly mode`);
 
+/** What the engine says of its functions and settings (fixed for a process) and of the database's tables (changed by migrations). */
+export interface EngineCatalog {
+  tables(): Promise<{ name: string; hasTeam: boolean }[]>;
+  /** A function's canonical name as the engine resolves what was written (an alias, another case), or the name as written. */
+  functionName(written: string): Promise<string>;
+  /** A setting's canonical name and default value, or undefined for a setting the engine does not know. */
+  setting(name: string): Promise<{ name: string; default: string } | undefined>;
+}
+
 export class TeamScopedPolicy implements ClickHouseHttpPolicy {
-  private readonly running = new Map<string, number>();
+  private readonly admission: BiAdmission;
 
   constructor(
     private readonly registry: Registry,
     private readonly database: string,
     private readonly limits: BiLimits,
-    /** The database's tables and views, and whether each has a team_id column. */
-    private readonly tables: () => Promise<{ name: string; hasTeam: boolean }[]>,
-  ) {}
+    private readonly catalog: EngineCatalog,
+  ) {
+    this.admission = new BiAdmission({
+      perHolder: limits.concurrentQueriesPerKey,
+      perTeam: limits.concurrentQueriesPerTeam,
+      total: limits.concurrentQueries,
+      maxMemoryBytes: limits.maxMemoryBytes,
+      totalMemoryBytes: limits.totalMemoryBytes,
+    });
+  }
+
+  /** BI queries running now. */
+  get running(): number {
+    return this.admission.inFlight;
+  }
 
   async prepare(request: ClickHouseRequest): Promise<PreparedQuery> {
     const owner = findKeyOwner(this.registry, request.credentials.password);
@@ -83,48 +96,49 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
       throw new ClickHouseException(516, 'AUTHENTICATION_FAILED', `${request.credentials.user}: Authentication failed: password is incorrect, or the key lacks the read scope`);
     }
     const statement = singleStatement(request.sql);
-    const keyword = leadingKeyword(statement);
-    if (!STATEMENTS.has(keyword)) throw readonly(keyword || 'This statement');
     if (request.database !== undefined && request.database !== this.database) throw denied(`Database ${request.database}`);
-    const settings = this.clientSettings(request.settings);
-    const check = this.checkerFor(keyword, statement);
-
-    const running = this.running.get(owner.keyId) ?? 0;
-    if (running >= this.limits.concurrentQueriesPerKey) {
-      throw new ClickHouseException(202, 'TOO_MANY_SIMULTANEOUS_QUERIES', `Too many simultaneous queries for this key. Maximum: ${this.limits.concurrentQueriesPerKey}`);
-    }
-    this.running.set(owner.keyId, running + 1);
-    const release = () => {
-      const left = (this.running.get(owner.keyId) ?? 1) - 1;
-      if (left > 0) this.running.set(owner.keyId, left);
-      else this.running.delete(owner.keyId);
-    };
+    this.checkFormat(request.format);
+    const settings = await this.clientSettings(request.settings);
+    const place = this.admission.admit(owner.keyId, owner.teamId);
     try {
+      settings.max_memory_usage = String(Math.min(Number(settings.max_memory_usage), place.memoryBytes));
       const team = sqlString(owner.teamId);
-      const filters = (await this.tables()).map(({ name, hasTeam }) => `${sqlString(`${this.database}.${name}`)}: ${sqlString(hasTeam ? `team_id = ${team}` : '0')}`);
+      const filters = (await this.catalog.tables()).map(({ name, hasTeam }) => `${sqlString(`${this.database}.${name}`)}: ${sqlString(hasTeam ? `team_id = ${team}` : '0')}`);
       filters.push(`'system.tables': ${sqlString(`database = ${sqlString(this.database)}`)}`);
       filters.push(`'system.columns': ${sqlString(`database = ${sqlString(this.database)}`)}`);
       filters.push(`'system.databases': ${sqlString(`name = ${sqlString(this.database)}`)}`);
       return {
         setup: [
           `USE ${this.database}`,
+          // As a server parses: a bare expression is a syntax error, not a SELECT (clickhouse-local's default).
+          'SET implicit_select = 0',
           `SET additional_table_filters = {${filters.join(', ')}}`,
           ...settingStatements(settings),
           "SET result_overflow_mode = 'throw'",
           // Last: from here on the session's settings cannot change.
           'SET readonly = 1',
         ],
-        check,
-        release,
+        check: (run) => this.check(run, statement),
+        release: place.release,
       };
     } catch (err) {
-      release();
+      place.release();
       throw err;
     }
   }
 
-  /** Format settings as asked; limits at most ours; anything else is refused as a readonly server does. */
-  private clientSettings(asked: Record<string, string>): Record<string, string> {
+  /** A format the result may be written in: on the list, or refused as a server refuses an unknown one. */
+  private checkFormat(format: string): void {
+    if (OUTPUT_FORMATS.has(format)) return;
+    throw new ClickHouseException(73, 'UNKNOWN_FORMAT', `Unknown format ${format}, or one this interface does not write (it may read files or reach the network)`);
+  }
+
+  /**
+   * Settings as a readonly ClickHouse user may send them: a listed output setting as asked, a
+   * limit at most ours, any other known setting only at the value it has (115 for an unknown one,
+   * 164 for a change).
+   */
+  private async clientSettings(asked: Record<string, string>): Promise<Record<string, string>> {
     const ours: Record<(typeof LIMIT_SETTINGS)[number], number> = {
       max_execution_time: this.limits.maxExecutionSeconds,
       max_result_rows: this.limits.maxResultRows,
@@ -133,7 +147,10 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
       max_threads: this.limits.maxThreads,
     };
     const settings: Record<string, string> = {};
-    for (const [name, value] of Object.entries(asked)) {
+    for (const [asName, value] of Object.entries(asked)) {
+      const known = await this.catalog.setting(asName);
+      if (!known) throw new ClickHouseException(115, 'UNKNOWN_SETTING', `Unknown setting '${asName}'`);
+      const { name } = known;
       if (name === 'readonly' && (value === '1' || value === '2')) continue;
       if ((LIMIT_SETTINGS as readonly string[]).includes(name)) {
         const n = Number(value);
@@ -141,81 +158,124 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
         if (Number.isFinite(n) && n > 0 && n < ours[limit]) ours[limit] = n;
         continue;
       }
-      if (!CLIENT_SETTING.test(name)) throw new ClickHouseException(164, 'READONLY', `Cannot modify '${name}' setting in readonly mode`);
-      settings[name] = value;
+      if (CLIENT_SETTINGS.has(name)) settings[name] = value;
+      else if (!sameSettingValue(value, known.default)) throw new ClickHouseException(164, 'READONLY', `Cannot modify '${asName}' setting in readonly mode`);
     }
     for (const [name, value] of Object.entries(ours)) settings[name] = String(value);
     return settings;
   }
 
-  /** How a statement of this kind is checked against the tables it reads. */
-  private checkerFor(keyword: string, statement: string): PreparedQuery['check'] {
-    if (keyword === 'SELECT' || keyword === 'WITH') return (run) => this.checkReads(run, statement);
-    if (keyword === 'EXPLAIN') {
-      const inner = /^\s*EXPLAIN\s+(?:(?:AST|SYNTAX|QUERY\s+TREE|PLAN|PIPELINE)\s+)?((?:SELECT|WITH|\()[\s\S]*)$/i.exec(statement);
+  /**
+   * The statement as the engine formats it, checked; what the session runs. The engine's own
+   * formatting is pure (it parses and prints), so it is safe to ask for before anything is known.
+   */
+  private async check(run: (sql: string) => Promise<string>, statement: string): Promise<string> {
+    const canonical = Buffer.from((await run(`SELECT base64Encode(formatQuery(${sqlString(statement)}))`)).trim(), 'base64').toString('utf8');
+    const keyword = leadingKeyword(canonical);
+    if (!STATEMENTS.has(keyword)) throw readonly(keyword || 'This statement');
+    if (hasIntoOutfile(canonical)) throw denied('INTO OUTFILE');
+    const format = outputFormat(canonical);
+    if (format !== undefined) this.checkFormat(format);
+    if (keyword === 'SELECT' || keyword === 'WITH') await this.checkReads(run, canonical);
+    else if (keyword === 'EXPLAIN') {
+      const inner = /^EXPLAIN(?:\s+(?:AST|SYNTAX|QUERY\s+TREE|PLAN|PIPELINE|ESTIMATE))?(?:\s+\w+\s*=\s*\w+(?:\s*,\s*\w+\s*=\s*\w+)*)?\s+((?:SELECT|WITH|\()[\s\S]*)$/i.exec(canonical);
       if (!inner) throw denied('This EXPLAIN');
-      return (run) => this.checkReads(run, inner[1]!);
-    }
+      await this.checkReads(run, inner[1]!);
+    } else this.checkCatalogStatement(keyword, canonical);
+    return canonical;
+  }
+
+  /** SHOW, DESCRIBE and EXISTS: of the database's tables or the catalog's, nothing else. */
+  private checkCatalogStatement(keyword: string, statement: string): void {
+    const body = statement.replace(/\s+FORMAT\s+\w+\s*$/i, '');
     if (keyword === 'SHOW') {
-      const tables = /^\s*SHOW\s+(?:FULL\s+)?TABLES(?:\s+(?:FROM|IN)\s+(\S+))?/i.exec(statement);
+      const tables = /^SHOW\s+(?:FULL\s+)?TABLES(?:\s+(?:FROM|IN)\s+(\S+))?/i.exec(body);
       if (tables) {
         if (tables[1] !== undefined && unquote(tables[1]) !== this.database) throw denied(`Database ${unquote(tables[1])}`);
-        return undefined;
+        return;
       }
-      if (/^\s*SHOW\s+DATABASES\b/i.test(statement)) return undefined;
-      const named = /^\s*SHOW\s+(?:(?:FULL\s+)?(?:EXTENDED\s+)?COLUMNS\s+(?:FROM|IN)|CREATE(?:\s+TABLE|\s+VIEW)?)\s+([\w.`"]+)(?:\s+(?:FROM|IN)\s+(\S+))?/i.exec(statement);
+      if (/^SHOW\s+DATABASES\b/i.test(body)) return;
+      const named = /^SHOW\s+(?:(?:FULL\s+)?(?:EXTENDED\s+)?COLUMNS\s+(?:FROM|IN)|CREATE(?:\s+TABLE|\s+VIEW)?)\s+([\w.`"]+)(?:\s+(?:FROM|IN)\s+(\S+))?\s*$/i.exec(body);
       if (named) {
         this.checkNamedTable(named[2] === undefined ? named[1]! : `${named[2]}.${named[1]}`);
-        return undefined;
+        return;
       }
       throw denied('This SHOW');
     }
     // DESCRIBE, DESC, EXISTS: of a named table of the database.
-    const named = /^\s*(?:DESCRIBE|DESC|EXISTS)\s+(?:TEMPORARY\s+)?(?:TABLE\s+|VIEW\s+)?([\w.`"]+)\s*$/i.exec(statement);
+    const named = /^(?:DESCRIBE|DESC|EXISTS)\s+(?:TEMPORARY\s+)?(?:TABLE\s+|VIEW\s+)?([\w.`"]+)\s*$/i.exec(body);
     if (!named) throw denied(`This ${keyword}`);
     this.checkNamedTable(named[1]!);
-    return undefined;
   }
 
   private checkNamedTable(name: string): void {
     const parts = splitName(name);
     if (parts.length === 1) return;
     const [db, table] = parts as [string, string];
-    if (db === this.database || (db === 'system' && CATALOG_TABLES.has(table))) return;
+    if (db === this.database || (db === 'system' && SYSTEM_TABLES.has(table))) return;
     throw denied(`Table ${db}.${table}`);
   }
 
-  /**
-   * Every table and table function the query reads must be allowed, found twice: in the syntax
-   * tree (`EXPLAIN AST`: every table expression of every subquery, CTE and scalar, as written; the
-   * analyzer folds a scalar subquery's tree away once it has run it) and in the resolved tree
-   * (`EXPLAIN QUERY TREE`: tables reached through IN and views, as the engine will read them).
-   */
-  private async checkReads(run: (sql: string) => Promise<string>, statement: string): Promise<void> {
-    const query = statement.replace(/\s+FORMAT\s+\w+\s*$/i, '');
-    this.checkSyntaxTree(await run(`EXPLAIN AST ${query}`));
-    const tree = await run(`EXPLAIN QUERY TREE ${query}`);
-    for (const match of tree.matchAll(/\bTABLE id: \d+,(?: alias: [^,]+,)? table_name: ([^\s,]+)/g)) this.checkNamedTable(match[1]!);
-    for (const match of tree.matchAll(/\bTABLE_FUNCTION id: \d+,(?: alias: [^,]+,)? table_function_name: (\w+)/g)) {
-      if (!HARMLESS_TABLE_FUNCTIONS.has(match[1]!)) throw denied(`Table function ${match[1]}`);
+  /** A function on the list, by the name the engine resolves it to; an aggregate with combinators by its base. */
+  private async checkFunction(written: string): Promise<void> {
+    const name = await this.catalog.functionName(written);
+    if (FUNCTIONS.has(name) || AGGREGATE_FUNCTIONS.has(name)) return;
+    for (const combinator of AGGREGATE_COMBINATORS) {
+      if (written.length > combinator.length && written.endsWith(combinator)) {
+        const base = written.slice(0, -combinator.length);
+        if (AGGREGATE_FUNCTIONS.has(await this.catalog.functionName(base))) return;
+        // Combinators chain (sumIfState): strip the next one.
+        if (AGGREGATE_COMBINATORS.some((c) => base.endsWith(c))) {
+          try {
+            await this.checkFunction(base);
+            return;
+          } catch {
+            // Not an aggregate with that chain either: refused below.
+          }
+        }
+      }
     }
-    for (const match of tree.matchAll(/\bFUNCTION id: \d+, function_name: (\w+)/g)) {
-      if (TABLE_READING_FUNCTIONS.test(match[1]!)) throw denied(`Function ${match[1]}`);
-    }
+    throw denied(`Function ${written}`);
   }
 
-  /** The tables, table functions and IN tables of an `EXPLAIN AST` (one space of indent a level). */
-  private checkSyntaxTree(ast: string): void {
-    const lines = ast.split('\n').map((line) => ({ depth: line.length - line.trimStart().length, text: line.trim() }));
-    lines.forEach(({ depth, text }, i) => {
+  /**
+   * Every function, table function and table the query uses must be allowed, found twice: in the
+   * syntax tree (`EXPLAIN AST`: as written, every subquery, CTE and scalar included; first, because
+   * nothing of it has run yet) and in the resolved tree (`EXPLAIN QUERY TREE`: tables reached
+   * through IN and views, and names as the engine resolved them).
+   */
+  private async checkReads(run: (sql: string) => Promise<string>, query: string): Promise<void> {
+    const statement = query.replace(/\s+FORMAT\s+\w+\s*$/i, '');
+    await this.checkSyntaxTree(await run(`EXPLAIN AST ${statement}`));
+    const tree = await run(`EXPLAIN QUERY TREE ${statement}`);
+    for (const match of tree.matchAll(/\bTABLE id: \d+,(?: alias: [^,]+,)? table_name: ([^\s,]+)/g)) this.checkNamedTable(match[1]!);
+    for (const match of tree.matchAll(/\bTABLE_FUNCTION id: \d+,(?: alias: [^,]+,)? table_function_name: (\w+)/g)) {
+      if (!TABLE_FUNCTIONS.has(match[1]!)) throw denied(`Table function ${match[1]}`);
+    }
+    for (const match of tree.matchAll(/\bFUNCTION id: \d+, function_name: (\w+)/g)) await this.checkFunction(match[1]!);
+  }
+
+  /** The nodes of an `EXPLAIN AST` (one space of indent a level): each kind, function and table on the lists. */
+  private async checkSyntaxTree(ast: string): Promise<void> {
+    const lines = ast
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => ({ depth: line.length - line.trimStart().length, text: line.trim() }));
+    for (let i = 0; i < lines.length; i++) {
+      const { depth, text } = lines[i]!;
+      const kind = /^\w+/.exec(text)?.[0] ?? '';
+      if (!AST_NODES.has(kind)) throw denied(`This statement (${kind || text})`);
       const table = /^TableIdentifier (\S+)/.exec(text);
       if (table) this.checkNamedTable(table[1]!);
       const fn = /^Function (\w+)/.exec(text);
-      if (!fn) return;
+      if (!fn) continue;
       const name = fn[1]!;
-      if (TABLE_READING_FUNCTIONS.test(name)) throw denied(`Function ${name}`);
       const parent = lines.slice(0, i).reverse().find((l) => l.depth < depth);
-      if (parent?.text.startsWith('TableExpression') && !HARMLESS_TABLE_FUNCTIONS.has(name)) throw denied(`Table function ${name}`);
+      if (parent?.text.startsWith('TableExpression')) {
+        if (!TABLE_FUNCTIONS.has(name)) throw denied(`Table function ${name}`);
+        continue;
+      }
+      await this.checkFunction(name);
       if (IN_FUNCTIONS.has(name)) {
         // `x IN db.table`: the right side names a table.
         for (let j = i + 1; j < lines.length && lines[j]!.depth > depth; j++) {
@@ -223,8 +283,14 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
           if (identifier) this.checkNamedTable(identifier[1]!);
         }
       }
-    });
+    }
   }
+}
+
+/** Whether a setting sent as text is the value it has (ClickHouse lets a readonly user send that). */
+function sameSettingValue(sent: string, current: string): boolean {
+  const normal = (v: string) => ({ true: '1', false: '0' })[v.toLowerCase()] ?? v;
+  return normal(sent) === normal(current);
 }
 
 /** Functions whose right side may name a table. */
@@ -238,19 +304,59 @@ function splitName(name: string): string[] {
   return (name.match(/`[^`]*`|"[^"]*"|[^.]+/g) ?? []).map(unquote);
 }
 
-/** The database's tables and views and whether each has team_id, read from the engine (kept a minute: only migrations change them). */
-export function databaseTables(
-  query: <Row>(sql: string, params?: Record<string, unknown>) => Promise<Row[]>,
-  database: string,
-): () => Promise<{ name: string; hasTeam: boolean }[]> {
+type Query = <Row>(sql: string, params?: Record<string, unknown>) => Promise<Row[]>;
+
+/**
+ * The engine's catalog, read through `query`: the database's tables and views and whether each
+ * has team_id (kept a minute: only migrations change them), and the engine's functions and
+ * settings (read once: they are the engine's, fixed for the process).
+ */
+export function engineCatalog(query: Query, database: string): EngineCatalog {
   let cached: { at: number; tables: { name: string; hasTeam: boolean }[] } | undefined;
-  return async () => {
-    if (cached && Date.now() - cached.at < 60_000) return cached.tables;
-    const tables = await query<{ name: string }>('SELECT name FROM system.tables WHERE database = {db:String}', { db: database });
-    const withTeam = new Set(
-      (await query<{ table: string }>("SELECT table FROM system.columns WHERE database = {db:String} AND name = 'team_id'", { db: database })).map((r) => r.table),
-    );
-    cached = { at: Date.now(), tables: tables.map((t) => ({ name: t.name, hasTeam: withTeam.has(t.name) })) };
-    return cached.tables;
+  let functions: Promise<{ exact: Map<string, string>; anyCase: Map<string, string> }> | undefined;
+  let settings: Promise<Map<string, { name: string; default: string }>> | undefined;
+  const functionNames = async () => {
+    const rows = await query<{ name: string; case_insensitive: number; alias_to: string }>('SELECT name, case_insensitive, alias_to FROM system.functions');
+    const exact = new Map<string, string>();
+    const anyCase = new Map<string, string>();
+    for (const { name, case_insensitive, alias_to } of rows) {
+      exact.set(name, alias_to || name);
+      if (Number(case_insensitive)) anyCase.set(name.toLowerCase(), alias_to || name);
+    }
+    // An alias of an alias: follow it to the end.
+    for (const [name, to] of exact) exact.set(name, exact.get(to) ?? to);
+    for (const [name, to] of anyCase) anyCase.set(name, exact.get(to) ?? to);
+    return { exact, anyCase };
+  };
+  const settingDefaults = async () => {
+    const rows = await query<{ name: string; default: string; alias_for: string }>('SELECT name, default, alias_for FROM system.settings');
+    const byName = new Map(rows.map((r) => [r.name, r] as const));
+    return new Map(rows.map((r) => [r.name, { name: r.alias_for || r.name, default: byName.get(r.alias_for)?.default ?? r.default }] as const));
+  };
+  return {
+    async tables() {
+      if (cached && Date.now() - cached.at < 60_000) return cached.tables;
+      const tables = await query<{ name: string }>('SELECT name FROM system.tables WHERE database = {db:String}', { db: database });
+      const withTeam = new Set(
+        (await query<{ table: string }>("SELECT table FROM system.columns WHERE database = {db:String} AND name = 'team_id'", { db: database })).map((r) => r.table),
+      );
+      cached = { at: Date.now(), tables: tables.map((t) => ({ name: t.name, hasTeam: withTeam.has(t.name) })) };
+      return cached.tables;
+    },
+    async functionName(written) {
+      const { exact, anyCase } = await (functions ??= functionNames().catch((err: unknown) => {
+        functions = undefined;
+        throw err;
+      }));
+      return exact.get(written) ?? anyCase.get(written.toLowerCase()) ?? written;
+    },
+    async setting(name) {
+      return (
+        await (settings ??= settingDefaults().catch((err: unknown) => {
+          settings = undefined;
+          throw err;
+        }))
+      ).get(name);
+    },
   };
 }
