@@ -198,6 +198,7 @@ function keyOwnerLookup(db: Registry): KeyOwnerLookup {
   let lookup = keyOwnerLookups.get(db);
   if (!lookup) {
     lookup = {
+      // coalesce: a row inserted by an older build (its team CLI) after migration 015 has no holder yet, and is its own.
       owner: db.prepare(
         `SELECT k.id AS keyId, k.name AS keyName, coalesce(k.holder_id, k.id) AS holderId, k.scopes, k.requests_per_second, k.records_per_second,
                 k.expires_at, t.id AS teamId, t.name AS teamName
