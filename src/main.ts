@@ -14,6 +14,7 @@ import { startIngestPipeline } from './ingest/pipeline.js';
 import { Metrics } from './metrics/metrics.js';
 import { Dispatcher } from './webhooks/dispatcher.js';
 import { startBiServer, teamScopedInterface } from './clickhouse-http/interface.js';
+import { RateLimiter } from './limits/rate-limiter.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -27,8 +28,10 @@ async function main(): Promise<void> {
   const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
   const webhooks = new Dispatcher(registry, config.webhooks, logger, { publicUrl: config.publicUrl });
   webhooks.start();
-  const clickhouseHttp = teamScopedInterface({ config, registry, events });
-  const deps = { config, registry, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, webhooks, clickhouseHttp };
+  // One limiter for the API and the BI interface: a holder's buckets are the same whichever it uses.
+  const rateLimiter = new RateLimiter(config.rateLimits);
+  const clickhouseHttp = teamScopedInterface({ config, registry, events, rateLimiter });
+  const deps = { config, registry, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, webhooks, clickhouseHttp, rateLimiter };
   const app = createApp(deps);
 
   const running = await startServer(app, deps);

@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../config.js';
+import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
 import { createHttpServer, listen } from '../http/listen.js';
@@ -13,8 +14,17 @@ import { engineCatalog, TeamScopedPolicy } from './team-policy.js';
 
 export type ClickHouseHttpHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
+/** What the interface is built from. */
+export interface BiInterfaceDeps {
+  config: Config;
+  registry: Registry;
+  events: EventStore;
+  /** The HTTP routes' limiter (AppDeps.rateLimiter), for BI queries to count against the same holder buckets. */
+  rateLimiter?: RateLimiter;
+}
+
 /** The interface over the embedded engine; undefined with a ClickHouse server (BI tools use that server). */
-export function teamScopedInterface(deps: { config: Config; registry: Registry; events: EventStore }): ClickHouseHttpHandler | undefined {
+export function teamScopedInterface(deps: BiInterfaceDeps): ClickHouseHttpHandler | undefined {
   const { config } = deps;
   if (config.clickhouse.mode !== 'embedded') return undefined;
   const { path: enginePath, database } = config.clickhouse;

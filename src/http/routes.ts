@@ -9,7 +9,7 @@ import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
 import type { KeyOwner, Scope } from '../teams/repository.js';
 import { limitRecords, limitRequests, precheckRecords } from '../limits/http.js';
-import { RateLimiter } from '../limits/rate-limiter.js';
+import type { RateLimiter } from '../limits/rate-limiter.js';
 import { authenticate, requireScope } from './auth.js';
 import { checkBodyShape } from './body-shape.js';
 import { ApiError, allowedMethods, methodNotAllowed } from './errors.js';
@@ -38,6 +38,11 @@ export interface AppDeps {
   webhooks: Dispatcher;
   /** ClickHouse's HTTP interface for BI tools (embedded engine only), served under /clickhouse. */
   clickhouseHttp?: ClickHouseHttpHandler;
+  /**
+   * The rate buckets of key holders: one instance, built by main.ts, shared by the routes and the
+   * BI interface, so neither is a way around the other's count.
+   */
+  rateLimiter: RateLimiter;
 }
 
 /** Where the API is served: the interface shows both forms and does not say which one. */
@@ -148,7 +153,7 @@ export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: Ap
     byPath.set(key, [...(byPath.get(key) ?? []), spec]);
   }
   const auth = authenticate(deps.registry);
-  const limiter = new RateLimiter(deps.config.rateLimits);
+  const limiter = deps.rateLimiter;
   const json = express.json({ limit: deps.config.maxBodyBytes, type: JSON_TYPES });
   for (const specs of byPath.values()) {
     const first = specs[0]!;

@@ -30,11 +30,14 @@ function answer(res: Response, outcome: LimitOutcome | undefined, metrics: Metri
   );
 }
 
-/** Every authenticated route but ingest: one request costs one token of the key's requests bucket. */
+/**
+ * Every authenticated route but ingest (key rotation included: a rotation is a request of the key's
+ * holder like any other): one request costs one token of the holder's requests bucket.
+ */
 export function limitRequests(limiter: RateLimiter, metrics: Metrics): RequestHandler {
   return (_req, res, next) => {
     const owner = res.locals.team as KeyOwner;
-    answer(res, limiter.take(owner.keyId, 'requests', owner.rates, 1), metrics);
+    answer(res, limiter.take(owner.holderId, 'requests', owner.rates, 1), metrics);
     next();
   };
 }
@@ -43,7 +46,7 @@ export function limitRequests(limiter: RateLimiter, metrics: Metrics): RequestHa
 export function precheckRecords(limiter: RateLimiter, metrics: Metrics): RequestHandler {
   return (_req, res, next) => {
     const owner = res.locals.team as KeyOwner;
-    answer(res, limiter.precheck(owner.keyId, 'records', owner.rates), metrics);
+    answer(res, limiter.precheck(owner.holderId, 'records', owner.rates), metrics);
     next();
   };
 }
@@ -54,7 +57,7 @@ export function limitRecords(limiter: RateLimiter, metrics: Metrics, batchField:
     const owner = res.locals.team as KeyOwner;
     const body = req.body as Record<string, unknown> | undefined;
     const records = body && typeof body === 'object' ? body[batchField] : undefined;
-    answer(res, limiter.take(owner.keyId, 'records', owner.rates, Array.isArray(records) ? Math.max(1, records.length) : 1), metrics);
+    answer(res, limiter.take(owner.holderId, 'records', owner.rates, Array.isArray(records) ? Math.max(1, records.length) : 1), metrics);
     next();
   };
 }

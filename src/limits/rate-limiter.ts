@@ -1,6 +1,6 @@
 import { TokenBucket } from './token-bucket.js';
 
-/** The two buckets of a key: records sent to the ingest routes, and every other request. */
+/** The two buckets of a key's holder: records sent to the ingest routes, and every other request. */
 export type LimitKind = 'records' | 'requests';
 
 /** A key's own rates; null takes the service default (RATE_LIMIT_*_PER_SECOND). */
@@ -32,8 +32,10 @@ export interface LimitOutcome {
 const SWEEP_AT = 10_000;
 
 /**
- * Per-key token buckets, in memory: a restart refills them, which only ever errs towards serving.
- * One process serves the API (the embedded engine allows one), so one map is the whole truth.
+ * Token buckets per key holder (`KeyOwner.holderId`: a key and the keys its rotations issued share
+ * one), in memory: a restart refills them, which only ever errs towards serving. One process serves
+ * the API (the embedded engine allows one), so one map is the whole truth: main.ts builds one
+ * limiter for the routes and the BI interface alike.
  */
 export class RateLimiter {
   private readonly buckets = new Map<string, TokenBucket>();
@@ -48,9 +50,9 @@ export class RateLimiter {
     return kind === 'records' ? (rates.recordsPerSecond ?? this.defaults.recordsPerSecond) : (rates.requestsPerSecond ?? this.defaults.requestsPerSecond);
   }
 
-  /** Takes `cost` from the key's bucket of this kind; undefined when the key is not limited for it. */
-  take(keyId: string, kind: LimitKind, rates: KeyRates, cost: number): LimitOutcome | undefined {
-    const bucket = this.bucket(keyId, kind, rates);
+  /** Takes `cost` from the holder's bucket of this kind; undefined when the key is not limited for it. */
+  take(holderId: string, kind: LimitKind, rates: KeyRates, cost: number): LimitOutcome | undefined {
+    const bucket = this.bucket(holderId, kind, rates);
     if (!bucket) return undefined;
     const now = this.clock();
     const allowed = bucket.take(cost, now);
@@ -61,8 +63,8 @@ export class RateLimiter {
    * Refuses early, before a body is read, when the bucket holds not even one token: whatever the
    * request's cost, it would be refused. Takes nothing.
    */
-  precheck(keyId: string, kind: LimitKind, rates: KeyRates): LimitOutcome | undefined {
-    const bucket = this.bucket(keyId, kind, rates);
+  precheck(holderId: string, kind: LimitKind, rates: KeyRates): LimitOutcome | undefined {
+    const bucket = this.bucket(holderId, kind, rates);
     if (!bucket) return undefined;
     const now = this.clock();
     const allowed = bucket.hasAny(now);
@@ -80,10 +82,10 @@ export class RateLimiter {
     };
   }
 
-  private bucket(keyId: string, kind: LimitKind, rates: KeyRates): TokenBucket | undefined {
+  private bucket(holderId: string, kind: LimitKind, rates: KeyRates): TokenBucket | undefined {
     const rate = this.rateOf(kind, rates);
     if (rate <= 0) return undefined;
-    const id = `${kind} ${keyId}`;
+    const id = `${kind} ${holderId}`;
     let bucket = this.buckets.get(id);
     if (!bucket || bucket.rate !== rate) {
       if (this.buckets.size >= SWEEP_AT) this.sweep();

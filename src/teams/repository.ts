@@ -23,6 +23,11 @@ export interface KeyOwner {
   teamName: string;
   keyId: string;
   keyName: string;
+  /**
+   * The first key of this key's rotation chain (its own id unless it was issued by a rotation):
+   * rate buckets belong to it, so rotating a key does not refill them.
+   */
+  holderId: string;
   scopes: Scope[];
   /** The key's own rate limits (null: the service's defaults). */
   rates: KeyRates;
@@ -90,15 +95,16 @@ const NO_OWN_RATES: KeyRates = { requestsPerSecond: null, recordsPerSecond: null
 
 const parseScopes = (text: string) => text.split(' ').filter((s): s is Scope => (SCOPES as readonly string[]).includes(s));
 
-function insertKey(db: Registry, teamId: string, apiKey: string, now: number, spec: KeySpec): IssuedKey {
+/** Inserts a key; its holder is itself unless it replaces a key (rotation passes that key's holder). */
+function insertKey(db: Registry, teamId: string, apiKey: string, now: number, spec: KeySpec, holderId?: string): IssuedKey {
   const keyId = newId('key');
   // Stored in SCOPES order, each once.
   const scopes = SCOPES.filter((s) => spec.scopes.includes(s));
   const rates = spec.rates ?? NO_OWN_RATES;
   db.prepare(
-    `INSERT INTO api_keys (id, team_id, prefix, key_hash, created_at, name, scopes, expires_at, requests_per_second, records_per_second)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(keyId, teamId, visiblePrefix(apiKey), hashApiKey(apiKey), now, spec.name, scopes.join(' '), spec.expiresAt ?? null, rates.requestsPerSecond, rates.recordsPerSecond);
+    `INSERT INTO api_keys (id, team_id, prefix, key_hash, created_at, name, scopes, expires_at, requests_per_second, records_per_second, holder_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(keyId, teamId, visiblePrefix(apiKey), hashApiKey(apiKey), now, spec.name, scopes.join(' '), spec.expiresAt ?? null, rates.requestsPerSecond, rates.recordsPerSecond, holderId ?? keyId);
   return { keyId, apiKey, prefix: visiblePrefix(apiKey), createdAt: now, name: spec.name, scopes, expiresAt: spec.expiresAt ?? null, rates };
 }
 
@@ -192,9 +198,10 @@ function keyOwnerLookup(db: Registry): KeyOwnerLookup {
   let lookup = keyOwnerLookups.get(db);
   if (!lookup) {
     lookup = {
+      // coalesce: a row inserted by an older build (its team CLI) after migration 015 has no holder yet, and is its own.
       owner: db.prepare(
-        `SELECT k.id AS keyId, k.name AS keyName, k.scopes, k.requests_per_second, k.records_per_second, k.expires_at,
-                t.id AS teamId, t.name AS teamName
+        `SELECT k.id AS keyId, k.name AS keyName, coalesce(k.holder_id, k.id) AS holderId, k.scopes, k.requests_per_second, k.records_per_second,
+                k.expires_at, t.id AS teamId, t.name AS teamName
            FROM api_keys k JOIN teams t ON t.id = k.team_id
           WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
       ),
@@ -229,7 +236,7 @@ export function findKeyOwner(db: Registry, apiKey: string, now = Date.now()): Ke
   let found = lookup.cache.get(hash);
   if (!found) {
     const row = lookup.owner.get(hash) as
-      | { keyId: string; keyName: string; scopes: string; requests_per_second: number | null; records_per_second: number | null; expires_at: number | null; teamId: string; teamName: string }
+      | { keyId: string; keyName: string; holderId: string; scopes: string; requests_per_second: number | null; records_per_second: number | null; expires_at: number | null; teamId: string; teamName: string }
       | undefined;
     // Unknown keys are not kept: a key issued a moment later must work at once.
     if (!row) return undefined;
@@ -239,6 +246,7 @@ export function findKeyOwner(db: Registry, apiKey: string, now = Date.now()): Ke
         teamName: row.teamName,
         keyId: row.keyId,
         keyName: row.keyName,
+        holderId: row.holderId,
         scopes: parseScopes(row.scopes),
         rates: { requestsPerSecond: row.requests_per_second, recordsPerSecond: row.records_per_second },
       },
@@ -251,14 +259,16 @@ export function findKeyOwner(db: Registry, apiKey: string, now = Date.now()): Ke
 }
 
 /**
- * Replaces the presented key with a new one of the same name, scopes, expiry and rate limits; the old key is
- * revoked in the same transaction. Undefined when the key was revoked meanwhile (two rotations
- * racing must not yield two keys).
+ * Replaces the presented key with a new one of the same name, scopes, expiry, rate limits and holder
+ * (so the same rate buckets); the old key is revoked in the same transaction. Undefined when the key
+ * was revoked meanwhile (two rotations racing must not yield two keys).
  */
 export function rotateKey(db: Registry, owner: KeyOwner): IssuedKey | undefined {
   const rotate = db.transaction(() => {
     const now = Date.now();
-    const old = db.prepare('SELECT expires_at FROM api_keys WHERE id = ?').get(owner.keyId) as { expires_at: number | null } | undefined;
+    const old = db.prepare('SELECT expires_at, coalesce(holder_id, id) AS holder_id FROM api_keys WHERE id = ?').get(owner.keyId) as
+      | { expires_at: number | null; holder_id: string }
+      | undefined;
     const revoked = db
       .prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
       .run(now, owner.keyId);
@@ -269,7 +279,7 @@ export function rotateKey(db: Registry, owner: KeyOwner): IssuedKey | undefined 
       scopes: owner.scopes,
       expiresAt: old?.expires_at ?? null,
       rates: owner.rates,
-    });
+    }, old?.holder_id ?? owner.holderId);
   });
   return rotate.immediate();
 }

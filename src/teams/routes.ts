@@ -52,8 +52,10 @@ export const rotateTeamKey = defineRoute({
   operationId: 'rotateTeamKey',
   summary: 'Issue a new API key and revoke the one used for this request',
   description:
-    'The new key is in the response and nowhere else: store it now. It keeps the name, scopes and expiry of the ' +
-    'key that made this request, which is rejected from the next request on. No request body. Any key may rotate itself.',
+    'The new key is in the response and nowhere else: store it now. It keeps the name, scopes, expiry and rate limits of the ' +
+    'key that made this request, which is rejected from the next request on. No request body. Any key may rotate itself. ' +
+    'A rotation is a request like any other (one token of the requests limit), and the new key goes on from the old ' +
+    "key's rate-limit buckets: rotating never refills them.",
   tag: 'team',
   // A key may replace itself whatever its scopes: rotation is how a holder reacts to a leak.
   scope: 'any',

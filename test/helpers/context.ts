@@ -20,6 +20,7 @@ import { SCHEMA_DIR } from '../../src/paths.js';
 import { ROUTES } from '../../src/routes.js';
 import { createEventStore, ensureDatabase, type EventStore } from '../../src/stores/clickhouse.js';
 import { teamScopedInterface } from '../../src/clickhouse-http/interface.js';
+import { RateLimiter } from '../../src/limits/rate-limiter.js';
 import { migrateEventStore, migrateRegistry } from '../../src/stores/migrations.js';
 import { openRegistry, type Registry } from '../../src/stores/sqlite.js';
 import { createTeam } from '../../src/teams/repository.js';
@@ -87,8 +88,10 @@ export async function startTestEnv(): Promise<void> {
   const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
   const webhooks = new Dispatcher(registry, config.webhooks, logger, { publicUrl: 'http://spendscope.test', pollMs: 100 });
   webhooks.start();
-  const clickhouseHttp = teamScopedInterface({ config, registry, events });
-  const deps: AppDeps = { config, registry, events, loaderEvents, schemas, logger, ingest, readEvents, metrics, webhooks, clickhouseHttp };
+  // As main.ts: one limiter shared by the routes and the BI interface.
+  const rateLimiter = new RateLimiter(config.rateLimits);
+  const clickhouseHttp = teamScopedInterface({ config, registry, events, rateLimiter });
+  const deps: AppDeps = { config, registry, events, loaderEvents, schemas, logger, ingest, readEvents, metrics, webhooks, clickhouseHttp, rateLimiter };
   env = { dataDir, config, registry, events, loaderEvents, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };
 }
 

@@ -194,7 +194,9 @@ describe('rate limits per key', function () {
 
   it('RATE_LIMIT_*_PER_SECOND=0 turns the default limits off: no headers, never 429', async () => {
     const e = testEnv();
-    const app = appWith([], { config: { ...e.deps.config, rateLimits: { requestsPerSecond: 0, recordsPerSecond: 0 } } });
+    const rateLimits = { requestsPerSecond: 0, recordsPerSecond: 0 };
+    // As main.ts builds them from one config: the limiter enforces, the config is what keys show.
+    const app = appWith([], { config: { ...e.deps.config, rateLimits }, rateLimiter: new RateLimiter(rateLimits) });
     const team = newTeam();
     const res = await api(app).get('/api/v1/team').set(...team.auth).expect(200);
     expect(res.headers).to.not.have.property('ratelimit');
