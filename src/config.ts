@@ -281,21 +281,24 @@ export function loadConfig(env: Env = process.env): Config {
   if (biPort !== undefined && clickhouse.mode === 'server') {
     problems.push("BI_HTTP_PORT: the BI interface serves the embedded engine; with CLICKHOUSE_URL, BI tools connect to that server (its users and row policies scope them)");
   }
+  // Each running BI query holds one of libuv's pool threads: fewer than the pool leaves threads for the loader and the API.
+  const biConcurrentQueries = integer('BI_MAX_CONCURRENT_QUERIES', 4, 1, 256);
+  // A quarter of the machine's memory for all BI queries together; each query's bound is carved from it.
+  const biTotalMemory = integer('BI_MAX_TOTAL_MEMORY_BYTES', Math.floor(os.totalmem() / 4), 64 * 1024 ** 2, Number.MAX_SAFE_INTEGER);
   const bi: BiConfig = {
     port: biPort,
     limits: {
       maxExecutionSeconds: integer('BI_MAX_EXECUTION_TIME_S', 300, 1, 86_400),
       maxResultRows: integer('BI_MAX_RESULT_ROWS', 500_000_000, 1, Number.MAX_SAFE_INTEGER),
       maxResultBytes: integer('BI_MAX_RESULT_BYTES', 100 * 1024 ** 3, 1, Number.MAX_SAFE_INTEGER),
-      maxMemoryBytes: integer('BI_MAX_MEMORY_BYTES', 4 * 1024 ** 3, 64 * 1024 ** 2, Number.MAX_SAFE_INTEGER),
       // Half the machine's cores (at least one): a heavy BI query leaves the rest to ingest and the API.
       maxThreads: integer('BI_MAX_THREADS', Math.max(1, Math.floor(os.availableParallelism() / 2)), 1, 256),
       concurrentQueriesPerKey: integer('BI_CONCURRENT_QUERIES_PER_KEY', 2, 1, 64),
       concurrentQueriesPerTeam: integer('BI_CONCURRENT_QUERIES_PER_TEAM', 4, 1, 256),
-      // Each running BI query holds one of libuv's pool threads: fewer than the pool leaves threads for the loader and the API.
-      concurrentQueries: integer('BI_MAX_CONCURRENT_QUERIES', 4, 1, 256),
-      // A quarter of the machine's memory for all BI queries together; each query's bound is carved from it.
-      totalMemoryBytes: integer('BI_MAX_TOTAL_MEMORY_BYTES', Math.floor(os.totalmem() / 4), 64 * 1024 ** 2, Number.MAX_SAFE_INTEGER),
+      concurrentQueries: biConcurrentQueries,
+      totalMemoryBytes: biTotalMemory,
+      // By default as much as lets every query of the process run with a whole bound at once (4 GiB at most).
+      maxMemoryBytes: integer('BI_MAX_MEMORY_BYTES', Math.min(4 * 1024 ** 3, Math.floor(biTotalMemory / biConcurrentQueries)), 64 * 1024 ** 2, Number.MAX_SAFE_INTEGER),
     },
   };
   if (bi.limits.totalMemoryBytes < bi.limits.maxMemoryBytes / 4) {

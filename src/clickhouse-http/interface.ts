@@ -19,8 +19,8 @@ export interface BiInterfaceDeps {
   config: Config;
   registry: Registry;
   events: EventStore;
-  /** The HTTP routes' limiter (AppDeps.rateLimiter), for BI queries to count against the same holder buckets. */
-  rateLimiter?: RateLimiter;
+  /** The HTTP routes' limiter (AppDeps.rateLimiter): a BI query is a request of its key's holder, counted in the same bucket. */
+  rateLimiter: RateLimiter;
 }
 
 /** The interface over the embedded engine; undefined with a ClickHouse server (BI tools use that server). */
@@ -28,7 +28,7 @@ export function teamScopedInterface(deps: BiInterfaceDeps): ClickHouseHttpHandle
   const { config } = deps;
   if (config.clickhouse.mode !== 'embedded') return undefined;
   const { path: enginePath, database } = config.clickhouse;
-  const policy = new TeamScopedPolicy(deps.registry, database, config.bi.limits, engineCatalog((sql, params) => deps.events.query(sql, params), database));
+  const policy = new TeamScopedPolicy(deps.registry, deps.rateLimiter, database, config.bi.limits, engineCatalog((sql, params) => deps.events.query(sql, params), database));
   return (req, res) => void serveClickHouseHttp(req, res, { enginePath, policy, maxBodyBytes: config.maxBodyBytes });
 }
 

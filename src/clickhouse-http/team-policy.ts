@@ -23,6 +23,7 @@
  */
 import type { Registry } from '../stores/sqlite.js';
 import { allows } from '../http/auth.js';
+import type { RateLimiter } from '../limits/rate-limiter.js';
 import { findKeyOwner } from '../teams/repository.js';
 import { BiAdmission, type AdmissionLimits } from './admission.js';
 import {
@@ -65,6 +66,8 @@ export interface EngineCatalog {
   functionName(written: string): Promise<string>;
   /** A setting's canonical name and default value, or undefined for a setting the engine does not know. */
   setting(name: string): Promise<{ name: string; default: string } | undefined>;
+  /** Whether the engine knows a format by this name. */
+  isFormat(name: string): Promise<boolean>;
 }
 
 export class TeamScopedPolicy implements ClickHouseHttpPolicy {
@@ -72,6 +75,7 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
 
   constructor(
     private readonly registry: Registry,
+    private readonly limiter: RateLimiter,
     private readonly database: string,
     private readonly limits: BiLimits,
     private readonly catalog: EngineCatalog,
@@ -95,11 +99,16 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
     if (!owner || !allows(owner, 'read')) {
       throw new ClickHouseException(516, 'AUTHENTICATION_FAILED', `${request.credentials.user}: Authentication failed: password is incorrect, or the key lacks the read scope`);
     }
+    // One query is one request of the key's holder, in the bucket its HTTP requests draw on.
+    const rate = this.limiter.take(owner.holderId, 'requests', owner.rates, 1);
+    if (rate && !rate.allowed) {
+      throw new ClickHouseException(201, 'QUOTA_EXCEEDED', `This API key is over its limit of ${rate.rate} requests a second; retry after ${rate.retryAfterSeconds} s`);
+    }
     const statement = singleStatement(request.sql);
     if (request.database !== undefined && request.database !== this.database) throw denied(`Database ${request.database}`);
-    this.checkFormat(request.format);
+    await this.checkFormat(request.format);
     const settings = await this.clientSettings(request.settings);
-    const place = this.admission.admit(owner.keyId, owner.teamId);
+    const place = this.admission.admit(owner.holderId, owner.teamId);
     try {
       settings.max_memory_usage = String(Math.min(Number(settings.max_memory_usage), place.memoryBytes));
       const team = sqlString(owner.teamId);
@@ -127,10 +136,11 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
     }
   }
 
-  /** A format the result may be written in: on the list, or refused as a server refuses an unknown one. */
-  private checkFormat(format: string): void {
+  /** A format the result may be written in: on the list; an unknown one refused as a server refuses it. */
+  private async checkFormat(format: string): Promise<void> {
     if (OUTPUT_FORMATS.has(format)) return;
-    throw new ClickHouseException(73, 'UNKNOWN_FORMAT', `Unknown format ${format}, or one this interface does not write (it may read files or reach the network)`);
+    if (!(await this.catalog.isFormat(format))) throw new ClickHouseException(73, 'UNKNOWN_FORMAT', `Unknown format ${format}`);
+    throw denied(`Format ${format} (it may read files or reach the network)`);
   }
 
   /**
@@ -175,7 +185,7 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
     if (!STATEMENTS.has(keyword)) throw readonly(keyword || 'This statement');
     if (hasIntoOutfile(canonical)) throw denied('INTO OUTFILE');
     const format = outputFormat(canonical);
-    if (format !== undefined) this.checkFormat(format);
+    if (format !== undefined) await this.checkFormat(format);
     if (keyword === 'SELECT' || keyword === 'WITH') await this.checkReads(run, canonical);
     else if (keyword === 'EXPLAIN') {
       const inner = /^EXPLAIN(?:\s+(?:AST|SYNTAX|QUERY\s+TREE|PLAN|PIPELINE|ESTIMATE))?(?:\s+\w+\s*=\s*\w+(?:\s*,\s*\w+\s*=\s*\w+)*)?\s+((?:SELECT|WITH|\()[\s\S]*)$/i.exec(canonical);
@@ -315,6 +325,7 @@ export function engineCatalog(query: Query, database: string): EngineCatalog {
   let cached: { at: number; tables: { name: string; hasTeam: boolean }[] } | undefined;
   let functions: Promise<{ exact: Map<string, string>; anyCase: Map<string, string> }> | undefined;
   let settings: Promise<Map<string, { name: string; default: string }>> | undefined;
+  let formats: Promise<Set<string>> | undefined;
   const functionNames = async () => {
     const rows = await query<{ name: string; case_insensitive: number; alias_to: string }>('SELECT name, case_insensitive, alias_to FROM system.functions');
     const exact = new Map<string, string>();
@@ -349,6 +360,16 @@ export function engineCatalog(query: Query, database: string): EngineCatalog {
         throw err;
       }));
       return exact.get(written) ?? anyCase.get(written.toLowerCase()) ?? written;
+    },
+    async isFormat(name) {
+      formats ??= query<{ name: string }>('SELECT name FROM system.formats').then(
+        (rows) => new Set(rows.map((r) => r.name)),
+        (err: unknown) => {
+          formats = undefined;
+          throw err;
+        },
+      );
+      return (await formats).has(name);
     },
     async setting(name) {
       return (

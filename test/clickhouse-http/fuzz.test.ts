@@ -2,12 +2,18 @@
  * A fuzz pass over the BI interface: 2,000 generated statements mixing every way of reaching data
  * (plain, joins, subqueries, UNION, CTEs, IN, scalar subqueries, FINAL, system tables, other
  * databases, table functions, settings overrides, writes, several statements, quoting tricks),
- * sent with team A's key. None may show a row of team B or of another database, and every answer
- * is a result or ClickHouse's own error answer.
+ * files (scalar and table file(), filesystem functions, template and schema formats and settings,
+ * INTO OUTFILE, paths from parameters or built with concat), sent with team A's key. None may show
+ * a row of team B or of another database or a canary file's secret, or write a file, and every
+ * answer is a result or ClickHouse's own error answer.
  */
 import { expect } from 'chai';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { startBiServer } from '../../src/clickhouse-http/interface.js';
 import { api, loadedEvents, newTeam, testEnv } from '../helpers/context.js';
+import { tempDir } from '../helpers/processes.js';
 
 const STATEMENTS = 2_000;
 
@@ -48,7 +54,29 @@ const SOURCES = [
   '(SELECT * FROM events)',
   '(SELECT * FROM bi_other.secret)',
 ];
-const PROJECTIONS = ['*', 'team_id', 'count()', 'groupArray(team_id)', 'any(team_id)', 'toString(sum(amount))', 'id', 'name', 'database'];
+/** Ways to a file: read in every shape below, as a source or a projection. */
+const FILE_SOURCES = ["file('CANARY', 'RawBLOB')", "file({p:String}, 'LineAsString')", "(SELECT file('CANARY') AS team_id)", "filesystem('CANARY_DIR')"];
+const PROJECTIONS = [
+  '*',
+  'team_id',
+  'count()',
+  'groupArray(team_id)',
+  'any(team_id)',
+  'toString(sum(amount))',
+  'id',
+  'name',
+  'database',
+];
+const FILE_PROJECTIONS = [
+  "file('CANARY')",
+  'file({p:String})',
+  "file(concat('CANARY_DIR', '/', 'secret.txt'))",
+  "(SELECT file('CANARY'))",
+  "arrayMap(x -> file(x), ['CANARY'])",
+  "throwIf(1, file('CANARY'))",
+  'filesystemCapacity()',
+  "getSetting('additional_table_filters')",
+];
 const WRITES = [
   "INSERT INTO events (team_id, id) VALUES ('x', 'y')",
   'INSERT INTO events SELECT * FROM events',
@@ -84,6 +112,22 @@ const SUFFIXES = [
   '; DROP TABLE events',
   ' -- ; SELECT * FROM system.parts',
   ' /* ; */',
+  " INTO OUTFILE 'WATCHED/out'",
+  " INTO OUTFILE 'WATCHED/out' TRUNCATE FORMAT CSV",
+  ' INTO/**/OUTFILE {p:String}',
+  ' FORMAT Template',
+  ' FORMAT CapnProto',
+  " SETTINGS format_template_row = 'CANARY'",
+];
+/** URL parameters sent with a statement: settings that name files, and a path as a parameter. */
+const URL_PARAMETERS = [
+  ...Array.from({ length: 16 }, () => ''),
+  'param_p=CANARY',
+  'format_template_row=CANARY',
+  'format_template_resultset=CANARY&default_format=Template',
+  'format_schema=CANARY:Message',
+  'output_format_schema=WATCHED/schema.capnp',
+  'default_format=Protobuf',
 ];
 
 function statement(pick: ReturnType<typeof generator>): string {
@@ -101,8 +145,13 @@ function statement(pick: ReturnType<typeof generator>): string {
     () => `SELECT ';' AS x, ${p()} FROM ${s()}`,
     () => `SELECT '\\'; SELECT 1' AS x FROM ${s()}`,
     () => pick(WRITES),
+    () => `SELECT ${pick(FILE_PROJECTIONS)} FROM ${s()}`,
+    () => `SELECT ${p()} FROM ${pick(FILE_SOURCES)}`,
+    () => `WITH q AS (SELECT ${pick(FILE_PROJECTIONS)} AS v) SELECT v FROM q`,
+    () => `SELECT ${p()} FROM ${s()} WHERE team_id IN (SELECT ${pick(FILE_PROJECTIONS)})`,
     () => pick(['SHOW TABLES', 'SHOW TABLES FROM system', 'SHOW TABLES FROM bi_other', 'SHOW DATABASES', 'SHOW PROCESSLIST', 'SHOW CREATE TABLE events', 'SHOW CREATE TABLE bi_other.secret', 'SHOW COLUMNS FROM events', 'SHOW GRANTS', 'SHOW USERS']),
     () => pick(['DESCRIBE events', 'DESCRIBE TABLE bi_other.secret', 'DESC system.parts', 'EXISTS TABLE bi_other.secret', 'EXISTS events', `DESCRIBE (SELECT * FROM ${s()})`]),
+    () => pick(['SHOW DATABASES', 'SHOW TABLES', 'DESCRIBE events', 'EXISTS events', 'SHOW CREATE TABLE events', 'EXPLAIN SYNTAX SELECT 1']) + " INTO OUTFILE 'WATCHED/out'",
     () => `EXPLAIN ${pick(['', 'AST ', 'SYNTAX ', 'PLAN ', 'PIPELINE ', 'ESTIMATE '])}SELECT ${p()} FROM ${s()}`,
   ]);
   return `${shape()}${pick(SUFFIXES)}`;
@@ -132,23 +181,34 @@ describe('BI interface fuzz pass', function () {
       await deps.events.command('CREATE TABLE IF NOT EXISTS bi_other.secret (team_id String) ENGINE = MergeTree ORDER BY team_id');
       await deps.events.command("INSERT INTO bi_other.secret VALUES ('other-database-secret')");
 
+      const canary = `canary-${crypto.randomBytes(12).toString('hex')}`;
+      const canaryDir = tempDir('fuzz-canary');
+      const canaryFile = path.join(canaryDir, 'secret.txt');
+      fs.writeFileSync(canaryFile, canary);
+      const watched = tempDir('fuzz-watched');
+      const place = (text: string) => text.replaceAll('CANARY_DIR', canaryDir).replaceAll('CANARY', canaryFile).replaceAll('WATCHED', watched);
+
       const pick = generator(20261123);
-      const forbidden = [b.teamId, 'fuzz-b-bot', 'other-database-secret'];
+      const forbidden = [b.teamId, 'fuzz-b-bot', 'other-database-secret', canary];
       const outcomes = new Map<string, number>();
       for (let i = 0; i < STATEMENTS; i++) {
-        const sql = statement(pick);
-        const res = await fetch(`http://127.0.0.1:${bi.port}/`, { method: 'POST', headers: { 'X-ClickHouse-User': 'fuzz', 'X-ClickHouse-Key': a.apiKey }, body: sql });
+        const sql = place(statement(pick));
+        const parameters = place(pick(URL_PARAMETERS));
+        const res = await fetch(`http://127.0.0.1:${bi.port}/?${parameters}`, { method: 'POST', headers: { 'X-ClickHouse-User': 'fuzz', 'X-ClickHouse-Key': a.apiKey }, body: sql });
         const body = await res.text();
         const code = res.headers.get('x-clickhouse-exception-code');
         const outcome = res.status === 200 ? (/\nCode: \d+\. DB::Exception/.test(body) ? 'error mid-stream' : 'result') : `error ${code}`;
         outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
         if (res.status !== 200) expect(code, `${sql}: ${res.status} without a ClickHouse error code`).to.match(/^\d+$/);
-        for (const secret of forbidden) expect(body, `${sql} showed ${secret}`).not.to.include(secret);
+        for (const secret of forbidden) expect(body, `${sql} ?${parameters} showed ${secret}`).not.to.include(secret);
+        expect(fs.readdirSync(watched), `${sql} ?${parameters} wrote a file`).to.deep.equal([]);
         if (res.status === 200) expect(body, `${sql} listed another database`).not.to.match(/\bbi_other\b/);
       }
-      // The pass exercised both sides: results, and refusals of each kind.
-      expect(outcomes.get('result') ?? 0).to.be.greaterThan(200);
+      // The pass exercised both sides: results (most shapes are meant to be refused), and refusals of each kind.
+      expect(outcomes.get('result') ?? 0, JSON.stringify([...outcomes])).to.be.greaterThan(80);
       for (const refused of ['error 164', 'error 497', 'error 62']) expect(outcomes.get(refused) ?? 0, refused).to.be.greaterThan(20);
+      fs.rmSync(canaryDir, { recursive: true, force: true });
+      fs.rmSync(watched, { recursive: true, force: true });
     } finally {
       await bi.close();
     }

@@ -1,0 +1,132 @@
+/**
+ * What BI queries may hold at once: a query is a request of its key's holder (a rotated key goes
+ * on from its predecessor's bucket and running queries), bounded per holder, per team and for the
+ * process, with a memory total each query's bound is carved from.
+ */
+import { expect } from 'chai';
+import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
+import { startBiServer } from '../../src/clickhouse-http/interface.js';
+import { serveClickHouseHttp } from '../../src/clickhouse-http/protocol.js';
+import { engineCatalog, TeamScopedPolicy, type BiLimits } from '../../src/clickhouse-http/team-policy.js';
+import { api, newTeam, testEnv } from '../helpers/context.js';
+
+type Team = ReturnType<typeof newTeam>;
+const MiB = 1024 ** 2;
+/** Runs until its time limit (the test env's 2 s) or until cancelled: it holds its place meanwhile. */
+const LONG = "SELECT sum(cityHash64(number)) FROM numbers(1000000000000)";
+
+describe('BI admission: holders, teams, the process and memory', function () {
+  this.timeout(60_000);
+  const clients: ClickHouseClient[] = [];
+  const servers: { close(): Promise<void> }[] = [];
+
+  /** A BI server over the run's engine with these limits (the run's own for the rest). */
+  async function biWith(limits: Partial<BiLimits> = {}): Promise<string> {
+    const { config, deps } = testEnv();
+    if (config.clickhouse.mode !== 'embedded') throw new Error('the BI interface serves the embedded engine');
+    const { path: enginePath, database } = config.clickhouse;
+    const policy = new TeamScopedPolicy(deps.registry, deps.rateLimiter, database, { ...config.bi.limits, ...limits }, engineCatalog((sql, params) => deps.events.query(sql, params), database));
+    const bi = await startBiServer((req, res) => void serveClickHouseHttp(req, res, { enginePath, policy, maxBodyBytes: config.maxBodyBytes }), config, 0);
+    servers.push(bi);
+    return `http://127.0.0.1:${bi.port}`;
+  }
+
+  const clientOf = (url: string, key: string) => {
+    const client = createClient({ url, password: key, log: { level: ClickHouseLogLevel.OFF }, request_timeout: 30_000 });
+    clients.push(client);
+    return client;
+  };
+
+  /** The outcome of one query: 'ok' or ClickHouse's error code. */
+  const outcome = (client: ClickHouseClient, query: string) =>
+    client.query({ query, format: 'JSONEachRow' }).then(
+      (r) => r.json().then(() => 'ok'),
+      (err: { code?: string }) => err.code ?? 'no code',
+    );
+
+  /** Starts a long query and resolves once the server holds its place, with the query's outcome to come (wrapped: an async function would wait for it). */
+  async function hold(client: ClickHouseClient): Promise<{ done: Promise<string> }> {
+    const done = outcome(client, LONG);
+    await new Promise((r) => setTimeout(r, 300));
+    return { done };
+  }
+  const ended = (held: { done: Promise<string> }[]) => Promise.all(held.map((h) => h.done));
+
+  async function readKey(team: Team, rateLimit?: object): Promise<string> {
+    const res = await api().post('/api/v1/keys').set(...team.auth).send({ name: 'bi', scopes: ['read'], ...(rateLimit ? { rate_limit: rateLimit } : {}) }).expect(201);
+    return res.body.apiKey;
+  }
+
+  async function rotate(key: string): Promise<string> {
+    const res = await api().post('/api/v1/team/rotate-key').set('Authorization', `Bearer ${key}`).expect(200);
+    return res.body.apiKey;
+  }
+
+  after(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    await Promise.all(servers.map((s) => s.close()));
+  });
+
+  it('a BI query is a request of the key: counted in its bucket (201 QUOTA_EXCEEDED past it), and a rotated key goes on from it', async () => {
+    const url = await biWith();
+    const team = newTeam('bi-rate');
+    const key = await readKey(team, { requests_per_second: 2 });
+    const first = clientOf(url, key);
+    expect(await outcome(first, 'SELECT 1')).to.equal('ok');
+    // The REST API draws on the same bucket: its second token.
+    await api().get('/api/v1/team').set('Authorization', `Bearer ${key}`).expect(200);
+    expect(await outcome(first, 'SELECT 1')).to.equal('201');
+    await new Promise((r) => setTimeout(r, 1_100));
+    const rotated = await rotate(key); // a request: one of the two tokens refilled
+    const second = clientOf(url, rotated);
+    expect(await outcome(second, 'SELECT 1')).to.equal('ok');
+    expect(await outcome(second, 'SELECT 1'), 'the rotated key has no fresh bucket').to.equal('201');
+  });
+
+  it('running queries belong to the holder: a rotated key does not get fresh places', async () => {
+    const url = await biWith({ concurrentQueriesPerKey: 2, maxMemoryBytes: 256 * MiB, totalMemoryBytes: 4096 * MiB });
+    const team = newTeam('bi-holder');
+    const key = await readKey(team);
+    const old = clientOf(url, key);
+    const running = [await hold(old), await hold(old)];
+    const rotated = clientOf(url, await rotate(key));
+    expect(await outcome(rotated, 'SELECT 1')).to.equal('202');
+    // Another key of the team is another holder.
+    expect(await outcome(clientOf(url, await readKey(team)), 'SELECT 1')).to.equal('ok');
+    expect(await ended(running)).to.deep.equal(['159', '159']);
+    expect(await outcome(rotated, 'SELECT 1'), 'places given back when the queries end').to.equal('ok');
+  });
+
+  it('a team holds at most its share, whatever its keys; the process at most its total', async () => {
+    const url = await biWith({ concurrentQueriesPerKey: 2, concurrentQueriesPerTeam: 3, concurrentQueries: 4, maxMemoryBytes: 256 * MiB, totalMemoryBytes: 4096 * MiB });
+    const team = newTeam('bi-team');
+    const [k1, k2, k3] = [clientOf(url, await readKey(team)), clientOf(url, await readKey(team)), clientOf(url, await readKey(team))];
+    const running = [await hold(k1), await hold(k1), await hold(k2)];
+    const refused = await k3.query({ query: 'SELECT 1', format: 'JSONEachRow' }).then(
+      () => undefined,
+      (err: Error & { code?: string }) => err,
+    );
+    expect(refused?.code).to.equal('202');
+    expect(refused?.message).to.match(/for this team/);
+    const other = clientOf(url, await readKey(newTeam('bi-other')));
+    running.push(await hold(other));
+    // Four running in the process: a fifth team is refused too.
+    expect(await outcome(clientOf(url, await readKey(newTeam('bi-fifth'))), 'SELECT 1')).to.equal('202');
+    await ended(running);
+  });
+
+  it('memory: each query gets at most what the BI total has left, and none starts with too little', async () => {
+    const url = await biWith({ maxMemoryBytes: 400 * MiB, totalMemoryBytes: 500 * MiB, concurrentQueriesPerKey: 4 });
+    const team = newTeam('bi-memory');
+    const client = clientOf(url, await readKey(team));
+    // About 80 MB of array (192 MiB at its peak): within a whole query's bound, not within the 100 MB left beside a running one.
+    const heavy = 'SELECT length(groupArray(number)) FROM numbers(10000000)';
+    expect(await outcome(client, heavy), 'alone').to.equal('ok');
+    const running = await hold(client);
+    expect(await outcome(client, heavy), 'beside a query holding 400 MB').to.equal('241');
+    const second = await hold(client); // the last 100 MB
+    expect(await outcome(client, 'SELECT 1'), 'nothing left').to.equal('202');
+    await ended([running, second]);
+    expect(await outcome(client, heavy), 'alone again').to.equal('ok');
+  });
+});
