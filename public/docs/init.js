@@ -4,4 +4,6 @@ window.ui = SwaggerUIBundle({
   dom_id: '#docs',
   deepLinking: true,
   persistAuthorization: false,
+  // No badge from validator.swagger.io: the page talks to this service only.
+  validatorUrl: null,
 });

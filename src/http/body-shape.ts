@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { ApiError, type FieldError } from './errors.js';
+import { ApiError, BODY_SHAPE_REFUSED, type FieldError } from './errors.js';
 
 /**
  * Limits on the shape of a parsed JSON body, checked before validation touches it. No route needs
@@ -49,16 +49,147 @@ export function shapeProblem(body: unknown, reservedKeys: (path: string) => bool
   return undefined;
 }
 
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+
 /**
- * After express.json: a body past the limits is a 400 naming where. On an ingest route
- * (`batchField`), reserved keys inside the records are left to the per-record check.
+ * The field path of the container opened at `depth`, from what the scan recorded per open level:
+ * the item index of each open array, the raw bytes of the current key of each open object. Keys
+ * are decoded only here, once a limit is hit; one that does not decode makes the path `body`.
+ */
+function scannedPath(text: Uint8Array, depth: number, isArray: Uint8Array, items: Uint32Array, keyStart: Int32Array, keyEnd: Int32Array): string {
+  let path = '';
+  for (let level = 0; level < depth; level++) {
+    if (isArray[level]) {
+      path += `[${items[level]}]`;
+      continue;
+    }
+    if (keyStart[level]! < 0) return 'body';
+    let key: unknown;
+    try {
+      key = JSON.parse(Buffer.from(text.buffer, text.byteOffset + keyStart[level]!, keyEnd[level]! - keyStart[level]!).toString('utf8'));
+    } catch {
+      return 'body';
+    }
+    if (typeof key !== 'string') return 'body';
+    path = child(path, key);
+  }
+  return path;
+}
+
+/**
+ * The nesting and array limits of shapeProblem, checked on the raw UTF-8 bytes of a body before
+ * JSON.parse: one pass, constant memory (a few numbers per open level, never more than
+ * MAX_BODY_DEPTH of them), so a body of deep nesting costs a scan, not a parse into millions of
+ * objects. It reads structure only: anything malformed that it can step over is left for JSON.parse
+ * to refuse, and it stops at the first bracket that closes nothing. The first problem in document
+ * order is the one named (shapeProblem may name another of several).
+ */
+export function scanShapeProblem(text: Uint8Array): FieldError | undefined {
+  const isArray = new Uint8Array(MAX_BODY_DEPTH);
+  const items = new Uint32Array(MAX_BODY_DEPTH);
+  const keyStart = new Int32Array(MAX_BODY_DEPTH);
+  const keyEnd = new Int32Array(MAX_BODY_DEPTH);
+  let depth = 0;
+  // In an object, the next string is a key: after `{` and after each `,`.
+  let expectKey = false;
+  const length = text.length;
+  for (let i = 0; i < length; i++) {
+    const byte = text[i]!;
+    if (byte === QUOTE) {
+      const start = i;
+      // UTF-8 never has a byte below 0x80 inside a multi-byte character: only ASCII `"` and `\` matter.
+      for (i++; i < length; i++) {
+        const b = text[i]!;
+        if (b === BACKSLASH) i++;
+        else if (b === QUOTE) break;
+      }
+      if (expectKey && depth > 0 && !isArray[depth - 1]) {
+        keyStart[depth - 1] = start;
+        keyEnd[depth - 1] = Math.min(i + 1, length);
+        expectKey = false;
+      }
+    } else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) {
+      if (depth >= MAX_BODY_DEPTH) {
+        return { field: scannedPath(text, depth, isArray, items, keyStart, keyEnd) || 'body', message: `nests deeper than ${MAX_BODY_DEPTH} levels` };
+      }
+      isArray[depth] = byte === OPEN_ARRAY ? 1 : 0;
+      items[depth] = 0;
+      keyStart[depth] = -1;
+      expectKey = byte === OPEN_OBJECT;
+      depth++;
+    } else if (byte === CLOSE_ARRAY || byte === CLOSE_OBJECT) {
+      if (depth === 0 || isArray[depth - 1] !== (byte === CLOSE_ARRAY ? 1 : 0)) return undefined;
+      depth--;
+      expectKey = false;
+    } else if (byte === COMMA && depth > 0) {
+      if (isArray[depth - 1]) {
+        // A comma opens item number items + 1: past the limit, the array has one item too many.
+        if (++items[depth - 1]! >= MAX_ARRAY_ITEMS) {
+          return { field: scannedPath(text, depth - 1, isArray, items, keyStart, keyEnd) || 'body', message: `has more than ${MAX_ARRAY_ITEMS} items` };
+        }
+      } else {
+        expectKey = true;
+        keyStart[depth - 1] = -1;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** A body past the shape limits: the 400 every route gives, naming where. */
+function shapeError(problem: FieldError): ApiError {
+  return new ApiError('validation_failed', `Request body is invalid: ${problem.field} ${problem.message}`, [problem]);
+}
+
+/**
+ * express.json's `verify` hook, which sees the raw bytes before JSON.parse: a body past the limits
+ * is refused by the scan alone. Charsets other than UTF-8 are scanned after transcoding (UTF-16) or
+ * refused (UTF-7 and UTF-32 can hide a bracket from a byte scan; RFC 8259 asks for UTF-8 anyway).
+ */
+export function scanBodyShape(_req: unknown, _res: unknown, raw: Buffer, charset: string | null): void {
+  const problem = scanShapeProblem(utf8Of(raw, charset ?? 'utf-8'));
+  if (problem) throw new BodyShapeRefusal(shapeError(problem));
+}
+
+function utf8Of(raw: Buffer, charset: string): Uint8Array {
+  const name = charset.toLowerCase();
+  if (name === 'utf-8' || name === 'utf8') return raw;
+  if (name === 'utf-16' || name === 'utf-16le' || name === 'utf-16be') {
+    // iconv, which decodes the body next, reads a BOM for plain utf-16 and takes little-endian without one.
+    const bigEndian = name === 'utf-16be' || (name === 'utf-16' && raw[0] === 0xfe && raw[1] === 0xff);
+    return Buffer.from(new TextDecoder(bigEndian ? 'utf-16be' : 'utf-16le').decode(raw), 'utf8');
+  }
+  throw new BodyShapeRefusal(new ApiError('unsupported_media_type', `Charset ${name} is not supported; send JSON in UTF-8`));
+}
+
+/**
+ * What scanBodyShape throws through body-parser, which wraps errors of `verify` (setting a status
+ * that ApiError keeps as a getter); errors.ts unwraps `apiError` by the `type` body-parser keeps.
+ */
+export class BodyShapeRefusal extends Error {
+  readonly type = BODY_SHAPE_REFUSED;
+  constructor(readonly apiError: ApiError) {
+    super(apiError.message);
+  }
+}
+
+/**
+ * After express.json: reserved keys, and the limits again on what the scan did not see (a route's
+ * `bodyWhenEmpty`, duplicate keys aside), as a 400 naming where. On an ingest route (`batchField`),
+ * reserved keys inside the records are left to the per-record check.
  */
 export function checkBodyShape(batchField?: string): RequestHandler {
   const inBatch = batchField === undefined ? undefined : new RegExp(`^${batchField}\\[\\d+\\]`);
   const reservedKeys = inBatch ? (path: string) => !inBatch.test(path) : undefined;
   return (req, _res, next) => {
     const problem = shapeProblem(req.body, reservedKeys);
-    if (problem) throw new ApiError('validation_failed', `Request body is invalid: ${problem.field} ${problem.message}`, [problem]);
+    if (problem) throw shapeError(problem);
     next();
   };
 }

@@ -57,9 +57,14 @@ function isJsonScalar(body: unknown): boolean {
   }
 }
 
+/** The `type` of the error body-shape.ts throws from express.json's `verify`, carrying the ApiError to answer with. */
+export const BODY_SHAPE_REFUSED = 'entity.shape.refused';
+
 /** Errors raised by express.json (body-parser) carry a `type`; map the ones a client causes. */
-function fromBodyParser(err: { type?: string; message?: string; body?: unknown }, maxBodyBytes: number): ApiError | undefined {
+function fromBodyParser(err: { type?: string; message?: string; body?: unknown; apiError?: unknown }, maxBodyBytes: number): ApiError | undefined {
   switch (err.type) {
+    case BODY_SHAPE_REFUSED:
+      return err.apiError instanceof ApiError ? err.apiError : undefined;
     case 'entity.parse.failed':
       // The strict parser refuses JSON that is not an object or array: valid JSON, the wrong shape.
       if (isJsonScalar(err.body)) {

@@ -11,7 +11,7 @@ import type { KeyOwner, Scope } from '../teams/repository.js';
 import { limitRecords, limitRequests, precheckRecords } from '../limits/http.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import { authenticate, requireScope } from './auth.js';
-import { checkBodyShape } from './body-shape.js';
+import { checkBodyShape, scanBodyShape } from './body-shape.js';
 import { ApiError, allowedMethods, methodNotAllowed } from './errors.js';
 import type { SchemaRegistry } from './validation.js';
 
@@ -154,7 +154,8 @@ export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: Ap
   }
   const auth = authenticate(deps.registry);
   const limiter = deps.rateLimiter;
-  const json = express.json({ limit: deps.config.maxBodyBytes, type: JSON_TYPES });
+  // The raw bytes are scanned for the shape limits before JSON.parse builds anything (body-shape.ts).
+  const json = express.json({ limit: deps.config.maxBodyBytes, type: JSON_TYPES, verify: scanBodyShape });
   for (const specs of byPath.values()) {
     const first = specs[0]!;
     for (const prefix of first.prefixes ?? API_PREFIXES) {
