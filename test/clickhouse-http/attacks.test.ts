@@ -139,7 +139,11 @@ describe('BI interface under attack: a read key reaches no file, no environment,
       { sql: 'SELECT * FROM input()' },
       { sql: 'SELECT * FROM system.users' },
       { sql: 'SELECT * FROM system.processes' },
+      { sql: 'SELECT * FROM {t:Identifier}', params: { param_t: 'system.users' } },
+      { sql: 'SELECT count() FROM events WHERE id IN (SELECT query FROM {t:Identifier})', params: { param_t: 'system.processes' } },
     ]);
+    // A function's name cannot come from a parameter: the parser refuses it.
+    await refuseAll([{ sql: `SELECT * FROM {f:Identifier}('${f}', 'LineAsString')`, params: { param_f: 'file' } }], ['62']);
   });
 
   it('formats and settings that name files: template, schema and output schema, as URL settings, headers and SETTINGS clauses', async () => {
