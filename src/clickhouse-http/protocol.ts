@@ -15,7 +15,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import zlib from 'node:zlib';
 import { Session, type ChdbQueryStream } from 'chdb';
 import { ClickHouseException } from './exception.js';
-import { leadingKeyword } from './statement.js';
+import { leadingKeyword, outputFormat, singleStatement } from './statement.js';
 
 export { ClickHouseException } from './exception.js';
 export { leadingKeyword } from './statement.js';
@@ -91,14 +91,19 @@ const PROTOCOL_PARAMETERS = new Set([
 
 const SETTING_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** The Content-Type ClickHouse sends for a format's result. */
-function contentType(format: string): string {
-  const f = format.toLowerCase();
-  if (f.startsWith('json')) return 'application/json; charset=UTF-8';
-  if (f.startsWith('csv')) return 'text/csv; charset=UTF-8; header=absent';
-  if (f.startsWith('tabseparated') || f.startsWith('tsv')) return 'text/tab-separated-values; charset=UTF-8';
-  if (f === 'xml') return 'application/xml; charset=UTF-8';
-  return f.startsWith('pretty') || f === 'vertical' || f === 'markdown' ? 'text/plain; charset=UTF-8' : 'application/octet-stream';
+/**
+ * The Content-Type a server sends for a format's result: the output format's own (IOutputFormat::
+ * getContentType), as the engine lists it in system.formats under the session's settings
+ * (JSONEachRow is application/x-ndjson, CSVWithNames text/csv with header=present, and so on).
+ */
+async function contentType(session: Session, format: string): Promise<string> {
+  try {
+    const found = (await session.queryAsync(`SELECT content_type FROM system.formats WHERE lower(name) = lower(${sqlString(format)}) ORDER BY name = ${sqlString(format)} DESC LIMIT 1`, { format: 'TabSeparatedRaw' })).text().trim();
+    if (found) return found;
+  } catch {
+    // An unknown format: the query itself will say so.
+  }
+  return 'text/plain; charset=UTF-8';
 }
 
 /** Credentials as ClickHouse clients send them: basic auth, X-ClickHouse-User/Key, or user/password parameters. */
@@ -128,17 +133,46 @@ async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer>
   return Buffer.concat(chunks);
 }
 
+/**
+ * The fields of a multipart/form-data body, as ClickHouse's HTTPHandler reads one (HTMLForm with an
+ * ExternalTablesHandler): each field is a parameter like those of the URL; a part with a file name
+ * is external data for a temporary table, which this interface does not take.
+ */
+async function formFields(body: Buffer, type: string): Promise<[string, string][]> {
+  let form: FormData;
+  try {
+    form = await new Response(new Uint8Array(body), { headers: { 'content-type': type } }).formData();
+  } catch (err) {
+    throw new ClickHouseException(27, 'CANNOT_PARSE_INPUT_ASSERTION_FAILED', `Cannot read the multipart/form-data body: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const fields: [string, string][] = [];
+  for (const [name, value] of form) {
+    if (typeof value !== 'string') throw new ClickHouseException(48, 'NOT_IMPLEMENTED', `External data for query processing ('${name}') is not supported by this interface`);
+    fields.push([name, value]);
+  }
+  return fields;
+}
+
 /** Parses a request as ClickHouse's HTTP handler does. */
 export async function parseRequest(req: IncomingMessage, url: URL, maxBodyBytes: number): Promise<ClickHouseRequest> {
   const body = req.method === 'POST' ? await readBody(req, maxBodyBytes) : Buffer.alloc(0);
-  const inUrl = url.searchParams.get('query');
-  const sql = inUrl === null ? body.toString('utf8') : body.length > 0 ? `${inUrl}\n${body.toString('utf8')}` : inUrl;
+  const type = String(req.headers['content-type'] ?? '');
+  const multipart = /^multipart\/form-data\b/i.test(type);
+  // URL parameters first, then a form's fields: where a name repeats, the first is taken.
+  const fields: [string, string][] = [...url.searchParams, ...(multipart ? await formFields(body, type) : [])];
+  const first = (name: string) => fields.find(([n]) => n === name)?.[1];
+  const queries = fields.filter(([n]) => n === 'query').map(([, v]) => v);
+  // Multipart: the query is the 'query' fields joined; otherwise the URL's query, a newline and the body.
+  const inUrl = first('query');
+  const sql = multipart ? queries.join('') : inUrl === undefined ? body.toString('utf8') : body.length > 0 ? `${inUrl}\n${body.toString('utf8')}` : inUrl;
   if (sql.trim() === '') throw new ClickHouseException(62, 'SYNTAX_ERROR', 'Empty query');
   const params: Record<string, string> = {};
   const settings: Record<string, string> = {};
-  for (const [name, value] of url.searchParams) {
-    if (name.startsWith('param_')) params[name.slice('param_'.length)] = value;
-    else if (!PROTOCOL_PARAMETERS.has(name)) {
+  for (const [name, value] of fields) {
+    if (name.startsWith('param_')) {
+      const param = name.slice('param_'.length);
+      if (!(param in params)) params[param] = value;
+    } else if (!PROTOCOL_PARAMETERS.has(name)) {
       if (!SETTING_NAME.test(name)) throw new ClickHouseException(115, 'UNKNOWN_SETTING', `Unknown setting '${name}'`);
       settings[name] = value;
     }
@@ -147,12 +181,12 @@ export async function parseRequest(req: IncomingMessage, url: URL, maxBodyBytes:
   const headerDatabase = req.headers['x-clickhouse-database'];
   return {
     sql,
-    database: url.searchParams.get('database') ?? (typeof headerDatabase === 'string' ? headerDatabase : undefined),
-    format: url.searchParams.get('default_format') ?? (typeof headerFormat === 'string' ? headerFormat : 'TabSeparated'),
+    database: first('database') ?? (typeof headerDatabase === 'string' ? headerDatabase : undefined),
+    format: first('default_format') ?? (typeof headerFormat === 'string' ? headerFormat : 'TabSeparated'),
     params,
     settings,
     credentials: credentialsOf(req, url),
-    queryId: url.searchParams.get('query_id') || crypto.randomUUID(),
+    queryId: first('query_id') || crypto.randomUUID(),
   };
 }
 
@@ -161,6 +195,13 @@ export async function parseRequest(req: IncomingMessage, url: URL, maxBodyBytes:
  * read 64-bit integers in JSON as strings, as a server sends them.
  */
 const SERVER_DEFAULTS = ['SET output_format_json_quote_64bit_integers = 1'];
+
+/**
+ * Formats whose result is one document that ends with the run's statistics and
+ * rows_before_limit_at_least: the engine writes those right only when it runs the query whole, so
+ * these are answered whole (their size bounded by the policy), as clients read them whole anyway.
+ */
+export const WHOLE_DOCUMENT_FORMATS = new Set(['JSON', 'JSONStrings', 'JSONCompact', 'JSONCompactStrings', 'JSONColumnsWithMetadata', 'XML']);
 
 /** Statements whose result the engine can stream (DDL and INSERT cannot be). */
 const STREAMABLE = new Set(['SELECT', 'WITH']);
@@ -179,6 +220,44 @@ function compressorFor(req: IncomingMessage, url: URL): { encoding: string; stre
   return undefined;
 }
 
+/**
+ * Query parameters as the session's own (`SET param_<name> = '<text>'`): the engine then reads each
+ * value exactly as a server reads `param_<name>`, in the escaped (TSV) text form of its declared
+ * type (`\'`, `\t`, `\N` for NULL, quoted elements of arrays, tuples and maps). chdb's own
+ * binding (queryBind) escapes a string value once more, so `co\'n` would arrive as `co\\'n`.
+ */
+function parameterStatements(params: Record<string, string>): string[] {
+  return Object.entries(params).map(([name, value]) => {
+    const setting = /^\w+$/.test(name) ? `param_${name}` : `\`param_${name.replace(/\\/g, '\\\\').replace(/`/g, '\\`')}\``;
+    return `SET ${setting} = ${sqlString(value)}`;
+  });
+}
+
+/** The format the statement's own FORMAT clause names, when it has one (never read in an INSERT's data). */
+function statementFormat(sql: string): string | undefined {
+  try {
+    return leadingKeyword(sql) === 'INSERT' ? undefined : outputFormat(singleStatement(sql));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The per-response tag of a server's mid-stream exception block: 16 random lowercase letters and digits. */
+function exceptionTag(): string {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
+  return Array.from(crypto.randomBytes(16), (byte) => alphabet[byte % alphabet.length]).join('');
+}
+
+/**
+ * An error after the status was sent, framed as a 25.11+ server frames it
+ * (WriteBufferFromHTTP1ServerResponse::cancelWithException): `\r\n__exception__\r\n<tag>\r\n`,
+ * the message ending in a newline, `<its length in bytes> <tag>\r\n__exception__\r\n`.
+ */
+export function exceptionBlock(tag: string, message: string): Buffer {
+  const text = message.endsWith('\n') ? message : `${message}\n`;
+  return Buffer.from(`\r\n__exception__\r\n${tag}\r\n${text}${Buffer.byteLength(text)} ${tag}\r\n__exception__\r\n`);
+}
+
 /** Answers one request of ClickHouse's HTTP interface. Never throws: failures are ClickHouse error answers. */
 export async function serveClickHouseHttp(req: IncomingMessage, res: ServerResponse, options: ClickHouseHttpOptions): Promise<void> {
   // Under /clickhouse, express has already cut the prefix off req.url.
@@ -187,10 +266,20 @@ export async function serveClickHouseHttp(req: IncomingMessage, res: ServerRespo
     res.writeHead(200, { 'Content-Type': 'text/plain; charset=UTF-8' }).end('Ok.\n');
     return;
   }
+  const tag = exceptionTag();
   let session: Session | undefined;
   let stream: ChdbQueryStream | undefined;
   let prepared: PreparedQuery | undefined;
-  res.on('close', () => stream?.cancel());
+  // A client that goes away ends its query at once: the engine stream is cancelled and the write
+  // loop stops waiting, so the query's slot is released (finally) without waiting for a drain.
+  let gone = false;
+  const clientGone = new Promise<void>((resolve) =>
+    res.once('close', () => {
+      if (!res.writableFinished) gone = true;
+      stream?.cancel();
+      resolve();
+    }),
+  );
   try {
     if (url.pathname !== '/' && url.pathname !== '') throw new ClickHouseException(0, 'NOT_FOUND', `There is no handler ${url.pathname}`);
     if (req.method !== 'GET' && req.method !== 'POST') throw new ClickHouseException(1, 'UNSUPPORTED_METHOD', `HTTP method ${req.method} is not supported`);
@@ -199,36 +288,41 @@ export async function serveClickHouseHttp(req: IncomingMessage, res: ServerRespo
     session = new Session(options.enginePath);
     const statements = [
       ...SERVER_DEFAULTS,
+      ...parameterStatements(request.params),
       ...(request.database ? [`USE ${/^[A-Za-z_][A-Za-z0-9_]*$/.test(request.database) ? request.database : `\`${request.database.replace(/`/g, '\\`')}\``}`] : []),
       ...prepared.setup,
     ];
     for (const statement of statements) await session.queryAsync(statement, { format: 'TabSeparated' });
     const open = session;
-    // The check sees the query as it will run: its placeholders bound.
-    const checked = await prepared.check?.(async (sql) =>
-      (Object.keys(request.params).length > 0 ? await open.queryBindAsync(sql, request.params, { format: 'TabSeparated' }) : await open.queryAsync(sql, { format: 'TabSeparated' })).text(),
-    );
+    // The check sees the query as it will run: its placeholders bound (the session holds the parameters).
+    const checked = await prepared.check?.(async (sql) => (await open.queryAsync(sql, { format: 'TabSeparated' })).text());
+    // What runs is what the policy checked, when it answers one.
+    const sql = checked ?? request.sql;
+    // The statement's own FORMAT clause names the result's format, as on a server.
+    const format = statementFormat(sql) ?? request.format;
     const headers: Record<string, string> = {
       'X-ClickHouse-Query-Id': request.queryId,
-      'X-ClickHouse-Format': request.format,
+      'X-ClickHouse-Format': format,
       'X-ClickHouse-Timezone': 'UTC',
       'X-ClickHouse-Server-Display-Name': 'spendscope',
-      'Content-Type': contentType(request.format),
+      'X-ClickHouse-Exception-Tag': tag,
+      'Content-Type': await contentType(open, format),
     };
-    const hasParams = Object.keys(request.params).length > 0;
-    const sql = checked ?? request.sql;
-    if (!STREAMABLE.has(leadingKeyword(sql))) {
-      // DDL, INSERT and the rest answer at once, with whatever result they have.
-      const result = hasParams ? await session.queryBindAsync(sql, request.params, { format: request.format }) : await session.queryAsync(sql, { format: request.format });
+    if (!STREAMABLE.has(leadingKeyword(sql)) || WHOLE_DOCUMENT_FORMATS.has(format)) {
+      // DDL, INSERT and the rest answer at once, with whatever result they have; a JSON or XML
+      // document too, whose statistics and rows_before_limit_at_least only the whole run knows.
+      const result = await session.queryAsync(sql, { format: request.format });
       const bytes = Buffer.from(result.bytes());
       headers['X-ClickHouse-Summary'] = summary(result.rowsRead ?? 0, result.bytesRead ?? 0, 0);
       send(req, res, url, 200, headers, bytes);
       return;
     }
-    stream = hasParams ? session.queryStreamBind(sql, request.params, { format: request.format }) : session.queryStream(sql, { format: request.format });
+    stream = session.queryStream(sql, { format: request.format });
+    if (gone) stream.cancel();
     const chunks = stream[Symbol.asyncIterator]();
     // The first chunk decides between a result and an error answer (a query that fails at once).
     const first = await chunks.next();
+    // A server sends the summary with the headers, before the result: the counts so far.
     headers['X-ClickHouse-Summary'] = summary(0, 0, 0);
     const compressor = compressorFor(req, url);
     if (compressor) headers['Content-Encoding'] = compressor.encoding;
@@ -236,27 +330,52 @@ export async function serveClickHouseHttp(req: IncomingMessage, res: ServerRespo
     const sink = compressor ? compressor.stream : res;
     if (compressor) compressor.stream.pipe(res);
     try {
-      for (let chunk = first; !chunk.done; chunk = await chunks.next()) {
-        if (res.destroyed) break;
-        if (!sink.write(Buffer.from(chunk.value.raw()))) await new Promise((resolve) => sink.once('drain', resolve));
+      for (let chunk = first; !chunk.done && !gone; chunk = await chunks.next()) {
+        if (!sink.write(Buffer.from(chunk.value.raw())) && !gone) {
+          await Promise.race([new Promise((resolve) => sink.once('drain', resolve)), clientGone]);
+        }
       }
     } catch (err) {
-      // Mid-stream, as ClickHouse does: the error text ends the body (the status is already sent).
-      sink.write(`\n${ClickHouseException.from(err).text}`);
+      if (!gone) breakWithException(res, compressor?.stream, exceptionBlock(tag, ClickHouseException.from(err).text));
+      return;
     }
-    sink.end();
+    if (!gone) sink.end();
   } catch (err) {
     const exception = ClickHouseException.from(err);
     if (res.headersSent) {
       res.end();
       return;
     }
-    send(req, res, url, exception.status, { 'Content-Type': 'text/plain; charset=UTF-8', 'X-ClickHouse-Exception-Code': String(exception.code) }, Buffer.from(exception.text));
+    send(
+      req,
+      res,
+      url,
+      exception.status,
+      { 'Content-Type': 'text/plain; charset=UTF-8', 'X-ClickHouse-Exception-Code': String(exception.code), 'X-ClickHouse-Exception-Tag': tag },
+      Buffer.from(exception.text),
+    );
   } finally {
     stream?.cancel();
     session?.close();
     prepared?.release?.();
   }
+}
+
+/**
+ * Ends a started answer with the exception block and without the last chunk of the chunked
+ * encoding, as a server does: the body is cut, so a client that knows nothing of the block still
+ * sees a failed transfer rather than a complete one.
+ */
+function breakWithException(res: ServerResponse, compressor: zlib.Gzip | zlib.Deflate | undefined, block: Buffer): void {
+  res.shouldKeepAlive = false;
+  const cut = () => res.socket?.end();
+  if (!compressor) {
+    res.write(block);
+    cut();
+    return;
+  }
+  compressor.write(block);
+  compressor.flush(() => setImmediate(cut));
 }
 
 function summary(readRows: number, readBytes: number, resultRows: number): string {

@@ -37,7 +37,7 @@ import {
   SYSTEM_TABLES,
   TABLE_FUNCTIONS,
 } from './allowlist.js';
-import { ClickHouseException, settingStatements, sqlString, type ClickHouseHttpPolicy, type ClickHouseRequest, type PreparedQuery } from './protocol.js';
+import { ClickHouseException, settingStatements, sqlString, WHOLE_DOCUMENT_FORMATS, type ClickHouseHttpPolicy, type ClickHouseRequest, type PreparedQuery } from './protocol.js';
 import { hasIntoOutfile, leadingKeyword, outputFormat, singleStatement } from './statement.js';
 
 export interface BiLimits extends Omit<AdmissionLimits, 'perHolder' | 'perTeam' | 'total'> {
@@ -53,6 +53,9 @@ export interface BiLimits extends Omit<AdmissionLimits, 'perHolder' | 'perTeam' 
   /** BI queries of the process running at once. */
   concurrentQueries: number;
 }
+
+/** The most result a JSON or XML document may carry (uncompressed blocks): larger results stream in another format. */
+export const WHOLE_DOCUMENT_MAX_BYTES = 256 * 1024 ** 2;
 
 const STATEMENTS = new Set(['SELECT', 'WITH', 'SHOW', 'DESCRIBE', 'DESC', 'EXISTS', 'EXPLAIN']);
 
@@ -108,6 +111,10 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
     if (request.database !== undefined && request.database !== this.database) throw denied(`Database ${request.database}`);
     await this.checkFormat(request.format);
     const settings = await this.clientSettings(request.settings);
+    if (WHOLE_DOCUMENT_FORMATS.has(outputFormat(statement) ?? request.format)) {
+      // Answered whole (protocol.ts), so held in memory: bounded well below a streamed result.
+      settings.max_result_bytes = String(Math.min(Number(settings.max_result_bytes), WHOLE_DOCUMENT_MAX_BYTES));
+    }
     const place = this.admission.admit(owner.holderId, owner.teamId);
     try {
       settings.max_memory_usage = String(Math.min(Number(settings.max_memory_usage), place.memoryBytes));
