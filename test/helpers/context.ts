@@ -22,6 +22,8 @@ import { createEventStore, ensureDatabase, type EventStore } from '../../src/sto
 import { teamScopedInterface } from '../../src/clickhouse-http/interface.js';
 import { migrateEventStore, migrateRegistry } from '../../src/stores/migrations.js';
 import { openRegistry, type Registry } from '../../src/stores/sqlite.js';
+import { openSecretBox } from '../../src/stores/secrets.js';
+import { resealEndpointSecrets } from '../../src/webhooks/repository.js';
 import { createTeam } from '../../src/teams/repository.js';
 import { freshReads } from '../../src/ingest/freshness.js';
 import { startIngestPipeline } from '../../src/ingest/pipeline.js';
@@ -68,6 +70,9 @@ export async function startTestEnv(): Promise<void> {
   });
   const registry = openRegistry(dataDir);
   migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
+  // As main.ts does: no key given, so one is generated into the data directory.
+  const secrets = openSecretBox(config.secretsKeys, dataDir);
+  resealEndpointSecrets(registry, secrets);
   const events = createEventStore(config.clickhouse);
   await ensureDatabase(events, config.clickhouse);
   await migrateEventStore(events, path.join(SCHEMA_DIR, 'clickhouse'));
@@ -85,10 +90,10 @@ export async function startTestEnv(): Promise<void> {
   const metrics = new Metrics();
   const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger, metrics });
   const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
-  const webhooks = new Dispatcher(registry, config.webhooks, logger, { publicUrl: 'http://spendscope.test', pollMs: 100 });
+  const webhooks = new Dispatcher(registry, secrets, config.webhooks, logger, { publicUrl: 'http://spendscope.test', pollMs: 100 });
   webhooks.start();
   const clickhouseHttp = teamScopedInterface({ config, registry, events });
-  const deps: AppDeps = { config, registry, events, loaderEvents, schemas, logger, ingest, readEvents, metrics, webhooks, clickhouseHttp };
+  const deps: AppDeps = { config, registry, events, loaderEvents, schemas, logger, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp };
   env = { dataDir, config, registry, events, loaderEvents, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };
 }
 
