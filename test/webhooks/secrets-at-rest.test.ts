@@ -1,4 +1,5 @@
 /** Webhook URLs and signing secrets sealed in the registry: nowhere in clear on disk, re-sealed at start, rotated, tamper-evident. */
+import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,9 +19,14 @@ import { Receiver } from './receiver.js';
 
 const newKey = (source = 'SECRETS_KEY'): SecretsKey => ({ bytes: crypto.randomBytes(32), source });
 
-/** The registry's files as they are on disk now. */
+/**
+ * The registry's files as they are on disk now, read by another process: a close() of any
+ * descriptor of the file in this one would drop SQLite's POSIX locks on it (and let other
+ * processes corrupt the shared registry).
+ */
 function registryBytes(db: Registry): Buffer {
-  return Buffer.concat(['', '-wal', '-shm'].map((suffix) => (fs.existsSync(`${db.name}${suffix}`) ? fs.readFileSync(`${db.name}${suffix}`) : Buffer.alloc(0))));
+  const read = 'for (const f of process.argv.slice(1)) { try { process.stdout.write(require("fs").readFileSync(f)); } catch {} }';
+  return execFileSync(process.execPath, ['-e', read, ...['', '-wal', '-shm'].map((suffix) => `${db.name}${suffix}`)], { maxBuffer: 2 * 1024 ** 3 });
 }
 
 /** Every form a secret could be found in: the text, its base64 body, the 32 bytes that sign. */
