@@ -1,7 +1,9 @@
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { BiLimits } from './clickhouse-http/team-policy.js';
 import type { RateDefaults } from './limits/rate-limiter.js';
+import { parseKey, type SecretsKey, type SecretsKeys } from './stores/secrets.js';
 
 /** Typed configuration, built once at start from the environment. */
 export interface Config {
@@ -12,7 +14,13 @@ export interface Config {
   dataDir: string;
   clickhouse: ClickHouseConfig;
   logLevel: LogLevel;
-  bootstrapApiKey: string | undefined;
+  /**
+   * The key of team "default" at first start (BOOTSTRAP_API_KEY or _FILE), and which variable gave
+   * it; bootstrapDefaultTeam takes it out of here, so the long-lived config never holds it.
+   */
+  bootstrapApiKey: { key: string; variable: string } | undefined;
+  /** The keys of the secrets at rest (webhook secrets); openSecretBox takes them out of here. */
+  secretsKeys: SecretsKeys;
   maxBodyBytes: number;
   /** Browser origins allowed to call the API (CORS); empty: none, ['*']: any. */
   corsOrigins: string[];
@@ -239,6 +247,30 @@ export function loadConfig(env: Env = process.env): Config {
   if (retention.rollupTtlDays > 0 && (retention.eventsTtlDays === 0 || retention.rollupTtlDays < retention.eventsTtlDays)) {
     problems.push(`ROLLUP_TTL_DAYS: must be 0 (forever) or at least EVENTS_TTL_DAYS (${retention.eventsTtlDays || 'forever'}), got ${retention.rollupTtlDays}`);
   }
+  /**
+   * A credential: NAME, or the content of the file NAME_FILE names (Docker secrets; one trailing
+   * newline dropped), never both. Both are removed from `env` once read, so child processes and
+   * workers do not inherit them (/proc/self/environ still shows what the process started with).
+   */
+  const credential = (name: string): { value: string; variable: string } | undefined => {
+    const direct = env[name];
+    const file = env[`${name}_FILE`];
+    delete env[name];
+    delete env[`${name}_FILE`];
+    if (direct && file) {
+      problems.push(`${name}, ${name}_FILE: set one of them, not both`);
+      return undefined;
+    }
+    if (file) {
+      try {
+        return { value: fs.readFileSync(file, 'utf8').replace(/\r?\n$/, ''), variable: `${name}_FILE` };
+      } catch (err) {
+        problems.push(`${name}_FILE: cannot read "${file}" (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+        return undefined;
+      }
+    }
+    return direct ? { value: direct, variable: name } : undefined;
+  };
   const flag = (name: string): boolean => {
     const raw = env[name]?.trim().toLowerCase();
     if (raw === undefined || raw === '' || raw === '0' || raw === 'false') return false;
@@ -251,10 +283,18 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivate: flag('WEBHOOK_ALLOW_PRIVATE'),
     retrySchedule: durationList('WEBHOOK_RETRY_SCHEDULE', env.WEBHOOK_RETRY_SCHEDULE ?? '5s,5m,30m,2h,5h,10h,10h', problems),
   };
-  const bootstrapApiKey = text('BOOTSTRAP_API_KEY', '', (v) =>
-    // A bootstrap key is a real credential: short or spaced values are mistakes, not keys.
-    v.length < 16 || v.length > 256 || /\s/.test(v) ? 'must be 16 to 256 characters without spaces' : null,
-  );
+  const bootstrap = credential('BOOTSTRAP_API_KEY');
+  // A bootstrap key is a real credential: short or spaced values are mistakes, not keys.
+  if (bootstrap && (bootstrap.value.length < 16 || bootstrap.value.length > 256 || /\s/.test(bootstrap.value))) {
+    problems.push(`${bootstrap.variable}: must be 16 to 256 characters without spaces`);
+  }
+  const secretsKey = (name: string): SecretsKey | undefined => {
+    const given = credential(name);
+    const bytes = given && parseKey(given.value);
+    if (given && !bytes) problems.push(`${given.variable}: must be the base64 of 32 random bytes (openssl rand -base64 32)`);
+    return bytes && { bytes, source: given.variable };
+  };
+  const secretsKeys: SecretsKeys = { current: secretsKey('SECRETS_KEY'), previous: secretsKey('SECRETS_KEY_PREVIOUS') };
   const database = text('CLICKHOUSE_DATABASE', 'spendscope', (v) =>
     /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(v) ? null : 'must be a plain identifier (letters, digits, _)',
   );
@@ -313,7 +353,8 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     clickhouse,
     logLevel,
-    bootstrapApiKey: bootstrapApiKey || undefined,
+    bootstrapApiKey: bootstrap && { key: bootstrap.value, variable: bootstrap.variable },
+    secretsKeys,
     maxBodyBytes,
     corsOrigins,
     shutdownTimeoutMs,

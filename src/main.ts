@@ -6,6 +6,8 @@ import { SchemaRegistry } from './http/validation.js';
 import { SCHEMA_DIR } from './paths.js';
 import { EventStoreOpenError } from './stores/clickhouse.js';
 import { openStores } from './stores/open.js';
+import { openSecretBox, SealedValueError, SecretsKeyError } from './stores/secrets.js';
+import { resealEndpointSecrets } from './webhooks/repository.js';
 import { MigrationError } from './stores/migrations.js';
 import { bootstrapDefaultTeam } from './teams/bootstrap.js';
 import { startServer } from './server.js';
@@ -22,16 +24,19 @@ async function main(): Promise<void> {
   // Compile the API schemas before touching any store: a broken schema file must not half-start.
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
   const { registry, events, loaderEvents } = await openStores(config, logger);
+  const secrets = openSecretBox(config.secretsKeys, config.dataDir);
+  const resealed = resealEndpointSecrets(registry, secrets);
+  if (resealed) logger.info({ resealed, keyId: secrets.currentKeyId }, 'webhook secrets encrypted under the current key');
   bootstrapDefaultTeam(registry, config, (line) => process.stdout.write(`${line}\n`));
   const metrics = new Metrics();
   const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger, metrics });
   const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
-  const webhooks = new Dispatcher(registry, config.webhooks, logger, { publicUrl: config.publicUrl });
+  const webhooks = new Dispatcher(registry, secrets, config.webhooks, logger, { publicUrl: config.publicUrl });
   webhooks.start();
   // One limiter for the API and the BI interface: a holder's buckets are the same whichever it uses.
   const rateLimiter = new RateLimiter(config.rateLimits);
   const clickhouseHttp = teamScopedInterface({ config, registry, events, rateLimiter });
-  const deps = { config, registry, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, webhooks, clickhouseHttp, rateLimiter };
+  const deps = { config, registry, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
   const app = createApp(deps);
 
   const running = await startServer(app, deps);
@@ -64,7 +69,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  if (err instanceof ConfigError || err instanceof MigrationError || err instanceof EventStoreOpenError) {
+  if (err instanceof ConfigError || err instanceof MigrationError || err instanceof EventStoreOpenError || err instanceof SecretsKeyError || err instanceof SealedValueError) {
     process.stderr.write(`spendscope: ${err.message}\n`);
   } else {
     process.stderr.write(`spendscope: start-up failed: ${err instanceof Error ? err.stack : String(err)}\n`);

@@ -1,4 +1,8 @@
 import { expect } from 'chai';
+import { execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../src/config.js';
 
@@ -44,7 +48,7 @@ describe('config', () => {
       BOOTSTRAP_API_KEY: 'a-long-enough-bootstrap-key',
     });
     expect(config).to.include({ port: 9000, host: '0.0.0.0', dataDir: '/tmp/x', logLevel: 'debug', maxBodyBytes: 2048 });
-    expect(config.bootstrapApiKey).to.equal('a-long-enough-bootstrap-key');
+    expect(config.bootstrapApiKey).to.deep.equal({ key: 'a-long-enough-bootstrap-key', variable: 'BOOTSTRAP_API_KEY' });
   });
 
   it('reads the rate limit defaults and the HTTP limits, with defaults', () => {
@@ -165,5 +169,57 @@ describe('config', () => {
       expect((err as ConfigError).problems).to.have.length(2);
       expect((err as ConfigError).message).to.include('PORT').and.include('LOG_LEVEL');
     }
+  });
+
+  describe('credentials: the bootstrap key and the key of the secrets at rest', () => {
+    const secretFile = (content: string) => {
+      const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-secret-')), 'secret');
+      fs.writeFileSync(file, content, { mode: 0o600 });
+      return file;
+    };
+
+    it('BOOTSTRAP_API_KEY_FILE: the key is the file content, one trailing newline dropped', () => {
+      const config = loadConfig({ BOOTSTRAP_API_KEY_FILE: secretFile('key-from-a-docker-secret-0123\n') });
+      expect(config.bootstrapApiKey).to.deep.equal({ key: 'key-from-a-docker-secret-0123', variable: 'BOOTSTRAP_API_KEY_FILE' });
+    });
+
+    it('both BOOTSTRAP_API_KEY and its _FILE, an unreadable file, or a too short key are errors naming the variable', () => {
+      expect(() => loadConfig({ BOOTSTRAP_API_KEY: 'a-long-enough-bootstrap-key', BOOTSTRAP_API_KEY_FILE: secretFile('another-long-enough-key') }))
+        .to.throw(ConfigError, /BOOTSTRAP_API_KEY, BOOTSTRAP_API_KEY_FILE: set one of them, not both/);
+      expect(() => loadConfig({ BOOTSTRAP_API_KEY_FILE: '/nonexistent/bootstrap-key' })).to.throw(ConfigError, /BOOTSTRAP_API_KEY_FILE: cannot read "\/nonexistent\/bootstrap-key" \(ENOENT\)/);
+      expect(() => loadConfig({ BOOTSTRAP_API_KEY_FILE: secretFile('short\n') })).to.throw(ConfigError, /BOOTSTRAP_API_KEY_FILE: must be 16 to 256 characters/);
+    });
+
+    it('SECRETS_KEY and SECRETS_KEY_PREVIOUS, or their _FILE: base64 of 32 bytes, errors naming the variable', () => {
+      const current = crypto.randomBytes(32);
+      const previous = crypto.randomBytes(32);
+      const config = loadConfig({ SECRETS_KEY: current.toString('base64'), SECRETS_KEY_PREVIOUS_FILE: secretFile(`${previous.toString('base64')}\n`) });
+      expect(config.secretsKeys.current).to.deep.equal({ bytes: current, source: 'SECRETS_KEY' });
+      expect(config.secretsKeys.previous).to.deep.equal({ bytes: previous, source: 'SECRETS_KEY_PREVIOUS_FILE' });
+      expect(loadConfig({}).secretsKeys).to.deep.equal({ current: undefined, previous: undefined });
+      expect(() => loadConfig({ SECRETS_KEY: crypto.randomBytes(16).toString('base64') })).to.throw(ConfigError, /SECRETS_KEY: must be the base64 of 32 random bytes/);
+      expect(() => loadConfig({ SECRETS_KEY_FILE: secretFile('not a key') })).to.throw(ConfigError, /SECRETS_KEY_FILE: must be the base64/);
+      expect(() => loadConfig({ SECRETS_KEY: current.toString('base64'), SECRETS_KEY_FILE: secretFile(current.toString('base64')) }))
+        .to.throw(ConfigError, /SECRETS_KEY, SECRETS_KEY_FILE: set one of them, not both/);
+    });
+
+    it('takes them out of process.env once read: a child process started afterwards does not inherit them', () => {
+      const names = ['BOOTSTRAP_API_KEY', 'SECRETS_KEY', 'SECRETS_KEY_PREVIOUS_FILE'];
+      const saved = Object.fromEntries(Object.entries(process.env));
+      try {
+        process.env.BOOTSTRAP_API_KEY = 'a-long-enough-bootstrap-key';
+        process.env.SECRETS_KEY = crypto.randomBytes(32).toString('base64');
+        process.env.SECRETS_KEY_PREVIOUS_FILE = secretFile(crypto.randomBytes(32).toString('base64'));
+        const config = loadConfig();
+        expect(config.bootstrapApiKey?.key).to.equal('a-long-enough-bootstrap-key');
+        expect(config.secretsKeys.current).to.not.equal(undefined);
+        for (const name of names) expect(process.env, name).to.not.have.property(name);
+        const inherited = JSON.parse(execFileSync(process.execPath, ['-e', 'process.stdout.write(JSON.stringify(Object.keys(process.env)))'], { encoding: 'utf8' })) as string[];
+        expect(inherited.filter((name) => name.startsWith('BOOTSTRAP_') || name.startsWith('SECRETS_'))).to.deep.equal([]);
+      } finally {
+        for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
+        Object.assign(process.env, saved);
+      }
+    });
   });
 });

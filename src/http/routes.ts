@@ -6,6 +6,7 @@ import type { IngestPipeline } from '../ingest/pipeline.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Dispatcher } from '../webhooks/dispatcher.js';
 import type { EventStore } from '../stores/clickhouse.js';
+import type { SecretBox } from '../stores/secrets.js';
 import type { Registry } from '../stores/sqlite.js';
 import type { KeyOwner, Scope } from '../teams/repository.js';
 import { limitRecords, limitRequests, precheckRecords } from '../limits/http.js';
@@ -34,6 +35,8 @@ export interface AppDeps {
   readEvents(teamId: string): Promise<EventStore>;
   /** Prometheus series (GET /metrics). */
   metrics: Metrics;
+  /** Seals and opens the secrets the registry holds (webhook URLs and signing secrets). */
+  secrets: SecretBox;
   /** Sends queued webhook deliveries; closed at shutdown before the stores. */
   webhooks: Dispatcher;
   /** ClickHouse's HTTP interface for BI tools (embedded engine only), served under /clickhouse. */

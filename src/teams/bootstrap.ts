@@ -3,19 +3,22 @@ import type { Registry } from '../stores/sqlite.js';
 import { countTeams, createTeam, type Team } from './repository.js';
 
 /**
- * First start: with no team at all, create `default`, keyed by BOOTSTRAP_API_KEY when set, else by
- * a generated key that is printed once (it is stored only as a hash). Later starts do nothing, so a
- * rotated bootstrap key stays rotated.
+ * First start: with no team at all, create `default`, keyed by BOOTSTRAP_API_KEY(_FILE) when set,
+ * else by a generated key that is printed once (it is stored only as a hash). Later starts do
+ * nothing, so a rotated bootstrap key stays rotated. Either way the key leaves `config` here: it
+ * is needed once, and a config object lives as long as the process.
  */
 export function bootstrapDefaultTeam(
   registry: Registry,
   config: Pick<Config, 'bootstrapApiKey' | 'host' | 'port'>,
   print: (line: string) => void,
 ): Team | undefined {
+  const given = config.bootstrapApiKey;
+  config.bootstrapApiKey = undefined;
   if (countTeams(registry) > 0) return undefined;
-  const { team, key } = createTeam(registry, 'default', config.bootstrapApiKey);
-  if (config.bootstrapApiKey) {
-    print(`Created team "default" (${team.id}) with the key from BOOTSTRAP_API_KEY.`);
+  const { team, key } = createTeam(registry, 'default', given?.key);
+  if (given) {
+    print(`Created team "default" (${team.id}) with the key from ${given.variable}.`);
   } else {
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
     print(`Created team "default" (${team.id}). Its API key, shown only this once:`);

@@ -2,8 +2,10 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { recordOccurrences } from '../alerts/repository.js';
 import type { WebhookConfig } from '../config.js';
+import type { SecretBox } from '../stores/secrets.js';
 import { unsyncedTransaction, type Registry } from '../stores/sqlite.js';
 import { onDeliveriesQueued } from './outbox.js';
+import { findEndpoint, shownUrl } from './repository.js';
 import { Sender, type Attempt, type SenderOptions } from './sender.js';
 
 export { RESPONSE_CAP_BYTES, signatures } from './sender.js';
@@ -80,6 +82,8 @@ export class Dispatcher {
 
   constructor(
     private readonly db: Registry,
+    /** Opens the endpoints' sealed URLs and secrets; its current key goes to the sender's thread. */
+    private readonly box: SecretBox,
     private readonly config: WebhookConfig,
     private readonly logger: Logger,
     private readonly options: DispatcherOptions,
@@ -209,13 +213,23 @@ export class Dispatcher {
       this.sql.succeeded.run(row.endpoint_id);
     } else {
       this.sql.failed.run(a.at, row.endpoint_id);
-      const endpoint = this.sql.failing.get(row.endpoint_id) as { failing_since: number; disabled_at: number | null; url: string } | undefined;
-      if (endpoint && endpoint.disabled_at === null && now - endpoint.failing_since >= this.disableAfterMs) this.disable(row, endpoint.url, now);
+      const endpoint = this.sql.failing.get(row.endpoint_id) as { failing_since: number; disabled_at: number | null } | undefined;
+      if (endpoint && endpoint.disabled_at === null && now - endpoint.failing_since >= this.disableAfterMs) this.disable(row, now);
     }
     return { deliveryId: row.id, delivered, statusCode: a.statusCode, latencyMs: a.latencyMs, error: a.error, nextAttemptAt };
   }
 
-  private disable(row: Attempt['row'], url: string, now: number): void {
+  private disable(row: Attempt['row'], now: number): void {
+    // The alert is stored and sent on: it names the URL as the API shows it (a slack one masked).
+    let url: string;
+    try {
+      const endpoint = findEndpoint(this.db, this.box, row.team_id, row.endpoint_id);
+      if (!endpoint) return;
+      url = shownUrl(endpoint);
+    } catch {
+      // A stored URL that does not open must not stop the outcomes from being written.
+      url = 'its stored URL does not decrypt';
+    }
     const hours = Math.round(this.disableAfterMs / 3_600_000);
     const reason = `every attempt failed for ${hours} hours`;
     this.db.prepare('UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ?, updated_at = ? WHERE id = ?').run(now, reason, now, row.endpoint_id);
@@ -249,7 +263,7 @@ export class Dispatcher {
 
   /** The sender on this thread, on this connection. */
   private inThisThread(): SenderLink {
-    const sender = new Sender(this.db, this.config, this.logger, this.options, (attempt) => this.received({ kind: 'attempted', attempt }));
+    const sender = new Sender(this.db, this.box, this.config, this.logger, this.options, (attempt) => this.received({ kind: 'attempted', attempt }));
     let closing: Promise<void> = new Promise(() => {});
     const link: SenderLink = {
       post: (message) => {
@@ -282,7 +296,7 @@ export class Dispatcher {
     };
     const spawn = () => {
       worker = new Worker(new URL('./sender-worker.js', import.meta.url), {
-        workerData: { registryPath: this.db.name, config: this.config, options },
+        workerData: { registryPath: this.db.name, config: this.config, options, secretsKey: this.box.currentKey() },
       });
       // The service's own handles (the HTTP server) keep the process alive, not this thread.
       worker.unref();
@@ -318,6 +332,6 @@ function prepareStatements(db: Registry) {
     // Only when it changes: a healthy endpoint's row is not rewritten on every delivery.
     succeeded: db.prepare('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL'),
     failed: db.prepare('UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, ?) WHERE id = ?'),
-    failing: db.prepare('SELECT failing_since, disabled_at, url FROM webhook_endpoints WHERE id = ?'),
+    failing: db.prepare('SELECT failing_since, disabled_at FROM webhook_endpoints WHERE id = ?'),
   };
 }

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
+import { SecretsKeyError, type SecretBox } from '../stores/secrets.js';
 import type { Registry } from '../stores/sqlite.js';
 import { newId } from '../teams/keys.js';
 
@@ -48,22 +49,89 @@ interface EndpointRow {
   updated_at: number;
 }
 
-const toEndpoint = (r: EndpointRow): WebhookEndpoint => ({
-  id: r.id,
-  teamId: r.team_id,
-  url: r.url,
-  description: r.description,
-  events: JSON.parse(r.events) as EventType[],
-  format: r.format,
-  active: r.active === 1,
-  secret: r.secret,
-  previousSecret: r.previous_secret,
-  previousSecretUntil: r.previous_secret_until,
-  disabledAt: r.disabled_at,
-  disabledReason: r.disabled_reason,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
+/**
+ * The columns sealed at rest (src/stores/secrets.ts): the signing secrets, and the URL, which for a
+ * slack endpoint is itself the credential (Slack's token is in its path). Each is sealed for its
+ * row and column, so a value copied to another endpoint does not open.
+ */
+const SEALED_COLUMNS = ['url', 'secret', 'previous_secret'] as const;
+type SealedColumn = (typeof SEALED_COLUMNS)[number];
+const sealContext = (endpointId: string, column: SealedColumn) => `webhook_endpoints/${endpointId}/${column}`;
+
+const toEndpoint = (box: SecretBox, r: EndpointRow): WebhookEndpoint => {
+  const open = (column: SealedColumn) => (r[column] === null ? null : box.open(r[column]!, sealContext(r.id, column)));
+  return {
+    id: r.id,
+    teamId: r.team_id,
+    url: open('url')!,
+    description: r.description,
+    events: JSON.parse(r.events) as EventType[],
+    format: r.format,
+    active: r.active === 1,
+    secret: open('secret'),
+    previousSecret: open('previous_secret'),
+    previousSecretUntil: r.previous_secret_until,
+    disabledAt: r.disabled_at,
+    disabledReason: r.disabled_reason,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+};
+
+/**
+ * The URL as the API, the audit log and alerts show it. A slack URL's last path segment is Slack's
+ * token: like a signing secret it is not shown back, only enough to tell endpoints apart.
+ */
+export function shownUrl(endpoint: Pick<WebhookEndpoint, 'url' | 'format'>): string {
+  if (endpoint.format !== 'slack') return endpoint.url;
+  const url = new URL(endpoint.url);
+  url.pathname = url.pathname.replace(/[^/]*$/, '***');
+  url.search = '';
+  return url.toString();
+}
+
+/**
+ * Start-up, before anything reads an endpoint: seals under the current key every value stored in
+ * clear (before encryption at rest) or sealed under SECRETS_KEY_PREVIOUS, in one transaction, so
+ * after one start the previous key can be dropped. A value sealed under a key not given stops the
+ * start (SecretsKeyError): sending unsigned or with a garbage key would be worse. Returns how many
+ * values were sealed anew.
+ */
+export function resealEndpointSecrets(db: Registry, box: SecretBox): number {
+  const rows = db.prepare('SELECT id, url, secret, previous_secret FROM webhook_endpoints').all() as Pick<EndpointRow, 'id' | SealedColumn>[];
+  const updates: { id: string; column: SealedColumn; value: string }[] = [];
+  let clear = 0;
+  for (const row of rows) {
+    for (const column of SEALED_COLUMNS) {
+      const stored = row[column];
+      if (stored === null) continue;
+      const context = sealContext(row.id, column);
+      const under = box.sealedUnder(stored);
+      if (under === 'current') continue;
+      if (under === 'unknown') {
+        throw new SecretsKeyError(
+          `SECRETS_KEY: webhook endpoint ${row.id} holds values encrypted under another key than those given (${box.keysGiven()}). ` +
+            'Start with the key they were encrypted with; to rotate, give the old one as SECRETS_KEY_PREVIOUS (or SECRETS_KEY_PREVIOUS_FILE) for one start.',
+        );
+      }
+      if (under === 'clear') clear++;
+      updates.push({ id: row.id, column, value: box.seal(under === 'clear' ? stored : box.open(stored, context), context) });
+    }
+  }
+  if (updates.length === 0) return 0;
+  // Clear values overwritten here must not stay readable in freed space of the file's pages.
+  db.pragma('secure_delete = ON');
+  try {
+    db.transaction(() => {
+      for (const u of updates) db.prepare(`UPDATE webhook_endpoints SET ${u.column} = ? WHERE id = ?`).run(u.value, u.id);
+    }).immediate();
+  } finally {
+    db.pragma('secure_delete = OFF');
+  }
+  // ...nor in the WAL's older frames: copy them into the file and empty the WAL.
+  if (clear > 0) db.pragma('wal_checkpoint(TRUNCATE)');
+  return updates.length;
+}
 
 /** A Standard Webhooks secret: `whsec_` and base64 of 32 random bytes (the bytes sign). */
 export const generateSecret = () => `whsec_${crypto.randomBytes(32).toString('base64')}`;
@@ -79,48 +147,61 @@ export interface EndpointInput {
 }
 
 /** Creates an endpoint (with a secret when it is `standard`); TooManyEndpoints past the cap. */
-export function createEndpoint(db: Registry, teamId: string, input: EndpointInput, now = Date.now()): WebhookEndpoint {
+export function createEndpoint(db: Registry, box: SecretBox, teamId: string, input: EndpointInput, now = Date.now()): WebhookEndpoint {
   return db.transaction(() => {
     const { n } = db.prepare('SELECT count(*) AS n FROM webhook_endpoints WHERE team_id = ?').get(teamId) as { n: number };
     if (n >= MAX_ENDPOINTS_PER_TEAM) throw new TooManyEndpoints(`a team has at most ${MAX_ENDPOINTS_PER_TEAM} webhook endpoints`);
     const id = newId('whk');
+    const secret = input.format === 'standard' ? box.seal(generateSecret(), sealContext(id, 'secret')) : null;
     db.prepare(
       `INSERT INTO webhook_endpoints (id, team_id, url, description, events, format, active, secret, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(id, teamId, input.url, input.description, JSON.stringify(input.events), input.format, input.active ? 1 : 0, input.format === 'standard' ? generateSecret() : null, now, now);
-    return findEndpoint(db, teamId, id)!;
+    ).run(id, teamId, box.seal(input.url, sealContext(id, 'url')), input.description, JSON.stringify(input.events), input.format, input.active ? 1 : 0, secret, now, now);
+    return findEndpoint(db, box, teamId, id)!;
   }).immediate();
 }
 
-/** One endpoint of the team; `statement` is that query prepared once, where it runs often (the dispatcher). */
-export function findEndpoint(db: Registry, teamId: string, id: string, statement?: Statement): WebhookEndpoint | undefined {
+/** One endpoint of the team; `statement` is that query prepared once, where it runs often (the sender). */
+export function findEndpoint(db: Registry, box: SecretBox, teamId: string, id: string, statement?: Statement): WebhookEndpoint | undefined {
   const row = (statement ?? db.prepare('SELECT * FROM webhook_endpoints WHERE team_id = ? AND id = ?')).get(teamId, id) as EndpointRow | undefined;
-  return row && toEndpoint(row);
+  return row && toEndpoint(box, row);
 }
 
 /** A team's endpoints, oldest first (there are at most MAX_ENDPOINTS_PER_TEAM). */
-export function listEndpoints(db: Registry, teamId: string): WebhookEndpoint[] {
-  return (db.prepare('SELECT * FROM webhook_endpoints WHERE team_id = ? ORDER BY created_at, id').all(teamId) as EndpointRow[]).map(toEndpoint);
+export function listEndpoints(db: Registry, box: SecretBox, teamId: string): WebhookEndpoint[] {
+  return (db.prepare('SELECT * FROM webhook_endpoints WHERE team_id = ? ORDER BY created_at, id').all(teamId) as EndpointRow[]).map((r) => toEndpoint(box, r));
 }
 
 /** Changes some fields; turning an endpoint active again clears its disabled state. Undefined: no such endpoint. */
 export function updateEndpoint(
   db: Registry,
+  box: SecretBox,
   teamId: string,
   id: string,
   changes: Partial<Pick<EndpointInput, 'url' | 'description' | 'events' | 'active'>>,
   now = Date.now(),
 ): WebhookEndpoint | undefined {
-  const current = findEndpoint(db, teamId, id);
+  const current = findEndpoint(db, box, teamId, id);
   if (!current) return undefined;
   const next = { ...current, ...changes };
   const reactivated = changes.active === true;
   db.prepare(
-    `UPDATE webhook_endpoints SET url = ?, description = ?, events = ?, active = ?, updated_at = ?,
+    `UPDATE webhook_endpoints SET url = coalesce(?, url), description = ?, events = ?, active = ?, updated_at = ?,
             disabled_at = CASE WHEN ? THEN NULL ELSE disabled_at END, disabled_reason = CASE WHEN ? THEN NULL ELSE disabled_reason END
       WHERE team_id = ? AND id = ?`,
-  ).run(next.url, next.description, JSON.stringify(next.events), next.active ? 1 : 0, now, reactivated ? 1 : 0, reactivated ? 1 : 0, teamId, id);
-  return findEndpoint(db, teamId, id);
+  ).run(
+    // Sealed anew only when it changes: an unchanged URL keeps its stored value.
+    changes.url === undefined ? null : box.seal(changes.url, sealContext(id, 'url')),
+    next.description,
+    JSON.stringify(next.events),
+    next.active ? 1 : 0,
+    now,
+    reactivated ? 1 : 0,
+    reactivated ? 1 : 0,
+    teamId,
+    id,
+  );
+  return findEndpoint(db, box, teamId, id);
 }
 
 export function deleteEndpoint(db: Registry, teamId: string, id: string): boolean {
@@ -131,19 +212,19 @@ export function deleteEndpoint(db: Registry, teamId: string, id: string): boolea
  * Replaces a standard endpoint's secret; the old one keeps signing for PREVIOUS_SECRET_MS.
  * Undefined: no such endpoint; null: a slack endpoint (it has no secret).
  */
-export function rotateSecret(db: Registry, teamId: string, id: string, now = Date.now()): WebhookEndpoint | null | undefined {
-  const current = findEndpoint(db, teamId, id);
+export function rotateSecret(db: Registry, box: SecretBox, teamId: string, id: string, now = Date.now()): WebhookEndpoint | null | undefined {
+  const current = findEndpoint(db, box, teamId, id);
   if (!current) return undefined;
   if (current.format !== 'standard') return null;
   db.prepare('UPDATE webhook_endpoints SET secret = ?, previous_secret = ?, previous_secret_until = ?, updated_at = ? WHERE team_id = ? AND id = ?').run(
-    generateSecret(),
-    current.secret,
+    box.seal(generateSecret(), sealContext(id, 'secret')),
+    current.secret === null ? null : box.seal(current.secret, sealContext(id, 'previous_secret')),
     now + PREVIOUS_SECRET_MS,
     now,
     teamId,
     id,
   );
-  return findEndpoint(db, teamId, id);
+  return findEndpoint(db, box, teamId, id);
 }
 
 /** The secrets that sign a delivery now: the current one, and the previous one during its grace period. */

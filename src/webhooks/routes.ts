@@ -13,6 +13,7 @@ import {
   listDeliveries,
   listEndpoints,
   rotateSecret,
+  shownUrl,
   TooManyEndpoints,
   updateEndpoint,
   MAX_ENDPOINTS_PER_TEAM,
@@ -26,10 +27,10 @@ import {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-/** An endpoint as the API shows it: never its secret (that is added once, at creation or rotation). */
+/** An endpoint as the API shows it: never its secret (that is added once, at creation or rotation), a slack URL masked. */
 const toBody = (e: WebhookEndpoint) => ({
   id: e.id,
-  url: e.url,
+  url: shownUrl(e),
   description: e.description,
   events: e.events,
   format: e.format,
@@ -41,8 +42,8 @@ const toBody = (e: WebhookEndpoint) => ({
   updatedAt: iso(e.updatedAt)!,
 });
 
-/** What the audit log records of an endpoint: its settings, never its secret. */
-const settings = (e: WebhookEndpoint) => ({ url: e.url, description: e.description, events: e.events, format: e.format, active: e.active });
+/** What the audit log records of an endpoint: its settings, never its secret (nor a slack URL's token). */
+const settings = (e: WebhookEndpoint) => ({ url: shownUrl(e), description: e.description, events: e.events, format: e.format, active: e.active });
 
 const notFound = (id: string) => new ApiError('not_found', `No webhook "${id}" in this team`);
 
@@ -99,7 +100,7 @@ export const createWebhookRoute = defineRoute<WebhookCreate>({
     let endpoint: WebhookEndpoint;
     try {
       endpoint = audited(ctx, () => {
-        const created = createEndpoint(deps.registry, team.teamId, input);
+        const created = createEndpoint(deps.registry, deps.secrets, team.teamId, input);
         return { result: created, log: { action: 'webhook.create', resourceType: 'webhook', resourceId: created.id, before: null, after: settings(created) } };
       });
     } catch (err) {
@@ -123,7 +124,7 @@ export const listWebhooksRoute = defineRoute({
   scope: 'admin',
   responses: { 200: { description: 'The endpoints', schema: 'webhook-list.json', example: { data: [EXAMPLE] } } },
   handler({ team, deps }) {
-    return { body: { data: listEndpoints(deps.registry, team.teamId).map(toBody) } };
+    return { body: { data: listEndpoints(deps.registry, deps.secrets, team.teamId).map(toBody) } };
   },
 });
 
@@ -136,7 +137,7 @@ export const getWebhookRoute = defineRoute({
   scope: 'admin',
   responses: { 200: { description: 'The endpoint', schema: 'webhook.json', example: EXAMPLE } },
   handler({ params, team, deps }) {
-    const endpoint = findEndpoint(deps.registry, team.teamId, params.id!);
+    const endpoint = findEndpoint(deps.registry, deps.secrets, team.teamId, params.id!);
     if (!endpoint) throw notFound(params.id!);
     return { body: toBody(endpoint) };
   },
@@ -156,8 +157,8 @@ export const updateWebhookRoute = defineRoute<{ url?: string; description?: stri
     const { params, body, team, deps } = ctx;
     if (body.url !== undefined) await checkUrl(ctx, body.url);
     const endpoint = audited(ctx, () => {
-      const before = findEndpoint(deps.registry, team.teamId, params.id!);
-      const after = before && updateEndpoint(deps.registry, team.teamId, params.id!, body);
+      const before = findEndpoint(deps.registry, deps.secrets, team.teamId, params.id!);
+      const after = before && updateEndpoint(deps.registry, deps.secrets, team.teamId, params.id!, body);
       if (!before || !after) return { result: undefined };
       return { result: after, log: { action: 'webhook.update', resourceType: 'webhook', resourceId: after.id, before: settings(before), after: settings(after) } };
     });
@@ -177,7 +178,7 @@ export const deleteWebhookRoute = defineRoute({
   handler(ctx) {
     const { params, team, deps } = ctx;
     const deleted = audited(ctx, () => {
-      const before = findEndpoint(deps.registry, team.teamId, params.id!);
+      const before = findEndpoint(deps.registry, deps.secrets, team.teamId, params.id!);
       if (!before || !deleteEndpoint(deps.registry, team.teamId, params.id!)) return { result: false };
       return { result: true, log: { action: 'webhook.delete', resourceType: 'webhook', resourceId: before.id, before: settings(before), after: null } };
     });
@@ -200,8 +201,8 @@ export const rotateWebhookSecretRoute = defineRoute({
   handler(ctx) {
     const { params, team, deps } = ctx;
     const endpoint = audited(ctx, () => {
-      const before = findEndpoint(deps.registry, team.teamId, params.id!);
-      const rotated = rotateSecret(deps.registry, team.teamId, params.id!);
+      const before = findEndpoint(deps.registry, deps.secrets, team.teamId, params.id!);
+      const rotated = rotateSecret(deps.registry, deps.secrets, team.teamId, params.id!);
       if (!before || !rotated) return { result: rotated };
       const when = (e: WebhookEndpoint) => ({ secretRotatedAt: toBody(e).secretRotatedAt });
       return { result: rotated, log: { action: 'webhook.rotate-secret', resourceType: 'webhook', resourceId: rotated.id, before: when(before), after: when(rotated) } };
@@ -256,7 +257,7 @@ export const listDeliveriesRoute = defineRoute<unknown, { limit?: number; cursor
   query: 'webhook-deliveries-query.json',
   responses: { 200: { description: 'A page of deliveries', schema: 'webhook-delivery-page.json', example: { data: [EXAMPLE_DELIVERY], next_cursor: null } } },
   handler({ params, query, team, deps }) {
-    if (!findEndpoint(deps.registry, team.teamId, params.id!)) throw notFound(params.id!);
+    if (!findEndpoint(deps.registry, deps.secrets, team.teamId, params.id!)) throw notFound(params.id!);
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isSeqPosition);
     const { rows, next_cursor } = keysetPage(
       query.limit ?? 50,
@@ -293,7 +294,7 @@ export const testWebhookRoute = defineRoute({
   },
   async handler(ctx) {
     const { params, team, deps } = ctx;
-    const endpoint = findEndpoint(deps.registry, team.teamId, params.id!);
+    const endpoint = findEndpoint(deps.registry, deps.secrets, team.teamId, params.id!);
     if (!endpoint) throw notFound(params.id!);
     if (!endpoint.active || endpoint.disabledAt !== null) throw new ApiError('conflict', `Webhook ${endpoint.id} is ${endpoint.active ? 'disabled' : 'inactive'}: PATCH it with {"active": true} first`);
     const [deliveryId] = deps.registry

@@ -6,6 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import type { WebhookConfig } from '../config.js';
+import { SecretBox, type SecretsKey } from '../stores/secrets.js';
 import type { FromSender, ToSender } from './dispatcher.js';
 import { Sender, type SenderOptions } from './sender.js';
 
@@ -13,10 +14,14 @@ interface SenderWorkerData {
   registryPath: string;
   config: WebhookConfig;
   options: SenderOptions;
+  /** The key of the secrets at rest: in workerData, never in the environment (workers share the process's). */
+  secretsKey: SecretsKey;
 }
 
 const port = parentPort!;
-const { registryPath, config, options } = workerData as SenderWorkerData;
+const { registryPath, config, options, secretsKey } = workerData as SenderWorkerData;
+// Start-up sealed every value under the current key (resealEndpointSecrets): this thread needs only that one.
+const box = new SecretBox({ bytes: Buffer.from(secretsKey.bytes), source: secretsKey.source });
 const post = (message: FromSender) => port.postMessage(message);
 
 const db = new Database(registryPath, { fileMustExist: true });
@@ -25,6 +30,7 @@ db.pragma('busy_timeout = 5000');
 
 const sender = new Sender(
   db,
+  box,
   config,
   { error: (obj, msg) => post({ kind: 'log', level: 'error', obj, msg }) },
   options,

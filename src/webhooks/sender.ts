@@ -4,6 +4,7 @@ import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import net from 'node:net';
 import type { WebhookConfig } from '../config.js';
+import type { SecretBox } from '../stores/secrets.js';
 import type { Registry } from '../stores/sqlite.js';
 import { isPrivateAddress, systemResolver, urlProblem, type Resolver } from './address.js';
 import type { WebhookEvent } from './outbox.js';
@@ -84,6 +85,8 @@ export class Sender {
 
   constructor(
     db: Registry,
+    /** Opens the endpoints' URLs and secrets, sealed at rest. */
+    private readonly box: SecretBox,
     private readonly config: WebhookConfig,
     private readonly log: SenderLog,
     private readonly options: SenderOptions,
@@ -177,7 +180,8 @@ export class Sender {
     let error: string | null = null;
     let body = '';
     try {
-      const endpoint = findEndpoint(this.sql.db, row.team_id, row.endpoint_id, this.sql.endpoint);
+      // A secret that does not open (changed in the file) throws: the attempt fails, nothing is sent unsigned.
+      const endpoint = findEndpoint(this.sql.db, this.box, row.team_id, row.endpoint_id, this.sql.endpoint);
       if (!endpoint) throw new Error('the endpoint was deleted');
       const problem = await urlProblem(endpoint.url, this.config, this.resolver);
       if (problem) throw new Error(`url ${problem}`);

@@ -23,6 +23,8 @@ import { teamScopedInterface } from '../../src/clickhouse-http/interface.js';
 import { RateLimiter } from '../../src/limits/rate-limiter.js';
 import { migrateEventStore, migrateRegistry } from '../../src/stores/migrations.js';
 import { openRegistry, type Registry } from '../../src/stores/sqlite.js';
+import { openSecretBox } from '../../src/stores/secrets.js';
+import { resealEndpointSecrets } from '../../src/webhooks/repository.js';
 import { createTeam } from '../../src/teams/repository.js';
 import { freshReads } from '../../src/ingest/freshness.js';
 import { startIngestPipeline } from '../../src/ingest/pipeline.js';
@@ -69,6 +71,9 @@ export async function startTestEnv(): Promise<void> {
   });
   const registry = openRegistry(dataDir);
   migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
+  // As main.ts does: no key given, so one is generated into the data directory.
+  const secrets = openSecretBox(config.secretsKeys, dataDir);
+  resealEndpointSecrets(registry, secrets);
   const events = createEventStore(config.clickhouse);
   await ensureDatabase(events, config.clickhouse);
   await migrateEventStore(events, path.join(SCHEMA_DIR, 'clickhouse'));
@@ -86,12 +91,12 @@ export async function startTestEnv(): Promise<void> {
   const metrics = new Metrics();
   const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger, metrics });
   const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
-  const webhooks = new Dispatcher(registry, config.webhooks, logger, { publicUrl: 'http://spendscope.test', pollMs: 100 });
+  const webhooks = new Dispatcher(registry, secrets, config.webhooks, logger, { publicUrl: 'http://spendscope.test', pollMs: 100 });
   webhooks.start();
   // As main.ts: one limiter shared by the routes and the BI interface.
   const rateLimiter = new RateLimiter(config.rateLimits);
   const clickhouseHttp = teamScopedInterface({ config, registry, events, rateLimiter });
-  const deps: AppDeps = { config, registry, events, loaderEvents, schemas, logger, ingest, readEvents, metrics, webhooks, clickhouseHttp, rateLimiter };
+  const deps: AppDeps = { config, registry, events, loaderEvents, schemas, logger, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
   env = { dataDir, config, registry, events, loaderEvents, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };
 }
 

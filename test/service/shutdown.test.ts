@@ -57,7 +57,7 @@ describe('graceful shutdown', () => {
     });
     const { schemas, logger } = testEnv().deps;
     const ingest = startIngestPipeline({ config, registry, events, loaderEvents: events, schemas, logger });
-    const webhooks = new Dispatcher(registry, config.webhooks, logger, { publicUrl: 'http://spendscope.test' });
+    const webhooks = new Dispatcher(registry, testEnv().deps.secrets, config.webhooks, logger, { publicUrl: 'http://spendscope.test' });
     webhooks.start();
     const app = appWith([slow], { config, registry, events, loaderEvents: events, ingest, webhooks });
     const running = await startServer(app, { config, registry, events, loaderEvents: events, ingest, webhooks });

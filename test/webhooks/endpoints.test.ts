@@ -59,7 +59,9 @@ describe('webhook endpoints', function () {
       previous_secret: string;
       previous_secret_until: number;
     };
-    expect(row.previous_secret).to.equal(created.secret);
+    // Stored sealed (src/stores/secrets.ts): it opens, for this row and column, to the secret before.
+    expect(row.previous_secret).to.match(/^enc:v1:[0-9a-f]{8}:/).and.not.include(created.secret.slice(6));
+    expect(testEnv().deps.secrets.open(row.previous_secret, `webhook_endpoints/${created.id}/previous_secret`)).to.equal(created.secret);
     expect(row.previous_secret_until - Date.parse(rotated.body.secretRotatedAt)).to.equal(24 * 3_600_000);
 
     const slack = (await create(team, { url: 'http://127.0.0.1:9/slack', events: ['alert.opened'], format: 'slack' }, app).expect(201)).body;

@@ -19,7 +19,7 @@ describe('webhook safety', function () {
   function parked(url: string) {
     const team = newTeam();
     const db = testEnv().registry;
-    const hook = createEndpoint(db, team.teamId, { url, description: null, events: ['test'], format: 'standard', active: false });
+    const hook = createEndpoint(db, testEnv().deps.secrets, team.teamId, { url, description: null, events: ['test'], format: 'standard', active: false });
     const [deliveryId] = db.transaction(() => enqueueEvent(db, team.teamId, 'test', () => ({ message: 'parked' }), Date.now(), hook.id))();
     return { team, hook, deliveryId: deliveryId! };
   }
@@ -30,7 +30,7 @@ describe('webhook safety', function () {
     // The name resolved to a public address when it was checked; it now resolves to this machine.
     const { hook, deliveryId } = parked(`http://hooks.example.com:${receiver.port}/hook`);
     let lookups = 0;
-    const rebinding = new Dispatcher(env.registry, strict, env.deps.logger, {
+    const rebinding = new Dispatcher(env.registry, env.deps.secrets, strict, env.deps.logger, {
       publicUrl: 'http://spendscope.test',
       thread: 'main',
       resolver: async () => (++lookups === 1 ? ['93.184.216.34'] : ['127.0.0.1']),
@@ -42,7 +42,7 @@ describe('webhook safety', function () {
     expect(lookups).to.equal(2); // checked, then checked again as the connection was made
     expect(receiver.received).to.have.length(0);
 
-    const direct = new Dispatcher(env.registry, strict, env.deps.logger, { publicUrl: 'http://spendscope.test' });
+    const direct = new Dispatcher(env.registry, env.deps.secrets, strict, env.deps.logger, { publicUrl: 'http://spendscope.test' });
     const { deliveryId: second } = parked(receiver.url());
     const refused = await direct.attemptNow(second);
     await direct.close();
@@ -57,7 +57,7 @@ describe('webhook safety', function () {
     const env = testEnv();
     const { deliveryId } = parked(receiver.url());
     // A dispatcher of its own, not started: it sends only what it is asked for, on a worker thread.
-    const dispatcher = new Dispatcher(env.registry, env.config.webhooks, env.deps.logger, { publicUrl: 'http://spendscope.test' });
+    const dispatcher = new Dispatcher(env.registry, env.deps.secrets, env.config.webhooks, env.deps.logger, { publicUrl: 'http://spendscope.test' });
     const [first, second] = await Promise.all([dispatcher.attemptNow(deliveryId), dispatcher.attemptNow(deliveryId)]);
     const unknown = await dispatcher.attemptNow('dlv_nosuchdelivery');
     await dispatcher.close();
