@@ -119,7 +119,7 @@ describe('webhook addresses', function () {
     function parked(url: string) {
       const team = newTeam();
       const db = testEnv().registry;
-      const hook = createEndpoint(db, team.teamId, { url, description: null, events: ['test'], format: 'standard', active: false });
+      const hook = createEndpoint(db, testEnv().deps.secrets, team.teamId, { url, description: null, events: ['test'], format: 'standard', active: false });
       const [deliveryId] = db.transaction(() => enqueueEvent(db, team.teamId, 'test', () => ({ message: 'parked' }), Date.now(), hook.id))();
       return deliveryId!;
     }
@@ -132,7 +132,7 @@ describe('webhook addresses', function () {
         [(n: number) => (n === 1 ? ['93.184.216.34'] : ['::127.0.0.1']), 'no public address'],
       ] as const) {
         let lookups = 0;
-        const dispatcher = new Dispatcher(env.registry, strict, env.deps.logger, {
+        const dispatcher = new Dispatcher(env.registry, env.deps.secrets, strict, env.deps.logger, {
           publicUrl: 'http://spendscope.test',
           thread: 'main',
           resolver: async () => answers(++lookups),
