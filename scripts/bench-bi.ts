@@ -10,7 +10,7 @@
  *    from two read keys (each at its limit of two; `sum(cityHash64(number))` over 2e10 numbers,
  *    restarted until the window ends), in alternating rounds: ingest records/s, p50, p99 and max,
  *    and a read-after-write probe (one record sent, then an analytics read, which waits for the
- *    loader to copy it into ClickHouse: every 250 ms) with its median and max; then the ratios of
+ *    loader to copy it into ClickHouse: every 250 ms) with its median, max and 503s; then the ratios of
  *    each BI load over alone, median of the rounds.
  * --heavy N runs N heavy queries at once (default 4, two per read key); --threadpool N starts the
  * service with UV_THREADPOOL_SIZE=N (libuv's default is 4).
@@ -151,6 +151,7 @@ async function main(): Promise<void> {
     const drive = async (load: Load) => {
       const latencies: number[] = [];
       const reads: number[] = [];
+      let refused = 0;
       const end = performance.now() + SECONDS * 1000;
       const biLoad =
         load === 'scan'
@@ -172,7 +173,9 @@ async function main(): Promise<void> {
           await ingestBatch(1);
           const t0 = performance.now();
           const res = await callService(agent, port, 'GET', `/api/v1/analytics/summary?from=${Date.now() - 60_000}&limit=1`, auth);
-          if (res.status !== 200) throw new Error(`analytics read: ${res.status} ${res.body}`);
+          // A 503: the loader did not get there within READ_WAIT_MS (starved of engine threads).
+          if (res.status === 503) refused++;
+          else if (res.status !== 200) throw new Error(`analytics read: ${res.status} ${res.body}`);
           reads.push(performance.now() - t0);
           await new Promise((r) => setTimeout(r, 250));
         }
@@ -180,11 +183,11 @@ async function main(): Promise<void> {
       const [biQueries] = await Promise.all([Promise.all(biLoad).then((ran) => ran.reduce((a, b) => a + b, 0)), ...ingest, probe]);
       latencies.sort((a, b) => a - b);
       reads.sort((a, b) => a - b);
-      return { rate: (latencies.length * 100) / SECONDS, p50: pct(latencies, 50), p99: pct(latencies, 99), max: latencies.at(-1) ?? 0, readMedian: median(reads), readMax: reads.at(-1) ?? 0, biQueries };
+      return { rate: (latencies.length * 100) / SECONDS, p50: pct(latencies, 50), p99: pct(latencies, 99), max: latencies.at(-1) ?? 0, readMedian: median(reads), readMax: reads.at(-1) ?? 0, refused, biQueries };
     };
     console.log(
       `\ningest (4 clients, batches of 100)${args.threadpool ? `, UV_THREADPOOL_SIZE=${args.threadpool}` : ''}\n` +
-        `${'BI load'.padEnd(34)} round   records/s   p50 ms   p99 ms    max ms   read-after-write median/max ms   BI queries`,
+        `${'BI load'.padEnd(34)} round   records/s   p50 ms   p99 ms    max ms   read-after-write median/max ms (503s)   BI queries`,
     );
     const ratios: Record<Exclude<Load, 'alone'>, { rate: number; p99: number }[]> = { scan: [], heavy: [] };
     for (let round = 1; round <= Number(args.rounds); round++) {
@@ -194,7 +197,7 @@ async function main(): Promise<void> {
         results.set(load, r);
         console.log(
           `${LOADS[load].padEnd(34)} ${String(round).padStart(5)} ${Math.round(r.rate).toLocaleString('en-US').padStart(11)} ${r.p50.toFixed(1).padStart(8)} ${r.p99.toFixed(1).padStart(8)} ${r.max.toFixed(0).padStart(9)} ` +
-            `${`${r.readMedian.toFixed(0)} / ${r.readMax.toFixed(0)}`.padStart(32)} ${String(r.biQueries).padStart(12)}`,
+            `${`${r.readMedian.toFixed(0)} / ${r.readMax.toFixed(0)} (${r.refused})`.padStart(38)} ${String(r.biQueries).padStart(12)}`,
         );
       }
       const alone = results.get('alone')!;
