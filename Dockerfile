@@ -17,6 +17,10 @@ RUN npm run build && npm prune --omit=dev
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 DATA_DIR=/data
+# libuv's pool runs every embedded ClickHouse query, each holding a thread for its whole run: 8, not
+# 4, leaves the loader's inserts and the service's reads threads beside BI_MAX_CONCURRENT_QUERIES
+# running BI queries. Read once, when the pool starts (before main.ts runs): only the environment works.
+ENV UV_THREADPOOL_SIZE=8
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./

@@ -5,9 +5,16 @@
  * directory): seeds `events` records through the API, then
  * 1. exports them all as Parquet through /clickhouse (streamed), sampling the service's RSS every
  *    50 ms: the peak above the RSS before the export says whether the export is held in memory;
- * 2. measures ingest (4 clients, batches of 100) alone and while a BI client runs heavy queries
- *    back to back (a full scan grouped by agent and endpoint), in alternating rounds: ingest p99 and
- *    records/s with the BI load over without, median of the rounds.
+ * 2. measures ingest (4 clients, batches of 100) alone, while a BI client runs heavy queries back
+ *    to back (a full scan grouped by agent and endpoint), and while four heavy queries run at once
+ *    from two read keys (each at its limit of two; `sum(cityHash64(number))` over 2e10 numbers,
+ *    restarted until the window ends), in alternating rounds: ingest records/s, p50, p99 and max,
+ *    and a read-after-write probe (one record sent, then an analytics read, which waits for the
+ *    loader to copy it into ClickHouse: every 250 ms) with its median, max and 503s; then the ratios of
+ *    each BI load over alone, median of the rounds.
+ * --heavy N runs N heavy queries at once (default 4, two per read key); --threadpool N starts the
+ * service with UV_THREADPOOL_SIZE=N (default 8, as `npm start` and the Docker image do; the process
+ * runs at most N - 2 BI queries at once, so a smaller pool refuses some of the heavy queries).
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -22,14 +29,19 @@ const { values: args } = parseArgs({
     events: { type: 'string', default: '1000000' },
     seconds: { type: 'string', default: '15' },
     rounds: { type: 'string', default: '3' },
+    heavy: { type: 'string', default: '4' },
+    threadpool: { type: 'string', default: '8' },
   },
 });
+const HEAVY_QUERIES = Number(args.heavy);
 const EVENTS = Number(args.events);
 const SECONDS = Number(args.seconds);
 const KEY = 'bench-bi-key-0123456789abcdefghijkl';
 const AGENTS = Array.from({ length: 50 }, (_, i) => `agent-${i}`);
 const ENDPOINTS = ['https://api.openai.com/v1/chat', 'https://api.anthropic.com/v1/messages', 'https://api.exa.ai/search', 'https://api.tavily.com/search'];
 const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+// BI queries on connections of their own: a running one must not hold a socket ingest waits for.
+const biAgent = new http.Agent({ keepAlive: true, maxSockets: 16 });
 let sequence = 0;
 
 const pick = <T>(xs: readonly T[]) => xs[Math.floor(Math.random() * xs.length)]!;
@@ -42,7 +54,14 @@ function rssOf(pid: number): number {
 
 async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-bi-'));
-  const service = await startChildService({ dataDir, env: { BOOTSTRAP_API_KEY: KEY, RATE_LIMIT_RECORDS_PER_SECOND: '0', RATE_LIMIT_REQUESTS_PER_SECOND: '0' } });
+  const service = await startChildService({ dataDir, env: {
+      BOOTSTRAP_API_KEY: KEY,
+      RATE_LIMIT_RECORDS_PER_SECOND: '0',
+      RATE_LIMIT_REQUESTS_PER_SECOND: '0',
+      // Read by libuv when its pool first starts: only the environment the process starts with counts.
+      UV_THREADPOOL_SIZE: args.threadpool,
+    },
+  });
   const { port, pid } = service;
   const auth = { Authorization: `Bearer ${KEY}` };
   const biAuth = { Authorization: `Basic ${Buffer.from(`bench:${KEY}`).toString('base64')}` };
@@ -60,8 +79,8 @@ async function main(): Promise<void> {
     const res = await callService(agent, port, 'POST', '/api/v1/events', auth, JSON.stringify({ events }));
     if (res.status !== 200) throw new Error(`ingest: ${res.status} ${res.body}`);
   };
-  const bi = async (sql: string) => {
-    const res = await callService(agent, port, 'POST', '/clickhouse/', biAuth, sql);
+  const bi = async (sql: string, authorization: Record<string, string> = biAuth, settings = '') => {
+    const res = await callService(biAgent, port, 'POST', `/clickhouse/${settings}`, authorization, sql);
     if (res.status !== 200) throw new Error(`BI query: ${res.status} ${res.body}`);
     return res.body;
   };
@@ -98,44 +117,102 @@ async function main(): Promise<void> {
     );
 
     // 2. Ingest alone and beside heavy BI queries.
-    const heavy = 'SELECT agent_id, endpoint, count() AS calls, sum(amount) AS spend, uniqExact(id) AS ids FROM events GROUP BY agent_id, endpoint ORDER BY spend DESC FORMAT Null';
-    const drive = async (withBi: boolean) => {
+    const readKeys = await Promise.all(
+      ['bi-reader-1', 'bi-reader-2'].map(async (name) => {
+        const res = await callService(agent, port, 'POST', '/api/v1/keys', auth, JSON.stringify({ name, scopes: ['read'] }));
+        if (res.status !== 201) throw new Error(`read key: ${res.status} ${res.body}`);
+        return { Authorization: `Basic ${Buffer.from(`${name}:${(JSON.parse(res.body) as { apiKey: string }).apiKey}`).toString('base64')}` };
+      }),
+    );
+    const scan = 'SELECT agent_id, endpoint, count() AS calls, sum(amount) AS spend, uniqExact(id) AS ids FROM events GROUP BY agent_id, endpoint ORDER BY spend DESC FORMAT Null';
+    const cityHash = 'SELECT sum(cityHash64(number)) FROM numbers(20000000000) FORMAT Null';
+    type Load = 'alone' | 'scan' | 'heavy';
+    const LOADS: Record<Load, string> = {
+      alone: 'alone',
+      scan: 'one full scan at a time',
+      heavy: `${HEAVY_QUERIES} heavy queries, two read keys`,
+    };
+    /** Runs `sql` back to back until `end`, each query cut off at the end of the window (a limit the client may lower). */
+    const biUntil = async (end: number, authorization: Record<string, string>, sql: string) => {
+      let ran = 0;
+      while (performance.now() < end - 200) {
+        const left = Math.max(1, Math.ceil((end - performance.now()) / 1000));
+        try {
+          await bi(sql, authorization, `?max_execution_time=${left}`);
+          ran++;
+        } catch (err) {
+          if (String(err).includes('TIMEOUT_EXCEEDED')) ran++; // ran until the window's end
+          // The key's previous query not yet released (its limit of two): try again.
+          else if (String(err).includes('TOO_MANY_SIMULTANEOUS_QUERIES')) await new Promise((r) => setTimeout(r, 20));
+          else throw err;
+        }
+      }
+      return ran;
+    };
+    const drive = async (load: Load) => {
       const latencies: number[] = [];
-      let biQueries = 0;
+      const reads: number[] = [];
+      let refused = 0;
       const end = performance.now() + SECONDS * 1000;
-      const load = Array.from({ length: 4 }, async () => {
+      const biLoad =
+        load === 'scan'
+          ? [biUntil(end, biAuth, scan)]
+          : load === 'heavy'
+            ? Array.from({ length: HEAVY_QUERIES }, (_, i) => biUntil(end, readKeys[i % 2]!, cityHash))
+            : [];
+      if (load !== 'alone') await new Promise((r) => setTimeout(r, 300)); // the BI load running first
+      const ingest = Array.from({ length: 4 }, async () => {
         while (performance.now() < end) {
           const t0 = performance.now();
           await ingestBatch(100);
           latencies.push(performance.now() - t0);
         }
       });
-      const biLoad = withBi
-        ? (async () => {
-            while (performance.now() < end) {
-              await bi(heavy);
-              biQueries++;
-            }
-          })()
-        : Promise.resolve();
-      await Promise.all([...load, biLoad]);
+      // Read after write: what a dashboard sees, through the loader (ClickHouse inserts) and a read.
+      const probe = (async () => {
+        while (performance.now() < end - 1000) {
+          await ingestBatch(1);
+          const t0 = performance.now();
+          const res = await callService(agent, port, 'GET', `/api/v1/analytics/summary?from=${Date.now() - 60_000}&limit=1`, auth);
+          // A 503: the loader did not get there within READ_WAIT_MS (starved of engine threads).
+          if (res.status === 503) refused++;
+          else if (res.status !== 200) throw new Error(`analytics read: ${res.status} ${res.body}`);
+          reads.push(performance.now() - t0);
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      })();
+      const [biQueries] = await Promise.all([Promise.all(biLoad).then((ran) => ran.reduce((a, b) => a + b, 0)), ...ingest, probe]);
       latencies.sort((a, b) => a - b);
-      return { rate: (latencies.length * 100) / SECONDS, p50: pct(latencies, 50), p99: pct(latencies, 99), biQueries };
+      reads.sort((a, b) => a - b);
+      return { rate: (latencies.length * 100) / SECONDS, p50: pct(latencies, 50), p99: pct(latencies, 99), max: latencies.at(-1) ?? 0, readMedian: median(reads), readMax: reads.at(-1) ?? 0, refused, biQueries };
     };
-    console.log('\ningest (4 clients, batches of 100)   round   records/s   p50 ms   p99 ms   heavy BI queries');
-    const ratios: { rate: number; p99: number }[] = [];
+    console.log(
+      `\ningest (4 clients, batches of 100)${args.threadpool ? `, UV_THREADPOOL_SIZE=${args.threadpool}` : ''}\n` +
+        `${'BI load'.padEnd(34)} round   records/s   p50 ms   p99 ms    max ms   read-after-write median/max ms (503s)   BI queries`,
+    );
+    const ratios: Record<Exclude<Load, 'alone'>, { rate: number; p99: number }[]> = { scan: [], heavy: [] };
     for (let round = 1; round <= Number(args.rounds); round++) {
-      const alone = await drive(false);
-      const beside = await drive(true);
-      for (const [name, r] of [['alone', alone], ['with a heavy BI query running', beside]] as const) {
-        console.log(`${name.padEnd(36)} ${String(round).padStart(5)} ${Math.round(r.rate).toLocaleString('en-US').padStart(11)} ${r.p50.toFixed(1).padStart(8)} ${r.p99.toFixed(1).padStart(8)} ${String(r.biQueries).padStart(18)}`);
+      const results = new Map<Load, Awaited<ReturnType<typeof drive>>>();
+      for (const load of ['alone', 'scan', 'heavy'] as const) {
+        const r = await drive(load);
+        results.set(load, r);
+        console.log(
+          `${LOADS[load].padEnd(34)} ${String(round).padStart(5)} ${Math.round(r.rate).toLocaleString('en-US').padStart(11)} ${r.p50.toFixed(1).padStart(8)} ${r.p99.toFixed(1).padStart(8)} ${r.max.toFixed(0).padStart(9)} ` +
+            `${`${r.readMedian.toFixed(0)} / ${r.readMax.toFixed(0)} (${r.refused})`.padStart(38)} ${String(r.biQueries).padStart(12)}`,
+        );
       }
-      ratios.push({ rate: beside.rate / alone.rate, p99: beside.p99 / alone.p99 });
+      const alone = results.get('alone')!;
+      for (const load of ['scan', 'heavy'] as const) ratios[load].push({ rate: results.get(load)!.rate / alone.rate, p99: results.get(load)!.p99 / alone.p99 });
     }
-    console.log(`\ningest beside BI / alone, median of ${args.rounds} rounds: records/s ${median(ratios.map((r) => r.rate)).toFixed(2)}, p99 ${median(ratios.map((r) => r.p99)).toFixed(2)}`);
+    for (const load of ['scan', 'heavy'] as const) {
+      console.log(
+        `ingest beside ${LOADS[load]} / alone, median of ${args.rounds} rounds: records/s ${median(ratios[load].map((r) => r.rate)).toFixed(2)}, p99 ${median(ratios[load].map((r) => r.p99)).toFixed(2)}`,
+      );
+    }
   } finally {
     await service.stop();
     agent.destroy();
+    biAgent.destroy();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }

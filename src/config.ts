@@ -321,8 +321,16 @@ export function loadConfig(env: Env = process.env): Config {
   if (biPort !== undefined && clickhouse.mode === 'server') {
     problems.push("BI_HTTP_PORT: the BI interface serves the embedded engine; with CLICKHOUSE_URL, BI tools connect to that server (its users and row policies scope them)");
   }
-  // Each running BI query holds one of libuv's pool threads: fewer than the pool leaves threads for the loader and the API.
-  const biConcurrentQueries = integer('BI_MAX_CONCURRENT_QUERIES', 4, 1, 256);
+  // Each running BI query holds a thread of libuv's pool until it ends, and the loader and the
+  // service's reads need one each: at most the pool less two (UV_THREADPOOL_SIZE, read by libuv
+  // from the process's environment when the pool starts; 4 unless set, 8 under npm start and Docker).
+  const threadPool = Math.min(1024, Math.max(1, Number(process.env.UV_THREADPOOL_SIZE) || 4));
+  const biConcurrentQueries = integer('BI_MAX_CONCURRENT_QUERIES', Math.max(1, Math.min(4, threadPool - 2)), 1, 256);
+  if (biConcurrentQueries > Math.max(1, threadPool - 2)) {
+    problems.push(
+      `BI_MAX_CONCURRENT_QUERIES: at most ${Math.max(1, threadPool - 2)} with UV_THREADPOOL_SIZE ${threadPool} (each running BI query holds a pool thread; the loader and reads need two); raise UV_THREADPOOL_SIZE in the environment`,
+    );
+  }
   // A quarter of the machine's memory for all BI queries together; each query's bound is carved from it.
   const biTotalMemory = integer('BI_MAX_TOTAL_MEMORY_BYTES', Math.floor(os.totalmem() / 4), 64 * 1024 ** 2, Number.MAX_SAFE_INTEGER);
   const bi: BiConfig = {

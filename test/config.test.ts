@@ -68,6 +68,25 @@ describe('config', () => {
     expect(set.http).to.deep.equal({ headersTimeoutMs: 2_000, requestTimeoutMs: 4_000, keepAliveTimeoutMs: 65_000, idleTimeoutMs: 90_000, maxConnections: 50 });
   });
 
+  it('bounds the BI interface by the thread pool: per holder, team and process, and a memory total each query is carved from', () => {
+    const pool = process.env.UV_THREADPOOL_SIZE;
+    try {
+      process.env.UV_THREADPOOL_SIZE = '4';
+      const small = loadConfig({}).bi.limits;
+      expect(small).to.include({ concurrentQueriesPerKey: 2, concurrentQueriesPerTeam: 4, concurrentQueries: 2, totalMemoryBytes: Math.floor(os.totalmem() / 4) });
+      expect(small.maxMemoryBytes).to.equal(Math.min(4 * 1024 ** 3, Math.floor(os.totalmem() / 4 / 2)));
+      expect(() => loadConfig({ BI_MAX_CONCURRENT_QUERIES: '4' })).to.throw(ConfigError, /BI_MAX_CONCURRENT_QUERIES: at most 2 with UV_THREADPOOL_SIZE 4/);
+      process.env.UV_THREADPOOL_SIZE = '8';
+      expect(loadConfig({}).bi.limits.concurrentQueries).to.equal(4);
+      const set = loadConfig({ BI_MAX_CONCURRENT_QUERIES: '6', BI_MAX_TOTAL_MEMORY_BYTES: String(6 * 1024 ** 3), BI_CONCURRENT_QUERIES_PER_TEAM: '3' }).bi.limits;
+      expect(set).to.include({ concurrentQueries: 6, concurrentQueriesPerTeam: 3, totalMemoryBytes: 6 * 1024 ** 3, maxMemoryBytes: 1024 ** 3 });
+      expect(() => loadConfig({ BI_MAX_TOTAL_MEMORY_BYTES: String(100 * 1024 ** 2), BI_MAX_MEMORY_BYTES: String(1024 ** 3) })).to.throw(ConfigError, /BI_MAX_TOTAL_MEMORY_BYTES/);
+    } finally {
+      if (pool === undefined) delete process.env.UV_THREADPOOL_SIZE;
+      else process.env.UV_THREADPOOL_SIZE = pool;
+    }
+  });
+
   it('reads the webhook settings, with defaults', () => {
     expect(loadConfig({}).webhooks).to.deep.equal({
       allowHttp: false,

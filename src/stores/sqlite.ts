@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { fdatasyncOffPool } from './sync-thread.js';
 
 /** The registry: teams, API keys, agents, policies and alerts in one SQLite file. */
 export type Registry = Database.Database;
@@ -32,7 +33,8 @@ export function pingRegistry(db: Registry): void {
 /**
  * Makes committed WAL frames durable off the main thread. The ingest log commits with
  * synchronous=NORMAL (the commit writes the WAL but does not fsync it) and then calls this, which
- * fdatasyncs the WAL file on a libuv thread: the same guarantee as synchronous=FULL (every frame
+ * fdatasyncs the WAL file on a thread of its own (sync-thread.ts: not libuv's pool, where engine
+ * queries hold threads for their whole run): the same guarantee as synchronous=FULL (every frame
  * written before the call is on disk when it resolves), but the event loop keeps parsing requests
  * during the disk flush, and one flush covers every commit made before it started. Concurrent
  * callers share flushes: a call resolves after a flush that began after the call.
@@ -72,7 +74,7 @@ function newWalSyncer(db: Registry): () => Promise<void> {
   const flush = async () => {
     // The WAL file exists once the first transaction wrote it; SQLite keeps it (same inode) while open.
     fd ??= fs.openSync(walPath, 'r');
-    await new Promise<void>((resolve, reject) => fs.fdatasync(fd!, (err) => (err ? reject(err) : resolve())));
+    await fdatasyncOffPool(fd);
   };
   return () => {
     if (!running) {
