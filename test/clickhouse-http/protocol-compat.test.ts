@@ -144,6 +144,21 @@ describe('ClickHouse HTTP interface: what a client sees is a 26.7 server', funct
     expect((await streamed.arrayBuffer()).byteLength).to.be.greaterThan(1000);
   });
 
+  it('answers errors with the codes a readonly server user gets: invalid SQL 62, an unknown setting 115, a change 164; a setting at its value is taken', async () => {
+    const c = client();
+    const code = (query: string, settings: Record<string, string | number> = {}) =>
+      c.query({ query, format: 'JSONEachRow', clickhouse_settings: settings }).then(
+        (r) => r.json().then(() => 'ok'),
+        (err: { code?: string }) => err.code,
+      );
+    expect(await code('foobar')).to.equal('62');
+    expect(await code('SELECT 1', { foobar: 1 })).to.equal('115');
+    expect(await code('SELECT 1', { join_use_nulls: 1 })).to.equal('164');
+    expect(await code('SELECT 1', { http_write_exception_in_output_format: 0 })).to.equal('ok');
+    expect(await code('SELECT 1', { output_format_json_quote_64bit_integers: 0 })).to.equal('ok');
+    expect(await code('INSERT INTO events (id) VALUES (1)')).to.equal('164');
+  });
+
   it('reads multipart/form-data as a form (query and param_ fields), as clients send large parameters; external data files are refused', async () => {
     const form = new FormData();
     form.append('query', 'SELECT {n:UInt8} + 1 AS n FORMAT TSV');
