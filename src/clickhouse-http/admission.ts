@@ -69,9 +69,4 @@ export class BiAdmission {
       },
     };
   }
-
-  /** Queries running now (for tests and metrics). */
-  get inFlight(): number {
-    return this.runningTotal;
-  }
 }

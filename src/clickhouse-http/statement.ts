@@ -251,7 +251,7 @@ export function leadingKeyword(sql: string): string {
 function nameOf(token: Token): string {
   if (token.kind !== 'quoted') return token.text;
   const quote = token.text[0]!;
-  return token.text.slice(1, -1).replace(new RegExp(`\\\\(.)|${quote === '`' ? '``' : '""'}`, 'g'), (m, escaped: string | undefined) => escaped ?? quote);
+  return token.text.slice(1, -1).replace(new RegExp(`\\\\(.)|${quote === '`' ? '``' : '""'}`, 'g'), (_match, escaped: string | undefined) => escaped ?? quote);
 }
 
 /**

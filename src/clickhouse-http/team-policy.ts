@@ -92,11 +92,6 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
     });
   }
 
-  /** BI queries running now. */
-  get running(): number {
-    return this.admission.inFlight;
-  }
-
   async prepare(request: ClickHouseRequest): Promise<PreparedQuery> {
     const owner = findKeyOwner(this.registry, request.credentials.password);
     if (!owner || !allows(owner, 'read')) {

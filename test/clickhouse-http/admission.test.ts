@@ -84,7 +84,7 @@ describe('BI admission: holders, teams, the process and memory', function () {
   });
 
   it('running queries belong to the holder: a rotated key does not get fresh places', async () => {
-    const url = await biWith({ concurrentQueriesPerKey: 2, maxMemoryBytes: 256 * MiB, totalMemoryBytes: 4096 * MiB });
+    const url = await biWith({ concurrentQueriesPerKey: 2, concurrentQueries: 4, maxMemoryBytes: 256 * MiB, totalMemoryBytes: 4096 * MiB });
     const team = newTeam('bi-holder');
     const key = await readKey(team);
     const old = clientOf(url, key);
@@ -116,7 +116,7 @@ describe('BI admission: holders, teams, the process and memory', function () {
   });
 
   it('memory: each query gets at most what the BI total has left, and none starts with too little', async () => {
-    const url = await biWith({ maxMemoryBytes: 400 * MiB, totalMemoryBytes: 500 * MiB, concurrentQueriesPerKey: 4 });
+    const url = await biWith({ maxMemoryBytes: 400 * MiB, totalMemoryBytes: 500 * MiB, concurrentQueriesPerKey: 4, concurrentQueries: 4 });
     const team = newTeam('bi-memory');
     const client = clientOf(url, await readKey(team));
     // About 80 MB of array (192 MiB at its peak): within a whole query's bound, not within the 100 MB left beside a running one.
