@@ -9,13 +9,14 @@ import { parseQueryTime } from '../http/validation.js';
 import { toUnits } from '../evaluation/money.js';
 import { caip2Network } from '../ingest/networks.js';
 import { DEFAULT_EXPIRES_IN_S, type AuthorizationRequest } from './decision.js';
+import { captureRecordId, voidAuthorization } from './capture.js';
 import {
   authorizationBody,
-  authorizationStatements,
   findAuthorization,
   listAuthorizations,
   statusOf,
   type AuthorizationCursor,
+  type AuthorizationRow,
   type AuthorizationStatus,
 } from './repository.js';
 
@@ -165,26 +166,43 @@ export const listAuthorizationsRoute = defineRoute<unknown, { agent?: string; st
   },
 });
 
+/**
+ * The 409 of a void or capture that lost (or came too late): the authorization's real state in the
+ * message and, whole, in `details.authorization`.
+ */
+function notHeld(row: AuthorizationRow, action: 'voided' | 'captured', now = Date.now(), why?: string): ApiError {
+  const status = statusOf(row, now);
+  return new ApiError('conflict', why ?? `Authorization "${row.id}" is ${status}: only a held one can be ${action}`, {
+    status,
+    authorization: authorizationBody(row, now),
+  });
+}
+
 export const voidAuthorizationRoute = defineRoute({
   method: 'post',
   path: '/authorizations/:id/void',
   operationId: 'voidAuthorization',
   summary: 'Release the hold of an approved authorization',
-  description: 'The agent will not pay (or not now): its amount stops counting against the limits at once. Only a held authorization can be voided (409 otherwise).',
+  description:
+    'The agent will not pay (or not now): its amount stops counting against the limits at once. Only a held authorization can be ' +
+    'voided; a voided one answers 200 again (a retried void), anything else 409 with the authorization in `details.authorization`. ' +
+    'Voids and captures are decided one after the other in the ingest log\'s commit: of a void and a capture sent at once, exactly ' +
+    'one wins. Answered once durable.',
   tag: 'authorizations',
   scope: 'ingest',
   responses: {
     200: { description: 'The authorization, voided', schema: 'authorization.json', example: { ...EXAMPLE, status: 'voided', voided_at: '2026-11-23T12:01:10.000Z' } },
-    409: { description: 'Not held: captured, voided, expired or declined', schema: 'error.json' },
+    409: { description: 'Not held: captured, expired or declined', schema: 'error.json' },
   },
-  handler({ params, team, deps }) {
-    const now = Date.now();
-    // Synchronous: the release and the row change happen between two group commits, never inside one.
-    const changed = authorizationStatements(deps.registry).void.run(now, team.teamId, params.id!, now).changes > 0;
-    const row = findAuthorization(deps.registry, team.teamId, params.id!);
-    if (!row) throw notFound(params.id!);
-    if (!changed) throw new ApiError('conflict', `Authorization "${row.id}" is ${statusOf(row, now)}: only a held one can be voided`);
-    deps.ingest.evaluator?.release(row.id);
+  async handler({ params, team, deps }) {
+    const id = params.id!;
+    if (!findAuthorization(deps.registry, team.teamId, id)) throw notFound(id);
+    const { row, now } = await deps.ingest.commit.serialized((now) => {
+      const voided = voidAuthorization(deps.registry, team.teamId, id, now);
+      if (voided.released) deps.ingest.evaluator?.release(id);
+      return { row: voided.row!, now };
+    });
+    if (row.state !== 'voided') throw notHeld(row, 'voided', now);
     return { body: authorizationBody(row, now) };
   },
 });
@@ -196,8 +214,11 @@ export const captureAuthorizationRoute = defineRoute<{ amount?: string }>({
   summary: 'Capture a held authorization for what was paid',
   description:
     'For a client that does not send its own audit record with `authorization_id`: stores the payment as a record ' +
-    '(id `<authorization id>.capture`, so a retry stores nothing twice) carrying the authorization, whose hold it replaces. ' +
-    '`amount` is at most the held amount (default: all of it); the rest is released. Only a held authorization can be captured (409).',
+    '(id `<authorization id>.capture`) carrying the authorization, whose hold it replaces. `amount` is more than 0 and at most ' +
+    'the held amount (default: all of it); the rest is released. Decided in the ingest log\'s commit, one after the other with ' +
+    'voids and records: the record is stored if and only if this answers 200. The same capture sent again (same amount) answers ' +
+    '200 with the captured authorization and stores nothing twice; anything else not held answers 409, with the authorization ' +
+    'in `details.authorization`.',
   tag: 'authorizations',
   scope: 'ingest',
   body: 'authorization-capture.json',
@@ -205,21 +226,25 @@ export const captureAuthorizationRoute = defineRoute<{ amount?: string }>({
   bodyExample: { amount: '0.2' },
   responses: {
     200: { description: 'The authorization, captured', schema: 'authorization.json', example: { ...EXAMPLE, status: 'captured', captured_amount: '0.2', captured_at: '2026-11-23T12:00:04.000Z', captured_by: `${EXAMPLE.id}.capture` } },
-    409: { description: 'Not held: captured, voided, expired or declined', schema: 'error.json' },
+    409: { description: 'Not held: voided, expired, declined, or captured otherwise', schema: 'error.json' },
   },
   async handler({ params, body, team, deps }) {
     const row = findAuthorization(deps.registry, team.teamId, params.id!);
     if (!row) throw notFound(params.id!);
-    const status = statusOf(row);
-    if (status !== 'held') throw new ApiError('conflict', `Authorization "${row.id}" is ${status}: only a held one can be captured`);
     const amount = body.amount ?? row.amount;
-    if (toUnits(amount) > toUnits(row.amount)) {
+    const units = toUnits(amount);
+    if (units === 0n) {
+      throw new ApiError('validation_failed', 'Request body is invalid: amount must be more than 0 (nothing paid: void the authorization)', [
+        { field: 'amount', message: 'must be more than 0 (nothing paid: void the authorization)' },
+      ]);
+    }
+    if (units > toUnits(row.amount)) {
       throw new ApiError('validation_failed', `Request body is invalid: amount must be at most the held amount ${row.amount}`, [
         { field: 'amount', message: `must be at most the held amount ${row.amount}` },
       ]);
     }
     const record = {
-      id: `${row.id}.capture`,
+      id: captureRecordId(row.id),
       agent_id: row.agent_id,
       endpoint: row.endpoint,
       method: 'POST',
@@ -229,10 +254,13 @@ export const captureAuthorizationRoute = defineRoute<{ amount?: string }>({
       ...(row.network === null ? {} : { network: row.network }),
       ...(row.payee_address === null ? {} : { payee_address: row.payee_address }),
     };
-    await deps.ingest.ingestor.ingest(team.teamId, [record], 'events');
+    const captured = await deps.ingest.ingestor.captureRecord(team.teamId, record);
     const after = findAuthorization(deps.registry, team.teamId, row.id)!;
-    if (after.state !== 'captured') throw new ApiError('conflict', `Authorization "${row.id}" is ${statusOf(after)}: it could not be captured`);
-    return { body: authorizationBody(after) };
+    if (captured) return { body: authorizationBody(after) };
+    if (after.state === 'captured' && after.captured_by === record.id) {
+      throw notHeld(after, 'captured', undefined, `Authorization "${row.id}" was captured for ${after.captured_amount}, not ${amount}`);
+    }
+    throw notHeld(after, 'captured');
   },
 });
 

@@ -238,17 +238,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     return { row };
   }
 
-  /**
-   * A record that carries an authorization of its team and agent, still held, captures it: the
-   * hold is released and the record's spend (already added to the totals) takes its place. One
-   * that is not held (captured, voided, expired, unknown) captures nothing; its spend counts.
-   */
-  private capture(row: EventRow, now: number): void {
-    const captured = authorizationStatements(this.registry).capture.run(row.amount, now, row.id, row.team_id, row.authorization_id, row.agent_id, now).changes > 0;
-    if (captured) this.holds.remove(row.authorization_id!);
-  }
-
-  /** Releases an open hold at once (voided through the API); false when none was held. */
+  /** Releases an open hold (captured or voided in the commit, src/authorizations/capture.ts); false when none was held. */
   release(authorizationId: string): boolean {
     return this.holds.remove(authorizationId);
   }
@@ -281,7 +271,6 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       for (const occurrence of this.anomalies.check(row.team_id, row, amount)) merged.add(i, row, occurrence.dedupKey, () => occurrence);
     });
     for (const { row, occurrence } of this.newPayees(rows, claimed, now)) merged.add(row, rows[row]!, occurrence.dedupKey, () => occurrence);
-    for (const i of claimed) if (rows[i]!.authorization_id !== undefined) this.capture(rows[i]!, now);
 
     const created = new Array<number>(rows.length).fill(0);
     const groups = merged.result();

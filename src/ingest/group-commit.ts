@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import type { AgentActivity } from '../agents/activity.js';
 import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
 import type { AuthorizationRow } from '../authorizations/repository.js';
+import { admitsCapture, captureByRecord } from '../authorizations/capture.js';
+import type { FieldError } from '../http/errors.js';
 import { ApiError } from '../http/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.js';
@@ -18,6 +20,14 @@ export interface CommitOutcome {
   duplicates: number;
   /** Alerts opened by evaluating the stored rows. */
   alertsCreated: number;
+  /** Rows stored with a remark (a zero-amount capture), by their index in the request's rows. */
+  warnings: RowWarning[];
+  /** Rows of a capture-only write that were not stored: the authorization was not held. */
+  refused: number;
+}
+
+export interface RowWarning extends FieldError {
+  row: number;
 }
 
 /**
@@ -32,6 +42,8 @@ export interface AckEvaluator<Plan> {
   decide(plan: Plan, now: number): AuthorizationOutcome[];
   /** Forgets in-memory state that a rolled-back transaction may have changed. */
   reset(): void;
+  /** Releases the hold of an authorization (captured or voided in this transaction). */
+  release(authorizationId: string): boolean;
 }
 
 export interface BacklogLimits {
@@ -42,6 +54,8 @@ export interface BacklogLimits {
 interface PendingWrite {
   teamId: string;
   rows: EventRow[];
+  /** The capture route's record: stored only if it captures its authorization (see admitsCapture). */
+  captureOnly?: boolean;
   resolve: (outcome: CommitOutcome) => void;
   reject: (err: unknown) => void;
 }
@@ -53,6 +67,15 @@ interface PendingDecision {
   reject: (err: unknown) => void;
 }
 
+/** Work that must be serialised with the records and decisions (a void): run in the transaction, answered once durable. */
+interface PendingOperation {
+  run: (now: number) => unknown;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+type OperationOutcome = { value: unknown } | { failed: unknown };
+
 /**
  * Group commit into the ingest log. Requests queue their validated rows; one commit at a time
  * takes everything queued and, in one SQLite transaction synced to disk, claims each (team, id),
@@ -63,6 +86,7 @@ interface PendingDecision {
 export class GroupCommit {
   private queue: PendingWrite[] = [];
   private decisions: PendingDecision[] = [];
+  private operations: PendingOperation[] = [];
   private draining: Promise<void> | undefined;
   /** Groups committed and waiting for their disk flush, then answered. */
   private readonly acknowledging = new Set<Promise<void>>();
@@ -84,9 +108,9 @@ export class GroupCommit {
   }
 
   /** Resolves once the rows are durable in the log (or found to be there already); rejects with a 503 otherwise. */
-  write(teamId: string, rows: EventRow[]): Promise<CommitOutcome> {
+  write(teamId: string, rows: EventRow[], options: { captureOnly?: boolean } = {}): Promise<CommitOutcome> {
     if (this.closed) return Promise.reject(new ApiError('store_unavailable', 'The service is shutting down; retry', undefined, { 'Retry-After': '1' }));
-    if (rows.length === 0) return Promise.resolve({ stored: 0, duplicates: 0, alertsCreated: 0 });
+    if (rows.length === 0) return Promise.resolve({ stored: 0, duplicates: 0, alertsCreated: 0, warnings: [], refused: 0 });
     const backlog = this.freshness.backlog();
     if (backlog.rows >= this.limits.maxRows || backlog.bytes >= this.limits.maxBytes) {
       return Promise.reject(
@@ -99,7 +123,7 @@ export class GroupCommit {
       );
     }
     return new Promise((resolve, reject) => {
-      this.queue.push({ teamId, rows, resolve, reject });
+      this.queue.push({ teamId, rows, resolve, reject, ...(options.captureOnly ? { captureOnly: true } : {}) });
       // setImmediate lets requests already parsed in this turn join the group.
       this.draining ??= new Promise<void>((done) => setImmediate(() => void this.drain().finally(done)));
     });
@@ -115,6 +139,19 @@ export class GroupCommit {
     if (!this.evaluator) return Promise.reject(new ApiError('store_unavailable', 'Authorizations need policy evaluation, which is off here'));
     return new Promise((resolve, reject) => {
       this.decisions.push({ request, resolve, reject });
+      this.draining ??= new Promise<void>((done) => setImmediate(() => void this.drain().finally(done)));
+    });
+  }
+
+  /**
+   * Runs `run` inside the next group's transaction, after its records and decisions (in a
+   * savepoint: a failure fails this call alone), and resolves with its value once it is durable.
+   * What it changes in memory must be undone by the evaluator's reset when the transaction rolls back.
+   */
+  serialized<T>(run: (now: number) => T): Promise<T> {
+    if (this.closed) return Promise.reject(new ApiError('store_unavailable', 'The service is shutting down; retry', undefined, { 'Retry-After': '1' }));
+    return new Promise<T>((resolve, reject) => {
+      this.operations.push({ run, resolve: resolve as (value: unknown) => void, reject });
       this.draining ??= new Promise<void>((done) => setImmediate(() => void this.drain().finally(done)));
     });
   }
@@ -135,16 +172,17 @@ export class GroupCommit {
    */
   private async drain(): Promise<void> {
     try {
-      while (this.queue.length > 0 || this.decisions.length > 0) {
+      while (this.queue.length > 0 || this.decisions.length > 0 || this.operations.length > 0) {
         const group = this.queue.splice(0);
         const decisions = this.decisions.splice(0);
+        const operations = this.operations.splice(0);
         try {
-          const { acknowledged } = await this.commit(group, decisions);
-          const settled = acknowledged.catch((err: unknown) => this.fail(group, err, decisions));
+          const { acknowledged } = await this.commit(group, decisions, operations);
+          const settled = acknowledged.catch((err: unknown) => this.fail(group, err, decisions, operations));
           this.acknowledging.add(settled);
           void settled.finally(() => this.acknowledging.delete(settled));
         } catch (err) {
-          this.fail(group, err, decisions);
+          this.fail(group, err, decisions, operations);
         }
         // Let requests parsed meanwhile join the next group.
         await new Promise<void>((resolve) => setImmediate(resolve));
@@ -164,7 +202,7 @@ export class GroupCommit {
   }
 
   /** Evaluates and commits one group; `acknowledged` settles once its answers are sent. */
-  private async commit(group: PendingWrite[], decisions: PendingDecision[]): Promise<{ acknowledged: Promise<void> }> {
+  private async commit(group: PendingWrite[], decisions: PendingDecision[], operations: PendingOperation[]): Promise<{ acknowledged: Promise<void> }> {
     const started = performance.now();
     const now = Date.now();
     const all = group.flatMap((p) => p.rows);
@@ -182,6 +220,7 @@ export class GroupCommit {
     let chunks: LogChunk[] = [];
     let outcomes: CommitOutcome[];
     let decided: AuthorizationOutcome[] = [];
+    let operated: OperationOutcome[] = [];
     try {
       // Written without fsync; acknowledge() awaits the WAL flush that makes it durable.
       ({ chunks, outcomes } = unsyncedTransaction(this.db, () => {
@@ -192,16 +231,23 @@ export class GroupCommit {
           if (plan === undefined) throw new Error('no evaluation plan for the authorizations of this group');
           decided = this.evaluator!.decide(plan, now);
         }
+        operated = operations.map((op): OperationOutcome => {
+          try {
+            return { value: this.db.transaction(() => op.run(now))() };
+          } catch (failed) {
+            return { failed };
+          }
+        });
         return result;
       }));
     } catch (err) {
       this.log.rolledBack(endPos);
       this.evaluator?.reset();
       this.agents?.reset();
-      this.fail(group, err, decisions);
+      this.fail(group, err, decisions, operations);
       return { acknowledged: Promise.resolve() };
     }
-    return { acknowledged: this.acknowledge(group, chunks, outcomes, started, prepared, decisions, decided) };
+    return { acknowledged: this.acknowledge(group, chunks, outcomes, started, prepared, decisions, decided, operations, operated) };
   }
 
   /** Waits for the WAL flush that makes the group durable, then hands it to the loader and answers. */
@@ -213,6 +259,8 @@ export class GroupCommit {
     prepared: number,
     decisions: PendingDecision[],
     decided: AuthorizationOutcome[],
+    operations: PendingOperation[],
+    operated: OperationOutcome[],
   ): Promise<void> {
     const all = group.reduce((n, p) => n + p.rows.length, 0);
     const committed = performance.now();
@@ -221,7 +269,7 @@ export class GroupCommit {
     } catch (err) {
       // Committed but maybe not on disk: not acknowledged. A retry finds the ids claimed and
       // answers them as duplicates, which is right if the disk kept them; the loader copies them.
-      this.fail(group, err, decisions);
+      this.fail(group, err, decisions, operations);
       this.freshness.committed(chunks);
       return;
     }
@@ -240,6 +288,11 @@ export class GroupCommit {
         );
       }
     });
+    operations.forEach((pending, i) => {
+      const outcome = operated[i]!;
+      if ('value' in outcome) pending.resolve(outcome.value);
+      else pending.reject(outcome.failed);
+    });
     this.logger.debug(
       {
         requests: group.length,
@@ -252,7 +305,7 @@ export class GroupCommit {
     );
   }
 
-  private fail(group: PendingWrite[], err: unknown, decisions: PendingDecision[] = []): void {
+  private fail(group: PendingWrite[], err: unknown, decisions: PendingDecision[] = [], operations: PendingOperation[] = []): void {
     this.metrics?.storeErrors.inc({ store: 'ingest_log' });
     this.logger.error(
       { err, rows: group.reduce((n, p) => n + p.rows.length, 0), authorizations: decisions.length },
@@ -261,27 +314,40 @@ export class GroupCommit {
     const unavailable = new ApiError('store_unavailable', 'The ingest log could not be written; nothing was stored, retry', undefined, { 'Retry-After': '5' });
     for (const pending of group) pending.reject(unavailable);
     for (const pending of decisions) pending.reject(unavailable);
+    for (const pending of operations) pending.reject(unavailable);
   }
 
   /** The body of the transaction: claim, append per team, evaluate, record agents. */
   private claimAndAppend(group: PendingWrite[], all: EventRow[], plan: unknown, now: number) {
     const fresh: boolean[] = [];
     const rowsByTeam = new Map<string, EventRow[]>();
-    const outcomes = group.map((pending) => {
+    const outcomes = group.map((pending): CommitOutcome => {
+      // The capture route's record is stored only while its authorization is held (or it is a retry).
+      if (pending.captureOnly && !pending.rows.every((row) => admitsCapture(this.db, row, now))) {
+        for (let i = 0; i < pending.rows.length; i++) fresh.push(false);
+        return { stored: 0, duplicates: 0, alertsCreated: 0, warnings: [], refused: pending.rows.length };
+      }
       const claimed = this.log.claim(pending.teamId, pending.rows.map((r) => r.id), now);
       let duplicates = 0;
+      const warnings: RowWarning[] = [];
       pending.rows.forEach((row, i) => {
         fresh.push(claimed[i]!);
         if (!claimed[i]) {
           duplicates++;
           return;
         }
+        if (row.authorization_id !== undefined) {
+          // Before the row is encoded: a zero-amount capture stores the held amount as its spend.
+          const { released, warning } = captureByRecord(this.db, row, now);
+          if (released !== undefined) this.evaluator?.release(released);
+          if (warning) warnings.push({ row: i, ...warning });
+        }
         row.ingest_seq = this.nextSeq();
         let rows = rowsByTeam.get(row.team_id);
         if (!rows) rowsByTeam.set(row.team_id, (rows = []));
         rows.push(row);
       });
-      return { stored: pending.rows.length - duplicates, duplicates, alertsCreated: 0 };
+      return { stored: pending.rows.length - duplicates, duplicates, alertsCreated: 0, warnings, refused: 0 };
     });
     // One chunk per team; each line carries its log position (the loader finds a block's rows by it).
     const chunks = [...rowsByTeam].map(([teamId, rows]) => {

@@ -41,12 +41,15 @@ export class Ingestor {
   async ingest(teamId: string, records: readonly unknown[], source: IngestSource, log?: Logger): Promise<IngestResult> {
     const receivedAt = Date.now();
     const rows: EventRow[] = [];
+    /** The index in `records` of each row. */
+    const indexOf: number[] = [];
     const errors: RecordError[] = [];
     const warnings: RecordError[] = [];
     records.forEach((record, index) => {
       const outcome = recordToRow(record, this.schemas, teamId, source, receivedAt, this.rules);
       if (outcome.ok) {
         rows.push(outcome.row);
+        indexOf.push(index);
         for (const w of outcome.warnings) warnings.push({ index, ...w });
       } else for (const e of outcome.errors) errors.push({ index, ...e });
     });
@@ -72,6 +75,21 @@ export class Ingestor {
     this.metrics?.ackSeconds.observe((performance.now() - started) / 1000);
     this.metrics?.ingestRecords.inc({ outcome: 'accepted' }, outcome.stored);
     this.metrics?.ingestRecords.inc({ outcome: 'duplicate' }, outcome.duplicates);
+    for (const w of outcome.warnings) warnings.push({ index: indexOf[w.row]!, field: w.field, message: w.message });
+    if (outcome.warnings.length > 0) warnings.sort((a, b) => a.index - b.index);
     return { ingested: rows.length, duplicates: outcome.duplicates, errors, warnings, alerts_created: outcome.alertsCreated };
+  }
+
+  /**
+   * The record of POST /authorizations/:id/capture: validated as any record, and stored only if it
+   * captures its authorization in the commit (false: the authorization was not held, nothing stored).
+   */
+  async captureRecord(teamId: string, record: Record<string, unknown>): Promise<boolean> {
+    const outcome = recordToRow(record, this.schemas, teamId, 'events', Date.now(), this.rules);
+    if (!outcome.ok) throw new ApiError('validation_failed', 'The capture record is invalid', outcome.errors);
+    const result = await this.commit.write(teamId, [outcome.row], { captureOnly: true });
+    this.metrics?.ingestRecords.inc({ outcome: 'accepted' }, result.stored);
+    this.metrics?.ingestRecords.inc({ outcome: 'duplicate' }, result.duplicates);
+    return result.refused === 0;
   }
 }

@@ -81,7 +81,7 @@ describe('authorizations', function () {
     expect(res.reasons[0]).to.match(/^Flagged by policy "soft"/);
   });
 
-  it('void releases the hold at once; voiding again is a 409', async () => {
+  it('void releases the hold at once; voiding again answers the voided authorization; capturing it then is a 409', async () => {
     const team = newTeam('auth');
     await policy(team, { name: 'day', limits: [{ kind: 'daily', amount: '10' }] });
     const held = await authorize(team, { amount: '8' });
@@ -90,8 +90,10 @@ describe('authorizations', function () {
     expect(voided.status).to.equal('voided');
     expect(voided.voided_at).to.be.a('string');
     expect((await authorize(team, { amount: '9' })).decision).to.equal('approved');
-    const again = await api().post(`/api/v1/authorizations/${held.id}/void`).set(...team.auth).expect(409);
-    expect(errorOf(again.body).message).to.include('voided');
+    const again = await api().post(`/api/v1/authorizations/${held.id}/void`).set(...team.auth).expect(200);
+    expect(again.body).to.deep.equal(voided);
+    const capture = await api().post(`/api/v1/authorizations/${held.id}/capture`).set(...team.auth).send({}).expect(409);
+    expect(errorOf(capture.body).message).to.include('voided');
   });
 
   it('a record carrying authorization_id (the field, or in metadata) captures it: the hold is replaced by the spend', async () => {

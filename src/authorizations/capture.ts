@@ -1,0 +1,92 @@
+/**
+ * Where a payment meets its authorization: inside the ingest log's group commit, in the same
+ * transaction that stores the record. Capture (by an ingested record or POST .../capture) and void
+ * are taken by that one serialised writer, so of a capture and a void sent at once exactly one
+ * wins, and a record the capture route writes is stored if and only if it captured.
+ */
+import type { FieldError } from '../http/errors.js';
+import type { EventRow } from '../ingest/records.js';
+import { toUnits } from '../evaluation/money.js';
+import type { Registry } from '../stores/sqlite.js';
+import { authorizationStatements, findAuthorization, statusOf, type AuthorizationRow } from './repository.js';
+
+/** The id of the record POST /authorizations/:id/capture stores: a retry finds it claimed. */
+export const captureRecordId = (authorizationId: string) => `${authorizationId}.capture`;
+
+/**
+ * Whether a record says the paid call went through: a 2xx or 3xx answer, or a settlement (the
+ * published SDK sets settled_at and tx_hash from the payment's settlement header). A record of a
+ * call that failed or was never paid (the SDK's status 0 or 402) does not.
+ */
+function saysPaid(row: EventRow): boolean {
+  return (row.status_code >= 200 && row.status_code < 400) || row.settled_at !== null || row.tx_hash !== null;
+}
+
+/** What capturing did to a record, for the ingest answer. */
+export interface CaptureEffect {
+  /** The authorization whose hold this record released (captured), if any. */
+  released?: string;
+  warning?: FieldError;
+}
+
+/**
+ * Before the claim, for the record of the capture route: whether it may be stored. It may when the
+ * authorization is held, or when this very record captured it before (a retry: the claim then
+ * finds the record stored and stores nothing). Anything else (voided, expired, captured by another
+ * record or for another amount) refuses it: nothing is stored, and the route answers 409.
+ */
+export function admitsCapture(db: Registry, row: EventRow, now: number): boolean {
+  const auth = findAuthorization(db, row.team_id, row.authorization_id!);
+  if (!auth || auth.agent_id !== row.agent_id) return false;
+  if (auth.state === 'captured') return auth.captured_by === row.id && toUnits(auth.captured_amount!) === toUnits(row.amount);
+  return statusOf(auth, now) === 'held';
+}
+
+/**
+ * After the claim, for a newly stored record that carries an authorization of its team and agent:
+ * a held one is captured, its hold released and the record's spend takes its place. One that is
+ * not held (captured, voided, expired, unknown) captures nothing; the record's spend counts.
+ *
+ * A record of amount 0 would release the hold and count nothing, though a payment was made: the
+ * published SDK records 0 when a payment client settles the 402 itself and it never saw a price.
+ * So a zero-amount record that says the call went through captures the hold at its held amount,
+ * and the record is stored with that amount as its spend (its amount as sent is kept, and given
+ * back to the SDK); one that does not (the call failed or was not paid) leaves the hold alone,
+ * until a priced record, a capture, a void or its expiry. Either way the ingest answer says so.
+ */
+export function captureByRecord(db: Registry, row: EventRow, now: number): CaptureEffect {
+  const auth = findAuthorization(db, row.team_id, row.authorization_id!);
+  if (!auth || auth.agent_id !== row.agent_id || statusOf(auth, now) !== 'held') return {};
+  if (toUnits(row.amount) === 0n) {
+    if (!saysPaid(row)) {
+      return {
+        warning: {
+          field: 'amount',
+          message: `is 0 and the call did not go through (status ${row.status_code}, no settlement): authorization ${auth.id} stays held until a priced record, a capture, a void or its expiry`,
+        },
+      };
+    }
+    row.amount = auth.amount;
+    captureRow(db, auth, row, now);
+    return {
+      released: auth.id,
+      warning: {
+        field: 'amount',
+        message: `is 0 on a paid call: authorization ${auth.id} is captured at its held amount ${auth.amount}, which this record counts as spend`,
+      },
+    };
+  }
+  captureRow(db, auth, row, now);
+  return { released: auth.id };
+}
+
+function captureRow(db: Registry, auth: AuthorizationRow, row: EventRow, now: number): void {
+  const changed = authorizationStatements(db).capture.run(row.amount, now, row.id, row.team_id, auth.id, row.agent_id, now).changes;
+  if (changed !== 1) throw new Error(`authorization ${auth.id} was held but could not be captured`);
+}
+
+/** Voids a held authorization; voiding a voided one again changes nothing (a retried void). */
+export function voidAuthorization(db: Registry, teamId: string, id: string, now: number): { row: AuthorizationRow | undefined; released: boolean } {
+  const released = authorizationStatements(db).void.run(now, teamId, id, now).changes > 0;
+  return { row: findAuthorization(db, teamId, id), released };
+}
