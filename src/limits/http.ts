@@ -67,7 +67,8 @@ function take(res: Response, limiter: RateLimiter, metrics: Metrics, kind: Limit
 
 /**
  * Every authenticated route but ingest (key rotation included: a rotation is a request of the key's
- * holder like any other): one request costs one token of the holder's requests bucket.
+ * holder like any other): one request costs one token of the holder's requests bucket, none when
+ * it is answered 503.
  */
 export function limitRequests(limiter: RateLimiter, metrics: Metrics): RequestHandler {
   return (_req, res, next) => {
