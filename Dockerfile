@@ -29,5 +29,8 @@ COPY schema ./schema
 COPY public ./public
 VOLUME ["/data"]
 EXPOSE 8080
-HEALTHCHECK --interval=10s --timeout=3s --start-period=20s CMD node -e "fetch('http://127.0.0.1:8080/healthz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
+# Liveness, not readiness: what acts on an unhealthy container (Swarm, autoheal) restarts it, and a
+# restart fixes a process that stopped answering, never a ClickHouse outage, a full backlog or a full
+# disk (it would only interrupt the drain). A load balancer's check should use /healthz (readiness).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/livez').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
 CMD ["node", "dist/src/main.js"]

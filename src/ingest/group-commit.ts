@@ -91,6 +91,8 @@ export class GroupCommit {
   /** Groups committed and waiting for their disk flush, then answered. */
   private readonly acknowledging = new Set<Promise<void>>();
   private closed = false;
+  /** The last failed group (readiness): set in fail(), cleared once a later group is acknowledged. */
+  private writeFailure: { at: number; message: string } | undefined;
   private lastSeq = 0;
   private readonly syncWal: () => Promise<void>;
 
@@ -98,13 +100,23 @@ export class GroupCommit {
     private readonly db: Registry,
     private readonly log: IngestLog,
     private readonly freshness: Freshness,
-    private readonly limits: BacklogLimits,
+    readonly limits: BacklogLimits,
     private readonly logger: Logger,
     private readonly evaluator?: AckEvaluator<unknown>,
     private readonly agents?: AgentActivity,
     private readonly metrics?: Metrics,
   ) {
     this.syncWal = walSyncer(db);
+  }
+
+  /** When the last group commit failed, and why, if none has been acknowledged since (GET /healthz). */
+  get lastWriteFailure(): { at: number; message: string } | undefined {
+    return this.writeFailure;
+  }
+
+  /** Whether close() was called: new writes are refused (GET /healthz). */
+  get isClosed(): boolean {
+    return this.closed;
   }
 
   /** Resolves once the rows are durable in the log (or found to be there already); rejects with a 503 otherwise. */
@@ -275,6 +287,7 @@ export class GroupCommit {
     }
     // Only now may the loader copy these records: ClickHouse must never hold what the log could lose.
     this.freshness.committed(chunks);
+    this.writeFailure = undefined;
     group.forEach((pending, i) => pending.resolve(outcomes[i]!));
     decisions.forEach((pending, i) => {
       const outcome = decided[i]!;
@@ -306,6 +319,7 @@ export class GroupCommit {
   }
 
   private fail(group: PendingWrite[], err: unknown, decisions: PendingDecision[] = [], operations: PendingOperation[] = []): void {
+    this.writeFailure = { at: Date.now(), message: err instanceof Error ? err.message : String(err) };
     this.metrics?.storeErrors.inc({ store: 'ingest_log' });
     this.logger.error(
       { err, rows: group.reduce((n, p) => n + p.rows.length, 0), authorizations: decisions.length },

@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { ApiError } from '../http/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { KeyOwner } from '../teams/repository.js';
-import type { LimitKind, LimitOutcome, RateLimiter } from './rate-limiter.js';
+import type { KeyRates, LimitKind, LimitOutcome, RateLimiter } from './rate-limiter.js';
 
 /** The key-creation field that sets each kind of limit: named in a 429's details. */
 const FIELD: Record<LimitKind, string> = { records: 'rate_limit.records_per_second', requests: 'rate_limit.requests_per_second' };
@@ -31,13 +31,48 @@ function answer(res: Response, outcome: LimitOutcome | undefined, metrics: Metri
 }
 
 /**
+ * A request answered 503 costs nothing: the service refused it for its own reason (backlog at its
+ * bound, ingest log not writable, event store behind or down, shutting down), did nothing, and the
+ * client is told to retry. Without this, clients retrying their 503s during an outage would also
+ * run out of tokens and collect 429s. The tokens are taken up front and given back when the answer
+ * turns out to be a 503, rather than taken only after success: the batch holds them while it is
+ * being committed, so concurrent requests can never overrun the limit. Exactly what this request
+ * took is given back, so a 503 answered before any token was taken (a public route, an early
+ * refusal) refunds nothing. Given back just before the status line is written, so the 503 carries
+ * RateLimit headers that already count the refund.
+ */
+function refundOn503(res: Response, limiter: RateLimiter, holderId: string, kind: LimitKind, rates: KeyRates, cost: number): void {
+  const writeHead = res.writeHead;
+  let done = false;
+  res.writeHead = function (this: Response, ...args: unknown[]) {
+    if (!done) {
+      done = true;
+      const status = typeof args[0] === 'number' ? args[0] : this.statusCode;
+      if (status === 503 && !this.headersSent) {
+        const after = limiter.refund(holderId, kind, rates, cost);
+        if (after) this.set(rateLimitHeaders(after));
+      }
+    }
+    return (writeHead as (...a: unknown[]) => Response).apply(this, args);
+  } as Response['writeHead'];
+}
+
+/** Takes `cost` tokens, answers 429 when refused, and gives them back if the answer is a 503. */
+function take(res: Response, limiter: RateLimiter, metrics: Metrics, kind: LimitKind, cost: number): void {
+  const owner = res.locals.team as KeyOwner;
+  const outcome = limiter.take(owner.holderId, kind, owner.rates, cost);
+  answer(res, outcome, metrics);
+  if (outcome?.allowed) refundOn503(res, limiter, owner.holderId, kind, owner.rates, cost);
+}
+
+/**
  * Every authenticated route but ingest (key rotation included: a rotation is a request of the key's
- * holder like any other): one request costs one token of the holder's requests bucket.
+ * holder like any other): one request costs one token of the holder's requests bucket, none when
+ * it is answered 503.
  */
 export function limitRequests(limiter: RateLimiter, metrics: Metrics): RequestHandler {
   return (_req, res, next) => {
-    const owner = res.locals.team as KeyOwner;
-    answer(res, limiter.take(owner.holderId, 'requests', owner.rates, 1), metrics);
+    take(res, limiter, metrics, 'requests', 1);
     next();
   };
 }
@@ -51,13 +86,16 @@ export function precheckRecords(limiter: RateLimiter, metrics: Metrics): Request
   };
 }
 
-/** Ingest, once the body is parsed: a batch costs one token per record it carries, valid or not (1 without any). */
+/**
+ * Ingest, once the body is parsed: a batch costs one token per record it carries, valid or not (1
+ * without any); nothing when it is answered 503 (nothing stored: the backlog at its bound, the log
+ * not writable).
+ */
 export function limitRecords(limiter: RateLimiter, metrics: Metrics, batchField: string): RequestHandler {
   return (req: Request, res, next) => {
-    const owner = res.locals.team as KeyOwner;
     const body = req.body as Record<string, unknown> | undefined;
     const records = body && typeof body === 'object' ? body[batchField] : undefined;
-    answer(res, limiter.take(owner.holderId, 'records', owner.rates, Array.isArray(records) ? Math.max(1, records.length) : 1), metrics);
+    take(res, limiter, metrics, 'records', Array.isArray(records) ? Math.max(1, records.length) : 1);
     next();
   };
 }

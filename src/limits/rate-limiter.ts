@@ -60,6 +60,19 @@ export class RateLimiter {
   }
 
   /**
+   * Gives back what take() took for a request the service then refused itself (a 503: nothing was
+   * done, the client will retry): a refused request costs nothing. Only ever pass what take()
+   * admitted for that request. Returns the bucket's state after, for the answer's headers.
+   */
+  refund(holderId: string, kind: LimitKind, rates: KeyRates, cost: number): LimitOutcome | undefined {
+    const bucket = this.bucket(holderId, kind, rates);
+    if (!bucket) return undefined;
+    const now = this.clock();
+    bucket.give(cost, now);
+    return this.outcome(kind, bucket, true, 0, now);
+  }
+
+  /**
    * Refuses early, before a body is read, when the bucket holds not even one token: whatever the
    * request's cost, it would be refused. Takes nothing.
    */

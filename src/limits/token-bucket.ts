@@ -31,6 +31,15 @@ export class TokenBucket {
     return true;
   }
 
+  /**
+   * Gives back `cost` tokens taken by a request that was then refused for the service's own reason
+   * (a 503): as if it had taken nothing, never past the burst.
+   */
+  give(cost: number, now: number): void {
+    this.refill(now);
+    this.tokens = Math.min(this.rate, this.tokens + cost);
+  }
+
   /** Whether a request of any cost could be admitted now (the bucket holds at least one token). */
   hasAny(now: number): boolean {
     this.refill(now);
