@@ -62,10 +62,31 @@ function setAgents(db: Registry, teamId: string, policyId: string, agents: reado
   for (const agent of agents) insert.run(policyId, teamId, agent);
 }
 
-export function createPolicy(db: Registry, teamId: string, input: PolicyInput): Policy {
+/**
+ * Creating or re-activating a policy would make more than `max` of the team's policies active:
+ * each active policy is checked against every record of its agents, so a team's count is bounded.
+ */
+export class TooManyActivePolicies extends Error {
+  constructor(readonly max: number) {
+    super(`the team has ${max} active policies, the most allowed`);
+    this.name = 'TooManyActivePolicies';
+  }
+}
+
+/** Throws TooManyActivePolicies when the team already has `max` (or more) active policies. */
+function checkRoomForActive(db: Registry, teamId: string, max: number | undefined): void {
+  if (max !== undefined && countActivePolicies(db, teamId) >= max) throw new TooManyActivePolicies(max);
+}
+
+/**
+ * Creates a policy. With `maxActive`, an active one is refused (TooManyActivePolicies) when the
+ * team has that many active policies already; the count is read in the same transaction.
+ */
+export function createPolicy(db: Registry, teamId: string, input: PolicyInput, maxActive?: number): Policy {
   const id = newId('pol');
   const now = Date.now();
   db.transaction(() => {
+    if (input.active) checkRoomForActive(db, teamId, maxActive);
     db.prepare(
       `INSERT INTO policies (id, team_id, name, limits, action, timezone, active, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -81,11 +102,16 @@ export function findPolicy(db: Registry, teamId: string, id: string): Policy | u
   return row && toPolicy(row);
 }
 
-/** Applies the given fields; undefined when the team has no such policy. */
-export function updatePolicy(db: Registry, teamId: string, id: string, changes: Partial<PolicyInput>): Policy | undefined {
+/**
+ * Applies the given fields; undefined when the team has no such policy. With `maxActive`,
+ * activating an inactive policy is refused (TooManyActivePolicies) when the team has that many
+ * active already; a policy that stays active is never refused (a lowered bound keeps what exists).
+ */
+export function updatePolicy(db: Registry, teamId: string, id: string, changes: Partial<PolicyInput>, maxActive?: number): Policy | undefined {
   return db.transaction(() => {
     const current = findPolicy(db, teamId, id);
     if (!current) return undefined;
+    if (changes.active === true && !current.active) checkRoomForActive(db, teamId, maxActive);
     const next = { ...current, ...changes };
     db.prepare('UPDATE policies SET name = ?, limits = ?, action = ?, timezone = ?, active = ?, updated_at = ? WHERE id = ?').run(
       next.name,
