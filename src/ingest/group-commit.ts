@@ -39,6 +39,17 @@ export interface BacklogLimits {
   maxBytes: number;
 }
 
+/** How much one group commit takes from the queue. */
+export interface GroupLimits {
+  /**
+   * A group stops taking requests before it would pass this many records (a request is never
+   * split: one larger than this is a group of its own). Default 2,000.
+   */
+  groupMaxRows?: number;
+  /** Authorizations decided in one group (each lists every limit of its policies). Default 64. */
+  groupMaxDecisions?: number;
+}
+
 interface PendingWrite {
   teamId: string;
   rows: EventRow[];
@@ -55,7 +66,7 @@ interface PendingDecision {
 
 /**
  * Group commit into the ingest log. Requests queue their validated rows; one commit at a time
- * takes everything queued and, in one SQLite transaction synced to disk, claims each (team, id),
+ * takes what is queued (up to a bound of records, whole requests) and, in one SQLite transaction synced to disk, claims each (team, id),
  * appends the new rows, evaluates them (alerts) and records agent activity; then it answers every
  * request of the group. Requests that arrive during a commit form the next group, so a commit
  * grows with concurrency while an idle service commits a lone request at once.
@@ -79,6 +90,7 @@ export class GroupCommit {
     private readonly evaluator?: AckEvaluator<unknown>,
     private readonly agents?: AgentActivity,
     private readonly metrics?: Metrics,
+    private readonly groupLimits: GroupLimits = {},
   ) {
     this.syncWal = walSyncer(db);
   }
@@ -127,6 +139,24 @@ export class GroupCommit {
   }
 
   /**
+   * The requests of the next group, in arrival order: as many as fit in `groupMaxRows` records
+   * (at least one). A group holds the event loop while it is claimed, appended and evaluated, so
+   * a burst queued at once is committed in several groups with a turn of the loop between them.
+   */
+  private takeGroup(): PendingWrite[] {
+    const max = this.groupLimits.groupMaxRows ?? 2_000;
+    let rows = 0;
+    let n = 0;
+    while (n < this.queue.length) {
+      const next = this.queue[n]!.rows.length;
+      if (n > 0 && rows + next > max) break;
+      rows += next;
+      n++;
+    }
+    return this.queue.splice(0, n);
+  }
+
+  /**
    * Commits group after group, until the queue is empty. A group's transaction is written without
    * fsync, and its answers wait for the WAL flush that follows (walSyncer) outside this loop: the
    * next group is committed while that flush runs, so the disk's flush time neither blocks the
@@ -136,8 +166,8 @@ export class GroupCommit {
   private async drain(): Promise<void> {
     try {
       while (this.queue.length > 0 || this.decisions.length > 0) {
-        const group = this.queue.splice(0);
-        const decisions = this.decisions.splice(0);
+        const group = this.takeGroup();
+        const decisions = this.decisions.splice(0, this.groupLimits.groupMaxDecisions ?? 64);
         try {
           const { acknowledged } = await this.commit(group, decisions);
           const settled = acknowledged.catch((err: unknown) => this.fail(group, err, decisions));
