@@ -4,25 +4,58 @@ import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizatio
 import { Holds } from '../authorizations/holds.js';
 import { authorizationStatements, encodeChecks, findByIdempotencyKey, type AuthorizationRow, type StoredCheck } from '../authorizations/repository.js';
 import { newId } from '../teams/keys.js';
-import type { AnomalyConfig } from '../config.js';
+import type { AnomalyConfig, EvaluationConfig } from '../config.js';
 import { MAX_FUTURE_SKEW_MS, type EventRow } from '../ingest/records.js';
 import { activePolicies, policyRevisions } from '../policies/repository.js';
 import type { AckEvaluator } from '../ingest/group-commit.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
 import { AnomalyDetector } from './anomalies.js';
-import { endpointMatcher } from './matchers.js';
+import { endpointMatcher, PatternIndex } from './matchers.js';
 import { formatUnits, toUnits } from './money.js';
-import { breachKey, breachOccurrence, compilePolicy, policyBreaches, scopeKey, scopeOf, type Breach, type CompiledPolicy, type WindowScope } from './policies.js';
+import { OccurrenceMerger } from './occurrences.js';
+import { breachKey, breachOccurrence, compilePolicy, scopeKey, scopeOf, type Breach, type WindowScope } from './policies.js';
+import { brokenCount, PolicyIndex } from './policy-index.js';
 import { utcDay, utcHour, zonedDay, type Window } from './windows.js';
 
 /** A running total a team's policies need: `h`, `d:<zone>` or `e:<pattern>` (see policies.ts). */
 interface ScopeSpec {
   scope: string;
   window: (t: number) => Window;
+  /** Per-endpoint scopes: the pattern, and the test of an event against it. */
+  pattern?: string;
   matches?: (domain: string, endpoint: string) => boolean;
   /** Since when every stored event of the team was added to this scope's totals (Unix ms). */
   since: number;
+}
+
+/**
+ * The running totals a team tracks, found for an event by a few look-ups: windowed scopes that
+ * every event adds to (hour, day in a zone), and endpoint scopes by pattern (see PatternIndex).
+ */
+class ScopeTable {
+  private readonly all = new Map<string, ScopeSpec>();
+  private readonly plain: ScopeSpec[] = [];
+  private readonly patterns = new PatternIndex<ScopeSpec>();
+
+  has(scope: string): boolean {
+    return this.all.has(scope);
+  }
+
+  add(spec: ScopeSpec): void {
+    if (this.all.has(spec.scope)) return;
+    this.all.set(spec.scope, spec);
+    if (spec.pattern === undefined) this.plain.push(spec);
+    else this.patterns.add(spec.pattern, spec);
+  }
+
+  /** The scopes an event adds to. */
+  matching(domain: string, endpoint: string): ScopeSpec[] {
+    if (this.patterns.size === 0) return this.plain;
+    const found = [...this.plain];
+    this.patterns.forEachMatch(domain, endpoint, (spec) => found.push(spec));
+    return found;
+  }
 }
 
 interface TouchedTotal {
@@ -46,10 +79,16 @@ export interface EvaluationPlan {
 
 interface TeamState {
   revision: number;
-  policies: CompiledPolicy[];
-  byAgent: Map<string, CompiledPolicy[]>;
-  scopes: Map<string, ScopeSpec>;
+  /** Active policies by agent and by scope (see policy-index.ts). */
+  index: PolicyIndex;
+  scopes: ScopeTable;
 }
+
+/** The evaluation bounds of EvaluationConfig it uses. */
+export type EvaluatorLimits = Pick<EvaluationConfig, 'maxAlertsPerCommit'>;
+
+/** Distinct alerts all teams of one group may record one by one: a multiple of the bound per team. */
+const GROUP_ALERTS_PER_TEAM_BOUND = 10;
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -90,6 +129,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     private readonly logger: Logger,
     /** Resolves true once ClickHouse holds every record the log holds (false: not in time). */
     private readonly awaitLoaded: () => Promise<boolean>,
+    private readonly limits: EvaluatorLimits = { maxAlertsPerCommit: 100 },
   ) {
     this.statements = {
       insertPayee: registry.prepare('INSERT OR IGNORE INTO agent_payees (team_id, agent_id, payee, first_seen) VALUES (?, ?, ?, ?)'),
@@ -117,8 +157,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     // policies have no scopes, and pay nothing here).
     const touchedBy = (row: EventRow) => {
       const keys: TouchedTotal[] = [];
-      for (const spec of states.get(row.team_id)!.scopes.values()) {
-        if (spec.matches && !spec.matches(row.domain, row.endpoint)) continue;
+      for (const spec of states.get(row.team_id)!.scopes.matching(row.domain, row.endpoint)) {
         const window = spec.window(row.event_time);
         keys.push({ key: this.totalKey(row.team_id, { agentId: row.agent_id, scope: spec.scope, window }), spec, window });
       }
@@ -163,10 +202,13 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const checks: StoredCheck[] = [];
     const reasons: string[] = [];
     const declines: Breach[] = [];
-    for (const policy of this.policiesOf(state, request.agentId)) {
+    // The windows prepare worked out for this probe, by scope: no window is computed per limit.
+    const windows = new Map(plan.probeTouched[i]!.map((t) => [t.spec.scope, t.window]));
+    for (const policy of state.index.policiesOf(request.agentId)) {
       for (const limit of policy.limits) {
         if (limit.matches && !limit.matches(probe.domain, probe.endpoint)) continue;
-        const scope = scopeOf(policy, limit, probe);
+        const window = limit.scope === null ? undefined : windows.get(limit.scope);
+        const scope: WindowScope | undefined = window ? { agentId: request.agentId, scope: limit.scope!, window } : scopeOf(policy, limit, probe);
         const spent = scope ? (this.totals.get(this.totalKey(request.teamId, scope)) ?? 0n) : 0n;
         const held = scope ? this.holds.heldIn(request.teamId, request.agentId, now, scope.window, limit.matches) : 0n;
         const observed = spent + held + amount;
@@ -259,8 +301,10 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    */
   apply(plan: EvaluationPlan, fresh: readonly boolean[], now = Date.now()): number[] {
     const { rows, states, touched, unknown } = plan;
-    // Occurrences of one breach in this group become one: the first event opens (or updates) the alert.
-    const merged = new OccurrenceMerger();
+    // Occurrences of one breach in this group become one: the first event opens (or updates) the
+    // alert; past the bound per team, the rest are counted into the team's storm alert.
+    const bound = this.limits.maxAlertsPerCommit;
+    const merged = new OccurrenceMerger(bound, bound * GROUP_ALERTS_PER_TEAM_BOUND);
     const claimed: number[] = [];
     rows.forEach((row, i) => {
       if (!fresh[i]) return;
@@ -270,10 +314,16 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       // Each scope's total grows once per event, however many policies read it. An unknown total
       // stays absent (reads as 0: its limits are not checked) until it can be read whole.
       for (const { key } of touched[i]!) if (!unknown.has(key)) this.totals.set(key, (this.totals.get(key) ?? 0n) + amount);
-      const spendAfter = (scope: WindowScope) => this.totals.get(this.totalKey(row.team_id, scope)) ?? 0n;
-      for (const policy of this.policiesOf(state, row.agent_id)) {
-        for (const breach of policyBreaches(policy, row, amount, spendAfter)) {
-          merged.add(i, row, breach.dedupKey, () => breachOccurrence(row.team_id, breach, row, amount, now));
+      // Per scope, the limits the total (or the payment, per_call) breaks are a prefix of the
+      // scope's limits sorted by amount: one binary search each, whatever the number of policies.
+      for (const set of state.index.setsOf(row.agent_id)) {
+        if (set.perCall) merged.addBreaches(i, row, set.perCall, brokenCount(set.perCall, amount), null, amount, amount, now);
+        if (set.windowed.size === 0) continue;
+        for (const { key, spec, window } of touched[i]!) {
+          const list = set.windowed.get(spec.scope);
+          if (!list) continue;
+          const spent = this.totals.get(key) ?? 0n;
+          merged.addBreaches(i, row, list, brokenCount(list, spent), window, spent, amount, now);
         }
       }
       const verdict = clientVerdictKey(row);
@@ -315,35 +365,25 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const revision = policyRevisions.get(teamId) ?? 0;
     const current = this.teams.get(teamId);
     if (current && current.revision === revision) return current;
-    const policies = activePolicies(this.registry, teamId).map(compilePolicy);
+    const policies = activePolicies(this.registry, teamId).map((p, order) => compilePolicy(p, order));
     // Scopes stay once needed: their totals keep growing even while no policy reads them.
-    const scopes = current?.scopes ?? new Map<string, ScopeSpec>();
+    const scopes = current?.scopes ?? new ScopeTable();
     for (const policy of policies) {
       for (const limit of policy.limits) {
-        const spec: Omit<ScopeSpec, 'since'> | undefined =
+        if (limit.scope === null || scopes.has(limit.scope)) continue;
+        const zone = policy.timezone;
+        const spec: Omit<ScopeSpec, 'since'> =
           limit.kind === 'per_hour'
-            ? { scope: 'h', window: utcHour }
+            ? { scope: limit.scope, window: utcHour }
             : limit.kind === 'daily'
-              ? { scope: `d:${policy.timezone}`, window: (t) => zonedDay(t, policy.timezone) }
-              : limit.kind === 'per_endpoint'
-                ? { scope: `e:${limit.endpoint}`, window: utcDay, matches: endpointMatcher(limit.endpoint!) }
-                : undefined;
-        if (spec && !scopes.has(spec.scope)) scopes.set(spec.scope, { ...spec, since: now });
+              ? { scope: limit.scope, window: (t) => zonedDay(t, zone) }
+              : { scope: limit.scope, window: utcDay, pattern: limit.endpoint!, matches: endpointMatcher(limit.endpoint!) };
+        scopes.add({ ...spec, since: now });
       }
     }
-    const state = { revision, policies, byAgent: new Map(), scopes };
+    const state = { revision, index: new PolicyIndex(policies), scopes };
     this.teams.set(teamId, state);
     return state;
-  }
-
-  private policiesOf(state: TeamState, agentId: string): CompiledPolicy[] {
-    let list = state.byAgent.get(agentId);
-    if (!list) {
-      list = state.policies.filter((p) => p.agents === null || p.agents.has(agentId));
-      if (state.byAgent.size > 100_000) state.byAgent.clear();
-      state.byAgent.set(agentId, list);
-    }
-    return list;
   }
 
   /**
@@ -545,42 +585,4 @@ function clientReported(row: EventRow, dedupKey: string): Occurrence {
     firstSeen: row.event_time,
     lastSeen: row.event_time,
   };
-}
-
-/**
- * Merges the occurrences of one group by breach, as an alert records them: the first occurrence
- * opens or updates the alert, every one adds to its count, time span and sample ids, and the
- * latest (by event time) gives its observed value, message and details. An occurrence's text is
- * built only for the first and, at the end, the latest of each breach: a busy breach is one
- * occurrence per record, and its text is most of what it costs.
- */
-class OccurrenceMerger {
-  private readonly entries = new Map<string, { row: number; occurrence: Occurrence; latest?: () => Occurrence }>();
-
-  add(index: number, row: EventRow, dedupKey: string, build: () => Occurrence): void {
-    const key = `${row.team_id}\u0000${dedupKey}`;
-    const entry = this.entries.get(key);
-    if (!entry) {
-      this.entries.set(key, { row: index, occurrence: { ...build() } });
-      return;
-    }
-    const target = entry.occurrence;
-    target.count += 1;
-    target.firstSeen = Math.min(target.firstSeen, row.event_time);
-    if (row.event_time >= target.lastSeen) {
-      target.lastSeen = row.event_time;
-      entry.latest = build;
-    }
-    if (target.eventIds.length < 10) target.eventIds = [...target.eventIds, row.id].slice(0, 10);
-  }
-
-  result(): { row: number; occurrence: Occurrence }[] {
-    return [...this.entries.values()].map((entry) => {
-      if (entry.latest) {
-        const latest = entry.latest();
-        Object.assign(entry.occurrence, { observed: latest.observed, message: latest.message, details: latest.details });
-      }
-      return { row: entry.row, occurrence: entry.occurrence };
-    });
-  }
 }
