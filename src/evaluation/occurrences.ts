@@ -30,8 +30,9 @@ interface Entry {
   occurrence: Occurrence;
   /** Rebuilds the text from the latest occurrence (by event time), at the end. */
   latest?: () => Occurrence;
-  /** For a breach: the facts of its latest occurrence, rebuilt into text only at the end. */
-  breach?: { breach: Breach; row: EventRow; amount: bigint; now: number };
+  /** For a breach: its facts, and those of a later occurrence (rebuilt into text only at the end). */
+  breach?: Breach;
+  latestBreach?: { breach: Breach; row: EventRow; amount: bigint; now: number };
 }
 
 /** What a team's occurrences beyond the bound add up to in this group. */
@@ -96,7 +97,7 @@ export class OccurrenceMerger {
     for (let j = 0; j < merging; j++) {
       const entry = recorded[j]!;
       this.merge(entry, row);
-      if (row.event_time >= entry.occurrence.lastSeen) entry.breach = { breach: { ...entry.breach!.breach, observed }, row, amount, now };
+      if (row.event_time >= entry.occurrence.lastSeen) entry.latestBreach = { breach: { ...entry.breach!, observed }, row, amount, now };
     }
     let j = recorded.length;
     while (j < broken && this.admit(row.team_id, index, row)) {
@@ -110,7 +111,7 @@ export class OccurrenceMerger {
         this.individual--;
         this.storms.get(row.team_id)!.individual--;
       } else {
-        entry = { row: index, occurrence: breachOccurrence(row.team_id, breach, row, amount, now), breach: { breach, row, amount, now } };
+        entry = { row: index, occurrence: breachOccurrence(row.team_id, breach, row, amount, now), breach };
         this.entries.set(key, entry);
       }
       recorded.push(entry);
@@ -130,7 +131,8 @@ export class OccurrenceMerger {
   /** The occurrences to record, each with the row that raised it first; a storm alert per team that had one. */
   result(): { row: number; occurrence: Occurrence }[] {
     const out = [...this.entries.values()].map((entry) => {
-      const latest = entry.breach ? breachOccurrence(entry.occurrence.teamId, entry.breach.breach, entry.breach.row, entry.breach.amount, entry.breach.now) : entry.latest?.();
+      const { latestBreach: b } = entry;
+      const latest = b ? breachOccurrence(entry.occurrence.teamId, b.breach, b.row, b.amount, b.now) : entry.latest?.();
       if (latest) Object.assign(entry.occurrence, { observed: latest.observed, message: latest.message, details: latest.details });
       return { row: entry.row, occurrence: entry.occurrence };
     });

@@ -1,6 +1,6 @@
 import type { EventRow } from '../ingest/records.js';
 import type { Occurrence } from '../alerts/repository.js';
-import type { LimitKind } from '../policies/limits.js';
+import type { Limit, LimitKind } from '../policies/limits.js';
 import type { Policy } from '../policies/repository.js';
 import { endpointMatcher } from './matchers.js';
 import { formatUnits, toUnits } from './money.js';
@@ -29,7 +29,7 @@ export interface CompiledPolicy {
   limits: CompiledLimit[];
 }
 
-export function compilePolicy(p: Policy, order = 0): CompiledPolicy {
+export function compilePolicy(p: Pick<Policy, 'id' | 'name' | 'action' | 'timezone' | 'agents' | 'limits'>, order = 0): CompiledPolicy {
   const timezone = p.timezone ?? 'UTC';
   return {
     order,
@@ -38,14 +38,28 @@ export function compilePolicy(p: Policy, order = 0): CompiledPolicy {
     severity: p.action === 'block' ? 'critical' : 'warning',
     timezone,
     agents: p.agents.length ? new Set(p.agents) : null,
-    limits: p.limits.map((l) => ({
+    limits: p.limits.map((l) => compileLimit(l, timezone)),
+  };
+}
+
+/** Compiled limits never change: policies with the same limit (one template over many agents) share one. */
+const compiledLimits = new Map<string, CompiledLimit>();
+
+function compileLimit(l: Limit, timezone: string): CompiledLimit {
+  const key = `${l.kind}\u0000${l.amount}\u0000${l.endpoint ?? ''}\u0000${l.kind === 'daily' ? timezone : ''}`;
+  let compiled = compiledLimits.get(key);
+  if (!compiled) {
+    compiled = {
       kind: l.kind,
       amount: toUnits(l.amount),
       amountText: l.amount,
       scope: limitScope(l.kind, timezone, l.endpoint),
       ...(l.endpoint ? { endpoint: l.endpoint, matches: endpointMatcher(l.endpoint) } : {}),
-    })),
-  };
+    };
+    if (compiledLimits.size >= 100_000) compiledLimits.clear();
+    compiledLimits.set(key, compiled);
+  }
+  return compiled;
 }
 
 /** The scope of the running total a limit reads; null for per_call (the payment alone). */

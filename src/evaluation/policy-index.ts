@@ -47,8 +47,8 @@ export interface PolicySet {
 let nextListId = 0;
 
 function limitList(kind: LimitKind, entries: { policy: CompiledPolicy; limit: CompiledLimit }[]): LimitList {
-  // Stable: equal amounts keep policy order.
-  entries.sort((a, b) => (a.limit.amount < b.limit.amount ? -1 : a.limit.amount > b.limit.amount ? 1 : a.policy.order - b.policy.order));
+  // Entries come in policy order and the sort is stable: equal amounts keep it.
+  entries.sort((a, b) => (a.limit.amount < b.limit.amount ? -1 : a.limit.amount > b.limit.amount ? 1 : 0));
   const criticalBefore = new Uint32Array(entries.length + 1);
   entries.forEach((e, j) => (criticalBefore[j + 1] = criticalBefore[j]! + (e.policy.severity === 'critical' ? 1 : 0)));
   return { id: nextListId++, kind, amounts: entries.map((e) => e.limit.amount), entries, criticalBefore };
