@@ -1,0 +1,52 @@
+/** A burst queued at once is committed in several bounded groups, whole requests each, with turns of the event loop between. */
+import { expect } from 'chai';
+import type { AckEvaluator } from '../../src/ingest/group-commit.js';
+import { GroupCommit } from '../../src/ingest/group-commit.js';
+import { Ingestor } from '../../src/ingest/ingestor.js';
+import type { EventRow } from '../../src/ingest/records.js';
+import { newTeam, testEnv } from '../helpers/context.js';
+import { event } from './fixtures.js';
+
+describe('group commit size', () => {
+  it('takes whole requests up to groupMaxRows records per group (a larger request alone), yielding the event loop between groups', async () => {
+    const { deps } = testEnv();
+    const team = newTeam('groups');
+    const groups: { rows: number; turn: number }[] = [];
+    let turn = 0;
+    let spinning = true;
+    const spin = () => {
+      turn++;
+      if (spinning) setImmediate(spin);
+    };
+    spin();
+    // An evaluator that records what each group's transaction evaluates.
+    const recorder: AckEvaluator<{ rows: readonly EventRow[] }> = {
+      prepare: async (rows) => ({ rows }),
+      apply: (plan) => {
+        groups.push({ rows: plan.rows.length, turn });
+        return plan.rows.map(() => 0);
+      },
+      decide: () => [],
+      reset: () => {},
+    };
+    const limits = { maxRows: deps.config.ingest.backlogMaxRows, maxBytes: deps.config.ingest.backlogMaxBytes };
+    const commit = new GroupCommit(deps.registry, deps.ingest.log, deps.ingest.freshness, limits, deps.logger, recorder as AckEvaluator<unknown>, undefined, undefined, {
+      groupMaxRows: 500,
+    });
+    const ingestor = new Ingestor(deps.schemas, commit);
+    const sizes = [100, 100, 100, 100, 100, 700, 100, 100, 100, 100, 100, 100];
+    let n = 0;
+    const batch = (size: number) => Array.from({ length: size }, () => event({ id: `split-${process.pid}-${n++}`, amount: '0.01' }));
+    try {
+      // All queued in one turn, before the first group starts.
+      const results = await Promise.all(sizes.map((size) => ingestor.ingest(team.teamId, batch(size), 'events')));
+      expect(results.map((r) => r.ingested)).to.deep.equal(sizes);
+      expect(results.every((r) => r.duplicates === 0)).to.equal(true);
+      expect(groups.map((g) => g.rows)).to.deep.equal([500, 700, 500, 100]);
+      for (let g = 1; g < groups.length; g++) expect(groups[g]!.turn, `a turn of the loop before group ${g + 1}`).to.be.above(groups[g - 1]!.turn);
+    } finally {
+      spinning = false;
+      await commit.close();
+    }
+  });
+});
