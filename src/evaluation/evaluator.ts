@@ -14,8 +14,8 @@ import type { Registry } from '../stores/sqlite.js';
 import { AnomalyDetector } from './anomalies.js';
 import { endpointMatcher, PatternIndex } from './matchers.js';
 import { formatUnits, toUnits } from './money.js';
-import { OccurrenceMerger } from './occurrences.js';
-import { breachKey, breachOccurrence, compilePolicy, scopeKey, scopeOf, type Breach, type CompiledPolicy, type WindowScope } from './policies.js';
+import { OccurrenceMerger, Storms } from './occurrences.js';
+import { breachKey, breachOccurrence, compilePolicy, scopeKey, scopeOf, type Breach, type CompiledLimit, type CompiledPolicy, type WindowScope } from './policies.js';
 import { brokenCount, PolicyIndex } from './policy-index.js';
 import { utcDay, utcHour, zonedDay, type Window } from './windows.js';
 
@@ -186,19 +186,49 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    */
   decide(plan: EvaluationPlan, now = Date.now()): AuthorizationOutcome[] {
     const insert = authorizationStatements(this.registry).insert;
-    return plan.requests.map((request, i): AuthorizationOutcome => {
+    // The alerts of declines are bounded like a group's records' (their own count): past the
+    // bound, a team's declined breaches are counted into its storm alert.
+    const bound = this.limits.maxAlertsPerCommit;
+    const storms = new Storms(bound, bound * GROUP_ALERTS_PER_TEAM_BOUND);
+    const outcomes = plan.requests.map((request, i): AuthorizationOutcome => {
       try {
         // A savepoint each: one request that fails (a bug) fails alone, never the group's records
         // or another team's decision.
-        return this.registry.transaction(() => this.decideOne(plan, i, request, insert, now))();
+        return this.registry.transaction(() => this.decideOne(plan, i, request, insert, now, storms))();
       } catch (error) {
         this.logger.error({ err: error, teamId: request.teamId, agentId: request.agentId }, 'deciding an authorization failed');
         return { failed: error };
       }
     });
+    const folded = storms.occurrences();
+    if (folded.length > 0) {
+      try {
+        this.registry.transaction(() => recordOccurrences(this.registry, folded.map((f) => f.occurrence), now))();
+      } catch (error) {
+        // The decisions stand; only the count of their folded alerts is lost (logged).
+        this.logger.error({ err: error, occurrences: folded.reduce((n, f) => n + f.occurrence.count, 0) }, 'recording the storm alert of declined authorizations failed');
+      }
+    }
+    return outcomes;
   }
 
-  private decideOne(plan: EvaluationPlan, i: number, request: AuthorizationRequest, insert: { run(row: AuthorizationRow): unknown }, now: number): AuthorizationOutcome {
+  /**
+   * What deciding an authorization costs, in checks: the limits of the policies that apply to its
+   * agent, as far as this process knows them now (1 for a team not loaded yet). The group commit
+   * takes authorizations into one group up to a total of these.
+   */
+  weigh(request: AuthorizationRequest): number {
+    return 1 + (this.teams.get(request.teamId)?.index.limitCountOf(request.agentId) ?? 0);
+  }
+
+  private decideOne(
+    plan: EvaluationPlan,
+    i: number,
+    request: AuthorizationRequest,
+    insert: { run(row: AuthorizationRow): unknown },
+    now: number,
+    storms: Storms,
+  ): AuthorizationOutcome {
     if (request.idempotencyKey !== null) {
       const existing = findByIdempotencyKey(this.registry, request.teamId, request.idempotencyKey);
       if (existing) return { row: existing };
@@ -210,15 +240,27 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const checks: StoredCheck[] = [];
     const reasons: string[] = [];
     const declines: Breach[] = [];
-    // The windows prepare worked out for this probe, by scope: no window is computed per limit.
+    // What each scope's limits read, worked out once per scope (not per limit), from the windows
+    // prepare computed for this probe: spend in the window, what open holds add, as text too.
     const windows = new Map(plan.probeTouched[i]!.map((t) => [t.spec.scope, t.window]));
-    for (const policy of state.index.policiesOf(request.agentId)) {
-      for (const limit of policy.limits) {
-        if (limit.matches && !limit.matches(probe.domain, probe.endpoint)) continue;
+    const perScope = new Map<string | null, { scope: WindowScope | undefined; spent: bigint; held: bigint; spentText: string; heldText: string }>();
+    const factsOf = (policy: CompiledPolicy, limit: CompiledLimit) => {
+      let facts = perScope.get(limit.scope);
+      if (!facts) {
         const window = limit.scope === null ? undefined : windows.get(limit.scope);
         const scope: WindowScope | undefined = window ? { agentId: request.agentId, scope: limit.scope!, window } : scopeOf(policy, limit, probe);
         const spent = scope ? (this.totals.get(this.totalKey(request.teamId, scope)) ?? 0n) : 0n;
+        // One scope is one pattern: the same held amount for each of its limits.
         const held = scope ? this.holds.heldIn(request.teamId, request.agentId, now, scope.window, limit.matches) : 0n;
+        facts = { scope, spent, held, spentText: formatUnits(spent), heldText: formatUnits(held) };
+        perScope.set(limit.scope, facts);
+      }
+      return facts;
+    };
+    for (const policy of state.index.policiesOf(request.agentId)) {
+      for (const limit of policy.limits) {
+        if (limit.matches && !limit.matches(probe.domain, probe.endpoint)) continue;
+        const { scope, spent, held, spentText, heldText } = factsOf(policy, limit);
         const observed = spent + held + amount;
         const breaks = observed > limit.amount;
         const action = policy.severity === 'critical' ? 'block' : 'flag';
@@ -230,11 +272,11 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
           scope ? scope.window.start : null,
           scope ? scope.window.end : null,
           limit.amountText,
-          formatUnits(spent),
-          formatUnits(held),
+          spentText,
+          heldText,
         ]);
         if (!breaks) continue;
-        const what = limit.kind === 'per_call' ? `the payment of ${request.amount}` : `spend of ${formatUnits(spent)} and holds of ${formatUnits(held)} plus ${request.amount}`;
+        const what = limit.kind === 'per_call' ? `the payment of ${request.amount}` : `spend of ${spentText} and holds of ${heldText} plus ${request.amount}`;
         reasons.push(`${action === 'block' ? 'Declined' : 'Flagged'} by policy "${policy.name}": ${what} would exceed its ${limit.kind} limit of ${limit.amountText}${limit.endpoint ? ` to ${limit.endpoint}` : ''}`);
         if (action === 'block') {
           const window = scope?.window ?? null;
@@ -273,8 +315,10 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     };
     insert.run(row);
     if (!approved) {
-      // The breach's alert, as a record breaking it would raise: one alert per breach.
-      const occurrences = declines.map((breach) => {
+      // The breach's alert, as a record breaking it would raise: one alert per breach, up to the
+      // team's bound for this group; the rest counted into its storm alert (after the write).
+      const individual = declines.slice(0, storms.room(request.teamId));
+      const occurrences = individual.map((breach) => {
         const occurrence = breachOccurrence(request.teamId, breach, probe, amount, now);
         occurrence.details = { ...occurrence.details, declined: true, authorizationId: row.id };
         occurrence.message = `Declined authorization ${row.id}: ${occurrence.message}`;
@@ -282,6 +326,14 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         return occurrence;
       });
       recordOccurrences(this.registry, occurrences, now);
+      for (let k = 0; k < individual.length; k++) storms.admit(request.teamId, i, probe);
+      const rest = declines.slice(individual.length);
+      if (rest.length > 0) {
+        const byKind = new Map<string, number>();
+        for (const breach of rest) byKind.set(breach.limit.kind, (byKind.get(breach.limit.kind) ?? 0) + 1);
+        for (const [kind, count] of byKind) storms.fold(request.teamId, i, probe, kind, count, 'critical', 'authorization');
+        storms.samplePolicies(request.teamId, rest.map((b) => b.policy));
+      }
     }
     // Last, once nothing of this decision can fail: memory follows what is written.
     if (approved) this.holds.add({ id: row.id, teamId: row.team_id, agentId: row.agent_id, domain: row.domain, endpoint: row.endpoint, amount, at: now, expiresAt: row.expires_at });

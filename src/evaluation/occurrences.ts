@@ -12,6 +12,7 @@
  * beyond the bound are counted from a limit list's sorted amounts (a range of it), never listed
  * one by one. Which breaches are recorded one by one is the same from group to group (records in
  * order, each list by amount), so a storm that goes on updates the same alerts, never opens more.
+ * The alerts of a group's declined authorizations are bounded the same way, with a count of their own.
  */
 import type { Occurrence, Severity } from '../alerts/repository.js';
 import type { EventRow } from '../ingest/records.js';
@@ -42,7 +43,9 @@ interface Storm {
   /** Occurrences counted here instead. */
   folded: number;
   firstRow: number;
+  /** Records (by index in the group) and authorizations (by index among the group's) with folded occurrences. */
   rows: Set<number>;
+  authorizations: Set<number>;
   agents: Set<string>;
   byKind: Record<string, number>;
   severity: Severity;
@@ -54,17 +57,107 @@ interface Storm {
 
 const RANK: Record<Severity, number> = { info: 0, warning: 1, critical: 2 };
 
-export class OccurrenceMerger {
-  private readonly entries = new Map<string, Entry>();
-  /** Per team, agent, limit list and window: the breaches of the list recorded one by one, a prefix of it. */
-  private readonly prefixes = new Map<string, Entry[]>();
+/**
+ * The bound of one group's alerts: how many each team (and all together) record one by one, and
+ * what each team's occurrences beyond it add up to. Used by the merger of a group's records and,
+ * separately, by the group's authorization decisions (their declines raise alerts too).
+ */
+export class Storms {
   private readonly storms = new Map<string, Storm>();
   private individual = 0;
 
   constructor(
-    private readonly perTeam: number,
+    readonly perTeam: number,
     private readonly perGroup: number,
   ) {}
+
+  /** Whether one more distinct occurrence of the team may be recorded one by one (counted if so). */
+  admit(teamId: string, index: number, row: EventRow): boolean {
+    const storm = this.stormOf(teamId, index, row);
+    if (storm.individual >= this.perTeam || this.individual >= this.perGroup) return false;
+    storm.individual++;
+    this.individual++;
+    return true;
+  }
+
+  /** How many more distinct occurrences of the team may be recorded one by one now. */
+  room(teamId: string): number {
+    const used = this.storms.get(teamId)?.individual ?? 0;
+    return Math.max(0, Math.min(this.perTeam - used, this.perGroup - this.individual));
+  }
+
+  /** Takes back an admission that recorded nothing new. */
+  unadmit(teamId: string): void {
+    this.individual--;
+    this.storms.get(teamId)!.individual--;
+  }
+
+  /**
+   * `count` occurrences of `kind` raised by `row` (a record, or an authorization as the event it
+   * would be), counted into the team's storm alert.
+   */
+  fold(teamId: string, index: number, row: EventRow, kind: string, count: number, severity: Severity, from: 'record' | 'authorization' = 'record'): void {
+    const storm = this.stormOf(teamId, index, row);
+    if (storm.folded === 0) {
+      storm.firstRow = index;
+      storm.firstSeen = row.event_time;
+      storm.lastSeen = row.event_time;
+    }
+    storm.folded += count;
+    (from === 'record' ? storm.rows : storm.authorizations).add(index);
+    storm.agents.add(row.agent_id);
+    storm.byKind[kind] = (storm.byKind[kind] ?? 0) + count;
+    if (RANK[severity] > RANK[storm.severity]) storm.severity = severity;
+    storm.firstSeen = Math.min(storm.firstSeen, row.event_time);
+    storm.lastSeen = Math.max(storm.lastSeen, row.event_time);
+    // An authorization is no stored event: its id is not a sample event id.
+    if (from === 'record' && storm.eventIds.length < MAX_SAMPLES && !storm.eventIds.includes(row.id)) storm.eventIds.push(row.id);
+  }
+
+  /** Names policies of folded breaches while the sample has room (stops at the first MAX_SAMPLES distinct). */
+  samplePolicies(teamId: string, policies: Iterable<{ id: string; name: string }>): void {
+    const storm = this.storms.get(teamId)!;
+    for (const policy of policies) {
+      if (storm.samplePolicies.length >= MAX_SAMPLES) return;
+      if (!storm.samplePolicies.some((p) => p.id === policy.id)) storm.samplePolicies.push({ id: policy.id, name: policy.name });
+    }
+  }
+
+  /** Names the policies of entries[from, to) of a list while the sample has room (never walks past it). */
+  samplePoliciesOf(teamId: string, list: LimitList, from: number, to: number): void {
+    const storm = this.storms.get(teamId)!;
+    for (let k = from; k < to && storm.samplePolicies.length < MAX_SAMPLES; k++) this.samplePolicies(teamId, [list.entries[k]!.policy]);
+  }
+
+  /** A storm occurrence per team that had occurrences beyond the bound, with the row that raised the first. */
+  occurrences(): { row: number; occurrence: Occurrence }[] {
+    const out: { row: number; occurrence: Occurrence }[] = [];
+    for (const [teamId, storm] of this.storms) if (storm.folded > 0) out.push({ row: storm.firstRow, occurrence: stormOccurrence(teamId, storm, this.perTeam) });
+    return out;
+  }
+
+  private stormOf(teamId: string, index: number, row: EventRow): Storm {
+    let storm = this.storms.get(teamId);
+    if (!storm) {
+      storm = {
+        individual: 0, folded: 0, firstRow: index, rows: new Set(), authorizations: new Set(), agents: new Set(), byKind: {}, severity: 'warning',
+        samplePolicies: [], eventIds: [], firstSeen: row.event_time, lastSeen: row.event_time,
+      };
+      this.storms.set(teamId, storm);
+    }
+    return storm;
+  }
+}
+
+export class OccurrenceMerger {
+  private readonly entries = new Map<string, Entry>();
+  /** Per team, agent, limit list and window: the breaches of the list recorded one by one, a prefix of it. */
+  private readonly prefixes = new Map<string, Entry[]>();
+  private readonly storms: Storms;
+
+  constructor(perTeam: number, perGroup: number) {
+    this.storms = new Storms(perTeam, perGroup);
+  }
 
   /** One occurrence of a breach or anomaly (built only if it is the first of its key). */
   add(index: number, row: EventRow, dedupKey: string, build: () => Occurrence): void {
@@ -75,9 +168,9 @@ export class OccurrenceMerger {
       if (row.event_time >= entry.occurrence.lastSeen) entry.latest = build;
       return;
     }
-    if (!this.admit(row.team_id, index, row)) {
+    if (!this.storms.admit(row.team_id, index, row)) {
       const occurrence = build();
-      this.fold(row.team_id, index, row, occurrence.kind, 1, occurrence.severity);
+      this.storms.fold(row.team_id, index, row, occurrence.kind, 1, occurrence.severity);
       return;
     }
     this.entries.set(key, { row: index, occurrence: { ...build() } });
@@ -100,7 +193,7 @@ export class OccurrenceMerger {
       if (row.event_time >= entry.occurrence.lastSeen) entry.latestBreach = { breach: { ...entry.breach!, observed }, row, amount, now };
     }
     let j = recorded.length;
-    while (j < broken && this.admit(row.team_id, index, row)) {
+    while (j < broken && this.storms.admit(row.team_id, index, row)) {
       const { policy, limit } = list.entries[j]!;
       const breach: Breach = { policy, limit, observed, window, dedupKey: breachKey(row.agent_id, policy, limit, window) };
       const key = `${row.team_id}\u0000${breach.dedupKey}`;
@@ -108,8 +201,7 @@ export class OccurrenceMerger {
       if (entry) {
         // Not expected (a limit is in one list per agent), but never two occurrences of one key.
         this.merge(entry, row);
-        this.individual--;
-        this.storms.get(row.team_id)!.individual--;
+        this.storms.unadmit(row.team_id);
       } else {
         entry = { row: index, occurrence: breachOccurrence(row.team_id, breach, row, amount, now), breach };
         this.entries.set(key, entry);
@@ -119,12 +211,8 @@ export class OccurrenceMerger {
     }
     if (j < broken) {
       const critical = list.criticalBefore[broken]! - list.criticalBefore[j]! > 0;
-      this.fold(row.team_id, index, row, list.kind, broken - j, critical ? 'critical' : 'warning');
-      const storm = this.storms.get(row.team_id)!;
-      for (let k = j; k < broken && storm.samplePolicies.length < MAX_SAMPLES; k++) {
-        const { policy } = list.entries[k]!;
-        if (!storm.samplePolicies.some((p) => p.id === policy.id)) storm.samplePolicies.push({ id: policy.id, name: policy.name });
-      }
+      this.storms.fold(row.team_id, index, row, list.kind, broken - j, critical ? 'critical' : 'warning');
+      this.storms.samplePoliciesOf(row.team_id, list, j, broken);
     }
   }
 
@@ -136,7 +224,7 @@ export class OccurrenceMerger {
       if (latest) Object.assign(entry.occurrence, { observed: latest.observed, message: latest.message, details: latest.details });
       return { row: entry.row, occurrence: entry.occurrence };
     });
-    for (const [teamId, storm] of this.storms) if (storm.folded > 0) out.push({ row: storm.firstRow, occurrence: stormOccurrence(teamId, storm, this.perTeam) });
+    out.push(...this.storms.occurrences());
     return out;
   }
 
@@ -147,44 +235,6 @@ export class OccurrenceMerger {
     if (row.event_time >= target.lastSeen) target.lastSeen = row.event_time;
     if (target.eventIds.length < MAX_SAMPLES && !target.eventIds.includes(row.id)) target.eventIds = [...target.eventIds, row.id];
   }
-
-  private stormOf(teamId: string, index: number, row: EventRow): Storm {
-    let storm = this.storms.get(teamId);
-    if (!storm) {
-      storm = {
-        individual: 0, folded: 0, firstRow: index, rows: new Set(), agents: new Set(), byKind: {}, severity: 'warning',
-        samplePolicies: [], eventIds: [], firstSeen: row.event_time, lastSeen: row.event_time,
-      };
-      this.storms.set(teamId, storm);
-    }
-    return storm;
-  }
-
-  /** Whether one more distinct occurrence of the team may be recorded one by one (counted if so). */
-  private admit(teamId: string, index: number, row: EventRow): boolean {
-    const storm = this.stormOf(teamId, index, row);
-    if (storm.individual >= this.perTeam || this.individual >= this.perGroup) return false;
-    storm.individual++;
-    this.individual++;
-    return true;
-  }
-
-  private fold(teamId: string, index: number, row: EventRow, kind: string, count: number, severity: Severity): void {
-    const storm = this.stormOf(teamId, index, row);
-    if (storm.folded === 0) {
-      storm.firstRow = index;
-      storm.firstSeen = row.event_time;
-      storm.lastSeen = row.event_time;
-    }
-    storm.folded += count;
-    storm.rows.add(index);
-    storm.agents.add(row.agent_id);
-    storm.byKind[kind] = (storm.byKind[kind] ?? 0) + count;
-    if (RANK[severity] > RANK[storm.severity]) storm.severity = severity;
-    storm.firstSeen = Math.min(storm.firstSeen, row.event_time);
-    storm.lastSeen = Math.max(storm.lastSeen, row.event_time);
-    if (storm.eventIds.length < MAX_SAMPLES && !storm.eventIds.includes(row.id)) storm.eventIds.push(row.id);
-  }
 }
 
 function stormOccurrence(teamId: string, storm: Storm, perTeam: number): Occurrence {
@@ -193,6 +243,10 @@ function stormOccurrence(teamId: string, storm: Storm, perTeam: number): Occurre
     .map(([kind, n]) => `${n.toLocaleString('en-US')} ${kind}`)
     .join(', ');
   const policies = storm.samplePolicies.map((p) => `"${p.name}"`).join(', ');
+  const sources = [
+    ...(storm.rows.size > 0 ? [`${storm.rows.size.toLocaleString('en-US')} records`] : []),
+    ...(storm.authorizations.size > 0 ? [`${storm.authorizations.size.toLocaleString('en-US')} declined authorizations`] : []),
+  ];
   return {
     teamId,
     dedupKey: STORM_KEY,
@@ -210,6 +264,7 @@ function stormOccurrence(teamId: string, storm: Storm, perTeam: number): Occurre
       occurrences: storm.folded,
       byKind: storm.byKind,
       records: storm.rows.size,
+      ...(storm.authorizations.size > 0 ? { declinedAuthorizations: storm.authorizations.size } : {}),
       agents: agents.length,
       individualAlerts: storm.individual,
       maxAlertsPerCommit: perTeam,
@@ -217,8 +272,8 @@ function stormOccurrence(teamId: string, storm: Storm, perTeam: number): Occurre
       samplePolicies: storm.samplePolicies,
     },
     message:
-      `Alert storm: one commit raised more than ${perTeam.toLocaleString('en-US')} alerts for this team; ` +
-      `${storm.folded.toLocaleString('en-US')} further occurrences (${kinds}) from ${storm.rows.size.toLocaleString('en-US')} records ` +
+      `Alert storm: past the bound of ${perTeam.toLocaleString('en-US')} alerts per team in one commit, ` +
+      `${storm.folded.toLocaleString('en-US')} further occurrences (${kinds}) from ${sources.join(' and ')} ` +
       `of ${agents.length.toLocaleString('en-US')} agents are counted here instead of an alert each` +
       (policies ? `; policies include ${policies}` : ''),
     eventIds: storm.eventIds,

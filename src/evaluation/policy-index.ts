@@ -80,6 +80,7 @@ const EMPTY: PolicySet = { policies: [], perCall: undefined, windowed: new Map()
 /** A team's active policies, by agent and by scope. */
 export class PolicyIndex {
   readonly teamWide: PolicySet;
+  private readonly teamWideLimits: number;
   /** Policies that name agents, per agent named, in order. */
   private readonly listed = new Map<string, CompiledPolicy[]>();
   /** Their sets, built on an agent's first record (a policy may name thousands of agents). */
@@ -99,6 +100,7 @@ export class PolicyIndex {
       }
     }
     this.teamWide = policySet(teamWide);
+    this.teamWideLimits = teamWide.reduce((n, p) => n + p.limits.length, 0);
   }
 
   /** The sets of policies that apply to an agent: team-wide ones, then those naming it (if any). */
@@ -106,6 +108,13 @@ export class PolicyIndex {
     const own = this.listedSet(agentId);
     if (own === EMPTY) return this.teamWide.policies.length > 0 ? [this.teamWide] : [];
     return this.teamWide.policies.length > 0 ? [this.teamWide, own] : [own];
+  }
+
+  /** How many limits the policies that apply to an agent have (what a decision lists). */
+  limitCountOf(agentId: string): number {
+    let count = this.teamWideLimits;
+    for (const policy of this.listed.get(agentId) ?? []) count += policy.limits.length;
+    return count;
   }
 
   /** Every policy that applies to an agent, in the team's policy order. */
