@@ -30,6 +30,8 @@ export interface AckEvaluator<Plan> {
   apply(plan: Plan, fresh: readonly boolean[], now: number): number[];
   /** After apply, in the same transaction: decides the group's authorizations, in order. */
   decide(plan: Plan, now: number): AuthorizationOutcome[];
+  /** What deciding a request costs (the checks it lists), for the size of a group; 1 if absent. */
+  weigh?(request: AuthorizationRequest): number;
   /** Forgets in-memory state that a rolled-back transaction may have changed. */
   reset(): void;
 }
@@ -46,8 +48,13 @@ export interface GroupLimits {
    * split: one larger than this is a group of its own). Default 2,000.
    */
   groupMaxRows?: number;
-  /** Authorizations decided in one group (each lists every limit of its policies). Default 64. */
+  /** Authorizations decided in one group: at most this many... Default 64. */
   groupMaxDecisions?: number;
+  /**
+   * ...and at most this many checks in all (each decision lists every limit of the policies of its
+   * agent, about a microsecond each; one decision larger than this is decided alone). Default 20,000.
+   */
+  groupMaxChecks?: number;
 }
 
 interface PendingWrite {
@@ -156,6 +163,21 @@ export class GroupCommit {
     return this.queue.splice(0, n);
   }
 
+  /** The authorizations of the next group, in arrival order, within both bounds (at least one). */
+  private takeDecisions(): PendingDecision[] {
+    const maxCount = this.groupLimits.groupMaxDecisions ?? 64;
+    const maxChecks = this.groupLimits.groupMaxChecks ?? 20_000;
+    let checks = 0;
+    let n = 0;
+    while (n < this.decisions.length && n < maxCount) {
+      const weight = this.evaluator?.weigh?.(this.decisions[n]!.request) ?? 1;
+      if (n > 0 && checks + weight > maxChecks) break;
+      checks += weight;
+      n++;
+    }
+    return this.decisions.splice(0, n);
+  }
+
   /**
    * Commits group after group, until the queue is empty. A group's transaction is written without
    * fsync, and its answers wait for the WAL flush that follows (walSyncer) outside this loop: the
@@ -167,7 +189,7 @@ export class GroupCommit {
     try {
       while (this.queue.length > 0 || this.decisions.length > 0) {
         const group = this.takeGroup();
-        const decisions = this.decisions.splice(0, this.groupLimits.groupMaxDecisions ?? 64);
+        const decisions = this.takeDecisions();
         try {
           const { acknowledged } = await this.commit(group, decisions);
           const settled = acknowledged.catch((err: unknown) => this.fail(group, err, decisions));
