@@ -181,4 +181,29 @@ describe('a breach storm', function () {
     expect(alerts.filter((a) => a !== storm).some((a) => a.policyId === last!.id)).to.equal(false);
     expect(storm.sampleEventIds).to.deep.equal([one[0]!.id]);
   });
+
+  it('an authorization declined by 300 block policies lists every check, and raises 100 alerts and the storm alert counting the other 200', async () => {
+    const team = newTeam('storm');
+    const { registry } = testEnv();
+    registry.transaction(() => {
+      for (let i = 0; i < 300; i++) {
+        createPolicy(registry, team.teamId, { name: `block ${i}`, agents: [], limits: [{ kind: 'per_call', amount: '4.5' }, { kind: 'daily', amount: '500' }], action: 'block', active: true, timezone: null });
+      }
+    })();
+    const res = await api().post('/api/v1/authorizations').set(...team.auth).send({ agent_id: 'agent-0', endpoint: ENDPOINTS[0], amount: '5' }).expect(200);
+    expect(res.body.decision).to.equal('declined');
+    expect(res.body.checks).to.have.length(600);
+    expect(res.body.checks.filter((c: { breaks: boolean }) => c.breaks)).to.have.length(300);
+    expect(res.body.reasons).to.have.length(300);
+    const alerts = await allAlerts(team);
+    expect(alerts).to.have.length(101);
+    const storm = alerts.find((a) => a.kind === 'alert_storm')!;
+    expect(storm).to.include({ type: 'system', severity: 'critical', count: 200 });
+    expect(storm.details).to.deep.include({ occurrences: 200, byKind: { per_call: 200 }, records: 0, declinedAuthorizations: 1, agents: 1, sampleAgents: ['agent-0'] });
+    expect(storm.sampleEventIds).to.deep.equal([]);
+    expect(storm.message).to.include('from 1 declined authorizations');
+    const individual = alerts.filter((a) => a !== storm);
+    expect(individual.every((a) => a.details.declined === true && a.details.authorizationId === res.body.id)).to.equal(true);
+    expect(individual.reduce((n, a) => n + a.count, 0) + storm.count).to.equal(300);
+  });
 });
