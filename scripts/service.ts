@@ -19,11 +19,13 @@ export interface ChildServiceOptions {
   nodeArgs?: string[];
   /** Keep the service's log here; otherwise it is drained and dropped. */
   logFile?: string;
+  /** The project whose build (`dist/src/main.js`) runs; this one by default (another worktree for a before/after). */
+  root?: string;
 }
 
 /** Starts `node dist/src/main.js` on a free port and resolves once it listens. */
 export async function startChildService(options: ChildServiceOptions): Promise<ChildService> {
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), path.join(PROJECT_ROOT, 'dist/src/main.js')], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), path.join(options.root ?? PROJECT_ROOT, 'dist/src/main.js')], {
     // The start-up line with the port is logged at info, so the level is at least info.
     env: { ...process.env, LOG_LEVEL: 'info', ...options.env, DATA_DIR: options.dataDir, PORT: '0' },
     stdio: ['ignore', 'pipe', 'inherit'],

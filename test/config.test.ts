@@ -121,6 +121,7 @@ describe('config', () => {
       backlogMaxBytes: 2 * 1024 ** 3,
       readWaitMs: 10_000,
       assetDecimals: {},
+      groupMaxRows: 2_000,
     });
     const config = loadConfig({
       DEDUP_WINDOW_DAYS: '14',
@@ -129,6 +130,7 @@ describe('config', () => {
       INGEST_BACKLOG_MAX_ROWS: '100',
       INGEST_BACKLOG_MAX_BYTES: '1048576',
       READ_WAIT_MS: '500',
+      INGEST_GROUP_MAX_ROWS: '500',
       ASSET_DECIMALS: 'eth:18, WBTC:8,0xAbC0000000000000000000000000000000000001:9,So11111111111111111111111111111111111111112:9',
     });
     expect(config.ingest).to.deep.equal({
@@ -140,7 +142,14 @@ describe('config', () => {
       readWaitMs: 500,
       // Symbols upper-cased, 0x addresses lower-cased, other addresses as written.
       assetDecimals: { ETH: 18, WBTC: 8, '0xabc0000000000000000000000000000000000001': 9, So11111111111111111111111111111111111111112: 9 },
+      groupMaxRows: 500,
     });
+  });
+
+  it('reads the evaluation bounds, with defaults', () => {
+    expect(loadConfig({}).evaluation).to.deep.equal({ maxActivePoliciesPerTeam: 1_000, maxAlertsPerCommit: 100 });
+    const config = loadConfig({ MAX_ACTIVE_POLICIES_PER_TEAM: '2000', MAX_ALERTS_PER_COMMIT: '10' });
+    expect(config.evaluation).to.deep.equal({ maxActivePoliciesPerTeam: 2_000, maxAlertsPerCommit: 10 });
   });
 
   const bad: Record<string, string> = {
@@ -166,6 +175,9 @@ describe('config', () => {
     WEBHOOK_RETRY_SCHEDULE: '5s,10d',
     WEBHOOK_ALLOW_HTTP: 'yes',
     WEBHOOK_ALLOW_PRIVATE: '2',
+    MAX_ACTIVE_POLICIES_PER_TEAM: '0',
+    MAX_ALERTS_PER_COMMIT: 'many',
+    INGEST_GROUP_MAX_ROWS: '0',
   };
   for (const [name, value] of Object.entries(bad)) {
     it(`rejects a bad ${name}, naming it`, () => {

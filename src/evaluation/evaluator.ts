@@ -4,25 +4,59 @@ import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizatio
 import { Holds } from '../authorizations/holds.js';
 import { authorizationStatements, encodeChecks, findByIdempotencyKey, type AuthorizationRow, type StoredCheck } from '../authorizations/repository.js';
 import { newId } from '../teams/keys.js';
-import type { AnomalyConfig } from '../config.js';
+import type { AnomalyConfig, EvaluationConfig } from '../config.js';
 import { MAX_FUTURE_SKEW_MS, type EventRow } from '../ingest/records.js';
-import { activePolicies, policyRevisions } from '../policies/repository.js';
+import type { Limit } from '../policies/limits.js';
+import { activePolicyRows, policyRevisions } from '../policies/repository.js';
 import type { AckEvaluator } from '../ingest/group-commit.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
 import { AnomalyDetector } from './anomalies.js';
-import { endpointMatcher } from './matchers.js';
+import { endpointMatcher, PatternIndex } from './matchers.js';
 import { formatUnits, toUnits } from './money.js';
-import { breachKey, breachOccurrence, compilePolicy, policyBreaches, scopeKey, scopeOf, type Breach, type CompiledPolicy, type WindowScope } from './policies.js';
+import { OccurrenceMerger, Storms } from './occurrences.js';
+import { breachKey, breachOccurrence, compilePolicy, scopeKey, scopeOf, type Breach, type CompiledLimit, type CompiledPolicy, type WindowScope } from './policies.js';
+import { brokenCount, PolicyIndex } from './policy-index.js';
 import { utcDay, utcHour, zonedDay, type Window } from './windows.js';
 
 /** A running total a team's policies need: `h`, `d:<zone>` or `e:<pattern>` (see policies.ts). */
 interface ScopeSpec {
   scope: string;
   window: (t: number) => Window;
+  /** Per-endpoint scopes: the pattern, and the test of an event against it. */
+  pattern?: string;
   matches?: (domain: string, endpoint: string) => boolean;
   /** Since when every stored event of the team was added to this scope's totals (Unix ms). */
   since: number;
+}
+
+/**
+ * The running totals a team tracks, found for an event by a few look-ups: windowed scopes that
+ * every event adds to (hour, day in a zone), and endpoint scopes by pattern (see PatternIndex).
+ */
+class ScopeTable {
+  private readonly all = new Map<string, ScopeSpec>();
+  private readonly plain: ScopeSpec[] = [];
+  private readonly patterns = new PatternIndex<ScopeSpec>();
+
+  has(scope: string): boolean {
+    return this.all.has(scope);
+  }
+
+  add(spec: ScopeSpec): void {
+    if (this.all.has(spec.scope)) return;
+    this.all.set(spec.scope, spec);
+    if (spec.pattern === undefined) this.plain.push(spec);
+    else this.patterns.add(spec.pattern, spec);
+  }
+
+  /** The scopes an event adds to. */
+  matching(domain: string, endpoint: string): ScopeSpec[] {
+    if (this.patterns.size === 0) return this.plain;
+    const found = [...this.plain];
+    this.patterns.forEachMatch(domain, endpoint, (spec) => found.push(spec));
+    return found;
+  }
 }
 
 interface TouchedTotal {
@@ -46,10 +80,21 @@ export interface EvaluationPlan {
 
 interface TeamState {
   revision: number;
-  policies: CompiledPolicy[];
-  byAgent: Map<string, CompiledPolicy[]>;
-  scopes: Map<string, ScopeSpec>;
+  /** Active policies by agent and by scope (see policy-index.ts). */
+  index: PolicyIndex;
+  scopes: ScopeTable;
+  /** Each compiled policy with what it was compiled from: an unchanged one is reused at the next reload. */
+  compiled: Map<string, { source: string; policy: CompiledPolicy }>;
 }
+
+/** The evaluation bounds of EvaluationConfig it uses. */
+export type EvaluatorLimits = Pick<EvaluationConfig, 'maxAlertsPerCommit'>;
+
+/** A reload of a team's policies holds the event loop at most about this long at a time. */
+const RELOAD_SLICE_MS = 5;
+
+/** Distinct alerts all teams of one group may record one by one: a multiple of the bound per team. */
+const GROUP_ALERTS_PER_TEAM_BOUND = 10;
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -90,6 +135,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     private readonly logger: Logger,
     /** Resolves true once ClickHouse holds every record the log holds (false: not in time). */
     private readonly awaitLoaded: () => Promise<boolean>,
+    private readonly limits: EvaluatorLimits = { maxAlertsPerCommit: 100 },
   ) {
     this.statements = {
       insertPayee: registry.prepare('INSERT OR IGNORE INTO agent_payees (team_id, agent_id, payee, first_seen) VALUES (?, ?, ?, ?)'),
@@ -112,13 +158,14 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     // Ingest alone (the common group) pays no copy for the authorizations' part.
     const all = probes.length === 0 ? rows : [...rows, ...probes];
     const states = new Map<string, TeamState>();
-    for (const row of all) if (!states.has(row.team_id)) states.set(row.team_id, this.teamState(row.team_id, now));
+    for (const row of all) {
+      if (!states.has(row.team_id)) states.set(row.team_id, this.currentState(row.team_id) ?? (await this.reloadTeam(row.team_id, now)));
+    }
     // The running totals each event adds to, worked out once per event (teams without windowed
     // policies have no scopes, and pay nothing here).
     const touchedBy = (row: EventRow) => {
       const keys: TouchedTotal[] = [];
-      for (const spec of states.get(row.team_id)!.scopes.values()) {
-        if (spec.matches && !spec.matches(row.domain, row.endpoint)) continue;
+      for (const spec of states.get(row.team_id)!.scopes.matching(row.domain, row.endpoint)) {
         const window = spec.window(row.event_time);
         keys.push({ key: this.totalKey(row.team_id, { agentId: row.agent_id, scope: spec.scope, window }), spec, window });
       }
@@ -139,19 +186,49 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    */
   decide(plan: EvaluationPlan, now = Date.now()): AuthorizationOutcome[] {
     const insert = authorizationStatements(this.registry).insert;
-    return plan.requests.map((request, i): AuthorizationOutcome => {
+    // The alerts of declines are bounded like a group's records' (their own count): past the
+    // bound, a team's declined breaches are counted into its storm alert.
+    const bound = this.limits.maxAlertsPerCommit;
+    const storms = new Storms(bound, bound * GROUP_ALERTS_PER_TEAM_BOUND);
+    const outcomes = plan.requests.map((request, i): AuthorizationOutcome => {
       try {
         // A savepoint each: one request that fails (a bug) fails alone, never the group's records
         // or another team's decision.
-        return this.registry.transaction(() => this.decideOne(plan, i, request, insert, now))();
+        return this.registry.transaction(() => this.decideOne(plan, i, request, insert, now, storms))();
       } catch (error) {
         this.logger.error({ err: error, teamId: request.teamId, agentId: request.agentId }, 'deciding an authorization failed');
         return { failed: error };
       }
     });
+    const folded = storms.occurrences();
+    if (folded.length > 0) {
+      try {
+        this.registry.transaction(() => recordOccurrences(this.registry, folded.map((f) => f.occurrence), now))();
+      } catch (error) {
+        // The decisions stand; only the count of their folded alerts is lost (logged).
+        this.logger.error({ err: error, occurrences: folded.reduce((n, f) => n + f.occurrence.count, 0) }, 'recording the storm alert of declined authorizations failed');
+      }
+    }
+    return outcomes;
   }
 
-  private decideOne(plan: EvaluationPlan, i: number, request: AuthorizationRequest, insert: { run(row: AuthorizationRow): unknown }, now: number): AuthorizationOutcome {
+  /**
+   * What deciding an authorization costs, in checks: the limits of the policies that apply to its
+   * agent, as far as this process knows them now (1 for a team not loaded yet). The group commit
+   * takes authorizations into one group up to a total of these.
+   */
+  weigh(request: AuthorizationRequest): number {
+    return 1 + (this.teams.get(request.teamId)?.index.limitCountOf(request.agentId) ?? 0);
+  }
+
+  private decideOne(
+    plan: EvaluationPlan,
+    i: number,
+    request: AuthorizationRequest,
+    insert: { run(row: AuthorizationRow): unknown },
+    now: number,
+    storms: Storms,
+  ): AuthorizationOutcome {
     if (request.idempotencyKey !== null) {
       const existing = findByIdempotencyKey(this.registry, request.teamId, request.idempotencyKey);
       if (existing) return { row: existing };
@@ -163,12 +240,27 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const checks: StoredCheck[] = [];
     const reasons: string[] = [];
     const declines: Breach[] = [];
-    for (const policy of this.policiesOf(state, request.agentId)) {
+    // What each scope's limits read, worked out once per scope (not per limit), from the windows
+    // prepare computed for this probe: spend in the window, what open holds add, as text too.
+    const windows = new Map(plan.probeTouched[i]!.map((t) => [t.spec.scope, t.window]));
+    const perScope = new Map<string | null, { scope: WindowScope | undefined; spent: bigint; held: bigint; spentText: string; heldText: string }>();
+    const factsOf = (policy: CompiledPolicy, limit: CompiledLimit) => {
+      let facts = perScope.get(limit.scope);
+      if (!facts) {
+        const window = limit.scope === null ? undefined : windows.get(limit.scope);
+        const scope: WindowScope | undefined = window ? { agentId: request.agentId, scope: limit.scope!, window } : scopeOf(policy, limit, probe);
+        const spent = scope ? (this.totals.get(this.totalKey(request.teamId, scope)) ?? 0n) : 0n;
+        // One scope is one pattern: the same held amount for each of its limits.
+        const held = scope ? this.holds.heldIn(request.teamId, request.agentId, now, scope.window, limit.matches) : 0n;
+        facts = { scope, spent, held, spentText: formatUnits(spent), heldText: formatUnits(held) };
+        perScope.set(limit.scope, facts);
+      }
+      return facts;
+    };
+    for (const policy of state.index.policiesOf(request.agentId)) {
       for (const limit of policy.limits) {
         if (limit.matches && !limit.matches(probe.domain, probe.endpoint)) continue;
-        const scope = scopeOf(policy, limit, probe);
-        const spent = scope ? (this.totals.get(this.totalKey(request.teamId, scope)) ?? 0n) : 0n;
-        const held = scope ? this.holds.heldIn(request.teamId, request.agentId, now, scope.window, limit.matches) : 0n;
+        const { scope, spent, held, spentText, heldText } = factsOf(policy, limit);
         const observed = spent + held + amount;
         const breaks = observed > limit.amount;
         const action = policy.severity === 'critical' ? 'block' : 'flag';
@@ -180,11 +272,11 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
           scope ? scope.window.start : null,
           scope ? scope.window.end : null,
           limit.amountText,
-          formatUnits(spent),
-          formatUnits(held),
+          spentText,
+          heldText,
         ]);
         if (!breaks) continue;
-        const what = limit.kind === 'per_call' ? `the payment of ${request.amount}` : `spend of ${formatUnits(spent)} and holds of ${formatUnits(held)} plus ${request.amount}`;
+        const what = limit.kind === 'per_call' ? `the payment of ${request.amount}` : `spend of ${spentText} and holds of ${heldText} plus ${request.amount}`;
         reasons.push(`${action === 'block' ? 'Declined' : 'Flagged'} by policy "${policy.name}": ${what} would exceed its ${limit.kind} limit of ${limit.amountText}${limit.endpoint ? ` to ${limit.endpoint}` : ''}`);
         if (action === 'block') {
           const window = scope?.window ?? null;
@@ -223,8 +315,10 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     };
     insert.run(row);
     if (!approved) {
-      // The breach's alert, as a record breaking it would raise: one alert per breach.
-      const occurrences = declines.map((breach) => {
+      // The breach's alert, as a record breaking it would raise: one alert per breach, up to the
+      // team's bound for this group; the rest counted into its storm alert (after the write).
+      const individual = declines.slice(0, storms.room(request.teamId));
+      const occurrences = individual.map((breach) => {
         const occurrence = breachOccurrence(request.teamId, breach, probe, amount, now);
         occurrence.details = { ...occurrence.details, declined: true, authorizationId: row.id };
         occurrence.message = `Declined authorization ${row.id}: ${occurrence.message}`;
@@ -232,6 +326,14 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         return occurrence;
       });
       recordOccurrences(this.registry, occurrences, now);
+      for (let k = 0; k < individual.length; k++) storms.admit(request.teamId, i, probe);
+      const rest = declines.slice(individual.length);
+      if (rest.length > 0) {
+        const byKind = new Map<string, number>();
+        for (const breach of rest) byKind.set(breach.limit.kind, (byKind.get(breach.limit.kind) ?? 0) + 1);
+        for (const [kind, count] of byKind) storms.fold(request.teamId, i, probe, kind, count, 'critical', 'authorization');
+        storms.samplePolicies(request.teamId, rest.map((b) => b.policy));
+      }
     }
     // Last, once nothing of this decision can fail: memory follows what is written.
     if (approved) this.holds.add({ id: row.id, teamId: row.team_id, agentId: row.agent_id, domain: row.domain, endpoint: row.endpoint, amount, at: now, expiresAt: row.expires_at });
@@ -249,8 +351,10 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    */
   apply(plan: EvaluationPlan, fresh: readonly boolean[], now = Date.now()): number[] {
     const { rows, states, touched, unknown } = plan;
-    // Occurrences of one breach in this group become one: the first event opens (or updates) the alert.
-    const merged = new OccurrenceMerger();
+    // Occurrences of one breach in this group become one: the first event opens (or updates) the
+    // alert; past the bound per team, the rest are counted into the team's storm alert.
+    const bound = this.limits.maxAlertsPerCommit;
+    const merged = new OccurrenceMerger(bound, bound * GROUP_ALERTS_PER_TEAM_BOUND);
     const claimed: number[] = [];
     rows.forEach((row, i) => {
       if (!fresh[i]) return;
@@ -260,10 +364,16 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       // Each scope's total grows once per event, however many policies read it. An unknown total
       // stays absent (reads as 0: its limits are not checked) until it can be read whole.
       for (const { key } of touched[i]!) if (!unknown.has(key)) this.totals.set(key, (this.totals.get(key) ?? 0n) + amount);
-      const spendAfter = (scope: WindowScope) => this.totals.get(this.totalKey(row.team_id, scope)) ?? 0n;
-      for (const policy of this.policiesOf(state, row.agent_id)) {
-        for (const breach of policyBreaches(policy, row, amount, spendAfter)) {
-          merged.add(i, row, breach.dedupKey, () => breachOccurrence(row.team_id, breach, row, amount, now));
+      // Per scope, the limits the total (or the payment, per_call) breaks are a prefix of the
+      // scope's limits sorted by amount: one binary search each, whatever the number of policies.
+      for (const set of state.index.setsOf(row.agent_id)) {
+        if (set.perCall) merged.addBreaches(i, row, set.perCall, brokenCount(set.perCall, amount), null, amount, amount, now);
+        if (set.windowed.size === 0) continue;
+        for (const { key, spec, window } of touched[i]!) {
+          const list = set.windowed.get(spec.scope);
+          if (!list) continue;
+          const spent = this.totals.get(key) ?? 0n;
+          merged.addBreaches(i, row, list, brokenCount(list, spent), window, spent, amount, now);
         }
       }
       const verdict = clientVerdictKey(row);
@@ -299,40 +409,59 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     return `${teamId}\u0000${scopeKey(scope)}`;
   }
 
-  /** The team's active policies and scopes, reloaded whenever its policies changed. */
-  private teamState(teamId: string, now: number): TeamState {
-    const revision = policyRevisions.get(teamId) ?? 0;
+  /** The team's active policies and scopes, unless its policies changed since they were loaded. */
+  private currentState(teamId: string): TeamState | undefined {
     const current = this.teams.get(teamId);
-    if (current && current.revision === revision) return current;
-    const policies = activePolicies(this.registry, teamId).map(compilePolicy);
-    // Scopes stay once needed: their totals keep growing even while no policy reads them.
-    const scopes = current?.scopes ?? new Map<string, ScopeSpec>();
-    for (const policy of policies) {
-      for (const limit of policy.limits) {
-        const spec: Omit<ScopeSpec, 'since'> | undefined =
-          limit.kind === 'per_hour'
-            ? { scope: 'h', window: utcHour }
-            : limit.kind === 'daily'
-              ? { scope: `d:${policy.timezone}`, window: (t) => zonedDay(t, policy.timezone) }
-              : limit.kind === 'per_endpoint'
-                ? { scope: `e:${limit.endpoint}`, window: utcDay, matches: endpointMatcher(limit.endpoint!) }
-                : undefined;
-        if (spec && !scopes.has(spec.scope)) scopes.set(spec.scope, { ...spec, since: now });
-      }
-    }
-    const state = { revision, policies, byAgent: new Map(), scopes };
-    this.teams.set(teamId, state);
-    return state;
+    return current && current.revision === (policyRevisions.get(teamId) ?? 0) ? current : undefined;
   }
 
-  private policiesOf(state: TeamState, agentId: string): CompiledPolicy[] {
-    let list = state.byAgent.get(agentId);
-    if (!list) {
-      list = state.policies.filter((p) => p.agents === null || p.agents.has(agentId));
-      if (state.byAgent.size > 100_000) state.byAgent.clear();
-      state.byAgent.set(agentId, list);
+  /**
+   * Loads the team's active policies and scopes after a change. Reloaded whole, but compiled again
+   * only where changed (a team adding one policy to 2,000 pays a read of the rows), and in slices
+   * of a few milliseconds with a turn of the event loop between them: a team's first group after
+   * thousands of policies were created does not hold the loop while they compile. A change made
+   * meanwhile raises the revision again, and the next group reloads.
+   */
+  private async reloadTeam(teamId: string, now: number): Promise<TeamState> {
+    const revision = policyRevisions.get(teamId) ?? 0;
+    const current = this.teams.get(teamId);
+    let slice = performance.now();
+    const yieldNow = async () => {
+      if (performance.now() - slice < RELOAD_SLICE_MS) return;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      slice = performance.now();
+    };
+    const compiled = new Map<string, { source: string; policy: CompiledPolicy }>();
+    const rows = activePolicyRows(this.registry, teamId);
+    const policies: CompiledPolicy[] = [];
+    for (const [order, row] of rows.entries()) {
+      const source = `${row.name}\u0000${row.action}\u0000${row.timezone}\u0000${row.limits}\u0000${row.agents.join('\u0000')}`;
+      const known = current?.compiled.get(row.id);
+      const policy = known && known.source === source ? known.policy : compilePolicy({ ...row, limits: JSON.parse(row.limits) as Limit[] }, order);
+      policy.order = order;
+      compiled.set(row.id, { source, policy });
+      policies.push(policy);
+      if (order % 64 === 63) await yieldNow();
     }
-    return list;
+    await yieldNow();
+    // Scopes stay once needed: their totals keep growing even while no policy reads them.
+    const scopes = current?.scopes ?? new ScopeTable();
+    for (const policy of policies) {
+      for (const limit of policy.limits) {
+        if (limit.scope === null || scopes.has(limit.scope)) continue;
+        const zone = policy.timezone;
+        const spec: Omit<ScopeSpec, 'since'> =
+          limit.kind === 'per_hour'
+            ? { scope: limit.scope, window: utcHour }
+            : limit.kind === 'daily'
+              ? { scope: limit.scope, window: (t) => zonedDay(t, zone) }
+              : { scope: limit.scope, window: utcDay, pattern: limit.endpoint!, matches: endpointMatcher(limit.endpoint!) };
+        scopes.add({ ...spec, since: now });
+      }
+    }
+    const state = { revision, index: new PolicyIndex(policies), scopes, compiled };
+    this.teams.set(teamId, state);
+    return state;
   }
 
   /**
@@ -534,42 +663,4 @@ function clientReported(row: EventRow, dedupKey: string): Occurrence {
     firstSeen: row.event_time,
     lastSeen: row.event_time,
   };
-}
-
-/**
- * Merges the occurrences of one group by breach, as an alert records them: the first occurrence
- * opens or updates the alert, every one adds to its count, time span and sample ids, and the
- * latest (by event time) gives its observed value, message and details. An occurrence's text is
- * built only for the first and, at the end, the latest of each breach: a busy breach is one
- * occurrence per record, and its text is most of what it costs.
- */
-class OccurrenceMerger {
-  private readonly entries = new Map<string, { row: number; occurrence: Occurrence; latest?: () => Occurrence }>();
-
-  add(index: number, row: EventRow, dedupKey: string, build: () => Occurrence): void {
-    const key = `${row.team_id}\u0000${dedupKey}`;
-    const entry = this.entries.get(key);
-    if (!entry) {
-      this.entries.set(key, { row: index, occurrence: { ...build() } });
-      return;
-    }
-    const target = entry.occurrence;
-    target.count += 1;
-    target.firstSeen = Math.min(target.firstSeen, row.event_time);
-    if (row.event_time >= target.lastSeen) {
-      target.lastSeen = row.event_time;
-      entry.latest = build;
-    }
-    if (target.eventIds.length < 10) target.eventIds = [...target.eventIds, row.id].slice(0, 10);
-  }
-
-  result(): { row: number; occurrence: Occurrence }[] {
-    return [...this.entries.values()].map((entry) => {
-      if (entry.latest) {
-        const latest = entry.latest();
-        Object.assign(entry.occurrence, { observed: latest.observed, message: latest.message, details: latest.details });
-      }
-      return { row: entry.row, occurrence: entry.occurrence };
-    });
-  }
 }

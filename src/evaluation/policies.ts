@@ -1,21 +1,25 @@
 import type { EventRow } from '../ingest/records.js';
 import type { Occurrence } from '../alerts/repository.js';
-import type { LimitKind } from '../policies/limits.js';
+import type { Limit, LimitKind } from '../policies/limits.js';
 import type { Policy } from '../policies/repository.js';
 import { endpointMatcher } from './matchers.js';
 import { formatUnits, toUnits } from './money.js';
 import { utcDay, utcHour, zonedDay, type Window } from './windows.js';
 
 /** A limit ready to check: amount in 10^-18 units, pattern as a function. */
-interface CompiledLimit {
+export interface CompiledLimit {
   kind: LimitKind;
   amount: bigint;
   amountText: string;
+  /** The running total it reads (`h`, `d:<zone>`, `e:<pattern>`, see WindowScope); null for per_call. */
+  scope: string | null;
   endpoint?: string;
   matches?: (domain: string, endpoint: string) => boolean;
 }
 
 export interface CompiledPolicy {
+  /** Its place among the team's active policies (created_at, id): checks list policies in this order. */
+  order: number;
   id: string;
   name: string;
   severity: 'warning' | 'critical';
@@ -25,20 +29,51 @@ export interface CompiledPolicy {
   limits: CompiledLimit[];
 }
 
-export function compilePolicy(p: Policy): CompiledPolicy {
+export function compilePolicy(p: Pick<Policy, 'id' | 'name' | 'action' | 'timezone' | 'agents' | 'limits'>, order = 0): CompiledPolicy {
+  const timezone = p.timezone ?? 'UTC';
   return {
+    order,
     id: p.id,
     name: p.name,
     severity: p.action === 'block' ? 'critical' : 'warning',
-    timezone: p.timezone ?? 'UTC',
+    timezone,
     agents: p.agents.length ? new Set(p.agents) : null,
-    limits: p.limits.map((l) => ({
+    limits: p.limits.map((l) => compileLimit(l, timezone)),
+  };
+}
+
+/** Compiled limits never change: policies with the same limit (one template over many agents) share one. */
+const compiledLimits = new Map<string, CompiledLimit>();
+
+function compileLimit(l: Limit, timezone: string): CompiledLimit {
+  const key = `${l.kind}\u0000${l.amount}\u0000${l.endpoint ?? ''}\u0000${l.kind === 'daily' ? timezone : ''}`;
+  let compiled = compiledLimits.get(key);
+  if (!compiled) {
+    compiled = {
       kind: l.kind,
       amount: toUnits(l.amount),
       amountText: l.amount,
+      scope: limitScope(l.kind, timezone, l.endpoint),
       ...(l.endpoint ? { endpoint: l.endpoint, matches: endpointMatcher(l.endpoint) } : {}),
-    })),
-  };
+    };
+    if (compiledLimits.size >= 100_000) compiledLimits.clear();
+    compiledLimits.set(key, compiled);
+  }
+  return compiled;
+}
+
+/** The scope of the running total a limit reads; null for per_call (the payment alone). */
+function limitScope(kind: LimitKind, timezone: string, endpoint: string | undefined): string | null {
+  switch (kind) {
+    case 'per_call':
+      return null;
+    case 'per_hour':
+      return 'h';
+    case 'daily':
+      return `d:${timezone}`;
+    case 'per_endpoint':
+      return `e:${endpoint}`;
+  }
 }
 
 /**
@@ -91,30 +126,6 @@ export interface Breach {
 /** What makes two occurrences (or a declined authorization) the same breach: agent, policy, limit, window. */
 export function breachKey(agentId: string, policy: CompiledPolicy, limit: CompiledLimit, window: Window | null): string {
   return `${agentId}\u0000policy\u0000${policy.id}\u0000${limit.kind}\u0000${limit.endpoint ?? ''}\u0000${window?.start ?? ''}`;
-}
-
-/**
- * The limits of one policy an event breaks. `spendAfter` gives the running total of a scope
- * including this event (the caller adds it once per scope, however many policies share it). Cheap:
- * the alert's text is built by breachOccurrence, only for the occurrences an alert keeps.
- */
-export function policyBreaches(policy: CompiledPolicy, row: EventRow, amount: bigint, spendAfter: (scope: WindowScope) => bigint): Breach[] {
-  const found: Breach[] = [];
-  for (const limit of policy.limits) {
-    if (limit.matches && !limit.matches(row.domain, row.endpoint)) continue;
-    const scope = scopeOf(policy, limit, row);
-    const observed = scope ? spendAfter(scope) : amount;
-    if (observed <= limit.amount) continue;
-    const window = scope?.window ?? null;
-    found.push({
-      policy,
-      limit,
-      observed,
-      window,
-      dedupKey: breachKey(row.agent_id, policy, limit, window),
-    });
-  }
-  return found;
 }
 
 /** The alert occurrence of a breach: observed value, message and details as the alert shows them. */

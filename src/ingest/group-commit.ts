@@ -40,6 +40,8 @@ export interface AckEvaluator<Plan> {
   apply(plan: Plan, fresh: readonly boolean[], now: number): number[];
   /** After apply, in the same transaction: decides the group's authorizations, in order. */
   decide(plan: Plan, now: number): AuthorizationOutcome[];
+  /** What deciding a request costs (the checks it lists), for the size of a group; 1 if absent. */
+  weigh?(request: AuthorizationRequest): number;
   /** Forgets in-memory state that a rolled-back transaction may have changed. */
   reset(): void;
   /** Releases the hold of an authorization (captured or voided in this transaction). */
@@ -49,6 +51,22 @@ export interface AckEvaluator<Plan> {
 export interface BacklogLimits {
   maxRows: number;
   maxBytes: number;
+}
+
+/** How much one group commit takes from the queue. */
+export interface GroupLimits {
+  /**
+   * A group stops taking requests before it would pass this many records (a request is never
+   * split: one larger than this is a group of its own). Default 2,000.
+   */
+  groupMaxRows?: number;
+  /** Authorizations decided in one group: at most this many... Default 64. */
+  groupMaxDecisions?: number;
+  /**
+   * ...and at most this many checks in all (each decision lists every limit of the policies of its
+   * agent, about a microsecond each; one decision larger than this is decided alone). Default 20,000.
+   */
+  groupMaxChecks?: number;
 }
 
 interface PendingWrite {
@@ -78,7 +96,7 @@ type OperationOutcome = { value: unknown } | { failed: unknown };
 
 /**
  * Group commit into the ingest log. Requests queue their validated rows; one commit at a time
- * takes everything queued and, in one SQLite transaction synced to disk, claims each (team, id),
+ * takes what is queued (up to a bound of records, whole requests) and, in one SQLite transaction synced to disk, claims each (team, id),
  * appends the new rows, evaluates them (alerts) and records agent activity; then it answers every
  * request of the group. Requests that arrive during a commit form the next group, so a commit
  * grows with concurrency while an idle service commits a lone request at once.
@@ -105,6 +123,7 @@ export class GroupCommit {
     private readonly evaluator?: AckEvaluator<unknown>,
     private readonly agents?: AgentActivity,
     private readonly metrics?: Metrics,
+    private readonly groupLimits: GroupLimits = {},
   ) {
     this.syncWal = walSyncer(db);
   }
@@ -176,6 +195,39 @@ export class GroupCommit {
   }
 
   /**
+   * The requests of the next group, in arrival order: as many as fit in `groupMaxRows` records
+   * (at least one). A group holds the event loop while it is claimed, appended and evaluated, so
+   * a burst queued at once is committed in several groups with a turn of the loop between them.
+   */
+  private takeGroup(): PendingWrite[] {
+    const max = this.groupLimits.groupMaxRows ?? 2_000;
+    let rows = 0;
+    let n = 0;
+    while (n < this.queue.length) {
+      const next = this.queue[n]!.rows.length;
+      if (n > 0 && rows + next > max) break;
+      rows += next;
+      n++;
+    }
+    return this.queue.splice(0, n);
+  }
+
+  /** The authorizations of the next group, in arrival order, within both bounds (at least one). */
+  private takeDecisions(): PendingDecision[] {
+    const maxCount = this.groupLimits.groupMaxDecisions ?? 64;
+    const maxChecks = this.groupLimits.groupMaxChecks ?? 20_000;
+    let checks = 0;
+    let n = 0;
+    while (n < this.decisions.length && n < maxCount) {
+      const weight = this.evaluator?.weigh?.(this.decisions[n]!.request) ?? 1;
+      if (n > 0 && checks + weight > maxChecks) break;
+      checks += weight;
+      n++;
+    }
+    return this.decisions.splice(0, n);
+  }
+
+  /**
    * Commits group after group, until the queue is empty. A group's transaction is written without
    * fsync, and its answers wait for the WAL flush that follows (walSyncer) outside this loop: the
    * next group is committed while that flush runs, so the disk's flush time neither blocks the
@@ -185,9 +237,10 @@ export class GroupCommit {
   private async drain(): Promise<void> {
     try {
       while (this.queue.length > 0 || this.decisions.length > 0 || this.operations.length > 0) {
-        const group = this.queue.splice(0);
-        const decisions = this.decisions.splice(0);
-        const operations = this.operations.splice(0);
+        const group = this.takeGroup();
+        const decisions = this.takeDecisions();
+        // Voids: one statement each, so a few hundred per group cost little.
+        const operations = this.operations.splice(0, 256);
         try {
           const { acknowledged } = await this.commit(group, decisions, operations);
           const settled = acknowledged.catch((err: unknown) => this.fail(group, err, decisions, operations));

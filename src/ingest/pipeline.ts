@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { AgentActivity } from '../agents/activity.js';
-import type { AnomalyConfig, IngestConfig, Retention } from '../config.js';
+import type { AnomalyConfig, EvaluationConfig, IngestConfig, Retention } from '../config.js';
 import { Evaluator } from '../evaluation/evaluator.js';
 import type { SchemaRegistry } from '../http/validation.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -28,7 +28,7 @@ export interface IngestPipeline {
 }
 
 export interface IngestPipelineDeps {
-  config: { ingest: IngestConfig; anomalies: AnomalyConfig; retention: Retention };
+  config: { ingest: IngestConfig; anomalies: AnomalyConfig; retention: Retention; evaluation?: EvaluationConfig };
   registry: Registry;
   /** The read session: evaluation reads running totals there. */
   events: EventStore;
@@ -61,7 +61,7 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
     if (loader.isFailing) return false;
     return freshness.waitFor(log.endPos - 1, Math.min(2_000, config.ingest.readWaitMs));
   };
-  const evaluator = options.evaluate === false ? undefined : new Evaluator(registry, deps.events, config.anomalies, logger, awaitLoaded);
+  const evaluator = options.evaluate === false ? undefined : new Evaluator(registry, deps.events, config.anomalies, logger, awaitLoaded, config.evaluation);
   const commit = new GroupCommit(
     registry,
     log,
@@ -71,6 +71,7 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
     evaluator,
     new AgentActivity(registry),
     deps.metrics,
+    { groupMaxRows: config.ingest.groupMaxRows },
   );
   const ingestor = new Ingestor(deps.schemas, commit, deps.metrics, {
     decimalsOf: decimalsWith(config.ingest.assetDecimals),

@@ -1,3 +1,4 @@
+import type { Statement } from 'better-sqlite3';
 import type { Registry } from '../stores/sqlite.js';
 import { newId } from '../teams/keys.js';
 import type { Limit } from './limits.js';
@@ -62,10 +63,31 @@ function setAgents(db: Registry, teamId: string, policyId: string, agents: reado
   for (const agent of agents) insert.run(policyId, teamId, agent);
 }
 
-export function createPolicy(db: Registry, teamId: string, input: PolicyInput): Policy {
+/**
+ * Creating or re-activating a policy would make more than `max` of the team's policies active:
+ * each active policy is checked against every record of its agents, so a team's count is bounded.
+ */
+export class TooManyActivePolicies extends Error {
+  constructor(readonly max: number) {
+    super(`the team has ${max} active policies, the most allowed`);
+    this.name = 'TooManyActivePolicies';
+  }
+}
+
+/** Throws TooManyActivePolicies when the team already has `max` (or more) active policies. */
+function checkRoomForActive(db: Registry, teamId: string, max: number | undefined): void {
+  if (max !== undefined && countActivePolicies(db, teamId) >= max) throw new TooManyActivePolicies(max);
+}
+
+/**
+ * Creates a policy. With `maxActive`, an active one is refused (TooManyActivePolicies) when the
+ * team has that many active policies already; the count is read in the same transaction.
+ */
+export function createPolicy(db: Registry, teamId: string, input: PolicyInput, maxActive?: number): Policy {
   const id = newId('pol');
   const now = Date.now();
   db.transaction(() => {
+    if (input.active) checkRoomForActive(db, teamId, maxActive);
     db.prepare(
       `INSERT INTO policies (id, team_id, name, limits, action, timezone, active, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -81,11 +103,16 @@ export function findPolicy(db: Registry, teamId: string, id: string): Policy | u
   return row && toPolicy(row);
 }
 
-/** Applies the given fields; undefined when the team has no such policy. */
-export function updatePolicy(db: Registry, teamId: string, id: string, changes: Partial<PolicyInput>): Policy | undefined {
+/**
+ * Applies the given fields; undefined when the team has no such policy. With `maxActive`,
+ * activating an inactive policy is refused (TooManyActivePolicies) when the team has that many
+ * active already; a policy that stays active is never refused (a lowered bound keeps what exists).
+ */
+export function updatePolicy(db: Registry, teamId: string, id: string, changes: Partial<PolicyInput>, maxActive?: number): Policy | undefined {
   return db.transaction(() => {
     const current = findPolicy(db, teamId, id);
     if (!current) return undefined;
+    if (changes.active === true && !current.active) checkRoomForActive(db, teamId, maxActive);
     const next = { ...current, ...changes };
     db.prepare('UPDATE policies SET name = ?, limits = ?, action = ?, timezone = ?, active = ?, updated_at = ? WHERE id = ?').run(
       next.name,
@@ -108,9 +135,48 @@ export function deletePolicy(db: Registry, teamId: string, id: string): boolean 
   return deleted;
 }
 
-/** Every active policy of a team (evaluation loads them once per change). */
+/** Every active policy of a team, oldest first. */
 export function activePolicies(db: Registry, teamId: string): Policy[] {
   return (db.prepare(`${SELECT} WHERE p.team_id = ? AND p.active = 1 ORDER BY p.created_at, p.id`).all(teamId) as PolicyRow[]).map(toPolicy);
+}
+
+/** An active policy as evaluation loads it: limits still JSON, so an unchanged one is not parsed again. */
+export interface ActivePolicyRow {
+  id: string;
+  name: string;
+  limits: string;
+  action: PolicyAction;
+  timezone: string | null;
+  createdAt: number;
+  /** External ids, sorted; empty: every agent of the team. */
+  agents: string[];
+}
+
+const evaluationStatements = new WeakMap<Registry, { policies: Statement; agents: Statement }>();
+
+/**
+ * Every active policy of a team, oldest first (created_at, id), for evaluation, which reloads them
+ * after every change: two flat statements (policies, then the agents they name), no statement per
+ * policy.
+ */
+export function activePolicyRows(db: Registry, teamId: string): ActivePolicyRow[] {
+  let statements = evaluationStatements.get(db);
+  if (!statements) {
+    statements = {
+      policies: db.prepare('SELECT id, name, limits, action, timezone, created_at FROM policies WHERE team_id = ? AND active = 1 ORDER BY created_at, id'),
+      agents: db.prepare(
+        `SELECT pa.policy_id, pa.external_id FROM policy_agents pa JOIN policies p ON p.id = pa.policy_id
+          WHERE pa.team_id = ? AND p.active = 1 ORDER BY pa.policy_id, pa.external_id`,
+      ),
+    };
+    evaluationStatements.set(db, statements);
+  }
+  const rows = (statements.policies.all(teamId) as { id: string; name: string; limits: string; action: PolicyAction; timezone: string | null; created_at: number }[]).map(
+    (r): ActivePolicyRow => ({ id: r.id, name: r.name, limits: r.limits, action: r.action, timezone: r.timezone, createdAt: r.created_at, agents: [] }),
+  );
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  for (const { policy_id, external_id } of statements.agents.all(teamId) as { policy_id: string; external_id: string }[]) byId.get(policy_id)?.agents.push(external_id);
+  return rows;
 }
 
 export interface PolicyCursor {

@@ -8,6 +8,7 @@ import {
   deletePolicy,
   findPolicy,
   listPolicies,
+  TooManyActivePolicies,
   updatePolicy,
   type Policy,
   type PolicyAction,
@@ -42,6 +43,23 @@ const settings = (p: Policy) => ({ name: p.name, agents: p.agents, limits: p.lim
 
 const notFound = (id: string) => new ApiError('not_found', `No policy "${id}" in this team`);
 
+/**
+ * Past MAX_ACTIVE_POLICIES_PER_TEAM: a 409, as for the team's webhook endpoints. The request is
+ * valid; the team's state refuses it until another policy is deactivated or deleted.
+ */
+function withActiveBound<T>(change: () => T): T {
+  try {
+    return change();
+  } catch (err) {
+    if (!(err instanceof TooManyActivePolicies)) throw err;
+    throw new ApiError(
+      'conflict',
+      `This team has ${err.max} active policies, the most allowed (MAX_ACTIVE_POLICIES_PER_TEAM): deactivate or delete one first, or send "active": false`,
+      [{ field: 'active', message: `would make more than ${err.max} policies of the team active` }],
+    );
+  }
+}
+
 const EXAMPLE_BODY = {
   name: 'research budget',
   agents: ['agent-1', 'agent-2'],
@@ -66,7 +84,8 @@ const POLICY_DOC =
   'Limits: per_call (one payment), per_hour and daily (an agent\'s spend in the calendar hour, or day in `timezone`, ' +
   'default UTC), per_endpoint (an agent\'s spend per UTC day to endpoints matching a host, `*.host` or URL prefix). ' +
   'Amounts are decimal strings. `agents` empty or omitted: every agent of the team. `action` flag or block sets the ' +
-  'severity of what a breach raises.';
+  'severity of what a breach raises. A team has at most MAX_ACTIVE_POLICIES_PER_TEAM (1,000 by default) active ' +
+  'policies: creating or re-activating one more is a 409 naming `active`.';
 
 export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits: Limit[] }>({
   method: 'post',
@@ -77,7 +96,10 @@ export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits
   tag: 'policies',
   body: 'policy-create.json',
   bodyExample: EXAMPLE_BODY,
-  responses: { 201: { description: 'The policy', schema: 'policy.json', example: EXAMPLE_POLICY } },
+  responses: {
+    201: { description: 'The policy', schema: 'policy.json', example: EXAMPLE_POLICY },
+    409: { description: 'Active, and the team has MAX_ACTIVE_POLICIES_PER_TEAM active policies already (`details` names `active`)', schema: 'error.json' },
+  },
   handler(ctx) {
     const { body, team, deps } = ctx;
     const limits = checkPolicyFields(body)!;
@@ -89,10 +111,12 @@ export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits
       active: body.active ?? true,
       timezone: body.timezone ?? null,
     };
-    const policy = audited(ctx, () => {
-      const created = createPolicy(deps.registry, team.teamId, input);
-      return { result: created, log: { action: 'policy.create', resourceType: 'policy', resourceId: created.id, before: null, after: settings(created) } };
-    });
+    const policy = withActiveBound(() =>
+      audited(ctx, () => {
+        const created = createPolicy(deps.registry, team.teamId, input, deps.config.evaluation.maxActivePoliciesPerTeam);
+        return { result: created, log: { action: 'policy.create', resourceType: 'policy', resourceId: created.id, before: null, after: settings(created) } };
+      }),
+    );
     return { status: 201, headers: { Location: `/api/v1/policies/${policy.id}` }, body: toBody(policy) };
   },
 });
@@ -120,17 +144,22 @@ export const updatePolicyRoute = defineRoute<PolicyBody>({
   tag: 'policies',
   body: 'policy-patch.json',
   bodyExample: { limits: [{ kind: 'daily', amount: '150' }], active: true },
-  responses: { 200: { description: 'The policy as changed', schema: 'policy.json', example: EXAMPLE_POLICY } },
+  responses: {
+    200: { description: 'The policy as changed', schema: 'policy.json', example: EXAMPLE_POLICY },
+    409: { description: 'Re-activating it, and the team has MAX_ACTIVE_POLICIES_PER_TEAM active policies already (`details` names `active`)', schema: 'error.json' },
+  },
   handler(ctx) {
     const { params, body, team, deps } = ctx;
     const limits = checkPolicyFields(body);
     const changes: Partial<PolicyInput> = { ...body, ...(limits ? { limits } : {}) };
-    const policy = audited(ctx, () => {
-      const before = findPolicy(deps.registry, team.teamId, params.id!);
-      const after = before && updatePolicy(deps.registry, team.teamId, params.id!, changes);
-      if (!before || !after) return { result: undefined };
-      return { result: after, log: { action: 'policy.update', resourceType: 'policy', resourceId: after.id, before: settings(before), after: settings(after) } };
-    });
+    const policy = withActiveBound(() =>
+      audited(ctx, () => {
+        const before = findPolicy(deps.registry, team.teamId, params.id!);
+        const after = before && updatePolicy(deps.registry, team.teamId, params.id!, changes, deps.config.evaluation.maxActivePoliciesPerTeam);
+        if (!before || !after) return { result: undefined };
+        return { result: after, log: { action: 'policy.update', resourceType: 'policy', resourceId: after.id, before: settings(before), after: settings(after) } };
+      }),
+    );
     if (!policy) throw notFound(params.id!);
     return { body: toBody(policy) };
   },

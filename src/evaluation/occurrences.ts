@@ -1,0 +1,284 @@
+/**
+ * What one group commit raises, merged by breach and bounded: a storm of breaches (thousands of
+ * policies broken by every record of a batch) becomes a bounded number of alert writes, with
+ * counts, and nothing is dropped without being counted.
+ *
+ * Occurrences of one breach (agent, policy, limit, window) or one anomaly in a group merge into
+ * one, as an alert records them. Per team, at most `perTeam` distinct ones are recorded one by one
+ * (each opens its alert or updates its open one), and at most `perGroup` over all teams; every
+ * further occurrence of that team is counted into the team's one `alert_storm` alert (type
+ * `system`): its count grows by the number of such occurrences, and its details say how many of
+ * each kind, from how many records and agents, with sample policies, agents and records. Breaches
+ * beyond the bound are counted from a limit list's sorted amounts (a range of it), never listed
+ * one by one. Which breaches are recorded one by one is the same from group to group (records in
+ * order, each list by amount), so a storm that goes on updates the same alerts, never opens more.
+ * The alerts of a group's declined authorizations are bounded the same way, with a count of their own.
+ */
+import type { Occurrence, Severity } from '../alerts/repository.js';
+import type { EventRow } from '../ingest/records.js';
+import type { LimitList } from './policy-index.js';
+import { breachKey, breachOccurrence, type Breach } from './policies.js';
+import type { Window } from './windows.js';
+
+/** The dedup key of a team's storm alert: one open at a time. */
+export const STORM_KEY = 'system\u0000alert_storm';
+
+const MAX_SAMPLES = 10;
+
+interface Entry {
+  /** The group's row that first raised it (its `alerts_created` counts the alert if opened). */
+  row: number;
+  occurrence: Occurrence;
+  /** Rebuilds the text from the latest occurrence (by event time), at the end. */
+  latest?: () => Occurrence;
+  /** For a breach: its facts, and those of a later occurrence (rebuilt into text only at the end). */
+  breach?: Breach;
+  latestBreach?: { breach: Breach; row: EventRow; amount: bigint; now: number };
+}
+
+/** What a team's occurrences beyond the bound add up to in this group. */
+interface Storm {
+  /** Occurrences recorded one by one (distinct breaches or anomalies). */
+  individual: number;
+  /** Occurrences counted here instead. */
+  folded: number;
+  firstRow: number;
+  /** Records (by index in the group) and authorizations (by index among the group's) with folded occurrences. */
+  rows: Set<number>;
+  authorizations: Set<number>;
+  agents: Set<string>;
+  byKind: Record<string, number>;
+  severity: Severity;
+  samplePolicies: { id: string; name: string }[];
+  eventIds: string[];
+  firstSeen: number;
+  lastSeen: number;
+}
+
+const RANK: Record<Severity, number> = { info: 0, warning: 1, critical: 2 };
+
+/**
+ * The bound of one group's alerts: how many each team (and all together) record one by one, and
+ * what each team's occurrences beyond it add up to. Used by the merger of a group's records and,
+ * separately, by the group's authorization decisions (their declines raise alerts too).
+ */
+export class Storms {
+  private readonly storms = new Map<string, Storm>();
+  private individual = 0;
+
+  constructor(
+    readonly perTeam: number,
+    private readonly perGroup: number,
+  ) {}
+
+  /** Whether one more distinct occurrence of the team may be recorded one by one (counted if so). */
+  admit(teamId: string, index: number, row: EventRow): boolean {
+    const storm = this.stormOf(teamId, index, row);
+    if (storm.individual >= this.perTeam || this.individual >= this.perGroup) return false;
+    storm.individual++;
+    this.individual++;
+    return true;
+  }
+
+  /** How many more distinct occurrences of the team may be recorded one by one now. */
+  room(teamId: string): number {
+    const used = this.storms.get(teamId)?.individual ?? 0;
+    return Math.max(0, Math.min(this.perTeam - used, this.perGroup - this.individual));
+  }
+
+  /** Takes back an admission that recorded nothing new. */
+  unadmit(teamId: string): void {
+    this.individual--;
+    this.storms.get(teamId)!.individual--;
+  }
+
+  /**
+   * `count` occurrences of `kind` raised by `row` (a record, or an authorization as the event it
+   * would be), counted into the team's storm alert.
+   */
+  fold(teamId: string, index: number, row: EventRow, kind: string, count: number, severity: Severity, from: 'record' | 'authorization' = 'record'): void {
+    const storm = this.stormOf(teamId, index, row);
+    if (storm.folded === 0) {
+      storm.firstRow = index;
+      storm.firstSeen = row.event_time;
+      storm.lastSeen = row.event_time;
+    }
+    storm.folded += count;
+    (from === 'record' ? storm.rows : storm.authorizations).add(index);
+    storm.agents.add(row.agent_id);
+    storm.byKind[kind] = (storm.byKind[kind] ?? 0) + count;
+    if (RANK[severity] > RANK[storm.severity]) storm.severity = severity;
+    storm.firstSeen = Math.min(storm.firstSeen, row.event_time);
+    storm.lastSeen = Math.max(storm.lastSeen, row.event_time);
+    // An authorization is no stored event: its id is not a sample event id.
+    if (from === 'record' && storm.eventIds.length < MAX_SAMPLES && !storm.eventIds.includes(row.id)) storm.eventIds.push(row.id);
+  }
+
+  /** Names policies of folded breaches while the sample has room (stops at the first MAX_SAMPLES distinct). */
+  samplePolicies(teamId: string, policies: Iterable<{ id: string; name: string }>): void {
+    const storm = this.storms.get(teamId)!;
+    for (const policy of policies) {
+      if (storm.samplePolicies.length >= MAX_SAMPLES) return;
+      if (!storm.samplePolicies.some((p) => p.id === policy.id)) storm.samplePolicies.push({ id: policy.id, name: policy.name });
+    }
+  }
+
+  /** Names the policies of entries[from, to) of a list while the sample has room (never walks past it). */
+  samplePoliciesOf(teamId: string, list: LimitList, from: number, to: number): void {
+    const storm = this.storms.get(teamId)!;
+    for (let k = from; k < to && storm.samplePolicies.length < MAX_SAMPLES; k++) this.samplePolicies(teamId, [list.entries[k]!.policy]);
+  }
+
+  /** A storm occurrence per team that had occurrences beyond the bound, with the row that raised the first. */
+  occurrences(): { row: number; occurrence: Occurrence }[] {
+    const out: { row: number; occurrence: Occurrence }[] = [];
+    for (const [teamId, storm] of this.storms) if (storm.folded > 0) out.push({ row: storm.firstRow, occurrence: stormOccurrence(teamId, storm, this.perTeam) });
+    return out;
+  }
+
+  private stormOf(teamId: string, index: number, row: EventRow): Storm {
+    let storm = this.storms.get(teamId);
+    if (!storm) {
+      storm = {
+        individual: 0, folded: 0, firstRow: index, rows: new Set(), authorizations: new Set(), agents: new Set(), byKind: {}, severity: 'warning',
+        samplePolicies: [], eventIds: [], firstSeen: row.event_time, lastSeen: row.event_time,
+      };
+      this.storms.set(teamId, storm);
+    }
+    return storm;
+  }
+}
+
+export class OccurrenceMerger {
+  private readonly entries = new Map<string, Entry>();
+  /** Per team, agent, limit list and window: the breaches of the list recorded one by one, a prefix of it. */
+  private readonly prefixes = new Map<string, Entry[]>();
+  private readonly storms: Storms;
+
+  constructor(perTeam: number, perGroup: number) {
+    this.storms = new Storms(perTeam, perGroup);
+  }
+
+  /** One occurrence of a breach or anomaly (built only if it is the first of its key). */
+  add(index: number, row: EventRow, dedupKey: string, build: () => Occurrence): void {
+    const key = `${row.team_id}\u0000${dedupKey}`;
+    const entry = this.entries.get(key);
+    if (entry) {
+      this.merge(entry, row);
+      if (row.event_time >= entry.occurrence.lastSeen) entry.latest = build;
+      return;
+    }
+    if (!this.storms.admit(row.team_id, index, row)) {
+      const occurrence = build();
+      this.storms.fold(row.team_id, index, row, occurrence.kind, 1, occurrence.severity);
+      return;
+    }
+    this.entries.set(key, { row: index, occurrence: { ...build() } });
+  }
+
+  /**
+   * The breaches of one record in one limit list: entries[0, broken) of `list`, with the record's
+   * window (null for per_call) and the observed amount (the payment, or the window's total).
+   */
+  addBreaches(index: number, row: EventRow, list: LimitList, broken: number, window: Window | null, observed: bigint, amount: bigint, now: number): void {
+    if (broken === 0) return;
+    const cursor = `${row.team_id}\u0000${row.agent_id}\u0000${list.id}\u0000${window?.start ?? ''}`;
+    let recorded = this.prefixes.get(cursor);
+    if (!recorded) this.prefixes.set(cursor, (recorded = []));
+    // Breaches this group already records: merged (no key, no text).
+    const merging = Math.min(recorded.length, broken);
+    for (let j = 0; j < merging; j++) {
+      const entry = recorded[j]!;
+      this.merge(entry, row);
+      if (row.event_time >= entry.occurrence.lastSeen) entry.latestBreach = { breach: { ...entry.breach!, observed }, row, amount, now };
+    }
+    let j = recorded.length;
+    while (j < broken && this.storms.admit(row.team_id, index, row)) {
+      const { policy, limit } = list.entries[j]!;
+      const breach: Breach = { policy, limit, observed, window, dedupKey: breachKey(row.agent_id, policy, limit, window) };
+      const key = `${row.team_id}\u0000${breach.dedupKey}`;
+      let entry = this.entries.get(key);
+      if (entry) {
+        // Not expected (a limit is in one list per agent), but never two occurrences of one key.
+        this.merge(entry, row);
+        this.storms.unadmit(row.team_id);
+      } else {
+        entry = { row: index, occurrence: breachOccurrence(row.team_id, breach, row, amount, now), breach };
+        this.entries.set(key, entry);
+      }
+      recorded.push(entry);
+      j++;
+    }
+    if (j < broken) {
+      const critical = list.criticalBefore[broken]! - list.criticalBefore[j]! > 0;
+      this.storms.fold(row.team_id, index, row, list.kind, broken - j, critical ? 'critical' : 'warning');
+      this.storms.samplePoliciesOf(row.team_id, list, j, broken);
+    }
+  }
+
+  /** The occurrences to record, each with the row that raised it first; a storm alert per team that had one. */
+  result(): { row: number; occurrence: Occurrence }[] {
+    const out = [...this.entries.values()].map((entry) => {
+      const { latestBreach: b } = entry;
+      const latest = b ? breachOccurrence(entry.occurrence.teamId, b.breach, b.row, b.amount, b.now) : entry.latest?.();
+      if (latest) Object.assign(entry.occurrence, { observed: latest.observed, message: latest.message, details: latest.details });
+      return { row: entry.row, occurrence: entry.occurrence };
+    });
+    out.push(...this.storms.occurrences());
+    return out;
+  }
+
+  private merge(entry: Entry, row: EventRow): void {
+    const target = entry.occurrence;
+    target.count += 1;
+    target.firstSeen = Math.min(target.firstSeen, row.event_time);
+    if (row.event_time >= target.lastSeen) target.lastSeen = row.event_time;
+    if (target.eventIds.length < MAX_SAMPLES && !target.eventIds.includes(row.id)) target.eventIds = [...target.eventIds, row.id];
+  }
+}
+
+function stormOccurrence(teamId: string, storm: Storm, perTeam: number): Occurrence {
+  const agents = [...storm.agents];
+  const kinds = Object.entries(storm.byKind)
+    .map(([kind, n]) => `${n.toLocaleString('en-US')} ${kind}`)
+    .join(', ');
+  const policies = storm.samplePolicies.map((p) => `"${p.name}"`).join(', ');
+  const sources = [
+    ...(storm.rows.size > 0 ? [`${storm.rows.size.toLocaleString('en-US')} records`] : []),
+    ...(storm.authorizations.size > 0 ? [`${storm.authorizations.size.toLocaleString('en-US')} declined authorizations`] : []),
+  ];
+  return {
+    teamId,
+    dedupKey: STORM_KEY,
+    type: 'system',
+    kind: 'alert_storm',
+    severity: storm.severity,
+    agentId: '',
+    policyId: null,
+    window: null,
+    observed: null,
+    limit: null,
+    subject: null,
+    details: {
+      // This commit's figures; the alert's count adds every commit's `occurrences`.
+      occurrences: storm.folded,
+      byKind: storm.byKind,
+      records: storm.rows.size,
+      ...(storm.authorizations.size > 0 ? { declinedAuthorizations: storm.authorizations.size } : {}),
+      agents: agents.length,
+      individualAlerts: storm.individual,
+      maxAlertsPerCommit: perTeam,
+      sampleAgents: agents.slice(0, MAX_SAMPLES),
+      samplePolicies: storm.samplePolicies,
+    },
+    message:
+      `Alert storm: past the bound of ${perTeam.toLocaleString('en-US')} alerts per team in one commit, ` +
+      `${storm.folded.toLocaleString('en-US')} further occurrences (${kinds}) from ${sources.join(' and ')} ` +
+      `of ${agents.length.toLocaleString('en-US')} agents are counted here instead of an alert each` +
+      (policies ? `; policies include ${policies}` : ''),
+    eventIds: storm.eventIds,
+    count: storm.folded,
+    firstSeen: storm.firstSeen,
+    lastSeen: storm.lastSeen,
+  };
+}

@@ -1,0 +1,146 @@
+/**
+ * A team's active policies indexed for evaluation, so that what a record costs does not grow with
+ * policies that cannot apply to it, nor with limits it does not break:
+ *
+ * - by agent: team-wide policies in one set, policies that list agents in a set per agent (built
+ *   when the agent is first seen), so a record meets only the policies of its own agent;
+ * - by scope: in each set, the limits of one running total (per_call, the UTC hour, the day in a
+ *   zone, an endpoint pattern's day) in one list sorted by amount. A total breaks exactly the
+ *   limits below it, a prefix of the list found by binary search: a record that breaks nothing
+ *   costs one search per scope, and a storm is counted without listing its breaches.
+ */
+import type { LimitKind } from '../policies/limits.js';
+import type { CompiledLimit, CompiledPolicy } from './policies.js';
+
+/** The limits of one scope in one set of policies, by amount ascending (ties in policy order). */
+export interface LimitList {
+  /** Unique in the process: names the list where breaches of one record are merged with the next. */
+  id: number;
+  kind: LimitKind;
+  amounts: bigint[];
+  entries: { policy: CompiledPolicy; limit: CompiledLimit }[];
+  /** criticalBefore[j]: how many of entries[0, j) belong to block policies (j from 0 to length). */
+  criticalBefore: Uint32Array;
+}
+
+/** The limits of a list that `observed` breaks (observed > amount): entries[0, result). */
+export function brokenCount(list: LimitList, observed: bigint): number {
+  const { amounts } = list;
+  let lo = 0;
+  let hi = amounts.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (amounts[mid]! < observed) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Some policies (team-wide, or those naming one agent), in order, with their limits by scope. */
+export interface PolicySet {
+  policies: CompiledPolicy[];
+  perCall: LimitList | undefined;
+  /** Windowed limits by scope (`h`, `d:<zone>`, `e:<pattern>`). */
+  windowed: Map<string, LimitList>;
+}
+
+let nextListId = 0;
+
+function limitList(kind: LimitKind, entries: { policy: CompiledPolicy; limit: CompiledLimit }[]): LimitList {
+  // Entries come in policy order and the sort is stable: equal amounts keep it.
+  entries.sort((a, b) => (a.limit.amount < b.limit.amount ? -1 : a.limit.amount > b.limit.amount ? 1 : 0));
+  const criticalBefore = new Uint32Array(entries.length + 1);
+  entries.forEach((e, j) => (criticalBefore[j + 1] = criticalBefore[j]! + (e.policy.severity === 'critical' ? 1 : 0)));
+  return { id: nextListId++, kind, amounts: entries.map((e) => e.limit.amount), entries, criticalBefore };
+}
+
+export function policySet(policies: CompiledPolicy[]): PolicySet {
+  const perCall: { policy: CompiledPolicy; limit: CompiledLimit }[] = [];
+  const byScope = new Map<string, { kind: LimitKind; entries: { policy: CompiledPolicy; limit: CompiledLimit }[] }>();
+  for (const policy of policies) {
+    for (const limit of policy.limits) {
+      if (limit.scope === null) {
+        perCall.push({ policy, limit });
+        continue;
+      }
+      let scoped = byScope.get(limit.scope);
+      if (!scoped) byScope.set(limit.scope, (scoped = { kind: limit.kind, entries: [] }));
+      scoped.entries.push({ policy, limit });
+    }
+  }
+  return {
+    policies,
+    perCall: perCall.length > 0 ? limitList('per_call', perCall) : undefined,
+    windowed: new Map([...byScope].map(([scope, { kind, entries }]) => [scope, limitList(kind, entries)])),
+  };
+}
+
+const EMPTY: PolicySet = { policies: [], perCall: undefined, windowed: new Map() };
+
+/** A team's active policies, by agent and by scope. */
+export class PolicyIndex {
+  readonly teamWide: PolicySet;
+  private readonly teamWideLimits: number;
+  /** Policies that name agents, per agent named, in order. */
+  private readonly listed = new Map<string, CompiledPolicy[]>();
+  /** Their sets, built on an agent's first record (a policy may name thousands of agents). */
+  private readonly listedSets = new Map<string, PolicySet>();
+
+  constructor(readonly policies: readonly CompiledPolicy[]) {
+    const teamWide: CompiledPolicy[] = [];
+    for (const policy of policies) {
+      if (policy.agents === null) {
+        teamWide.push(policy);
+        continue;
+      }
+      for (const agent of policy.agents) {
+        let list = this.listed.get(agent);
+        if (!list) this.listed.set(agent, (list = []));
+        list.push(policy);
+      }
+    }
+    this.teamWide = policySet(teamWide);
+    this.teamWideLimits = teamWide.reduce((n, p) => n + p.limits.length, 0);
+  }
+
+  /** The sets of policies that apply to an agent: team-wide ones, then those naming it (if any). */
+  setsOf(agentId: string): PolicySet[] {
+    const own = this.listedSet(agentId);
+    if (own === EMPTY) return this.teamWide.policies.length > 0 ? [this.teamWide] : [];
+    return this.teamWide.policies.length > 0 ? [this.teamWide, own] : [own];
+  }
+
+  /** How many limits the policies that apply to an agent have (what a decision lists). */
+  limitCountOf(agentId: string): number {
+    let count = this.teamWideLimits;
+    for (const policy of this.listed.get(agentId) ?? []) count += policy.limits.length;
+    return count;
+  }
+
+  /** Every policy that applies to an agent, in the team's policy order. */
+  policiesOf(agentId: string): CompiledPolicy[] {
+    const own = this.listed.get(agentId);
+    if (!own) return this.teamWide.policies;
+    const all = this.teamWide.policies;
+    if (all.length === 0) return own;
+    const merged: CompiledPolicy[] = [];
+    let a = 0;
+    let b = 0;
+    while (a < all.length || b < own.length) {
+      if (b >= own.length || (a < all.length && all[a]!.order < own[b]!.order)) merged.push(all[a++]!);
+      else merged.push(own[b++]!);
+    }
+    return merged;
+  }
+
+  private listedSet(agentId: string): PolicySet {
+    const policies = this.listed.get(agentId);
+    if (!policies) return EMPTY;
+    let set = this.listedSets.get(agentId);
+    if (!set) {
+      if (this.listedSets.size > 100_000) this.listedSets.clear();
+      this.listedSets.set(agentId, (set = policySet(policies)));
+    }
+    return set;
+  }
+}
