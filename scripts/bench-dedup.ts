@@ -6,13 +6,16 @@
  * then claims a further day's worth in batches of 1,000 (as group commits do) and prints the
  * claim cost per id with that many older days to look in, the bytes per id on disk (SQLite's
  * dbstat: table and key, pages as stored) and how long expiring one day (DROP TABLE) takes.
+ * Each id is claimed with its record's prints (content and tx_hash, as the group commit passes
+ * them; made beforehand, their cost is printed apart), and a day's ids sent again (all
+ * duplicates: the path that reads stored prints) is timed too.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { IngestLog } from '../src/ingest/log.js';
+import { contentPrint, IngestLog, type ContentPrint } from '../src/ingest/log.js';
 import { SCHEMA_DIR } from '../src/paths.js';
 import { migrateRegistry } from '../src/stores/migrations.js';
 import { openRegistry } from '../src/stores/sqlite.js';
@@ -34,13 +37,23 @@ function main(): void {
     // As the group commit does: the transaction without fsync (the WAL is flushed off the main
     // thread), so this measures the index's own cost.
     db.pragma('synchronous = NORMAL');
-    const fill = (day: number): number => {
-      const batches = Array.from({ length: Math.ceil(PER_DAY / BATCH) }, (_, b) =>
-        Array.from({ length: Math.min(BATCH, PER_DAY - b * BATCH) }, () => crypto.randomBytes(8).toString('hex')),
-      );
+    // Random 64-bit prints, every record with a tx_hash (the larger row).
+    const print = (): ContentPrint => {
+      const bytes = crypto.randomBytes(16);
+      return { content: bytes.readBigInt64BE(0).toString(), tx: bytes.readBigInt64BE(8).toString() };
+    };
+    let batches: { ids: string[]; prints: ContentPrint[] }[] = [];
+    const claimAll = (day: number): number => {
       const started = performance.now();
-      batches.forEach((ids, b) => db.transaction(() => log.claim(TEAMS[b % TEAMS.length]!, ids, day))());
+      batches.forEach(({ ids, prints }, b) => db.transaction(() => log.claim(TEAMS[b % TEAMS.length]!, ids, day, prints))());
       return (performance.now() - started) / PER_DAY;
+    };
+    const fill = (day: number): number => {
+      batches = Array.from({ length: Math.ceil(PER_DAY / BATCH) }, (_, b) => {
+        const ids = Array.from({ length: Math.min(BATCH, PER_DAY - b * BATCH) }, () => crypto.randomBytes(8).toString('hex'));
+        return { ids, prints: ids.map(print) };
+      });
+      return claimAll(day);
     };
     console.log(`(team, id) index: ${PER_DAY.toLocaleString('en-US')} ids a day, window ${DAYS} days, claims in batches of ${BATCH}`);
     const empty = fill(today - DAYS * DAY);
@@ -50,6 +63,22 @@ function main(): void {
     const { bytes } = db.prepare('SELECT sum(pgsize) AS bytes FROM dbstat WHERE name = ?').get(partitions[0]) as { bytes: number };
     console.log(`claim cost per id: ${(empty * 1000).toFixed(2)} µs with no older day, ${(full * 1000).toFixed(2)} µs with ${partitions.length - 1} older days to look in`);
     console.log(`bytes per id on disk: ${(bytes / PER_DAY).toFixed(1)} (one day: ${(bytes / 1024 ** 2).toFixed(1)} MiB in ${partitions[0]})`);
+    // Today's ids sent again: every one a duplicate, its stored prints read and compared.
+    const resent = claimAll(today);
+    console.log(`claim cost per id sent again (all duplicates, stored prints read): ${(resent * 1000).toFixed(2)} µs`);
+    const rows = Array.from({ length: 100_000 }, (_, i) => ({
+      agent_id: `agent-${i % 50}`,
+      endpoint: `https://api.example.com/v1/search?q=${i}`,
+      amount: '0.001000',
+      amount_raw: '0',
+      asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+      network: 'eip155:8453',
+      payee_address: '0x2222222222222222222222222222222222222222',
+      tx_hash: `0x${crypto.randomBytes(32).toString('hex')}`,
+    }));
+    const printed = performance.now();
+    for (const row of rows) contentPrint(row);
+    console.log(`content print per SDK record (in the group commit, before the claim): ${(((performance.now() - printed) / rows.length) * 1000).toFixed(2)} µs`);
     // The next day: the oldest partition falls out of the window and is dropped whole.
     const oldest = partitions.at(-1)!;
     const started = performance.now();

@@ -8,7 +8,7 @@ import { ApiError } from '../http/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.js';
 import type { Freshness } from './freshness.js';
-import type { IngestLog, LogChunk } from './log.js';
+import { contentPrint, type IngestLog, type LogChunk } from './log.js';
 import type { EventRow } from './records.js';
 import { rowToTsv } from './tsv.js';
 
@@ -18,6 +18,11 @@ export interface CommitOutcome {
   stored: number;
   /** Rows the team had sent before (or earlier in the same group commit): not appended again. */
   duplicates: number;
+  /**
+   * Rows whose id the team had stored with other content (or sent earlier in the same group):
+   * not appended, the first stays. `index` is the row's in the request; `claimedAs` a derived id.
+   */
+  conflicts: { index: number; id: string; fields: string[]; claimedAs?: string }[];
   /** Alerts opened by evaluating the stored rows. */
   alertsCreated: number;
   /** Rows stored with a remark (a zero-amount capture), by their index in the request's rows. */
@@ -141,7 +146,7 @@ export class GroupCommit {
   /** Resolves once the rows are durable in the log (or found to be there already); rejects with a 503 otherwise. */
   write(teamId: string, rows: EventRow[], options: { captureOnly?: boolean } = {}): Promise<CommitOutcome> {
     if (this.closed) return Promise.reject(new ApiError('store_unavailable', 'The service is shutting down; retry', undefined, { 'Retry-After': '1' }));
-    if (rows.length === 0) return Promise.resolve({ stored: 0, duplicates: 0, alertsCreated: 0, warnings: [], refused: 0 });
+    if (rows.length === 0) return Promise.resolve({ stored: 0, duplicates: 0, conflicts: [], alertsCreated: 0, warnings: [], refused: 0 });
     const backlog = this.freshness.backlog();
     if (backlog.rows >= this.limits.maxRows || backlog.bytes >= this.limits.maxBytes) {
       return Promise.reject(
@@ -388,20 +393,33 @@ export class GroupCommit {
   private claimAndAppend(group: PendingWrite[], all: EventRow[], plan: unknown, now: number) {
     const fresh: boolean[] = [];
     const rowsByTeam = new Map<string, EventRow[]>();
+    const conflicting = new Set<EventRow>();
     const outcomes = group.map((pending): CommitOutcome => {
       // The capture route's record is stored only while its authorization is held (or it is a retry).
       if (pending.captureOnly && !pending.rows.every((row) => admitsCapture(this.db, row, now))) {
         for (let i = 0; i < pending.rows.length; i++) fresh.push(false);
-        return { stored: 0, duplicates: 0, alertsCreated: 0, warnings: [], refused: pending.rows.length };
+        return { stored: 0, duplicates: 0, conflicts: [], alertsCreated: 0, warnings: [], refused: pending.rows.length };
       }
-      const claimed = this.log.claim(pending.teamId, pending.rows.map((r) => r.id), now);
+      const claimed = this.log.claim(pending.teamId, pending.rows.map((r) => r.id), now, pending.rows.map(contentPrint));
       let duplicates = 0;
+      const conflicts: CommitOutcome['conflicts'] = [];
       const warnings: RowWarning[] = [];
       pending.rows.forEach((row, i) => {
-        fresh.push(claimed[i]!);
-        if (!claimed[i]) {
+        const outcome = claimed[i]!;
+        fresh.push(outcome === true || (typeof outcome === 'object' && 'storedAs' in outcome));
+        if (!outcome) {
           duplicates++;
           return;
+        }
+        if (typeof outcome === 'object' && 'conflict' in outcome) {
+          conflicts.push({ index: i, id: row.id, fields: outcome.conflict, ...(outcome.claimedAs ? { claimedAs: outcome.claimedAs } : {}) });
+          conflicting.add(row);
+          return;
+        }
+        if (typeof outcome === 'object') {
+          // Another payment under a known id: stored as the derived id; reads give the id as sent.
+          row.record_extra = JSON.stringify({ ...(row.record_extra ? (JSON.parse(row.record_extra) as object) : {}), id: row.id });
+          row.id = outcome.storedAs;
         }
         if (row.authorization_id !== undefined) {
           // Before the row is encoded: a zero-amount capture stores the held amount as its spend.
@@ -414,7 +432,7 @@ export class GroupCommit {
         if (!rows) rowsByTeam.set(row.team_id, (rows = []));
         rows.push(row);
       });
-      return { stored: pending.rows.length - duplicates, duplicates, alertsCreated: 0, warnings, refused: 0 };
+      return { stored: pending.rows.length - duplicates - conflicts.length, duplicates, conflicts, alertsCreated: 0, warnings, refused: 0 };
     });
     // One chunk per team; each line carries its log position (the loader finds a block's rows by it).
     const chunks = [...rowsByTeam].map(([teamId, rows]) => {
@@ -438,8 +456,9 @@ export class GroupCommit {
     }
     if (this.agents) {
       // Duplicates count too: their times are real, and a lost registry row is healed by a retry.
+      // Conflicts do not: their content is not what was stored.
       const byTeam = new Map<string, EventRow[]>();
-      for (const row of all) (byTeam.get(row.team_id) ?? byTeam.set(row.team_id, []).get(row.team_id)!).push(row);
+      for (const row of all) if (!conflicting.has(row)) (byTeam.get(row.team_id) ?? byTeam.set(row.team_id, []).get(row.team_id)!).push(row);
       try {
         for (const [teamId, rows] of byTeam) this.agents.record(teamId, rows);
       } catch (err) {

@@ -7,6 +7,8 @@ import type { Logger } from 'pino';
 
 /** A batch logs at most this many of its rejected records' errors (the count is always whole). */
 const LOGGED_ERRORS = 20;
+/** A batch logs at most this many ids of its conflicting records. */
+const LOGGED_CONFLICT_IDS = 5;
 
 /** One invalid field of one record of a batch. */
 export interface RecordError {
@@ -16,10 +18,13 @@ export interface RecordError {
 }
 
 export interface IngestResult {
+  /** Valid records: stored now, or not stored as duplicates or conflicts. */
   ingested: number;
   duplicates: number;
+  /** Records whose id the team had stored with other content: not stored (a warning each). */
+  conflicts: number;
   errors: RecordError[];
-  /** Stored records that differ from what was sent, or are not counted as spend, and why. */
+  /** Stored records that differ from what was sent, or are not counted as spend, and why; and each conflict (field id). */
   warnings: RecordError[];
   alerts_created: number;
 }
@@ -41,7 +46,7 @@ export class Ingestor {
   async ingest(teamId: string, records: readonly unknown[], source: IngestSource, log?: Logger): Promise<IngestResult> {
     const receivedAt = Date.now();
     const rows: EventRow[] = [];
-    /** The index in `records` of each row. */
+    /** The batch index of each row. */
     const indexOf: number[] = [];
     const errors: RecordError[] = [];
     const warnings: RecordError[] = [];
@@ -61,7 +66,7 @@ export class Ingestor {
         'ingest: records rejected',
       );
     }
-    if (records.length === 0) return { ingested: 0, duplicates: 0, errors: [], warnings: [], alerts_created: 0 };
+    if (records.length === 0) return { ingested: 0, duplicates: 0, conflicts: 0, errors: [], warnings: [], alerts_created: 0 };
     if (rows.length === 0) {
       // Named as the route's body names its list: events[i] on POST /events, records[i] from the SDK.
       const list = source === 'events' ? 'events' : 'records';
@@ -77,7 +82,21 @@ export class Ingestor {
     this.metrics?.ingestRecords.inc({ outcome: 'duplicate' }, outcome.duplicates);
     for (const w of outcome.warnings) warnings.push({ index: indexOf[w.row]!, field: w.field, message: w.message });
     if (outcome.warnings.length > 0) warnings.sort((a, b) => a.index - b.index);
-    return { ingested: rows.length, duplicates: outcome.duplicates, errors, warnings, alerts_created: outcome.alertsCreated };
+    const conflicts = outcome.conflicts;
+    if (conflicts.length > 0) {
+      this.metrics?.ingestRecords.inc({ outcome: 'conflict' }, conflicts.length);
+      for (const c of conflicts) {
+        const sent = c.claimedAs ? `id "${c.id}" with this tx_hash (stored as "${c.claimedAs}")` : `id "${c.id}"`;
+        warnings.push({ index: indexOf[c.index]!, field: 'id', message: `${sent} was stored before with different content (${c.fields.join(', ')}): this record was not stored` });
+      }
+      warnings.sort((a, b) => a.index - b.index);
+      // Which ids, never the records' content.
+      log?.warn(
+        { teamId, source, conflicts: conflicts.length, ids: conflicts.slice(0, LOGGED_CONFLICT_IDS).map((c) => c.id) },
+        'ingest: records conflict with stored ones (same id, different content); not stored',
+      );
+    }
+    return { ingested: rows.length, duplicates: outcome.duplicates, conflicts: conflicts.length, errors, warnings, alerts_created: outcome.alertsCreated };
   }
 
   /**

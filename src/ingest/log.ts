@@ -1,5 +1,7 @@
+import crypto from 'node:crypto';
 import type { Registry } from '../stores/sqlite.js';
 import { IdFilter } from './id-filter.js';
+import type { EventRow } from './records.js';
 
 /** What one append wrote: a chunk of the log, positions firstPos..lastPos of one team. */
 export interface LogChunk {
@@ -13,6 +15,120 @@ export interface LogChunk {
 
 const DAY_MS = 86_400_000;
 const PARTITION = /^ingest_ids_(\d{8})$/;
+/** Ids are at most this long (audit-record.json); a derived id stays within it. */
+const MAX_ID_LENGTH = 128;
+
+/**
+ * What a claimed id's record must repeat to be the same record: 64-bit hashes, as decimal text
+ * (SQLite INTEGER; passed through JSON, so no JS number holds them).
+ */
+export interface ContentPrint {
+  /** The payment-defining fields (CONTENT_FIELDS; see contentPrint). */
+  content: string;
+  /** The first 8 bytes of sha256(tx_hash), signed; null when the record has no tx_hash. */
+  tx: string | null;
+}
+
+/** What a claim found for one record. */
+export type ClaimOutcome =
+  /** New: stored under its own id. */
+  | true
+  /** Sent before with the same content (or content unknown): a duplicate, not stored again. */
+  | false
+  /** Its id was stored for another payment (another tx_hash): new, stored under a derived id. */
+  | { storedAs: string }
+  /**
+   * Its id (or the derived id, `claimedAs`) was stored before with other content: not stored, the
+   * first stays. `fields` names what differs (as far as the prints tell: `content` when they do not).
+   */
+  | { conflict: string[]; claimedAs?: string };
+
+/** The fields a content print covers, in the order of their 5-bit tags (lowest bits first). */
+const CONTENT_FIELDS = ['agent_id', 'endpoint', 'amount', 'asset', 'network', 'payee_address'] as const;
+const FIELD_TAG_BITS = 5;
+const FIELD_TAGS_MASK = (1n << BigInt(CONTENT_FIELDS.length * FIELD_TAG_BITS)) - 1n;
+
+/** "001.500" -> "1.5", "2.000" -> "2": the numeric value, as text (no JS number). */
+function canonicalDecimal(value: string): string {
+  const dot = value.indexOf('.');
+  const whole = (dot < 0 ? value : value.slice(0, dot)).replace(/^0+(?=\d)/, '') || '0';
+  const fraction = dot < 0 ? '' : value.slice(dot + 1).replace(/0+$/, '');
+  return fraction ? `${whole}.${fraction}` : whole;
+}
+
+/** Hex strings (addresses, transaction hashes) in one case: 0xAB.. and 0xab.. are one value. */
+function canonicalHex(value: string): string {
+  return /^0x[0-9a-fA-F]+$/.test(value) ? value.toLowerCase() : value;
+}
+
+/** FNV-1a with a final avalanche (murmur3's fmix32): the top bits depend on every character. */
+function hash32(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/**
+ * The content print of a record: 64 bits, the top 34 from sha256 over all of CONTENT_FIELDS (the
+ * amount by its numeric value; 0x-hex values in lower case), the low 30 a 5-bit tag per field,
+ * so that a conflict can name the fields that differ (a differing field goes unnamed 1 time in 32;
+ * two different contents get equal prints about 1 time in 2^39 or less). The tx_hash print is
+ * the first 8 bytes of sha256(tx_hash), the 16 hex digits a derived id ends with.
+ */
+export function contentPrint(
+  row: Pick<EventRow, 'agent_id' | 'endpoint' | 'amount' | 'amount_raw' | 'asset' | 'network' | 'payee_address' | 'tx_hash'> & { id?: string },
+): ContentPrint {
+  // A server id claims nothing: its print would never be read.
+  if (row.id?.startsWith('srv_')) return SERVER_ID_PRINT;
+  let amount = canonicalDecimal(row.amount);
+  // An amount_raw in an asset of unknown decimals is stored as amount 0: the raw value is the payment's.
+  if (amount === '0' && /[1-9]/.test(row.amount_raw)) amount = `raw:${canonicalDecimal(row.amount_raw)}`;
+  const parts = [row.agent_id, row.endpoint, amount, canonicalHex(row.asset), row.network, canonicalHex(row.payee_address)];
+  const digest = crypto.hash('sha256', JSON.stringify(parts), 'buffer');
+  let tags = 0;
+  for (let f = 0; f < parts.length; f++) tags += (hash32(parts[f]!) >>> (32 - FIELD_TAG_BITS)) * 2 ** (f * FIELD_TAG_BITS);
+  const top = (BigInt(digest.readUInt32BE(0)) << 2n) | BigInt(digest[4]! >>> 6);
+  const content = BigInt.asIntN(64, (top << 30n) | BigInt(tags)).toString();
+  const tx = row.tx_hash === null ? null : crypto.hash('sha256', canonicalHex(row.tx_hash), 'buffer').readBigInt64BE(0).toString();
+  return { content, tx };
+}
+
+const SERVER_ID_PRINT: ContentPrint = { content: '0', tx: null };
+
+/** The fields two content prints differ in, by their tags; `content` when no tag tells. */
+function differingFields(stored: bigint, sent: bigint): string[] {
+  const fields: string[] = [];
+  if (stored === sent) return fields;
+  const a = stored & FIELD_TAGS_MASK;
+  const b = sent & FIELD_TAGS_MASK;
+  CONTENT_FIELDS.forEach((field, f) => {
+    const shift = BigInt(f * FIELD_TAG_BITS);
+    if (((a >> shift) & 31n) !== ((b >> shift) & 31n)) fields.push(field);
+  });
+  return fields.length > 0 ? fields : ['content'];
+}
+
+/**
+ * The id a second payment under a known id is stored as: `<id>~tx~<first 16 hex of
+ * sha256(tx_hash)>`, so the same payment sent again claims the same derived id. An id too long
+ * for that keeps its first 88 characters and a hash of the whole.
+ */
+export function derivedId(id: string, txPrint: string): string {
+  const suffix = `~tx~${BigInt.asUintN(64, BigInt(txPrint)).toString(16).padStart(16, '0')}`;
+  if (id.length + suffix.length <= MAX_ID_LENGTH) return `${id}${suffix}`;
+  return `${id.slice(0, 88)}~${crypto.hash('sha256', id, 'hex').slice(0, 16)}${suffix}`;
+}
+
+/** A stored id's prints (SQLite INTEGER as bigint); content null for ids claimed before prints were kept. */
+interface StoredPrint {
+  content: bigint | null;
+  tx: bigint | null;
+}
 
 /** `ingest_ids_YYYYMMDD` of the UTC day of `ms`. */
 function partitionOf(ms: number): string {
@@ -35,12 +151,20 @@ function partitionOf(ms: number): string {
  * 1.25 bytes per id), and only ids some filter may hold are looked up. Filters are filled as ids
  * are claimed, and from the day's table in the background after a start; until every older day's
  * filter is complete, every id is looked up in SQLite as before.
+ *
+ * Each claimed id keeps the prints of its record (ContentPrint: `content_fp`, `tx_fp`). They are
+ * written with the claim and read only for ids that turn out to be known (rare): a known id sent
+ * with the same content is a duplicate; with another non-null tx_hash than the stored one it is
+ * another payment, claimed again under a derived id; with other content otherwise, a conflict
+ * (not stored). Ids claimed before prints were kept have none (NULL): never a conflict.
  */
 export class IngestLog {
   private partitions: string[] = [];
   private today = '';
-  private claimToday: { run(teamId: string, ids: string): { id: string }[] } | undefined;
+  private claimToday: { run(teamId: string, rows: string): { id: string }[] } | undefined;
   private seenBefore: ((teamId: string, ids: string) => { id: string }[]) | undefined;
+  /** The stored prints of some ids, per partition (today's first, then newest first). */
+  private printsIn = new Map<string, (teamId: string, ids: string) => { id: string; content_fp: bigint | null; tx_fp: bigint | null }[]>();
   private readonly appendChunk;
   private nextPos: number;
   private readonly filters = new Map<string, IdFilter>();
@@ -65,6 +189,12 @@ export class IngestLog {
       )
       .get() as { last: number };
     this.nextPos = row.last + 1;
+    // Day tables created before prints were kept get their columns (NULL: unknown, never a conflict).
+    for (const { name } of db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'ingest_ids_%'").all() as { name: string }[]) {
+      if (!PARTITION.test(name)) continue;
+      const columns = new Set((db.prepare(`PRAGMA table_info(${name})`).all() as { name: string }[]).map((c) => c.name));
+      for (const column of ['content_fp', 'tx_fp']) if (!columns.has(column)) db.exec(`ALTER TABLE ${name} ADD COLUMN ${column} INTEGER`);
+    }
   }
 
   /** The position the next appended record gets. */
@@ -73,31 +203,108 @@ export class IngestLog {
   }
 
   /**
-   * Claims the client ids of one team's rows: per row, true when this is the first time the team
-   * sent that id within the window (first occurrence in the batch included), false for a
-   * duplicate. Server ids (`srv_...`) are new by construction and claim nothing. Call inside a
-   * transaction, with the append of the claimed rows.
+   * Claims the client ids of one team's rows, per row (ClaimOutcome): true when this is the first
+   * time the team sent that id within the window (first occurrence in the batch included), false
+   * for a duplicate; with `prints` (each row's, see contentPrint), a known id sent with other
+   * content is a conflict, and with another tx_hash another payment, stored under a derived id.
+   * Without prints every known id is a duplicate. Server ids (`srv_...`) are new by construction
+   * and claim nothing. Call inside a transaction, with the append of the claimed rows.
    */
-  claim(teamId: string, ids: readonly string[], now: number): boolean[] {
+  claim(teamId: string, ids: readonly string[], now: number, prints?: readonly ContentPrint[]): ClaimOutcome[] {
     this.rollPartitions(now);
+    return this.claimOnce(teamId, ids, prints, false);
+  }
+
+  private claimOnce(teamId: string, ids: readonly string[], prints: readonly ContentPrint[] | undefined, derived: boolean): ClaimOutcome[] {
     const client = ids.filter((id) => !id.startsWith('srv_'));
     const fresh = new Set<string>();
+    let known: Set<string> | undefined;
     if (client.length > 0) {
-      const known = new Set(this.lookUpOlder(teamId, client));
-      const unknown = known.size === 0 ? client : client.filter((id) => !known.has(id));
-      if (unknown.length > 0) {
+      known = new Set(this.lookUpOlder(teamId, client));
+      let rows: (string | null)[][];
+      if (prints) {
+        rows = [];
+        ids.forEach((id, i) => {
+          if (!id.startsWith('srv_') && !known!.has(id)) rows.push([id, prints[i]!.content, prints[i]!.tx]);
+        });
+      } else rows = (known.size === 0 ? client : client.filter((id) => !known!.has(id))).map((id) => [id]);
+      if (rows.length > 0) {
         const today = this.filters.get(this.today)!;
-        for (const r of this.claimToday!.run(teamId, JSON.stringify(unknown))) {
+        for (const r of this.claimToday!.run(teamId, JSON.stringify(rows))) {
           fresh.add(r.id);
           today.add(teamId, r.id);
         }
       }
     }
-    return ids.map((id) => {
+    let repeated: number[] | undefined;
+    const outcomes = ids.map((id, i): ClaimOutcome => {
       if (id.startsWith('srv_')) return true;
       // RETURNING lists an id once however often the batch repeats it: only its first row is new.
-      return fresh.delete(id);
+      if (fresh.delete(id)) return true;
+      if (prints) (repeated ??= []).push(i);
+      return false;
     });
+    if (repeated) this.settleRepeats(teamId, ids, prints!, repeated, known!, outcomes, derived);
+    return outcomes;
+  }
+
+  /**
+   * The rows whose id was known (rare): their stored prints decide. The same content is a
+   * duplicate (false, already set); another non-null tx_hash than the stored one is another
+   * payment, claimed under its derived id (once: a derived id is not derived again); other
+   * content, or a tx_hash on one side only, is a conflict.
+   */
+  private settleRepeats(
+    teamId: string,
+    ids: readonly string[],
+    prints: readonly ContentPrint[],
+    repeated: number[],
+    older: Set<string>,
+    outcomes: ClaimOutcome[],
+    derived: boolean,
+  ): void {
+    const stored = this.storedPrints(teamId, [...new Set(repeated.map((i) => ids[i]!))], older);
+    const again: number[] = [];
+    for (const i of repeated) {
+      const before = stored.get(ids[i]!);
+      if (!before || before.content === null) continue; // unknown content: a duplicate
+      const sent = prints[i]!;
+      const sentTx = sent.tx === null ? null : BigInt(sent.tx);
+      if (sentTx !== null && before.tx !== null && sentTx !== before.tx) {
+        if (derived) outcomes[i] = { conflict: ['tx_hash'] };
+        else again.push(i);
+        continue;
+      }
+      const fields = differingFields(before.content, BigInt(sent.content));
+      if ((sentTx === null) !== (before.tx === null)) fields.push('tx_hash');
+      if (fields.length > 0) outcomes[i] = { conflict: fields };
+    }
+    if (again.length === 0) return;
+    const derivedIds = again.map((i) => derivedId(ids[i]!, prints[i]!.tx!));
+    const claimed = this.claimOnce(teamId, derivedIds, again.map((i) => prints[i]!), true);
+    again.forEach((i, k) => {
+      const outcome = claimed[k]!;
+      if (outcome === true) outcomes[i] = { storedAs: derivedIds[k]! };
+      else if (typeof outcome === 'object' && 'conflict' in outcome) outcomes[i] = { conflict: outcome.conflict, claimedAs: derivedIds[k]! };
+      // false: the same payment sent before, a duplicate.
+    });
+  }
+
+  /** The stored prints of known ids: today's table for ids not in an older day, else the older days, newest first. */
+  private storedPrints(teamId: string, ids: string[], older: Set<string>): Map<string, StoredPrint> {
+    const found = new Map<string, StoredPrint>();
+    const read = (partition: string, wanted: string[]) => {
+      for (const r of this.printsIn.get(partition)!(teamId, JSON.stringify(wanted))) found.set(r.id, { content: r.content_fp, tx: r.tx_fp });
+    };
+    const todays = ids.filter((id) => !older.has(id));
+    if (todays.length > 0) read(this.today, todays);
+    let rest = ids.filter((id) => older.has(id));
+    for (const partition of this.partitions) {
+      if (rest.length === 0) break;
+      read(partition, rest);
+      rest = rest.filter((id) => !found.has(id));
+    }
+    return found;
   }
 
   /** The ids the older days of the window hold: the filters first, SQLite for their maybes. */
@@ -195,7 +402,9 @@ export class IngestLog {
         .filter((name) => PARTITION.test(name))
         .sort();
     if (!existing().includes(today)) {
-      this.db.exec(`CREATE TABLE ${today} (team_id TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (team_id, id)) WITHOUT ROWID`);
+      this.db.exec(
+        `CREATE TABLE ${today} (team_id TEXT NOT NULL, id TEXT NOT NULL, content_fp INTEGER, tx_fp INTEGER, PRIMARY KEY (team_id, id)) WITHOUT ROWID`,
+      );
       // A new day's table is empty: its filter is complete from the start.
       const filter = new IdFilter();
       filter.complete = true;
@@ -212,10 +421,20 @@ export class IngestLog {
     // Days this process has not filled a filter for (it started after they began) get one from their table.
     for (const name of [today, ...this.partitions]) if (!this.filters.has(name)) this.filters.set(name, new IdFilter());
     this.buildFilters();
+    // Rows as [id, content_fp, tx_fp] (the prints as decimal text, or absent: NULL).
     const claim = this.db.prepare(
-      `INSERT OR IGNORE INTO ${today} (team_id, id) SELECT @team, value FROM json_each(@ids) WHERE true RETURNING id`,
+      `INSERT OR IGNORE INTO ${today} (team_id, id, content_fp, tx_fp)
+       SELECT @team, value ->> 0, CAST(value ->> 1 AS INTEGER), CAST(value ->> 2 AS INTEGER) FROM json_each(@rows) WHERE true RETURNING id`,
     );
-    this.claimToday = { run: (team, ids) => claim.all({ team, ids }) as { id: string }[] };
+    this.claimToday = { run: (team, rows) => claim.all({ team, rows }) as { id: string }[] };
+    this.printsIn.clear();
+    for (const name of [today, ...this.partitions]) {
+      // Read as bigint: the prints use all 64 bits.
+      const prints = this.db
+        .prepare(`SELECT t.id, t.content_fp, t.tx_fp FROM json_each(@ids) AS j CROSS JOIN ${name} AS t ON t.team_id = @team AND t.id = j.value`)
+        .safeIntegers(true);
+      this.printsIn.set(name, (team, ids) => prints.all({ team, ids }) as { id: string; content_fp: bigint | null; tx_fp: bigint | null }[]);
+    }
     if (this.partitions.length === 0) {
       this.seenBefore = undefined;
       return;

@@ -8,8 +8,12 @@ const RESPONSES = {
     example: {
       ingested: 99,
       duplicates: 0,
+      conflicts: 1,
       errors: [{ index: 4, field: 'amount', message: 'must be a non-negative decimal string with at most 20 integer and 18 fractional digits, e.g. "0.001"' }],
-      warnings: [{ index: 7, field: 'amount_raw', message: 'is in asset "WETH" whose decimals are unknown: stored, counted as unpriced, not as spend (send amount, or set ASSET_DECIMALS)' }],
+      warnings: [
+        { index: 7, field: 'amount_raw', message: 'is in asset "WETH" whose decimals are unknown: stored, counted as unpriced, not as spend (send amount, or set ASSET_DECIMALS)' },
+        { index: 12, field: 'id', message: 'id "call-12" was stored before with different content (amount): this record was not stored' },
+      ],
       alerts_created: 0,
     },
   },
@@ -35,7 +39,10 @@ export const ingestEvents = defineRoute<{ events: unknown[] }>({
   description:
     'Each record is validated on its own: valid records are stored (exactly once per id and team) and invalid ' +
     'ones are reported by index. A batch with no valid record is a 400 listing them in details. Answered only ' +
-    'after the records are stored.',
+    'after the records are stored. A record whose id the team stored before with different content (agent, ' +
+    'endpoint, amount, asset, network, payee, or a tx_hash on one side only) is a conflict: not stored, the first ' +
+    'stays, counted in conflicts with a warning. The same id with another non-null tx_hash is another payment: ' +
+    'stored as <id>~tx~<first 16 hex of sha256(tx_hash)>, and read back with the id as sent.',
   tag: 'ingest',
   scope: 'ingest',
   batchField: 'events',
@@ -56,7 +63,8 @@ export const ingestAuditBatch = defineRoute<{ records: unknown[] }>({
   summary: 'Ingest a batch of audit records from the client SDK (ApiStorage), of any size up to MAX_BODY_BYTES',
   description:
     'The SDK retries a failed batch up to 3 times: records are de-duplicated by id, so a retry stores nothing twice. ' +
-    'Same rules as POST /events.',
+    'Its ids hash agent, endpoint, millisecond and amount, so equal payments in one millisecond share an id: with ' +
+    'distinct tx_hash they are stored as distinct payments. Same rules as POST /events.',
   tag: 'ingest',
   scope: 'ingest',
   batchField: 'records',

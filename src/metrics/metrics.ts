@@ -16,7 +16,9 @@ export class Metrics implements LoaderObserver {
   });
   readonly ingestRecords = new Counter({
     name: 'spendscope_ingest_records_total',
-    help: 'Records received by the ingest routes: accepted (new, appended to the log), duplicate (already stored), invalid (refused with a field error)',
+    help:
+      'Records received by the ingest routes: accepted (new, appended to the log), duplicate (already stored), ' +
+      'conflict (id already stored with different content: not stored), invalid (refused with a field error)',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });

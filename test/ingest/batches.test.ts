@@ -25,7 +25,7 @@ describe('ingest batch sizes', function () {
   it('POST /audit/batch with no records stores nothing and answers 200 (not an error that drops SDK data)', async () => {
     const team = newTeam();
     const res = await api().post('/api/v1/audit/batch').set(...team.auth).send({ records: [] }).expect(200);
-    expect(res.body).to.deep.equal({ ingested: 0, duplicates: 0, errors: [], warnings: [], alerts_created: 0 });
+    expect(res.body).to.deep.equal({ ingested: 0, duplicates: 0, conflicts: 0, errors: [], warnings: [], alerts_created: 0 });
   });
 
   it('POST /events keeps its 1 to 100 events', async () => {

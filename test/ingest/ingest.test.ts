@@ -16,7 +16,7 @@ describe('ingest', () => {
         const team = newTeam();
         const records = [sdkRecord(), sdkRecord({ agent_id: 'agent-2' }), event({ id: undefined })];
         const res = await api().post(path).set(...team.auth).send({ [key]: records }).expect(200);
-        expect(res.body).to.deep.equal({ ingested: 3, duplicates: 0, errors: [], warnings: [], alerts_created: 0 });
+        expect(res.body).to.deep.equal({ ingested: 3, duplicates: 0, conflicts: 0, errors: [], warnings: [], alerts_created: 0 });
         expect(await storedCount(team.teamId)).to.equal(3);
         const sources = new Set((await storedRows(team.teamId)).map((r) => r.source));
         expect([...sources]).to.deep.equal([key === 'events' ? 'events' : 'sdk']);
@@ -302,11 +302,11 @@ describe('ingest', () => {
   });
 
   describe('exactly once', () => {
-    it('an id repeated in one batch is stored once', async () => {
+    it('an id repeated in one batch is stored once (with other content: a conflict, not stored either)', async () => {
       const team = newTeam();
       const record = sdkRecord();
       const res = await api().post('/audit/batch').set(...team.auth).send({ records: [record, record, { ...record, amount: '5.000000' }] }).expect(200);
-      expect(res.body).to.include({ ingested: 3, duplicates: 2 });
+      expect(res.body).to.include({ ingested: 3, duplicates: 1, conflicts: 1 });
       expect(await storedCount(team.teamId)).to.equal(1);
     });
 

@@ -96,7 +96,7 @@ describe('kill -9 during load', () => {
     for (const b of unanswered) expect((await send(service, batchOf(b))).status).to.equal(200);
     for (const b of [...acknowledged].slice(0, 10)) {
       const again = await send(service, batchOf(b));
-      expect(again.body, `batch ${b} acknowledged before the kill`).to.deep.equal({ ingested: 50, duplicates: 50, errors: [], warnings: [], alerts_created: 0 });
+      expect(again.body, `batch ${b} acknowledged before the kill`).to.deep.equal({ ingested: 50, duplicates: 50, conflicts: 0, errors: [], warnings: [], alerts_created: 0 });
     }
 
     // A graceful restart, and a retry after it: still duplicates.
