@@ -6,9 +6,9 @@
  * then claims a further day's worth in batches of 1,000 (as group commits do) and prints the
  * claim cost per id with that many older days to look in, the bytes per id on disk (SQLite's
  * dbstat: table and key, pages as stored) and how long expiring one day (DROP TABLE) takes.
- * Each id is claimed with its record's prints (content and tx_hash, as the group commit passes
- * them; made beforehand, their cost is printed apart), and a day's ids sent again (all
- * duplicates: the path that reads stored prints) is timed too.
+ * Each id is claimed with a print as the group commit passes it (random 64 bits, as of a record
+ * with a tx_hash; made beforehand: the cost of computing one is printed apart), and a day's ids
+ * sent again (all duplicates: the path that reads stored prints) is timed too.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -37,11 +37,8 @@ function main(): void {
     // As the group commit does: the transaction without fsync (the WAL is flushed off the main
     // thread), so this measures the index's own cost.
     db.pragma('synchronous = NORMAL');
-    // Random 64-bit prints, every record with a tx_hash (the larger row).
-    const print = (): ContentPrint => {
-      const bytes = crypto.randomBytes(16);
-      return { content: bytes.readBigInt64BE(0).toString(), tx: bytes.readBigInt64BE(8).toString() };
-    };
+    // Random 64-bit prints, as of records with a tx_hash (the larger row).
+    const print = (): ContentPrint => ({ fp: crypto.randomBytes(8).readBigInt64BE(0).toString(), txHash: '0x' });
     let batches: { ids: string[]; prints: ContentPrint[] }[] = [];
     const claimAll = (day: number): number => {
       const started = performance.now();
@@ -63,7 +60,7 @@ function main(): void {
     const { bytes } = db.prepare('SELECT sum(pgsize) AS bytes FROM dbstat WHERE name = ?').get(partitions[0]) as { bytes: number };
     console.log(`claim cost per id: ${(empty * 1000).toFixed(2)} µs with no older day, ${(full * 1000).toFixed(2)} µs with ${partitions.length - 1} older days to look in`);
     console.log(`bytes per id on disk: ${(bytes / PER_DAY).toFixed(1)} (one day: ${(bytes / 1024 ** 2).toFixed(1)} MiB in ${partitions[0]})`);
-    // Today's ids sent again: every one a duplicate, its stored prints read and compared.
+    // Today's ids sent again: every one a duplicate, its stored print read and compared.
     const resent = claimAll(today);
     console.log(`claim cost per id sent again (all duplicates, stored prints read): ${(resent * 1000).toFixed(2)} µs`);
     const rows = Array.from({ length: 100_000 }, (_, i) => ({

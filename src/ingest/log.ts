@@ -19,14 +19,24 @@ const PARTITION = /^ingest_ids_(\d{8})$/;
 const MAX_ID_LENGTH = 128;
 
 /**
- * What a claimed id's record must repeat to be the same record: 64-bit hashes, as decimal text
- * (SQLite INTEGER; passed through JSON, so no JS number holds them).
+ * What a claimed id's record must repeat to be the same record, kept with the id in one INTEGER
+ * column (`record_fp`): 64 bits, passed as decimal text through JSON (no JS number holds them).
+ *
+ *   bits 32..63  tx_hash tag: 32 bits of a hash of tx_hash, never 0; 0 when tx_hash is null
+ *   bits 18..31  a hash of all CONTENT_FIELDS together (14 bits)
+ *   bits 0..17   a 3-bit tag per field of CONTENT_FIELDS (lowest first), to name what differs
+ *
+ * One column of 8 bytes, not two hashes of 64 bits: each byte a row of the (team, id) index
+ * carries costs claim time (npm run bench:dedup). What that gives up: two different tx_hash values
+ * of one id look the same 1 time in 2^32 (the second payment would be a duplicate); a content
+ * that differs in one field looks the same 1 time in 2^17 (a duplicate, as before prints); a
+ * differing field goes unnamed 1 time in 8 (the warning then says `content`).
  */
 export interface ContentPrint {
-  /** The payment-defining fields (CONTENT_FIELDS; see contentPrint). */
-  content: string;
-  /** The first 8 bytes of sha256(tx_hash), signed; null when the record has no tx_hash. */
-  tx: string | null;
+  /** The print (layout above), signed 64-bit, as decimal text. */
+  fp: string;
+  /** The tx_hash as compared (0x-hex in lower case), or null: a derived id is made from it. */
+  txHash: string | null;
 }
 
 /** What a claim found for one record. */
@@ -43,10 +53,11 @@ export type ClaimOutcome =
    */
   | { conflict: string[]; claimedAs?: string };
 
-/** The fields a content print covers, in the order of their 5-bit tags (lowest bits first). */
+/** The fields a print covers, in the order of their tags (lowest bits first). */
 const CONTENT_FIELDS = ['agent_id', 'endpoint', 'amount', 'asset', 'network', 'payee_address'] as const;
-const FIELD_TAG_BITS = 5;
-const FIELD_TAGS_MASK = (1n << BigInt(CONTENT_FIELDS.length * FIELD_TAG_BITS)) - 1n;
+const TAG_BITS = 3;
+const TAGS_BITS = CONTENT_FIELDS.length * TAG_BITS;
+const LOW_32 = 0xffffffffn;
 
 /** "001.500" -> "1.5", "2.000" -> "2": the numeric value, as text (no JS number). */
 function canonicalDecimal(value: string): string {
@@ -61,10 +72,8 @@ function canonicalHex(value: string): string {
   return /^0x[0-9a-fA-F]+$/.test(value) ? value.toLowerCase() : value;
 }
 
-/** FNV-1a with a final avalanche (murmur3's fmix32): the top bits depend on every character. */
-function hash32(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+/** murmur3's final avalanche: every output bit depends on every input bit. */
+function fmix32(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
@@ -73,12 +82,19 @@ function hash32(text: string): number {
   return h >>> 0;
 }
 
+/** FNV-1a over the UTF-16 code units, then fmix32. */
+function hash32(text: string, seed = 0x811c9dc5): number {
+  let h = seed;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return fmix32(h);
+}
+
+const SERVER_ID_PRINT: ContentPrint = { fp: '0', txHash: null };
+
 /**
- * The content print of a record: 64 bits, the top 34 from sha256 over all of CONTENT_FIELDS (the
- * amount by its numeric value; 0x-hex values in lower case), the low 30 a 5-bit tag per field,
- * so that a conflict can name the fields that differ (a differing field goes unnamed 1 time in 32;
- * two different contents get equal prints about 1 time in 2^39 or less). The tx_hash print is
- * the first 8 bytes of sha256(tx_hash), the 16 hex digits a derived id ends with.
+ * The print of a record (layout at ContentPrint): the amount by its numeric value ("1.5" and
+ * "1.500000" are one amount), 0x-hex values (asset, payee, tx_hash) in lower case. No crypto: a
+ * few JS passes over the fields, well under a microsecond.
  */
 export function contentPrint(
   row: Pick<EventRow, 'agent_id' | 'endpoint' | 'amount' | 'amount_raw' | 'asset' | 'network' | 'payee_address' | 'tx_hash'> & { id?: string },
@@ -89,45 +105,46 @@ export function contentPrint(
   // An amount_raw in an asset of unknown decimals is stored as amount 0: the raw value is the payment's.
   if (amount === '0' && /[1-9]/.test(row.amount_raw)) amount = `raw:${canonicalDecimal(row.amount_raw)}`;
   const parts = [row.agent_id, row.endpoint, amount, canonicalHex(row.asset), row.network, canonicalHex(row.payee_address)];
-  const digest = crypto.hash('sha256', JSON.stringify(parts), 'buffer');
   let tags = 0;
-  for (let f = 0; f < parts.length; f++) tags += (hash32(parts[f]!) >>> (32 - FIELD_TAG_BITS)) * 2 ** (f * FIELD_TAG_BITS);
-  const top = (BigInt(digest.readUInt32BE(0)) << 2n) | BigInt(digest[4]! >>> 6);
-  const content = BigInt.asIntN(64, (top << 30n) | BigInt(tags)).toString();
-  const tx = row.tx_hash === null ? null : crypto.hash('sha256', canonicalHex(row.tx_hash), 'buffer').readBigInt64BE(0).toString();
-  return { content, tx };
+  let whole = 0x9747b28c;
+  for (let f = 0; f < parts.length; f++) {
+    const h = hash32(parts[f]!);
+    tags |= (h >>> (32 - TAG_BITS)) << (f * TAG_BITS);
+    whole = fmix32(Math.imul(whole ^ h, 0x5bd1e995) + f);
+  }
+  const low = ((whole >>> TAGS_BITS) * 2 ** TAGS_BITS + tags) >>> 0;
+  if (row.tx_hash === null) return { fp: String(low), txHash: null };
+  const txHash = canonicalHex(row.tx_hash);
+  const txTag = hash32(txHash, 0x01000193) || 1;
+  return { fp: BigInt.asIntN(64, (BigInt(txTag) << 32n) | BigInt(low)).toString(), txHash };
 }
 
-const SERVER_ID_PRINT: ContentPrint = { content: '0', tx: null };
-
-/** The fields two content prints differ in, by their tags; `content` when no tag tells. */
+/** The fields two prints' content halves differ in, by their tags; `content` when no tag tells. */
 function differingFields(stored: bigint, sent: bigint): string[] {
   const fields: string[] = [];
-  if (stored === sent) return fields;
-  const a = stored & FIELD_TAGS_MASK;
-  const b = sent & FIELD_TAGS_MASK;
+  if ((stored & LOW_32) === (sent & LOW_32)) return fields;
+  const mask = (1n << BigInt(TAG_BITS)) - 1n;
   CONTENT_FIELDS.forEach((field, f) => {
-    const shift = BigInt(f * FIELD_TAG_BITS);
-    if (((a >> shift) & 31n) !== ((b >> shift) & 31n)) fields.push(field);
+    const shift = BigInt(f * TAG_BITS);
+    if (((stored >> shift) & mask) !== ((sent >> shift) & mask)) fields.push(field);
   });
   return fields.length > 0 ? fields : ['content'];
+}
+
+/** The tx_hash tag of a print: 0 when the record had no tx_hash. */
+function txTagOf(fp: bigint): bigint {
+  return (fp >> 32n) & LOW_32;
 }
 
 /**
  * The id a second payment under a known id is stored as: `<id>~tx~<first 16 hex of
  * sha256(tx_hash)>`, so the same payment sent again claims the same derived id. An id too long
- * for that keeps its first 88 characters and a hash of the whole.
+ * for that keeps its first 88 characters and a hash of the whole (at most 128 characters).
  */
-export function derivedId(id: string, txPrint: string): string {
-  const suffix = `~tx~${BigInt.asUintN(64, BigInt(txPrint)).toString(16).padStart(16, '0')}`;
+export function derivedId(id: string, txHash: string): string {
+  const suffix = `~tx~${crypto.hash('sha256', txHash, 'hex').slice(0, 16)}`;
   if (id.length + suffix.length <= MAX_ID_LENGTH) return `${id}${suffix}`;
   return `${id.slice(0, 88)}~${crypto.hash('sha256', id, 'hex').slice(0, 16)}${suffix}`;
-}
-
-/** A stored id's prints (SQLite INTEGER as bigint); content null for ids claimed before prints were kept. */
-interface StoredPrint {
-  content: bigint | null;
-  tx: bigint | null;
 }
 
 /** `ingest_ids_YYYYMMDD` of the UTC day of `ms`. */
@@ -144,7 +161,8 @@ function partitionOf(ms: number): string {
  * The index is partitioned by the UTC day of the claim: one WITHOUT ROWID table per day
  * (`ingest_ids_YYYYMMDD`), the days of the window kept, older tables dropped whole. A claim inserts
  * the ids into today's table and looks them up in the older days' tables: one statement each per
- * team and group commit, the ids passed as one JSON array, so the per-id work stays in SQLite.
+ * team and group commit, the ids (with their prints) passed as one JSON array, so the per-id work
+ * stays in SQLite.
  *
  * Looking in seven older days costs more than the claim itself (npm run bench:dedup), and a new
  * id, the usual case, is in none of them: each day has an in-memory Bloom filter (IdFilter, about
@@ -152,8 +170,8 @@ function partitionOf(ms: number): string {
  * are claimed, and from the day's table in the background after a start; until every older day's
  * filter is complete, every id is looked up in SQLite as before.
  *
- * Each claimed id keeps the prints of its record (ContentPrint: `content_fp`, `tx_fp`). They are
- * written with the claim and read only for ids that turn out to be known (rare): a known id sent
+ * Each claimed id keeps the print of its record (ContentPrint, column `record_fp`). It is written
+ * with the claim and read only for ids that turn out to be known (rare): a known id sent
  * with the same content is a duplicate; with another non-null tx_hash than the stored one it is
  * another payment, claimed again under a derived id; with other content otherwise, a conflict
  * (not stored). Ids claimed before prints were kept have none (NULL): never a conflict.
@@ -164,7 +182,7 @@ export class IngestLog {
   private claimToday: { run(teamId: string, rows: string): { id: string }[] } | undefined;
   private seenBefore: ((teamId: string, ids: string) => { id: string }[]) | undefined;
   /** The stored prints of some ids, per partition (today's first, then newest first). */
-  private printsIn = new Map<string, (teamId: string, ids: string) => { id: string; content_fp: bigint | null; tx_fp: bigint | null }[]>();
+  private printsIn = new Map<string, (teamId: string, ids: string) => { id: string; record_fp: bigint | null }[]>();
   private readonly appendChunk;
   private nextPos: number;
   private readonly filters = new Map<string, IdFilter>();
@@ -189,11 +207,11 @@ export class IngestLog {
       )
       .get() as { last: number };
     this.nextPos = row.last + 1;
-    // Day tables created before prints were kept get their columns (NULL: unknown, never a conflict).
+    // Day tables created before prints were kept get the column (NULL: unknown, never a conflict).
     for (const { name } of db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'ingest_ids_%'").all() as { name: string }[]) {
       if (!PARTITION.test(name)) continue;
       const columns = new Set((db.prepare(`PRAGMA table_info(${name})`).all() as { name: string }[]).map((c) => c.name));
-      for (const column of ['content_fp', 'tx_fp']) if (!columns.has(column)) db.exec(`ALTER TABLE ${name} ADD COLUMN ${column} INTEGER`);
+      if (!columns.has('record_fp')) db.exec(`ALTER TABLE ${name} ADD COLUMN record_fp INTEGER`);
     }
   }
 
@@ -221,16 +239,14 @@ export class IngestLog {
     let known: Set<string> | undefined;
     if (client.length > 0) {
       known = new Set(this.lookUpOlder(teamId, client));
-      let rows: (string | null)[][];
-      if (prints) {
-        rows = [];
-        ids.forEach((id, i) => {
-          if (!id.startsWith('srv_') && !known!.has(id)) rows.push([id, prints[i]!.content, prints[i]!.tx]);
-        });
-      } else rows = (known.size === 0 ? client : client.filter((id) => !known!.has(id))).map((id) => [id]);
-      if (rows.length > 0) {
+      // One JSON object, id: print (a repeated id is a repeated member; the first is inserted).
+      const members: string[] = [];
+      ids.forEach((id, i) => {
+        if (!id.startsWith('srv_') && !known!.has(id)) members.push(`${JSON.stringify(id)}:${prints ? prints[i]!.fp : 'null'}`);
+      });
+      if (members.length > 0) {
         const today = this.filters.get(this.today)!;
-        for (const r of this.claimToday!.run(teamId, JSON.stringify(rows))) {
+        for (const r of this.claimToday!.run(teamId, `{${members.join(',')}}`)) {
           fresh.add(r.id);
           today.add(teamId, r.id);
         }
@@ -267,20 +283,20 @@ export class IngestLog {
     const again: number[] = [];
     for (const i of repeated) {
       const before = stored.get(ids[i]!);
-      if (!before || before.content === null) continue; // unknown content: a duplicate
-      const sent = prints[i]!;
-      const sentTx = sent.tx === null ? null : BigInt(sent.tx);
-      if (sentTx !== null && before.tx !== null && sentTx !== before.tx) {
+      if (before === undefined || before === null) continue; // unknown content: a duplicate
+      const sent = BigInt(prints[i]!.fp);
+      const [beforeTx, sentTx] = [txTagOf(before), txTagOf(sent)];
+      if (sentTx !== 0n && beforeTx !== 0n && sentTx !== beforeTx) {
         if (derived) outcomes[i] = { conflict: ['tx_hash'] };
         else again.push(i);
         continue;
       }
-      const fields = differingFields(before.content, BigInt(sent.content));
-      if ((sentTx === null) !== (before.tx === null)) fields.push('tx_hash');
+      const fields = differingFields(before, sent);
+      if ((sentTx === 0n) !== (beforeTx === 0n)) fields.push('tx_hash');
       if (fields.length > 0) outcomes[i] = { conflict: fields };
     }
     if (again.length === 0) return;
-    const derivedIds = again.map((i) => derivedId(ids[i]!, prints[i]!.tx!));
+    const derivedIds = again.map((i) => derivedId(ids[i]!, prints[i]!.txHash!));
     const claimed = this.claimOnce(teamId, derivedIds, again.map((i) => prints[i]!), true);
     again.forEach((i, k) => {
       const outcome = claimed[k]!;
@@ -290,11 +306,11 @@ export class IngestLog {
     });
   }
 
-  /** The stored prints of known ids: today's table for ids not in an older day, else the older days, newest first. */
-  private storedPrints(teamId: string, ids: string[], older: Set<string>): Map<string, StoredPrint> {
-    const found = new Map<string, StoredPrint>();
+  /** The stored prints of known ids (NULL: claimed before prints were kept): today's table for ids not in an older day, else the older days, newest first. */
+  private storedPrints(teamId: string, ids: string[], older: Set<string>): Map<string, bigint | null> {
+    const found = new Map<string, bigint | null>();
     const read = (partition: string, wanted: string[]) => {
-      for (const r of this.printsIn.get(partition)!(teamId, JSON.stringify(wanted))) found.set(r.id, { content: r.content_fp, tx: r.tx_fp });
+      for (const r of this.printsIn.get(partition)!(teamId, JSON.stringify(wanted))) found.set(r.id, r.record_fp);
     };
     const todays = ids.filter((id) => !older.has(id));
     if (todays.length > 0) read(this.today, todays);
@@ -403,7 +419,7 @@ export class IngestLog {
         .sort();
     if (!existing().includes(today)) {
       this.db.exec(
-        `CREATE TABLE ${today} (team_id TEXT NOT NULL, id TEXT NOT NULL, content_fp INTEGER, tx_fp INTEGER, PRIMARY KEY (team_id, id)) WITHOUT ROWID`,
+        `CREATE TABLE ${today} (team_id TEXT NOT NULL, id TEXT NOT NULL, record_fp INTEGER, PRIMARY KEY (team_id, id)) WITHOUT ROWID`,
       );
       // A new day's table is empty: its filter is complete from the start.
       const filter = new IdFilter();
@@ -421,19 +437,20 @@ export class IngestLog {
     // Days this process has not filled a filter for (it started after they began) get one from their table.
     for (const name of [today, ...this.partitions]) if (!this.filters.has(name)) this.filters.set(name, new IdFilter());
     this.buildFilters();
-    // Rows as [id, content_fp, tx_fp] (the prints as decimal text, or absent: NULL).
+    // Rows as the members of one JSON object, id: print (an integer, or null). No SQL function
+    // here: a statement calling one may fail midway, so SQLite gives it a statement journal, a
+    // temporary file holding a copy of every page it changes (about 30% more claim time).
     const claim = this.db.prepare(
-      `INSERT OR IGNORE INTO ${today} (team_id, id, content_fp, tx_fp)
-       SELECT @team, value ->> 0, CAST(value ->> 1 AS INTEGER), CAST(value ->> 2 AS INTEGER) FROM json_each(@rows) WHERE true RETURNING id`,
+      `INSERT OR IGNORE INTO ${today} (team_id, id, record_fp) SELECT @team, key, value FROM json_each(@rows) WHERE true RETURNING id`,
     );
     this.claimToday = { run: (team, rows) => claim.all({ team, rows }) as { id: string }[] };
     this.printsIn.clear();
     for (const name of [today, ...this.partitions]) {
       // Read as bigint: the prints use all 64 bits.
       const prints = this.db
-        .prepare(`SELECT t.id, t.content_fp, t.tx_fp FROM json_each(@ids) AS j CROSS JOIN ${name} AS t ON t.team_id = @team AND t.id = j.value`)
+        .prepare(`SELECT t.id, t.record_fp FROM json_each(@ids) AS j CROSS JOIN ${name} AS t ON t.team_id = @team AND t.id = j.value`)
         .safeIntegers(true);
-      this.printsIn.set(name, (team, ids) => prints.all({ team, ids }) as { id: string; content_fp: bigint | null; tx_fp: bigint | null }[]);
+      this.printsIn.set(name, (team, ids) => prints.all({ team, ids }) as { id: string; record_fp: bigint | null }[]);
     }
     if (this.partitions.length === 0) {
       this.seenBefore = undefined;

@@ -221,14 +221,14 @@ describe('ingest: a known id with other content', () => {
     const claim = (log: IngestLog, ids: string[], prints: ContentPrint[], at = NOON) => db.transaction(() => log.claim('team-a', ids, at, prints))();
     const columns = (table: string) => (db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
 
-    it('upgrades day tables made before prints were kept: their ids stay duplicates, never conflicts', () => {
+    it('upgrades day tables made before prints were kept (a record_fp column): their ids stay duplicates, never conflicts', () => {
       for (const table of ['ingest_ids_20261122', 'ingest_ids_20261120']) {
         db.exec(`CREATE TABLE ${table} (team_id TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (team_id, id)) WITHOUT ROWID`);
         db.prepare(`INSERT INTO ${table} VALUES ('team-a', ?)`).run(`old-${table.slice(-2)}`);
       }
       const log = new IngestLog(db, 7);
-      expect(columns('ingest_ids_20261122')).to.include.members(['content_fp', 'tx_fp']);
-      expect(columns('ingest_ids_20261120')).to.include.members(['content_fp', 'tx_fp']);
+      expect(columns('ingest_ids_20261122')).to.include('record_fp');
+      expect(columns('ingest_ids_20261120')).to.include('record_fp');
       const other = contentPrint(row({ amount: '7', tx_hash: '0x1' }));
       expect(claim(log, ['old-22', 'old-20', 'new'], [other, other, contentPrint(row())])).to.deep.equal([false, false, true]);
       expect(claim(log, ['new'], [other], NOON + 1000)).to.deep.equal([{ conflict: ['amount', 'tx_hash'] }]);
@@ -239,13 +239,14 @@ describe('ingest: a known id with other content', () => {
     it('prints an amount by its value and hex in any case; a derived id is unique per (id, tx_hash) and at most 128 characters', () => {
       expect(contentPrint(row({ amount: '1.500000' }))).to.deep.equal(contentPrint(row({ amount: '01.5' })));
       expect(contentPrint(row({ payee_address: '0xabc' }))).to.deep.equal(contentPrint(row()));
-      expect(contentPrint(row({ amount: '15' })).content).not.to.equal(contentPrint(row()).content);
-      const tx = (hash: string) => contentPrint(row({ tx_hash: hash })).tx!;
-      expect(derivedId('abc', tx('0x01'))).to.equal(`abc~tx~${crypto.createHash('sha256').update('0x01').digest('hex').slice(0, 16)}`);
-      expect(derivedId('abc', tx('0x01'))).not.to.equal(derivedId('abc', tx('0x02')));
+      expect(contentPrint(row({ amount: '15' })).fp).not.to.equal(contentPrint(row()).fp);
+      expect(contentPrint(row({ tx_hash: '0xAB' }))).to.deep.equal(contentPrint(row({ tx_hash: '0xab' })));
+      expect(contentPrint(row({ tx_hash: '0x01' })).fp).not.to.equal(contentPrint(row({ tx_hash: '0x02' })).fp);
+      expect(derivedId('abc', '0x01')).to.equal(`abc~tx~${crypto.createHash('sha256').update('0x01').digest('hex').slice(0, 16)}`);
+      expect(derivedId('abc', '0x01')).not.to.equal(derivedId('abc', '0x02'));
       const long = 'i'.repeat(128);
-      expect(derivedId(long, tx('0x01'))).to.have.length.at.most(128);
-      expect(derivedId(long, tx('0x01'))).not.to.equal(derivedId(`${'i'.repeat(127)}j`, tx('0x01')));
+      expect(derivedId(long, '0x01')).to.have.length.at.most(128);
+      expect(derivedId(long, '0x01')).not.to.equal(derivedId(`${'i'.repeat(127)}j`, '0x01'));
     });
 
     it('finds the stored print in an older day: a retry is a duplicate, other content a conflict, another tx a payment', () => {
@@ -253,7 +254,7 @@ describe('ingest: a known id with other content', () => {
       const paid = row({ tx_hash: '0x01' });
       expect(claim(log, ['p'], [contentPrint(paid)], NOON - 3 * DAY)).to.deep.equal([true]);
       const again = claim(log, ['p', 'p', 'p'], [contentPrint(paid), contentPrint({ ...paid, network: 'eip155:1' }), contentPrint({ ...paid, tx_hash: '0x02' })]);
-      expect(again).to.deep.equal([false, { conflict: ['network'] }, { storedAs: derivedId('p', contentPrint({ ...paid, tx_hash: '0x02' }).tx!) }]);
+      expect(again).to.deep.equal([false, { conflict: ['network'] }, { storedAs: derivedId('p', '0x02') }]);
     });
   });
 });
