@@ -1,3 +1,4 @@
+import { LOG_FORMATS, type LogFormat } from './http/log-format.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +15,8 @@ export interface Config {
   dataDir: string;
   clickhouse: ClickHouseConfig;
   logLevel: LogLevel;
+  /** json, pretty, or auto: readable lines when stdout is a terminal (src/http/log-format.ts). */
+  logFormat: LogFormat;
   /**
    * The key of team "default" at first start (BOOTSTRAP_API_KEY or _FILE), and which variable gave
    * it; bootstrapDefaultTeam takes it out of here, so the long-lived config never holds it.
@@ -211,6 +214,9 @@ export function loadConfig(env: Env = process.env): Config {
   const logLevel = text('LOG_LEVEL', 'info', (v) =>
     (LOG_LEVELS as readonly string[]).includes(v) ? null : `must be one of ${LOG_LEVELS.join(', ')}`,
   ) as LogLevel;
+  const logFormat = text('LOG_FORMAT', 'auto', (v) =>
+    (LOG_FORMATS as readonly string[]).includes(v) ? null : `must be one of ${LOG_FORMATS.join(', ')}`,
+  ) as LogFormat;
   // 8 MiB: a batch of 1,000 SDK records of up to 8 KB each (about 10,000 as the SDK usually sends them).
   const maxBodyBytes = integer('MAX_BODY_BYTES', 8 * 1024 * 1024, 1024, 64 * 1024 * 1024);
   const shutdownTimeoutMs = integer('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000);
@@ -385,6 +391,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     clickhouse,
     logLevel,
+    logFormat,
     bootstrapApiKey: bootstrap && { key: bootstrap.value, variable: bootstrap.variable },
     secretsKeys,
     maxBodyBytes,

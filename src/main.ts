@@ -11,6 +11,7 @@ import { resealEndpointSecrets } from './webhooks/repository.js';
 import { MigrationError } from './stores/migrations.js';
 import { bootstrapDefaultTeam } from './teams/bootstrap.js';
 import { startServer } from './server.js';
+import { banner, logDestination } from './http/log-format.js';
 import { freshReads } from './ingest/freshness.js';
 import { startIngestPipeline } from './ingest/pipeline.js';
 import { Metrics } from './metrics/metrics.js';
@@ -20,14 +21,17 @@ import { RateLimiter } from './limits/rate-limiter.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const logger = pino({ level: config.logLevel });
+  const destination = logDestination(config.logFormat);
+  const logger = destination ? pino({ level: config.logLevel }, destination) : pino({ level: config.logLevel });
   // Compile the API schemas before touching any store: a broken schema file must not half-start.
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
   const { registry, events, loaderEvents } = await openStores(config, logger);
   const secrets = openSecretBox(config.secretsKeys, config.dataDir);
   const resealed = resealEndpointSecrets(registry, secrets);
   if (resealed) logger.info({ resealed, keyId: secrets.currentKeyId }, 'webhook secrets encrypted under the current key');
-  bootstrapDefaultTeam(registry, config, (line) => process.stdout.write(`${line}\n`));
+  const bannerLines: string[] = [];
+  bootstrapDefaultTeam(registry, config, (line) => bannerLines.push(line));
+  if (bannerLines.length > 0) process.stdout.write(banner(bannerLines));
   const metrics = new Metrics();
   const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger, metrics });
   const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);

@@ -34,7 +34,8 @@ export async function startService(env: Record<string, string>): Promise<Running
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`service did not start: ${out}\n${err}`)), 30_000);
     const check = () => {
-      const match = /"port":(\d+).*listening/.exec(out);
+      // JSON lines, or the readable ones of LOG_FORMAT=pretty.
+      const match = /"port":(\d+).*listening/.exec(out) ?? /listening on http:\/\/\S+:(\d+)/.exec(out);
       if (match) {
         clearTimeout(timer);
         resolve(Number(match[1]));

@@ -35,6 +35,34 @@ describe('the service process', function () {
     }
   });
 
+  it('LOG_FORMAT=pretty prints readable lines and sets the key banner apart; piped output stays JSON by default', async () => {
+    const pretty = await startService({ DATA_DIR: tempDir('pretty-log'), LOG_FORMAT: 'pretty' });
+    try {
+      const key = /^ {2}(ss_[A-Za-z0-9_-]+)$/m.exec(pretty.stdout())?.[1];
+      expect((await fetch(`${pretty.baseUrl}/api/v1/team`, { headers: { Authorization: `Bearer ${key}` } })).status).to.equal(200);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const out = pretty.stdout();
+      // The banner: a rule, the lines, a rule, each rule on a line of its own with a blank line around.
+      expect(out).to.match(/\n\n─{40,}\nCreated team "default" \(team_[^)]+\)\. Its API key, shown only this once:\n {2}ss_\S+\nTry it: curl [^\n]+\n─{40,}\n\n/);
+      expect(out).to.match(/^\d\d:\d\d:\d\d\.\d{3} INFO {2}spendscope listening on http:\/\/127\.0\.0\.1:\d+ {2}host=127\.0\.0\.1 port=\d+/m);
+      expect(out).to.match(/^\d\d:\d\d:\d\d\.\d{3} INFO {2}GET \/api\/v1\/team 200 \d+ms {2}requestId=\S+ teamId=team_\S+$/m);
+      for (const line of out.split('\n')) expect(line.startsWith('{'), line).to.equal(false);
+    } finally {
+      pretty.child.kill('SIGKILL');
+    }
+    const piped = await startService({ DATA_DIR: tempDir('json-log') });
+    try {
+      const lines = piped.stdout().split('\n').filter((l) => l.startsWith('{'));
+      expect(lines.length).to.be.above(0);
+      expect(JSON.parse(lines.at(-1)!)).to.include({ level: 30, msg: `spendscope listening on http://127.0.0.1:${new URL(piped.baseUrl).port}` });
+    } finally {
+      piped.child.kill('SIGKILL');
+    }
+    const bad = await run(process.execPath, [MAIN], { PATH: process.env.PATH ?? '', DATA_DIR: tempDir('bad-log'), LOG_FORMAT: 'yaml' });
+    expect(bad.code).to.equal(1);
+    expect(bad.stderr).to.include('LOG_FORMAT').and.include('json, pretty, auto');
+  });
+
   it('uses BOOTSTRAP_API_KEY for team "default" without printing it', async () => {
     const key = 'bootstrap-key-for-tests-0123456789';
     const service = await startService({ DATA_DIR: tempDir('bootstrap'), BOOTSTRAP_API_KEY: key });
