@@ -196,12 +196,12 @@ export const voidAuthorizationRoute = defineRoute({
   },
   async handler({ params, team, deps }) {
     const id = params.id!;
-    if (!findAuthorization(deps.registry, team.teamId, id)) throw notFound(id);
     const { row, now } = await deps.ingest.commit.serialized((now) => {
       const voided = voidAuthorization(deps.registry, team.teamId, id, now);
       if (voided.released) deps.ingest.evaluator?.release(id);
-      return { row: voided.row!, now };
+      return { row: voided.row, now };
     });
+    if (!row) throw notFound(id);
     if (row.state !== 'voided') throw notHeld(row, 'voided', now);
     return { body: authorizationBody(row, now) };
   },

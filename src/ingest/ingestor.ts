@@ -81,7 +81,6 @@ export class Ingestor {
     this.metrics?.ingestRecords.inc({ outcome: 'accepted' }, outcome.stored);
     this.metrics?.ingestRecords.inc({ outcome: 'duplicate' }, outcome.duplicates);
     for (const w of outcome.warnings) warnings.push({ index: indexOf[w.row]!, field: w.field, message: w.message });
-    if (outcome.warnings.length > 0) warnings.sort((a, b) => a.index - b.index);
     const conflicts = outcome.conflicts;
     if (conflicts.length > 0) {
       this.metrics?.ingestRecords.inc({ outcome: 'conflict' }, conflicts.length);
@@ -89,13 +88,14 @@ export class Ingestor {
         const sent = c.claimedAs ? `id "${c.id}" with this tx_hash (stored as "${c.claimedAs}")` : `id "${c.id}"`;
         warnings.push({ index: indexOf[c.index]!, field: 'id', message: `${sent} was stored before with different content (${c.fields.join(', ')}): this record was not stored` });
       }
-      warnings.sort((a, b) => a.index - b.index);
       // Which ids, never the records' content.
       log?.warn(
         { teamId, source, conflicts: conflicts.length, ids: conflicts.slice(0, LOGGED_CONFLICT_IDS).map((c) => c.id) },
         'ingest: records conflict with stored ones (same id, different content); not stored',
       );
     }
+    // The commit's warnings and conflicts come after the validation's: one order, by record.
+    if (outcome.warnings.length > 0 || conflicts.length > 0) warnings.sort((a, b) => a.index - b.index);
     return { ingested: rows.length, duplicates: outcome.duplicates, conflicts: conflicts.length, errors, warnings, alerts_created: outcome.alertsCreated };
   }
 

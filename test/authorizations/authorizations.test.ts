@@ -2,20 +2,12 @@
 import { expect } from 'chai';
 import { ApiStorage, AuditLogger } from '@x402sentinel/x402';
 import { api, errorOf, listenOnce, newTeam, testEnv } from '../helpers/context.js';
+import { authorize } from '../helpers/authorizations.js';
 
 type Team = ReturnType<typeof newTeam>;
 
 async function policy(team: Team, body: Record<string, unknown>): Promise<string> {
   return (await api().post('/api/v1/policies').set(...team.auth).send({ action: 'block', ...body }).expect(201)).body.id;
-}
-
-async function authorize(team: Team, body: Record<string, unknown>) {
-  const res = await api()
-    .post('/api/v1/authorizations')
-    .set(...team.auth)
-    .send({ agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', ...body })
-    .expect(200);
-  return res.body;
 }
 
 async function ingest(team: Team, records: Record<string, unknown>[]): Promise<void> {

@@ -5,17 +5,9 @@
 import { expect } from 'chai';
 import { ApiStorage, MemoryStorage, wrapWithSentinel } from '@x402sentinel/x402';
 import { api, errorOf, listenOnce, newTeam } from '../helpers/context.js';
+import { authorize } from '../helpers/authorizations.js';
 
 type Team = ReturnType<typeof newTeam>;
-
-async function authorize(team: Team, body: Record<string, unknown>) {
-  const res = await api()
-    .post('/api/v1/authorizations')
-    .set(...team.auth)
-    .send({ agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', ...body })
-    .expect(200);
-  return res.body;
-}
 
 async function summary(team: Team): Promise<{ totalSpend: string; count: number }> {
   return (await api().get('/api/v1/analytics/summary').set(...team.auth).expect(200)).body;
