@@ -2,9 +2,13 @@
  * The dashboard: a single page served by the service at / and /dashboard/…, talking only to the
  * public API with the key pasted at sign-in.
  */
-import { render } from 'preact';
+import { render, type ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { whenUnauthorized } from './api';
+import { AccessContext } from './access';
+import { api, whenUnauthorized } from './api';
+import { fetchAssets, ALL_TIME, TeamAssetsContext } from './assets';
+import { denominationOf, UNKNOWN, type Denomination } from './money';
+import type { Team } from './types';
 import { AgentPage, Agents } from './pages/agents';
 import { AlertPage, Alerts } from './pages/alerts';
 import { Overview } from './pages/overview';
@@ -12,7 +16,7 @@ import { Policies, PolicyPage } from './pages/policies';
 import { TeamPage, WebhookPage } from './pages/team';
 import { SignIn } from './pages/sign-in';
 import { href, interceptLinks, navigate, useLocation } from './router';
-import { currentSession, forgetSession } from './session';
+import { currentSession, forgetSession, saveSession, type Session } from './session';
 import './styles.css';
 
 const SECTIONS = [
@@ -81,7 +85,7 @@ function App() {
   };
   const section = location.path.split('/')[0] ?? '';
   return (
-    <>
+    <SignedIn session={session} onSession={setSession}>
       <a class="skip" href="#main">
         Skip to content
       </a>
@@ -106,7 +110,32 @@ function App() {
       <main id="main" tabIndex={-1}>
         <Page path={location.path} />
       </main>
-    </>
+    </SignedIn>
+  );
+}
+
+/**
+ * What every page of a signed-in key needs to know: what the key may change (from GET /team,
+ * kept with the session), and which assets the team's records are in (for all-time figures).
+ */
+function SignedIn({ session, onSession, children }: { session: Session; onSession: (s: Session) => void; children: ComponentChildren }) {
+  const [assets, setAssets] = useState<Denomination>(UNKNOWN);
+  useEffect(() => {
+    const controller = new AbortController();
+    if (!session.access) {
+      api<Team>('GET', '/team', { signal: controller.signal }).then((team) => {
+        const next = { ...session, teamName: team.name, access: team.key };
+        saveSession(next);
+        onSession(next);
+      }, () => {});
+    }
+    fetchAssets(ALL_TIME, controller.signal).then((rows) => setAssets(denominationOf(rows.map((r) => r.key))), () => {});
+    return () => controller.abort();
+  }, [session.apiKey]);
+  return (
+    <AccessContext.Provider value={session.access}>
+      <TeamAssetsContext.Provider value={assets}>{children}</TeamAssetsContext.Provider>
+    </AccessContext.Provider>
   );
 }
 

@@ -55,10 +55,3 @@ export function choiceToQuery(choice: RangeChoice): string {
   if ('preset' in choice) return `range=${choice.preset}`;
   return `from=${new Date(choice.from).toISOString()}&to=${new Date(choice.to).toISOString()}`;
 }
-
-/** The browser's time zone, and the zones a chart can be drawn in. */
-export const LOCAL_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
-export function timeZones(): string[] {
-  const zones = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : [];
-  return Array.from(new Set(['UTC', LOCAL_ZONE, ...zones]));
-}

@@ -1,3 +1,5 @@
+import type { KeyAccess } from './session';
+
 /** The API's answers, as far as the dashboard reads them (schema/api/ has the full shapes). */
 export interface SpendRow {
   key: string;
@@ -76,6 +78,8 @@ export interface Team {
   id: string;
   name: string;
   createdAt: string;
+  /** The key of the request: what the dashboard may offer it. */
+  key: KeyAccess;
   usage: {
     period: { start: string; end: string };
     events: number;

@@ -10,6 +10,9 @@ export const getTeam = defineRoute({
   path: '/team',
   operationId: 'getTeam',
   summary: 'The team of the API key, with this month\'s usage',
+  description:
+    'Also names the key of the request (`key`: its id, name and scopes), so a client such as the dashboard can offer ' +
+    'only what the key may do.',
   tag: 'team',
   responses: {
     200: {
@@ -19,6 +22,7 @@ export const getTeam = defineRoute({
         id: 'team_b3k2m9q4x7c1v8n5z6a0',
         name: 'default',
         createdAt: '2026-11-01T09:30:00.000Z',
+        key: { id: 'key_m2x8c4v1b7n3z9a5s6d0', name: 'grafana', scopes: ['read'] },
         usage: {
           period: { start: '2026-11-01T00:00:00.000Z', end: '2026-12-01T00:00:00.000Z' },
           events: 48213,
@@ -40,6 +44,7 @@ export const getTeam = defineRoute({
         id: found.id,
         name: found.name,
         createdAt: new Date(found.createdAt).toISOString(),
+        key: { id: team.keyId, name: team.keyName, scopes: team.scopes },
         usage: await teamUsage(deps, found.id),
       },
     };

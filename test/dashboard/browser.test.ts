@@ -1,7 +1,8 @@
 /**
  * The dashboard in a real browser (Chromium through playwright-core) against the real service and
  * stores of the test run, on a store seeded through the API. Each page is photographed at 1280 px
- * and on a 390 px phone screen under test-output/dashboard, and each photo is checked for a render.
+ * and on a 390 px phone screen under test-output/dashboard, and each photo is checked for a render;
+ * the docs' screenshots (docs/images) are taken from the same seeded install, so they stay current.
  */
 import { expect } from 'chai';
 import fs from 'node:fs';
@@ -10,11 +11,68 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { api, listenOnce, newTeam } from '../helpers/context.js';
-import { launchBrowser, renderStats, SCREENSHOT_DIR, VIEWPORTS } from '../helpers/browser.js';
+import { DOCS_IMAGE_DIR, launchBrowser, renderStats, SCREENSHOT_DIR, VIEWPORTS } from '../helpers/browser.js';
 
 const HOUR = 3_600_000;
-const AGENTS = ['research-bot', 'travel-agent', 'code-helper'];
-const ENDPOINTS = ['https://api.openai.com/v1/chat', 'https://api.anthropic.com/v1/messages', 'https://search.example.com/q'];
+const AGENTS = ['research-bot', 'travel-agent', 'code-helper', 'support-bot'];
+const ENDPOINTS = ['https://api.openai.com/v1/chat', 'https://api.anthropic.com/v1/messages', 'https://search.example.com/q', 'https://flights.example.com/v2/offers'];
+const BASE = 'eip155:8453';
+const SOLANA = 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp';
+const RECORDS = 300;
+
+/** Micro-USDC as a decimal string, built from integers (money never passes through a float). */
+const usdc = (micro: number) => `${Math.floor(micro / 1_000_000)}.${String(micro % 1_000_000).padStart(6, '0')}`;
+
+/**
+ * Record n of the seeded install: deterministic, and like real traffic: small paid calls of a few
+ * cents in USDC on Base or Solana, now and then a larger one (which breaks the per-payment cap and
+ * stands out as a spike), the client's own verdict on some.
+ */
+function seededRecord(n: number, from: number, to: number) {
+  const large = n % 37 === 36;
+  const micro = large ? 1_200_000 + ((n * 7919) % 900_000) : 2_000 + ((n * 104_729) % 48_000);
+  return {
+    id: `dash-${n}`,
+    agent_id: AGENTS[n % AGENTS.length],
+    endpoint: ENDPOINTS[(n >> 1) % ENDPOINTS.length],
+    method: 'POST',
+    amount: usdc(micro),
+    asset: 'USDC',
+    network: n % 3 === 0 ? SOLANA : BASE,
+    category: n % 2 ? 'llm' : 'search',
+    policy_evaluation: n % 25 === 0 ? 'blocked' : n % 10 === 0 ? 'flagged' : 'allowed',
+    created_at: from + Math.floor((n * (to - from)) / RECORDS),
+  };
+}
+
+/** Policies of the seeded install, made before its records so the records are evaluated against them. */
+const SEEDED_POLICIES = [
+  { name: 'Research daily budget', agents: ['research-bot'], limits: [{ kind: 'daily', amount: '0.50' }], action: 'flag' },
+  { name: 'Per-payment cap', agents: [], limits: [{ kind: 'per_call', amount: '1.50' }], action: 'block' },
+  { name: 'Travel hourly ceiling', agents: ['travel-agent'], limits: [{ kind: 'per_hour', amount: '2.00' }, { kind: 'daily', amount: '20.00' }], action: 'flag' },
+];
+
+/**
+ * Whether a shown amount is the exact one rounded: digits grouped, at most half a unit of its last
+ * digit away. Checked with BigInt, not by formatting again the way the page does.
+ */
+function isRoundingOf(shown: string, exact: string): boolean {
+  const match = /^([\d,]+)\.(\d{2,8})$/.exec(shown);
+  if (!match || !/^\d{1,3}(,\d{3})*$/.test(match[1]!)) return false;
+  const places = match[2]!.length;
+  const [whole, fraction = ''] = exact.split('.');
+  const scale = Math.max(places, fraction.length);
+  const exactUnits = BigInt(whole! + fraction.padEnd(scale, '0'));
+  const shownUnits = BigInt(match[1]!.replace(/,/g, '') + match[2]!.padEnd(scale, '0'));
+  const diff = exactUnits > shownUnits ? exactUnits - shownUnits : shownUnits - exactUnits;
+  return diff * 2n <= 10n ** BigInt(scale - places);
+}
+
+/** The instant format of the whole dashboard ("24 Nov 2026, 05:59"), its parts, and the relative times. */
+const INSTANT = /^\d{1,2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2}$/;
+const TIME_TEXT = /^(\d{1,2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2}|\d{2}:\d{2}|just now|\d{1,2} min ago|\d{1,2} h ago)$/;
+/** Formats the dashboard must not show: ISO 8601, slashed dates, 12-hour clocks. */
+const OTHER_DATE_FORMATS = [/\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}/, /\b\d{1,2}\/\d{1,2}\/\d{2,4}\b/, /\b\d{1,2}(:\d{2})?\s?[ap]m\b/i];
 
 describe('dashboard in a browser', function () {
   this.timeout(120_000);
@@ -30,22 +88,9 @@ describe('dashboard in a browser', function () {
     server = await listenOnce();
     team = newTeam('dashboard');
     fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
+    for (const policy of SEEDED_POLICIES) await api().post('/api/v1/policies').set(...team.auth).send(policy).expect(201);
     for (let batch = 0; batch < 3; batch++) {
-      const events = Array.from({ length: 100 }, (_, i) => {
-        const n = batch * 100 + i;
-        return {
-          id: `dash-${n}`,
-          agent_id: AGENTS[n % 3],
-          endpoint: ENDPOINTS[(n >> 1) % 3],
-          method: 'POST',
-          // Amounts with many decimals: the page must show them exactly.
-          amount: `${n % 7}.${String((n * 104_729) % 1_000_000).padStart(6, '0')}`,
-          network: n % 2 ? 'eip155:8453' : 'solana:mainnet',
-          category: n % 2 ? 'llm' : 'search',
-          policy_evaluation: n % 25 === 0 ? 'blocked' : n % 10 === 0 ? 'flagged' : 'allowed',
-          created_at: from + Math.floor((n * (to - from)) / 300),
-        };
-      });
+      const events = Array.from({ length: RECORDS / 3 }, (_, i) => seededRecord(batch * (RECORDS / 3) + i, from, to));
       await api().post('/api/v1/events').set(...team.auth).send({ events }).expect(200);
     }
   });
@@ -64,12 +109,12 @@ describe('dashboard in a browser', function () {
     return page;
   }
 
-  /** Signs in at /; with the team's key, waits until the dashboard shows. */
-  async function signIn(page: Page, key = team.apiKey): Promise<void> {
+  /** Signs in at /; unless the key is to be refused, waits until the dashboard shows. */
+  async function signIn(page: Page, key = team.apiKey, { accepted = true } = {}): Promise<void> {
     await page.goto(`${server.url}/`);
     await page.getByLabel('API key').fill(key);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    if (key === team.apiKey) await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    if (accepted) await page.getByRole('button', { name: 'Sign out' }).waitFor();
   }
 
   /** Photographs the page as it is, and checks the photo is a render: not one colour. */
@@ -84,7 +129,7 @@ describe('dashboard in a browser', function () {
 
   it('a wrong key is told so, and nothing is kept', async () => {
     const page = await newPage('wide');
-    await signIn(page, 'ss_not_a_key_of_anyone_0000000000');
+    await signIn(page, 'ss_not_a_key_of_anyone_0000000000', { accepted: false });
     await page.getByRole('alert').filter({ hasText: 'not accepted' }).waitFor();
     expect(await page.evaluate(() => sessionStorage.length)).to.equal(0);
     expect(await page.getByRole('button', { name: 'Sign in' }).isVisible()).to.equal(true);
@@ -92,7 +137,7 @@ describe('dashboard in a browser', function () {
     await page.close();
   });
 
-  it('sign in; the overview shows the totals GET /analytics/summary gives for the range, exactly, and one chart point per bucket', async () => {
+  it('sign in; the overview shows the totals GET /analytics/summary gives for the range, rounded with their asset and exact beside them, and one chart point per bucket', async () => {
     for (const viewport of ['wide', 'phone'] as const) {
       const page = await newPage(viewport);
       await signIn(page);
@@ -106,15 +151,21 @@ describe('dashboard in a browser', function () {
       await page.locator('[data-panel=totals][data-state=ready]').waitFor();
       const summary = (await api().get('/api/v1/analytics/summary').query({ from, to }).set(...team.auth).expect(200)).body;
       const figure = (field: string) => page.locator(`[data-field=${field}] .value`).textContent();
-      const grouped = (amount: string) => {
-        const [whole, fraction = ''] = amount.split('.');
-        return `${whole!.replace(/\B(?=(\d{3})+(?!\d))/g, ',')}.${fraction.padEnd(2, '0')}`;
-      };
-      expect(summary.count).to.equal(300);
-      expect(await figure('totalSpend')).to.equal(grouped(summary.totalSpend));
+      expect(summary.count).to.equal(RECORDS);
+      // What the range's amounts are in comes with its own request.
+      await page.locator('[data-field=totalSpend] .money .asset').waitFor();
+      // Each amount: rounded by magnitude, with its asset, every digit of the API's string kept beside it.
+      for (const field of ['totalSpend', 'avgPayment', 'maxPayment'] as const) {
+        const money = page.locator(`[data-field=${field}] .money`);
+        expect(await money.getAttribute('data-exact'), field).to.equal(summary[field]);
+        const text = (await money.textContent())!;
+        expect(text, field).to.match(/ USDC$/);
+        expect(isRoundingOf(text.replace(/ USDC$/, ''), summary[field]), `${field}: ${text} rounds ${summary[field]}`).to.equal(true);
+      }
+      // The average has 18 decimals: shown as cents, in full in the tooltip.
+      expect(summary.avgPayment.split('.')[1]).to.have.length.greaterThan(8);
+      expect(await page.locator('[data-field=avgPayment] .money').getAttribute('title')).to.include(summary.avgPayment.split('.')[1]!);
       expect(await figure('count')).to.equal(String(summary.count));
-      expect(await figure('avgPayment')).to.equal(grouped(summary.avgPayment));
-      expect(await figure('maxPayment')).to.equal(grouped(summary.maxPayment));
       expect(await figure('activeAgents')).to.equal(String(summary.activeAgents));
       expect(await figure('flagged')).to.equal(String(summary.flagged));
       expect(await figure('blocked')).to.equal(String(summary.blocked));
@@ -124,6 +175,12 @@ describe('dashboard in a browser', function () {
       const series = (await api().get('/api/v1/analytics/timeseries').query({ from, to, granularity: 'hour', tz: zone }).set(...team.auth).expect(200)).body;
       expect(series.length).to.equal(72);
       expect(await page.locator('[data-panel=timeseries] [data-points]').getAttribute('data-points')).to.equal(String(series.length));
+      // Until the cursor points somewhere, the legend shows the latest bucket, not dashes.
+      const legend = page.locator('[data-panel=timeseries] .chart-legend');
+      expect(await legend.getAttribute('data-legend')).to.equal('latest');
+      expect(await legend.locator('time').getAttribute('datetime')).to.equal(series[series.length - 1].t);
+      expect(await legend.locator('.money').getAttribute('data-exact')).to.equal(series[series.length - 1].spend);
+      expect(await legend.textContent()).to.not.match(/--|–/);
       // uPlot drew the series: its canvas is there and sized.
       expect(await page.locator('[data-panel=timeseries] canvas').count()).to.be.greaterThan(0);
 
@@ -132,8 +189,17 @@ describe('dashboard in a browser', function () {
       }
       const topAgent = (await api().get('/api/v1/analytics/by-agent').query({ from, to, limit: 1 }).set(...team.auth).expect(200)).body[0];
       const firstRow = page.locator('[data-panel=agents] tbody tr').first();
+      await firstRow.locator('.money .asset').waitFor();
       expect(await firstRow.locator('td').nth(0).textContent()).to.equal(topAgent.key);
-      expect(await firstRow.locator('td').nth(1).textContent()).to.equal(grouped(topAgent.spend));
+      const topSpend = (await firstRow.locator('td').nth(1).textContent())!;
+      expect(topSpend).to.match(/ USDC$/);
+      expect(isRoundingOf(topSpend.replace(/ USDC$/, ''), topAgent.spend), `${topSpend} rounds ${topAgent.spend}`).to.equal(true);
+      // Networks by name, the CAIP-2 id beside them.
+      const networks = await page.locator('[data-panel=networks] [data-network]').evaluateAll((els) => els.map((e) => [e.getAttribute('data-network'), e.firstChild?.textContent?.trim()]));
+      expect(networks).to.have.deep.members([
+        [BASE, 'Base'],
+        [SOLANA, 'Solana'],
+      ]);
       await photograph(page, `overview-${viewport}`);
       expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
       await page.close();
@@ -164,7 +230,7 @@ describe('dashboard in a browser', function () {
     await page.waitForFunction(() => document.querySelectorAll('section.panel[data-state=loading]').length === 0);
   }
 
-  it("an agent's page: its figures, its spend over time, its endpoints and its alerts, as the API gives them", async () => {
+  it("an agent's page: its all-time figures first and apart, then what the range bar governs (totals, spend over time, endpoints), and its alerts, as the API gives them", async () => {
     const page = await newPage('wide');
     await signIn(page);
     await page.goto(overviewUrl());
@@ -182,6 +248,26 @@ describe('dashboard in a browser', function () {
     const alerts = (await api().get('/api/v1/alerts').query({ agent: agentId, limit: 20 }).set(...team.auth).expect(200)).body.data;
     expect(alerts.length).to.be.greaterThan(0);
     expect(await page.locator('[data-panel=agent-alerts] [data-alert]').count()).to.equal(alerts.length);
+
+    // All time first, labelled so; the range bar heads only the panels it governs.
+    expect(await page.locator('[data-panel=agent] h2').textContent()).to.equal('All time');
+    const order = await page.evaluate(() => {
+      const allTime = document.querySelector('[data-panel=agent]')!;
+      const section = document.querySelector('.range-section')!;
+      return {
+        allTimeFirst: Boolean(allTime.compareDocumentPosition(section) & Node.DOCUMENT_POSITION_FOLLOWING),
+        allTimeOutside: !section.contains(allTime),
+        barsOutside: [...document.querySelectorAll('.range-bar')].filter((bar) => !section.contains(bar)).length,
+        inside: [...section.querySelectorAll('section.panel')].map((p) => p.getAttribute('data-panel')),
+      };
+    });
+    expect(order).to.deep.equal({ allTimeFirst: true, allTimeOutside: true, barsOutside: 0, inside: ['agent-range', 'timeseries', 'agent-endpoints'] });
+    const inRange = (await api().get('/api/v1/analytics/summary').query({ from, to, agent: agentId }).set(...team.auth).expect(200)).body;
+    await page.locator('[data-panel=agent-range] [data-field=totalSpend] .money .asset').waitFor();
+    expect(await page.locator('[data-panel=agent-range] [data-field=totalSpend] .money').getAttribute('data-exact')).to.equal(inRange.totalSpend);
+    await page.locator('[data-panel=agent] [data-field=totalSpend] .money .asset').waitFor();
+    expect(await page.locator('[data-panel=agent] [data-field=totalSpend] .money').getAttribute('data-exact')).to.equal(agent.totalSpend);
+    expect(await page.locator('[data-panel=agent] [data-field=totalSpend] .money').textContent()).to.match(/^[\d,]+\.\d{2} USDC$/);
     await page.close();
   });
 
@@ -192,7 +278,7 @@ describe('dashboard in a browser', function () {
     await settled(page);
     const first = page.locator('[data-panel=alerts-list] [data-alert]').first();
     const alertId = (await first.getAttribute('data-alert'))!;
-    await first.locator('a').click();
+    await first.locator('td.row-main a').click();
     await page.locator('[data-panel=alert][data-state=ready]').waitFor();
     await page.getByLabel('Note (optional): why it is resolved').fill('expected: a load test');
     await page.getByRole('button', { name: 'Resolve' }).click();
@@ -298,21 +384,185 @@ describe('dashboard in a browser', function () {
     }
   });
 
-  it('a read key looks at everything; a change it tries shows the refusal and changes nothing', async () => {
-    const reader = (await api().post('/api/v1/keys').set(...team.auth).send({ name: 'reader', scopes: ['read'] }).expect(201)).body.apiKey;
-    const alertId = (await api().get('/api/v1/alerts').query({ status: 'open', limit: 1 }).set(...team.auth).expect(200)).body.data[0].id;
+  /** Buttons that change something: a key without admin must never find one of them enabled. */
+  const CHANGES = ['New policy', 'Deactivate', 'Activate', 'Delete', 'Revoke', 'Resolve', 'Reopen', 'Save', 'Create policy', 'Send test', 'Turn off', 'Turn on', 'Send again', 'Create key', 'Add webhook'];
+
+  /** The enabled controls of the page that change something. */
+  const enabledChanges = (page: Page) =>
+    page.evaluate(
+      (names) =>
+        [...document.querySelectorAll<HTMLButtonElement | HTMLAnchorElement>('button, a')]
+          .filter((el) => names.includes(el.textContent!.trim()) || el.dataset.needs === 'admin')
+          .filter((el) => !(el as HTMLButtonElement).disabled && !el.closest('fieldset:disabled'))
+          .map((el) => el.textContent!.trim()),
+      CHANGES,
+    );
+
+  it('a read key sees every page with no control it may not use: changes disabled with the reason, webhooks not offered, no retry of a refusal', async () => {
+    const reading = newTeam('dashboard-reader');
+    await api().post('/api/v1/policies').set(...reading.auth).send(SEEDED_POLICIES[1]).expect(201);
+    await api().post('/api/v1/events').set(...reading.auth).send({ events: [{ ...seededRecord(36, from, to), id: 'big-1', amount: '2.25' }] }).expect(200);
+    const hook = (await api().post('/api/v1/webhooks').set(...reading.auth).send({ url: 'http://127.0.0.1:9/hook', events: ['alert.resolved'] }).expect(201)).body;
+    const reader = (await api().post('/api/v1/keys').set(...reading.auth).send({ name: 'reader', scopes: ['read'] }).expect(201)).body.apiKey;
+    const policyId = (await api().get('/api/v1/policies').set(...reading.auth).expect(200)).body.data[0].id;
+    const alertId = (await api().get('/api/v1/alerts').query({ status: 'open', limit: 1 }).set(...reading.auth).expect(200)).body.data[0].id;
+    for (const viewport of ['wide', 'phone'] as const) {
+      const page = await newPage(viewport);
+      await signIn(page, reader);
+      await page.locator('[data-panel=totals][data-state=ready]').waitFor();
+      for (const url of ['/dashboard/policies', `/dashboard/policies/${policyId}`, '/dashboard/policies/new', `/dashboard/alerts/${alertId}`, '/dashboard/team']) {
+        await page.goto(`${server.url}${url}`);
+        await settled(page);
+        expect(await page.locator('section.panel[data-state=error]').count(), `${url}: panels in error`).to.equal(0);
+        expect(await enabledChanges(page), `${url}: enabled changes`).to.deep.equal([]);
+        // Said why, before any click.
+        expect(await page.locator('[data-read-only]').first().textContent(), url).to.match(/admin key/);
+        await photograph(page, `read-key-${url.split('/').slice(2).join('-')}-${viewport}`);
+      }
+      await page.goto(`${server.url}/dashboard/policies`);
+      await settled(page);
+      const row = page.locator(`[data-policy="${policyId}"]`);
+      for (const name of ['Deactivate', 'Delete']) expect(await row.getByRole('button', { name }).isDisabled(), name).to.equal(true);
+      expect(await page.getByRole('button', { name: 'New policy' }).isDisabled()).to.equal(true);
+      expect(await page.getByRole('button', { name: 'New policy' }).getAttribute('title')).to.match(/admin key.*“reader” has read/);
+
+      await page.goto(`${server.url}/dashboard/alerts/${alertId}`);
+      await settled(page);
+      expect(await page.getByRole('button', { name: 'Resolve' }).isDisabled()).to.equal(true);
+
+      await page.goto(`${server.url}/dashboard/team`);
+      await settled(page);
+      expect(await page.getByRole('button', { name: 'Revoke' }).count()).to.be.greaterThan(0);
+      for (const revoke of await page.getByRole('button', { name: 'Revoke' }).all()) expect(await revoke.isDisabled()).to.equal(true);
+      expect(await page.getByText('Create a key').count()).to.equal(0);
+      // Webhooks: not listed for a read key (the API would refuse), and nothing offered to click.
+      expect(await page.locator('[data-panel=webhooks] button, [data-panel=webhooks] a').count()).to.equal(0);
+      expect(await page.locator('[data-panel=webhooks]').textContent()).to.match(/admin key/);
+
+      // A refusal is not offered again: no "Try again" for what cannot succeed.
+      await page.goto(`${server.url}/dashboard/team/webhooks/${hook.id}`);
+      await page.locator('[data-panel=webhook][data-state=error]').waitFor();
+      expect(await page.locator('[data-panel=webhook] [role=alert]').textContent()).to.match(/admin/);
+      expect(await page.getByRole('button', { name: 'Try again' }).count()).to.equal(0);
+      expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
+      await page.close();
+    }
+    // Nothing was changed.
+    expect((await api().get(`/api/v1/alerts/${alertId}`).set(...reading.auth).expect(200)).body.status).to.equal('open');
+    expect((await api().get(`/api/v1/policies/${policyId}`).set(...reading.auth).expect(200)).body.active).to.equal(true);
+  });
+
+  it('alerts are rows: severity, a short title, agent, policy, observed against limit, window and count, latest raised first; the explanation on its own page', async () => {
+    const listed = (await api().get('/api/v1/alerts').query({ limit: 50 }).set(...team.auth).expect(200)).body.data as {
+      id: string;
+      kind: string;
+      severity: string;
+      agentId: string;
+      policyId: string | null;
+      message: string;
+      observed: string | null;
+      limit: string | null;
+      window: { start: string; end: string } | null;
+      count: number;
+      details: { policyName?: string };
+    }[];
+    // The seeded install raises alerts of several kinds: policy limits, the client's verdicts, anomalies.
+    expect(new Set(listed.map((a) => a.kind)).size, listed.map((a) => a.kind).join()).to.be.at.least(4);
     const page = await newPage('wide');
-    await page.goto(`${server.url}/`);
-    await page.getByLabel('API key').fill(reader);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.locator('[data-panel=totals][data-state=ready]').waitFor();
-    await page.goto(`${server.url}/dashboard/alerts/${alertId}`);
+    await signIn(page);
+    await page.goto(`${server.url}/dashboard/alerts`);
+    await settled(page);
+    await page.locator('[data-panel=alerts-list] [data-alert] .money .asset').first().waitFor();
+    // The order is the API's (by when raised), and the column says so.
+    expect(await page.locator('[data-panel=alerts-list] [data-alert]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-alert')))).to.deep.equal(listed.map((a) => a.id));
+    expect(await page.locator('[data-panel=alerts-list] th[aria-sort=descending]').textContent()).to.match(/^Raised/);
+    for (const alert of listed) {
+      const row = page.locator(`[data-panel=alerts-list] [data-alert="${alert.id}"]`);
+      const text = (await row.textContent())!;
+      const title = (await row.locator('td.row-main a').textContent())!;
+      expect(title.length, title).to.be.within(8, 60);
+      expect(title, 'the title has no figures').to.not.match(/\d/);
+      expect(text, 'the long explanation is not in the list').to.not.include(alert.message);
+      expect(await row.locator('.badge').first().textContent()).to.equal(alert.severity);
+      if (alert.agentId) expect(await row.locator('td[data-label=Agent]').textContent()).to.equal(alert.agentId);
+      if (alert.policyId) expect(await row.locator('td[data-label=Policy]').textContent()).to.equal(alert.details.policyName);
+      if (alert.observed !== null && alert.kind !== 'loop') {
+        const amounts = row.locator('td[data-label=Observed] .money');
+        expect(await amounts.first().getAttribute('data-exact')).to.equal(alert.observed);
+        if (alert.limit !== null) expect(await amounts.nth(1).getAttribute('data-exact')).to.equal(alert.limit);
+        // The seeded team pays only in USDC: every amount of its alerts is in it.
+        expect(await amounts.first().textContent()).to.match(/ USDC$/);
+      }
+      const times = await row.locator('td[data-label=Window] time').evaluateAll((els) => els.map((e) => e.getAttribute('datetime')));
+      expect(times).to.deep.equal(alert.window ? [alert.window.start, alert.window.end] : []);
+      expect(await row.locator('td[data-label=Times]').textContent()).to.equal(String(alert.count));
+    }
+    // Its own page: the short title, then the service's explanation with its times in the one format.
+    const windowed = listed.find((a) => a.window !== null && a.policyId !== null)!;
+    await page.goto(`${server.url}/dashboard/alerts/${windowed.id}`);
     await page.locator('[data-panel=alert][data-state=ready]').waitFor();
-    await page.getByRole('button', { name: 'Resolve' }).click();
-    const refusal = page.locator('[data-panel=alert] .field-error[role=alert]');
-    await refusal.waitFor();
-    expect(await refusal.textContent()).to.match(/admin/);
-    expect((await api().get(`/api/v1/alerts/${alertId}`).set(...team.auth).expect(200)).body.status).to.equal('open');
+    const explanation = (await page.locator('[data-explanation]').textContent())!;
+    expect(explanation).to.include(`policy "${windowed.details.policyName}"`);
+    expect(windowed.message).to.match(/\d{4}-\d{2}-\d{2}T/);
+    expect(explanation).to.not.match(/\d{4}-\d{2}-\d{2}T/);
+    expect(explanation).to.match(/\d{1,2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2}/);
+    await page.close();
+  });
+
+  it('one date format throughout: every time in the chosen zone as "24 Nov 2026, 05:59" or "5 h ago", and no other format on any page', async () => {
+    const alertId = (await api().get('/api/v1/alerts').query({ limit: 1 }).set(...team.auth).expect(200)).body.data[0].id;
+    const page = await newPage('wide');
+    await signIn(page);
+    const range = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;
+    for (const zone of ['UTC', 'America/St_Johns']) {
+      for (const url of [`/dashboard/?${range}`, '/dashboard/agents', `/dashboard/agents/${AGENTS[0]}?${range}`, '/dashboard/alerts', `/dashboard/alerts/${alertId}`, '/dashboard/policies', '/dashboard/team']) {
+        await page.goto(`${server.url}${url}`);
+        await settled(page);
+        if (url.startsWith('/dashboard/?')) {
+          await page.locator('.zone select').selectOption(zone);
+          await settled(page);
+        }
+        const texts = await page.locator('time').allTextContents();
+        if (url !== '/dashboard/policies') expect(texts.length, `${url}: times shown`).to.be.greaterThan(0);
+        for (const text of texts) expect(text, `${url}: a time`).to.match(TIME_TEXT);
+        const shown = await page.evaluate(() => [document.body.innerText, ...[...document.querySelectorAll('[title]')].map((e) => e.getAttribute('title')!)]);
+        for (const format of OTHER_DATE_FORMATS) for (const text of shown) expect(text, `${url}: ${format}`).to.not.match(format);
+      }
+      // In the chosen zone: an alert's window starts where the API says, written in that zone.
+      const alert = (await api().get('/api/v1/alerts').query({ limit: 50 }).set(...team.auth).expect(200)).body.data.find((a: { window: unknown; kind: string }) => a.window && a.kind === 'daily');
+      await page.goto(`${server.url}/dashboard/alerts/${alert.id}`);
+      await page.locator('[data-panel=alert][data-state=ready]').waitFor();
+      const start = page.locator(`[data-panel=alert] time[datetime="${alert.window.start}"]`);
+      const expected = new Intl.DateTimeFormat('en-GB', { timeZone: zone, day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).formatToParts(new Date(alert.window.start));
+      const part = (type: string) => expected.find((p) => p.type === type)!.value;
+      expect(await start.textContent()).to.equal(`${part('day')} ${part('month')} ${part('year')}, ${part('hour')}:${part('minute')}`);
+      expect(INSTANT.test((await start.textContent())!)).to.equal(true);
+    }
+    await page.close();
+  });
+
+  it('a figure summing several assets says so, with each asset\'s own total beside it', async () => {
+    const mixed = newTeam('dashboard-mixed');
+    const events = [
+      { id: 'm-1', agent_id: 'pay-bot', endpoint: 'https://api.example.com/a', method: 'GET', amount: '1.25', asset: 'USDC', network: BASE, created_at: from + HOUR },
+      { id: 'm-2', agent_id: 'pay-bot', endpoint: 'https://api.example.com/a', method: 'GET', amount: '2.5', asset: 'EURC', network: BASE, created_at: from + 2 * HOUR },
+      { id: 'm-3', agent_id: 'pay-bot', endpoint: 'https://api.example.com/a', method: 'GET', amount: '0.004', asset: 'USDC', network: SOLANA, created_at: from + 3 * HOUR },
+      { id: 'm-4', agent_id: 'tiny-bot', endpoint: 'https://api.example.com/b', method: 'GET', amount: '0.000123456', asset: 'USDC', network: SOLANA, created_at: from + 4 * HOUR },
+    ];
+    await api().post('/api/v1/events').set(...mixed.auth).send({ events }).expect(200);
+    const page = await newPage('wide');
+    await signIn(page, mixed.apiKey);
+    await page.goto(overviewUrl());
+    await page.locator('[data-asset-split]').waitFor();
+    expect(await page.locator('[data-field=totalSpend] .money').textContent()).to.equal('3.75 EURC+USDC');
+    expect(await page.locator('[data-field=totalSpend] .money').getAttribute('title')).to.match(/sum of amounts in EURC, USDC/);
+    expect(await page.locator('[data-asset-split] .money').allTextContents()).to.deep.equal(['2.50 EURC', '1.25 USDC']);
+    await page.goto(`${server.url}/dashboard/agents`);
+    await page.locator('[data-agent=pay-bot] .money .asset').waitFor();
+    expect(await page.locator('[data-agent=pay-bot] .money').textContent()).to.equal('3.75 EURC+USDC');
+    // Below 1, two significant digits: the size of a small payment stays readable.
+    expect(await page.locator('[data-agent=tiny-bot] .money').textContent()).to.equal('0.00012 EURC+USDC');
+    expect(await page.locator('[data-agent=tiny-bot] .money').getAttribute('data-exact')).to.equal('0.000123456');
     await page.close();
   });
 
@@ -362,16 +612,51 @@ describe('dashboard in a browser', function () {
     await page.close();
   });
 
-  it('every page renders at 1280 px and on a 390 px phone screen, loaded, with no errors in the page', async () => {
+  /**
+   * Interactive elements a person cannot fully see: outside the viewport sideways, or cut by an
+   * ancestor that clips or scrolls (a control one must scroll a box sideways to find is clipped).
+   */
+  const clippedControls = (page: Page) =>
+    page.evaluate(() => {
+      const problems: string[] = [];
+      const width = window.innerWidth;
+      for (const el of document.querySelectorAll<HTMLElement>('a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex="-1"])')) {
+        // The skip link waits off-screen until it is focused, by design.
+        if (el.classList.contains('skip')) continue;
+        const box = el.getBoundingClientRect();
+        if ((box.width === 0 && box.height === 0) || getComputedStyle(el).visibility === 'hidden') continue;
+        const name = `${el.tagName.toLowerCase()} "${(el.textContent || el.getAttribute('aria-label') || '').trim().slice(0, 40)}"`;
+        if (box.left < -0.5 || box.right > width + 0.5) {
+          problems.push(`${name} outside the viewport (${Math.round(box.left)} to ${Math.round(box.right)} of ${width})`);
+          continue;
+        }
+        for (let up = el.parentElement; up && up !== document.body; up = up.parentElement) {
+          const style = getComputedStyle(up);
+          const edges = up.getBoundingClientRect();
+          const sideways = style.overflowX !== 'visible' && (box.left < edges.left - 0.5 || box.right > edges.right + 0.5);
+          const downwards = /hidden|clip/.test(style.overflowY) && (box.top < edges.top - 0.5 || box.bottom > edges.bottom + 0.5);
+          if (sideways || downwards) {
+            problems.push(`${name} clipped by ${up.tagName.toLowerCase()}.${[...up.classList].join('.')}`);
+            break;
+          }
+        }
+      }
+      return problems;
+    });
+
+  it('every page renders at 1280 px and on a 390 px phone screen, loaded, nothing scrolling sideways and no control clipped, with no errors in the page', async () => {
     const alertId = (await api().get('/api/v1/alerts').query({ limit: 1 }).set(...team.auth).expect(200)).body.data[0].id;
+    const policyId = (await api().get('/api/v1/policies').set(...team.auth).expect(200)).body.data[0].id;
     const range = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;
     const pages: [string, string][] = [
       ['overview', `/dashboard/?${range}`],
+      ['overview-preset', '/dashboard/?range=7d'],
       ['agents', '/dashboard/agents'],
       ['agent', `/dashboard/agents/${AGENTS[0]}?${range}`],
       ['alerts', '/dashboard/alerts'],
       ['alert', `/dashboard/alerts/${alertId}`],
       ['policies', '/dashboard/policies'],
+      ['policy', `/dashboard/policies/${policyId}`],
       ['policy-new', '/dashboard/policies/new'],
       ['team', '/dashboard/team'],
     ];
@@ -385,11 +670,40 @@ describe('dashboard in a browser', function () {
         // Nothing wider than the screen: the page never scrolls sideways.
         const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
         expect(overflow, `${name} at ${viewport}: sideways overflow`).to.be.at.most(0);
+        expect(await clippedControls(page), `${name} at ${viewport}: controls not fully shown`).to.deep.equal([]);
         await photograph(page, `${name}-${viewport}`);
       }
       expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
       await page.close();
     }
+  });
+
+  it('the screenshots in the docs (overview, an agent, alerts, policies at 1280 px) are taken from the seeded install', async () => {
+    fs.mkdirSync(DOCS_IMAGE_DIR, { recursive: true });
+    const page = await newPage('wide');
+    await signIn(page);
+    await page.evaluate(() => sessionStorage.setItem('spendscope.timeZone', 'UTC'));
+    const range = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;
+    const shots: [string, string][] = [
+      ['overview', `/dashboard/?${range}`],
+      ['agent', `/dashboard/agents/${AGENTS[0]}?${range}`],
+      ['alerts', '/dashboard/alerts'],
+      ['policies', '/dashboard/policies'],
+    ];
+    for (const [name, url] of shots) {
+      await page.goto(`${server.url}${url}`);
+      await settled(page);
+      // Amounts with their assets, not the moment before the assets arrive.
+      await page.locator('.money .asset').first().waitFor();
+      const file = path.join(DOCS_IMAGE_DIR, `${name}.png`);
+      fs.rmSync(file, { force: true });
+      await page.screenshot({ fullPage: true, path: file });
+      const stats = renderStats(fs.readFileSync(file));
+      expect(stats.width, name).to.equal(1280);
+      expect(stats.inkShare, `${name}: share of non-background pixels`).to.be.greaterThan(0.02);
+      expect(stats.colours, `${name}: distinct colours`).to.be.greaterThan(20);
+    }
+    await page.close();
   });
 
   it('keyboard: every section is reachable with Tab, and a focused link opens with Enter', async () => {

@@ -6,7 +6,7 @@ describe('team endpoints', () => {
     it('returns the team of the key with its usage', async () => {
       const team = newTeam('acme');
       const res = await api().get('/api/v1/team').set(...team.auth).expect(200);
-      expect(res.body).to.have.keys('id', 'name', 'createdAt', 'usage');
+      expect(res.body).to.have.keys('id', 'name', 'createdAt', 'key', 'usage');
       expect(res.body.id).to.equal(team.teamId);
       expect(res.body.name).to.equal(team.name);
       expect(Date.parse(res.body.createdAt)).to.be.closeTo(Date.now(), 60_000);
@@ -14,6 +14,16 @@ describe('team endpoints', () => {
       expect(res.body.usage.period.start).to.equal(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString());
       expect(res.body.usage.period.end).to.equal(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString());
       expect(res.body.usage.activeApiKeys).to.equal(1);
+    });
+
+    it('names the key of the request with its scopes, so a client offers only what the key may do', async () => {
+      const team = newTeam('who');
+      const admin = await api().get('/api/v1/team').set(...team.auth).expect(200);
+      expect(admin.body.key.scopes).to.deep.equal(['admin']);
+      const created = await api().post('/api/v1/keys').set(...team.auth).send({ name: 'grafana', scopes: ['read'] }).expect(201);
+      const reader = await api().get('/api/v1/team').set('Authorization', `Bearer ${created.body.apiKey}`).expect(200);
+      expect(reader.body.key).to.deep.equal({ id: created.body.id, name: 'grafana', scopes: ['read'] });
+      expect(reader.body.id).to.equal(team.teamId);
     });
 
     it('shows each team only itself', async () => {

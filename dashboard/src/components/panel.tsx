@@ -37,6 +37,15 @@ export function useLoad<T>(fetcher: (signal: AbortSignal) => Promise<T>, deps: u
   return { ...load, reload };
 }
 
+/**
+ * Whether asking again can help: a network failure, a timeout, a busy or failing service. A
+ * refusal (400, 401, 403, 404) answers the same way every time, so it offers no retry.
+ */
+export function mayRetry(error: Error): boolean {
+  if (!(error instanceof ApiError)) return true;
+  return error.status === 0 || error.status === 408 || error.status === 429 || error.status >= 500;
+}
+
 export function errorText(error: Error): string {
   if (error instanceof ApiError) return error.message;
   return 'Something went wrong while loading this.';
@@ -67,9 +76,11 @@ export function Panel<T>({ title, load, isEmpty, empty = 'Nothing in this range.
     body = (
       <div class="state error" role="alert">
         <p>{errorText(load.error)}</p>
-        <button type="button" onClick={load.reload}>
-          Try again
-        </button>
+        {mayRetry(load.error) && (
+          <button type="button" onClick={load.reload}>
+            Try again
+          </button>
+        )}
       </div>
     );
   } else {

@@ -1,9 +1,10 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { navigate, useLocation } from '../router';
-import { choiceFromQuery, choiceToQuery, LOCAL_ZONE, PRESETS, resolveRange, timeZones, type Range, type RangeChoice } from '../range';
+import { choiceFromQuery, choiceToQuery, PRESETS, resolveRange, type Range, type RangeChoice } from '../range';
+import { setZone, timeZones, useTimeZone } from '../zone';
+import { TimeWindow } from './time';
 
 const REFRESH_MS = 10_000;
-const ZONE_KEY = 'spendscope.timeZone';
 
 /**
  * A tick that advances every 10 s while the tab is visible (and at once when it becomes visible
@@ -23,14 +24,14 @@ export function useRefreshTick(): number {
   return tick;
 }
 
-/** The range (from the URL), the chart's time zone (kept for the tab), and the refresh tick. */
+/** The range (from the URL), the dashboard's time zone (kept for the tab), and the refresh tick. */
 export function useRangeState() {
   const location = useLocation();
   const tick = useRefreshTick();
   const choice = useMemo(() => choiceFromQuery(location.search), [location.search]);
   // A preset moves with the clock at each refresh; a custom range stays put.
   const range = useMemo(() => resolveRange(choice), [choice, 'preset' in choice ? tick : 0]);
-  const [timeZone, setZone] = useState(() => sessionStorage.getItem(ZONE_KEY) ?? LOCAL_ZONE);
+  const timeZone = useTimeZone();
   const setChoice = (next: RangeChoice) => {
     const params = new URLSearchParams(location.search);
     params.delete('range');
@@ -39,11 +40,7 @@ export function useRangeState() {
     const rest = params.toString();
     navigate(`/dashboard/${location.path}?${choiceToQuery(next)}${rest ? `&${rest}` : ''}`, { replace: true });
   };
-  const setTimeZone = (zone: string) => {
-    sessionStorage.setItem(ZONE_KEY, zone);
-    setZone(zone);
-  };
-  return { choice, range, setChoice, timeZone, setTimeZone, tick };
+  return { choice, range, setChoice, timeZone, tick };
 }
 
 /** datetime-local wants "YYYY-MM-DDTHH:mm" in local time. */
@@ -56,17 +53,14 @@ interface RangeBarProps {
   choice: RangeChoice;
   range: Range;
   onChoice: (choice: RangeChoice) => void;
-  timeZone: string;
-  onTimeZone: (zone: string) => void;
 }
 
-export function RangeBar({ choice, range, onChoice, timeZone, onTimeZone }: RangeBarProps) {
+export function RangeBar({ choice, range, onChoice }: RangeBarProps) {
   const custom = !('preset' in choice);
-  const [editing, setEditing] = useState(custom);
+  const [editing, setEditing] = useState(false);
   const [from, setFrom] = useState(toLocalInput(range.from));
   const [to, setTo] = useState(toLocalInput(range.to));
   const [problem, setProblem] = useState('');
-  const zones = useMemo(timeZones, []);
   const apply = (event: Event) => {
     event.preventDefault();
     const f = new Date(from).getTime();
@@ -74,6 +68,7 @@ export function RangeBar({ choice, range, onChoice, timeZone, onTimeZone }: Rang
     if (!Number.isFinite(f) || !Number.isFinite(t)) return setProblem('Both dates are needed.');
     if (f >= t) return setProblem('The start must be before the end.');
     setProblem('');
+    setEditing(false);
     onChoice({ from: f, to: t });
   };
   return (
@@ -88,7 +83,13 @@ export function RangeBar({ choice, range, onChoice, timeZone, onTimeZone }: Rang
           Custom
         </button>
       </div>
-      {(custom || editing) && (
+      {custom && !editing && (
+        // The range as every time here is written; the browser's own date inputs only while editing.
+        <span class="custom-range" data-custom-range>
+          <TimeWindow start={new Date(range.from).toISOString()} end={new Date(range.to).toISOString()} />
+        </span>
+      )}
+      {editing && (
         <form class="custom-range" onSubmit={apply}>
           <label>
             From <input type="datetime-local" value={from} onInput={(e) => setFrom(e.currentTarget.value)} required />
@@ -104,16 +105,25 @@ export function RangeBar({ choice, range, onChoice, timeZone, onTimeZone }: Rang
           )}
         </form>
       )}
-      <label class="zone">
-        Time zone{' '}
-        <select value={timeZone} onChange={(e) => onTimeZone(e.currentTarget.value)}>
-          {zones.map((z) => (
-            <option key={z} value={z}>
-              {z}
-            </option>
-          ))}
-        </select>
-      </label>
+      <ZonePicker />
     </div>
+  );
+}
+
+/** The zone every time on the dashboard is written in (one setting for all pages). */
+export function ZonePicker() {
+  const zone = useTimeZone();
+  const zones = useMemo(timeZones, []);
+  return (
+    <label class="zone">
+      Time zone{' '}
+      <select value={zone} onChange={(e) => setZone(e.currentTarget.value)}>
+        {zones.map((z) => (
+          <option key={z} value={z}>
+            {z}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }

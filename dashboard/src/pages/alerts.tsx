@@ -3,14 +3,22 @@
  * an alert's page with its details, where it can be resolved with a note, or reopened.
  */
 import { useState } from 'preact/hooks';
+import type { ComponentChildren } from 'preact';
 import { api, ApiError } from '../api';
-import { AlertList, Severity } from '../components/alerts';
+import { useTeamAssets } from '../assets';
+import { alertDenomination, alertTitle, AlertTable, ObservedAgainstLimit, Severity } from '../components/alerts';
+import { ChangeButton, ReadOnlyNote } from '../components/change-controls';
 import { PagedList } from '../components/list';
 import { Panel, useLoad } from '../components/panel';
-import { useRefreshTick } from '../components/range-bar';
-import { formatAmount, formatCount, formatTime } from '../format';
+import { useRefreshTick, ZonePicker } from '../components/range-bar';
+import { Time, TimeWindow } from '../components/time';
+import { useChangeRight } from '../access';
+import { formatCount } from '../format';
+import { exactAmount } from '../money';
 import { href, navigate, useLocation } from '../router';
+import { rewriteTimes } from '../time';
 import type { Alert } from '../types';
+import { useTimeZone } from '../zone';
 
 const FILTERS = {
   status: ['open', 'resolved'],
@@ -59,9 +67,10 @@ export function Alerts() {
         <label>
           Before <input type="date" value={query.to?.slice(0, 10) ?? ''} onChange={(e) => set('to', e.currentTarget.value)} />
         </label>
+        <ZonePicker />
       </form>
-      <PagedList<Alert> id="alerts-list" title="Alerts, newest first" path="/alerts" query={query} tick={tick} empty="No alert matches these filters.">
-        {(alerts) => <AlertList alerts={alerts} />}
+      <PagedList<Alert> id="alerts-list" title="Alerts, latest raised first" path="/alerts" query={query} tick={tick} empty="No alert matches these filters.">
+        {(alerts) => <AlertTable alerts={alerts} />}
       </PagedList>
     </>
   );
@@ -87,6 +96,9 @@ function AlertDetails({ alert, onChanged }: { alert: Alert; onChanged: () => voi
   const [note, setNote] = useState('');
   const [problem, setProblem] = useState<{ message: string; field?: string } | undefined>();
   const [busy, setBusy] = useState(false);
+  const zone = useTimeZone();
+  const team = useTeamAssets();
+  const right = useChangeRight();
   const change = async (body: { status: 'open' | 'resolved'; note?: string }) => {
     setBusy(true);
     setProblem(undefined);
@@ -101,55 +113,70 @@ function AlertDetails({ alert, onChanged }: { alert: Alert; onChanged: () => voi
       setBusy(false);
     }
   };
-  const rows: [string, string][] = [
-    ['Agent', alert.agentId],
-    ['Type', `${alert.type}, ${alert.kind}`],
-    // An anomaly's figures are counts or ratios, a violation's are amounts: shown as given, grouped.
-    ['Observed', formatAmount(alert.observed, { pad: false })],
-    ['Limit', formatAmount(alert.limit, { pad: false })],
+  // The detail: every digit, with the asset when it is known.
+  const denomination = alertDenomination(alert, team);
+  const unit = denomination.kind === 'asset' ? ` ${denomination.asset}` : '';
+  const amountOrCount = (value: string | null) => (value === null ? '–' : alert.kind === 'loop' ? value : `${exactAmount(value)}${unit}`);
+  const rows: [string, ComponentChildren][] = [
+    ['Agent', alert.agentId ? <a href={href('agents', alert.agentId)}>{alert.agentId}</a> : '–'],
+    ['Policy', alert.policyId ? <a href={href('policies', alert.policyId)}>{String(alert.details.policyName ?? alert.policyId)}</a> : '–'],
+    ['Type', `${alert.type}, ${alert.kind.replace(/_/g, ' ')}`],
+    ['Observed against limit', <ObservedAgainstLimit alert={alert} />],
+    ['Observed, exact', amountOrCount(alert.observed)],
+    ['Limit, exact', amountOrCount(alert.limit)],
     ['Subject', alert.subject ?? '–'],
-    ['Window', alert.window ? `${formatTime(alert.window.start)} to ${formatTime(alert.window.end)}` : '–'],
-    ['Occurrences', formatCount(alert.count)],
-    ['First seen', formatTime(alert.firstSeen)],
-    ['Last seen', formatTime(alert.lastSeen)],
+    ['Window', alert.window ? <TimeWindow start={alert.window.start} end={alert.window.end} /> : '–'],
+    ['Times', formatCount(alert.count)],
+    ['First seen', <Time iso={alert.firstSeen} />],
+    ['Last seen', <Time iso={alert.lastSeen} />],
+    ['Raised', <Time iso={alert.createdAt} />],
     ['Sample records', alert.sampleEventIds.join(', ') || '–'],
   ];
-  if (alert.resolvedAt) rows.push(['Resolved', formatTime(alert.resolvedAt)], ['Note', alert.resolution ?? '–']);
+  if (alert.resolvedAt) rows.push(['Resolved', <Time iso={alert.resolvedAt} />], ['Note', alert.resolution ?? '–']);
   return (
     <div class="alert-details">
-      <p class="alert-title">
-        <Severity severity={alert.severity} /> <span class={`badge status-${alert.status}`} data-status={alert.status}>{alert.status}</span> {alert.message}
+      <h2 class="alert-title">
+        <Severity severity={alert.severity} />{' '}
+        <span class={`badge status-${alert.status}`} data-status={alert.status}>
+          {alert.status}
+        </span>{' '}
+        {alertTitle(alert)}
+      </h2>
+      {/* The service's own explanation, its times written like every other time here. */}
+      <p class="alert-explanation" data-explanation>
+        {rewriteTimes(alert.message, zone)}
       </p>
       <dl class="facts">
         {rows.map(([name, value]) => (
           <div key={name}>
             <dt>{name}</dt>
-            <dd>{name === 'Agent' ? <a href={href('agents', value)}>{value}</a> : value}</dd>
+            <dd>{value}</dd>
           </div>
         ))}
-        {alert.policyId && (
-          <div>
-            <dt>Policy</dt>
-            <dd>
-              <a href={href('policies', alert.policyId)}>{String(alert.details.policyName ?? alert.policyId)}</a>
-            </dd>
-          </div>
-        )}
       </dl>
+      <ReadOnlyNote />
       {alert.status === 'open' ? (
         <form class="stack" onSubmit={(e) => (e.preventDefault(), change(note.trim() ? { status: 'resolved', note: note.trim() } : { status: 'resolved' }))}>
           <label for="resolve-note">Note (optional): why it is resolved</label>
-          <textarea id="resolve-note" rows={2} maxLength={2000} value={note} onInput={(e) => setNote(e.currentTarget.value)} aria-invalid={problem?.field === 'note' ? true : undefined} />
+          <textarea
+            id="resolve-note"
+            rows={2}
+            maxLength={2000}
+            value={note}
+            disabled={!right.allowed}
+            onInput={(e) => setNote(e.currentTarget.value)}
+            aria-invalid={problem?.field === 'note' ? true : undefined}
+          />
           <div>
-            <button type="submit" disabled={busy}>
+            <ChangeButton type="submit" disabled={busy}>
               Resolve
-            </button>
+            </ChangeButton>
           </div>
         </form>
       ) : (
-        <button type="button" onClick={() => change({ status: 'open' })} disabled={busy}>
+        <ChangeButton onClick={() => change({ status: 'open' })} disabled={busy}>
           Reopen
-        </button>
+        </ChangeButton>
       )}
       {problem && (
         <p class="field-error" role="alert">
@@ -159,4 +186,3 @@ function AlertDetails({ alert, onChanged }: { alert: Alert; onChanged: () => voi
     </div>
   );
 }
-

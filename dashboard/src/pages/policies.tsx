@@ -5,11 +5,15 @@
  */
 import { useState } from 'preact/hooks';
 import { api } from '../api';
+import { useChangeRight } from '../access';
+import { useTeamAssets } from '../assets';
+import { ChangeButton, ReadOnlyNote } from '../components/change-controls';
+import { Money } from '../components/money';
+import { Time } from '../components/time';
 import { FieldMessage, FormError, invalidProps, OutcomeMessage, useOutcome, useSubmit } from '../components/form';
 import { PagedList } from '../components/list';
 import { Panel, useLoad } from '../components/panel';
 import { useRefreshTick } from '../components/range-bar';
-import { formatAmount, formatTime } from '../format';
 import { href, navigate, useLocation } from '../router';
 import type { Limit, Policy } from '../types';
 
@@ -20,19 +24,46 @@ const KIND_LABELS: Record<Limit['kind'], string> = {
   per_endpoint: 'Per endpoint per day',
 };
 
+/**
+ * What each action does, worded as src/evaluation does it: a block policy declines only
+ * authorizations asked for before paying (POST /authorizations); records of payments already made
+ * are stored and counted whatever they break.
+ */
+const ACTIONS: Record<Policy['action'], { badge: string; label: string; effect: string }> = {
+  flag: {
+    badge: 'flag',
+    label: 'Flag',
+    effect: 'Raises a warning alert when a limit is broken. Payments go on; an authorization asked for is approved, with the limit it breaks among its reasons.',
+  },
+  block: {
+    badge: 'block',
+    label: 'Block',
+    effect:
+      'An authorization asked for before paying (POST /authorizations) that would break a limit is declined, and a critical alert is raised. Records of payments already made are never refused: one that breaks a limit is stored, counted and raises the critical alert.',
+  },
+};
+
 export function Policies() {
   const tick = useRefreshTick();
   const saved = new URLSearchParams(useLocation().search).get('saved');
   const [changed, setChanged] = useState(0);
   const [outcome, act] = useOutcome(() => setChanged((n) => n + 1));
+  const right = useChangeRight();
+  // Limits compare sums of every asset's amounts: in the team's assets (mixed, said so, if several).
+  const assets = useTeamAssets();
   return (
     <>
       <div class="page-head">
         <h1>Policies</h1>
-        <a class="button primary" href={href('policies', 'new')}>
-          New policy
-        </a>
+        {right.allowed ? (
+          <a class="button primary" href={href('policies', 'new')}>
+            New policy
+          </a>
+        ) : (
+          <ChangeButton class="primary">New policy</ChangeButton>
+        )}
       </div>
+      <ReadOnlyNote />
       {saved && (
         <p class="notice" role="status">
           Saved the policy “{saved}”.
@@ -46,23 +77,28 @@ export function Policies() {
               <li key={p.id} data-policy={p.id}>
                 <div class="policy-main">
                   <a href={href('policies', p.id)}>{p.name}</a> <span class={`badge status-${p.active ? 'active' : 'inactive'}`}>{p.active ? 'active' : 'inactive'}</span>{' '}
-                  <span class="badge">{p.action}</span>
+                  <span class={`badge action-${p.action}`} title={ACTIONS[p.action].effect}>
+                    {ACTIONS[p.action].badge}
+                  </span>
                   <div class="muted">
-                    {p.agents.length ? p.agents.join(', ') : 'every agent'} ·{' '}
-                    {p.limits.map((l) => `${KIND_LABELS[l.kind]}${l.endpoint ? ` (${l.endpoint})` : ''}: ${formatAmount(l.amount)}`).join('; ')}
+                    {p.agents.length ? p.agents.join(', ') : 'every agent'}
+                    {p.limits.map((l, i) => (
+                      <span key={i} class="limit">
+                        {' · '}
+                        {KIND_LABELS[l.kind]}
+                        {l.endpoint ? ` (${l.endpoint})` : ''}: <Money value={l.amount} denomination={assets} />
+                      </span>
+                    ))}
                   </div>
                 </div>
                 <div class="policy-actions">
-                  <button type="button" onClick={() => act(() => api('PATCH', `/policies/${p.id}`, { body: { active: !p.active } }))}>
-                    {p.active ? 'Deactivate' : 'Activate'}
-                  </button>
-                  <button
-                    type="button"
+                  <ChangeButton onClick={() => act(() => api('PATCH', `/policies/${p.id}`, { body: { active: !p.active } }))}>{p.active ? 'Deactivate' : 'Activate'}</ChangeButton>
+                  <ChangeButton
                     class="danger"
                     onClick={() => window.confirm(`Delete the policy "${p.name}"? This cannot be undone.`) && act(() => api('DELETE', `/policies/${p.id}`))}
                   >
                     Delete
-                  </button>
+                  </ChangeButton>
                 </div>
               </li>
             ))}
@@ -95,6 +131,7 @@ interface LimitDraft {
 }
 
 function PolicyForm({ policy }: { policy?: Policy }) {
+  const right = useChangeRight();
   const [name, setName] = useState(policy?.name ?? '');
   const [agents, setAgents] = useState(policy?.agents.join(', ') ?? '');
   const [limits, setLimits] = useState<LimitDraft[]>(policy?.limits.map((l) => ({ kind: l.kind, amount: l.amount, endpoint: l.endpoint ?? '' })) ?? [{ kind: 'daily', amount: '', endpoint: '' }]);
@@ -121,6 +158,9 @@ function PolicyForm({ policy }: { policy?: Policy }) {
 
   return (
     <form class="policy-form stack" onSubmit={submit} noValidate>
+      <ReadOnlyNote />
+      {/* A key that may not change policies reads the form, every field disabled. */}
+      <fieldset class="plain stack" disabled={!right.allowed}>
       <FormError error={error} summary="Please correct the fields marked below." />
       <label for="policy-name">Name</label>
       <input id="policy-name" value={name} onInput={(e) => setName(e.currentTarget.value)} {...invalidProps(error, 'name')} />
@@ -172,12 +212,15 @@ function PolicyForm({ policy }: { policy?: Policy }) {
 
       <fieldset>
         <legend>When a limit is broken</legend>
-        <label>
-          <input type="radio" name="action" checked={action === 'flag'} onChange={() => setAction('flag')} /> Flag: a warning alert
-        </label>
-        <label>
-          <input type="radio" name="action" checked={action === 'block'} onChange={() => setAction('block')} /> Block: a critical alert
-        </label>
+        {(['flag', 'block'] as const).map((a) => (
+          <label key={a} class="action-choice">
+            <input type="radio" name="action" checked={action === a} onChange={() => setAction(a)} aria-describedby={`action-${a}-effect`} />{' '}
+            <strong>{ACTIONS[a].label}</strong>
+            <span class="muted" id={`action-${a}-effect`}>
+              {ACTIONS[a].effect}
+            </span>
+          </label>
+        ))}
       </fieldset>
 
       <label for="policy-timezone">Time zone of daily limits (IANA, e.g. Europe/Lisbon; empty: UTC)</label>
@@ -187,11 +230,16 @@ function PolicyForm({ policy }: { policy?: Policy }) {
       <label class="check">
         <input type="checkbox" checked={active} onChange={(e) => setActive(e.currentTarget.checked)} /> Active
       </label>
-      {policy && <p class="muted">Created {formatTime(policy.createdAt)}, changed {formatTime(policy.updatedAt)}.</p>}
+      {policy && (
+        <p class="muted">
+          Created <Time iso={policy.createdAt} />, changed <Time iso={policy.updatedAt} />.
+        </p>
+      )}
+      </fieldset>
       <div>
-        <button type="submit" disabled={busy}>
+        <ChangeButton type="submit" disabled={busy}>
           {policy ? 'Save' : 'Create policy'}
-        </button>
+        </ChangeButton>
       </div>
     </form>
   );

@@ -18,7 +18,7 @@ export function SignIn({ onSignedIn, notice }: { onSignedIn: () => void; notice?
     setBusy(true);
     try {
       const team = await api<Team>('GET', '/team', { apiKey });
-      saveSession({ apiKey, teamName: team.name });
+      saveSession({ apiKey, teamName: team.name, access: team.key });
       setKey('');
       onSignedIn();
     } catch (err) {

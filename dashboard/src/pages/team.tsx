@@ -1,17 +1,22 @@
 /**
  * Team: this month's usage, the API keys (create with scopes, shown once; revoke), and the webhook
  * endpoints (add, turn on or off, send a test, delete) with each one's delivery log. Listing
- * webhooks, and every change here, needs an admin key; a read key sees the API's refusal.
+ * webhooks, and every change here, needs an admin key: a read key sees why, not a refusal.
  */
 import { useState } from 'preact/hooks';
 import { api } from '../api';
+import { useChangeRight } from '../access';
+import { useAssets } from '../assets';
+import { ChangeButton, ReadOnlyNote } from '../components/change-controls';
 import { Figure } from '../components/figure';
+import { Money } from '../components/money';
+import { Time, TimeWindow } from '../components/time';
 import { FieldMessage, FormError, invalidProps, OutcomeMessage, useOutcome, useSubmit } from '../components/form';
 import { PagedList } from '../components/list';
 import { Panel, useLoad } from '../components/panel';
 import { useRefreshTick } from '../components/range-bar';
 import { TableHead } from '../components/table-head';
-import { formatAgo, formatAmount, formatCount, formatTime } from '../format';
+import { formatCount } from '../format';
 import { href } from '../router';
 import type { ApiKey, Delivery, Team, Webhook, WebhookEventType } from '../types';
 
@@ -34,6 +39,9 @@ const attemptFailure = (a: Attempt) => a.error ?? `answered ${a.statusCode}`;
 export function TeamPage() {
   const tick = useRefreshTick();
   const team = useLoad((signal) => api<Team>('GET', '/team', { signal }), [], tick);
+  const period = team.data?.usage.period;
+  // This month's spend is in the assets of this month's records.
+  const assets = useAssets(period ? { from: period.start, to: period.end } : { from: 0, to: 0 }, tick);
   return (
     <>
       <div class="page-head">
@@ -43,13 +51,13 @@ export function TeamPage() {
         {(t) => (
           <dl class="figures">
             <Figure small name="Team" value={t.name} />
-            <Figure name="Spend" value={formatAmount(t.usage.spend)} field="spend" />
+            <Figure name="Spend" value={<Money value={t.usage.spend} denomination={assets.denomination} />} field="spend" />
             <Figure name="Records" value={formatCount(t.usage.events)} field="events" />
             <Figure name="Agents" value={formatCount(t.usage.agents)} />
             <Figure name="Active policies" value={formatCount(t.usage.activePolicies)} />
             <Figure name="Open alerts" value={formatCount(t.usage.openAlerts)} />
             <Figure name="Working keys" value={formatCount(t.usage.activeApiKeys)} />
-            <Figure small name="Period" value={`${formatTime(t.usage.period.start)} to ${formatTime(t.usage.period.end)}`} />
+            <Figure small name="Period" value={<TimeWindow start={t.usage.period.start} end={t.usage.period.end} />} />
           </dl>
         )}
       </Panel>
@@ -64,6 +72,7 @@ function Keys({ tick }: { tick: number }) {
   const [created, setCreated] = useState<ApiKey | undefined>();
   const [outcome, run] = useOutcome(() => setChanged((n) => n + 1));
   const keys = useLoad((signal) => api<{ data: ApiKey[] }>('GET', '/keys', { signal }), [changed], tick);
+  const right = useChangeRight();
   const revoke = (key: ApiKey) =>
     window.confirm(`Revoke the key "${key.name}" (${key.prefix}…)? Whatever uses it is refused from now on.`) && run(() => api('DELETE', `/keys/${key.id}`));
   return (
@@ -81,32 +90,23 @@ function Keys({ tick }: { tick: number }) {
             </div>
           )}
           <OutcomeMessage outcome={outcome} />
-          <div class="table-wrap">
-            <table>
-              <TableHead columns={['Name', 'Scopes', 'Last used', 'Expires', { label: 'Actions', hidden: true }]} />
-              <tbody>
-                {k.data.map((key) => (
-                  <tr key={key.id} data-key={key.id}>
-                    <td>
-                      {key.name}
-                      <div class="muted">
-                        <code>{key.prefix}…</code>
-                      </div>
-                    </td>
-                    <td>{key.scopes.join(', ')}</td>
-                    <td>{formatAgo(key.lastUsedAt)}</td>
-                    <td>{key.expiresAt ? formatTime(key.expiresAt) : 'never'}</td>
-                    <td>
-                      <button type="button" class="danger" onClick={() => revoke(key)}>
-                        Revoke
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          <NewKey onCreated={(key) => (setCreated(key), setChanged((n) => n + 1))} />
+          <ReadOnlyNote />
+          <ul class="key-list">
+            {k.data.map((key) => (
+              <li key={key.id} data-key={key.id}>
+                <div class="key-main">
+                  <strong>{key.name}</strong> <code class="muted">{key.prefix}…</code>
+                  <div class="muted">
+                    {key.scopes.join(', ')} · last used <Time iso={key.lastUsedAt} empty="never" /> · expires <Time iso={key.expiresAt} empty="never" absolute />
+                  </div>
+                </div>
+                <ChangeButton class="danger" onClick={() => revoke(key)}>
+                  Revoke
+                </ChangeButton>
+              </li>
+            ))}
+          </ul>
+          {right.allowed && <NewKey onCreated={(key) => (setCreated(key), setChanged((n) => n + 1))} />}
         </>
       )}
     </Panel>
@@ -157,7 +157,23 @@ function NewKey({ onCreated }: { onCreated: (key: ApiKey) => void }) {
   );
 }
 
+/** Webhooks are an admin's: a key that may not change things is not asked to list them either. */
 function Webhooks({ tick }: { tick: number }) {
+  const right = useChangeRight();
+  if (!right.allowed) {
+    return (
+      <section class="panel" data-panel="webhooks" data-state="ready" aria-labelledby="webhooks-title">
+        <header class="panel-head">
+          <h2 id="webhooks-title">Webhooks</h2>
+        </header>
+        <ReadOnlyNote>Webhook endpoints are seen and changed with an admin key. {right.reason}</ReadOnlyNote>
+      </section>
+    );
+  }
+  return <WebhookList tick={tick} />;
+}
+
+function WebhookList({ tick }: { tick: number }) {
   const [changed, setChanged] = useState(0);
   const [secret, setSecret] = useState<{ url: string; secret: string } | undefined>();
   const [outcome, act] = useOutcome(() => setChanged((n) => n + 1));
@@ -307,38 +323,36 @@ export function WebhookPage({ webhookId }: { webhookId: string }) {
         }
       >
         {(deliveries) => (
-          <div class="table-wrap">
-            <table>
-              <TableHead columns={['Event', 'Status', { label: 'Attempts', num: true }, 'Last answer', 'Next attempt', { label: 'Actions', hidden: true }]} />
-              <tbody>
-                {deliveries.map((d) => (
-                  <tr key={d.id} data-delivery={d.id}>
-                    <td>
-                      {d.eventType}
-                      <div class="muted">{formatTime(d.createdAt)}</div>
-                    </td>
-                    <td>
-                      <span class={`badge status-${d.status}`}>{d.status}</span>
-                    </td>
-                    <td class="num">{d.attempts}</td>
-                    <td>
-                      {d.lastStatusCode ?? '–'}
-                      {d.lastLatencyMs !== null && ` in ${d.lastLatencyMs} ms`}
-                      {d.lastError && <div class="muted">{d.lastError}</div>}
-                    </td>
-                    <td>{d.nextAttemptAt ? formatTime(d.nextAttemptAt) : '–'}</td>
-                    <td>
-                      {d.status === 'failed' && (
-                        <button type="button" onClick={() => retry(d)}>
-                          Send again
-                        </button>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <table class="rows-table">
+            <TableHead columns={['Event', 'Status', { label: 'Attempts', num: true }, 'Last answer', 'Next attempt', { label: 'Actions', hidden: true }]} />
+            <tbody>
+              {deliveries.map((d) => (
+                <tr key={d.id} data-delivery={d.id}>
+                  <td class="row-main">
+                    {d.eventType}
+                    <div class="muted">
+                      <Time iso={d.createdAt} />
+                    </div>
+                  </td>
+                  <td data-label="Status">
+                    <span class={`badge status-${d.status}`}>{d.status}</span>
+                  </td>
+                  <td class="num" data-label="Attempts">
+                    {d.attempts}
+                  </td>
+                  <td data-label="Last answer">
+                    {d.lastStatusCode ?? '–'}
+                    {d.lastLatencyMs !== null && ` in ${d.lastLatencyMs} ms`}
+                    {d.lastError && <div class="muted">{d.lastError}</div>}
+                  </td>
+                  <td data-label="Next attempt">
+                    <Time iso={d.nextAttemptAt} absolute />
+                  </td>
+                  <td>{d.status === 'failed' && <ChangeButton onClick={() => retry(d)}>Send again</ChangeButton>}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
         )}
       </PagedList>
     </>
