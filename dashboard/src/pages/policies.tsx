@@ -105,6 +105,9 @@ export function Policies() {
           </ul>
         )}
       </PagedList>
+      <p class="muted actions-legend">
+        <strong>Flag</strong>: {ACTIONS.flag.effect} <strong>Block</strong>: {ACTIONS.block.effect}
+      </p>
     </>
   );
 }
@@ -214,7 +217,7 @@ function PolicyForm({ policy }: { policy?: Policy }) {
         <legend>When a limit is broken</legend>
         {(['flag', 'block'] as const).map((a) => (
           <label key={a} class="action-choice">
-            <input type="radio" name="action" checked={action === a} onChange={() => setAction(a)} aria-describedby={`action-${a}-effect`} />{' '}
+            <input type="radio" name="action" checked={action === a} onChange={() => setAction(a)} aria-describedby={`action-${a}-effect`} />
             <strong>{ACTIONS[a].label}</strong>
             <span class="muted" id={`action-${a}-effect`}>
               {ACTIONS[a].effect}
