@@ -693,8 +693,9 @@ describe('dashboard in a browser', function () {
     for (const [name, url] of shots) {
       await page.goto(`${server.url}${url}`);
       await settled(page);
-      // Amounts with their assets, not the moment before the assets arrive.
+      // Amounts with their assets, not the moment before the assets arrive: every request answered.
       await page.locator('.money .asset').first().waitFor();
+      await page.waitForLoadState('networkidle');
       const file = path.join(DOCS_IMAGE_DIR, `${name}.png`);
       fs.rmSync(file, { force: true });
       await page.screenshot({ fullPage: true, path: file });

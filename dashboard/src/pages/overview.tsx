@@ -69,8 +69,9 @@ export function RangeTotals({
             <Figure name="Average payment" value={<Money value={s.avgPayment} denomination={d} />} field="avgPayment" />
             <Figure name="Largest payment" value={<Money value={s.maxPayment} denomination={d} />} field="maxPayment" />
             {query.agent === undefined && <Figure name="Active agents" value={formatCount(s.activeAgents)} field="activeAgents" />}
-            <Figure name="Flagged" value={formatCount(s.flagged)} field="flagged" />
-            <Figure name="Blocked" value={formatCount(s.blocked)} field="blocked" />
+            {/* The records' own policy_evaluation, as the client sent it: not this service's policies. */}
+            <Figure name="Flagged" value={formatCount(s.flagged)} note="as the client reported" field="flagged" />
+            <Figure name="Blocked" value={formatCount(s.blocked)} note="as the client reported" field="blocked" />
             <Figure
               name="Previous period"
               value={<Money value={s.previous.totalSpend} denomination={d} />}
