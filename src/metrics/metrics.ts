@@ -4,7 +4,7 @@ import type { LoaderObserver } from '../ingest/loader.js';
 
 /**
  * The service's Prometheus series (GET /metrics). One instance per app, each with its own
- * registry, so tests can build several. Every series is listed in the README.
+ * registry, so tests can build several. Every series is listed in docs/operations.md.
  */
 export class Metrics implements LoaderObserver {
   readonly registry = new Registry();

@@ -22,7 +22,7 @@ export const metricsRoute = definePublicRoute({
   summary: 'Prometheus metrics (text exposition format)',
   description:
     'Requests, ingest records and acknowledgement latency, the ingest backlog, the loader\'s blocks and failures, ' +
-    'process figures. No key, like /healthz: it carries no team data. The README lists every series.',
+    'process figures. No key, like /healthz: it carries no team data. docs/operations.md lists every series.',
   tag: 'operations',
   responses: { 200: { description: 'The series, in the Prometheus text format' } },
   async handler({ deps }) {

@@ -108,7 +108,7 @@ describe('authorizations: capture and void', function () {
     const storage = new ApiStorage({ baseUrl: SPENDSCOPE, apiKey: KEY, batchSize: 1, flushIntervalMs: 3_600_000 });
     const local = new MemoryStorage();
     try {
-      // The README's client example, as written.
+      // The client example of docs/authorizations.md, as written.
       const metadata: Record<string, string> = {};
       const pay = wrapWithSentinel(fetchWithPayment, { agentId: 'research-bot', metadata, audit: { storage } });
       const paidCall = async (url: string, price: string, callId: string): Promise<Response> => {

@@ -679,7 +679,10 @@ describe('dashboard in a browser', function () {
   });
 
   it('the screenshots in the docs (overview, an agent, alerts, policies at 1280 px) are taken from the seeded install', async () => {
-    fs.mkdirSync(DOCS_IMAGE_DIR, { recursive: true });
+    // Into docs/images with DOCS_IMAGES=1 (npm run docs:images); otherwise beside the other
+    // screenshots, so an ordinary test run leaves the checkout clean (each run has new dates).
+    const dir = process.env.DOCS_IMAGES === '1' ? DOCS_IMAGE_DIR : path.join(SCREENSHOT_DIR, 'docs');
+    fs.mkdirSync(dir, { recursive: true });
     const page = await newPage('wide');
     await signIn(page);
     await page.evaluate(() => sessionStorage.setItem('spendscope.timeZone', 'UTC'));
@@ -696,7 +699,7 @@ describe('dashboard in a browser', function () {
       // Amounts with their assets, not the moment before the assets arrive: every request answered.
       await page.locator('.money .asset').first().waitFor();
       await page.waitForLoadState('networkidle');
-      const file = path.join(DOCS_IMAGE_DIR, `${name}.png`);
+      const file = path.join(dir, `${name}.png`);
       fs.rmSync(file, { force: true });
       await page.screenshot({ fullPage: true, path: file });
       const stats = renderStats(fs.readFileSync(file));

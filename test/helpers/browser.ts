@@ -11,7 +11,7 @@ import { PROJECT_ROOT } from '../../src/paths.js';
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Screenshots of each page at each width, for people to look at after a run. */
 export const SCREENSHOT_DIR = path.join(PROJECT_ROOT, 'test-output', 'dashboard');
-/** The screenshots the docs show: rewritten by the browser tests from their seeded install, so they stay current. */
+/** The screenshots the docs show: the browser tests take them from their seeded install and write them here with DOCS_IMAGES=1 (npm run docs:images). */
 export const DOCS_IMAGE_DIR = path.join(PROJECT_ROOT, 'docs', 'images');
 
 export const VIEWPORTS = { wide: { width: 1280, height: 900 }, phone: { width: 390, height: 844 } } as const;

@@ -160,7 +160,7 @@ describe('rate limits per key', function () {
   it("the ingest benchmark's load (16 clients sending batches of 100 back to back) is never limited by the defaults", async () => {
     const team = newTeam();
     const { rateLimits } = testEnv().deps.config;
-    // The fastest this service has ingested on this machine is under 20,000 events/s (README).
+    // The fastest this service has ingested on this machine is under 20,000 events/s (docs/performance.md).
     expect(rateLimits.recordsPerSecond).to.be.at.least(5 * 20_000);
     let lowest = Infinity;
     let answers = 0;

@@ -25,7 +25,7 @@ describe('team:create CLI', function () {
     expect(res.body.id).not.to.equal(other.teamId);
   });
 
-  it('works exactly as the README writes it: npm run team:create -- --name <name>', async () => {
+  it('works exactly as docs/api.md writes it: npm run team:create -- --name <name>', async () => {
     const name = `npm-${Date.now()}`;
     const result = await run('npm', ['run', 'team:create', '--', '--name', name], { DATA_DIR: testEnv().dataDir });
     expect(result.code, result.stderr).to.equal(0);
