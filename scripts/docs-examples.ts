@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { documentedFiles, runAll, staleOutputs } from './docs/examples.js';
+import { documentedFiles, runAll, staleOutputs, withNewAnswers } from './docs/examples.js';
 
 const { values, positionals } = parseArgs({ options: { check: { type: 'boolean' } }, allowPositionals: true });
 const files = positionals.length ? positionals.map((f) => path.resolve(f)) : documentedFiles();
@@ -21,8 +21,8 @@ for (const run of runs) {
   if (values.check) {
     for (const d of differences) console.log(`${name}:${d.line}: the answer shown is not the service's now:\n--- shown\n${d.shown}\n--- now\n${d.now}\n`);
     stale += differences.length;
-  } else if (current !== run.rendered) {
-    fs.writeFileSync(run.file, run.rendered);
+  } else if (differences.length > 0 || withNewAnswers(current, run.rendered) !== current) {
+    fs.writeFileSync(run.file, withNewAnswers(current, run.rendered));
     console.log(`${name}: ${run.steps.length} commands run, ${differences.length} answers changed (ids and times aside), written`);
   } else {
     console.log(`${name}: ${run.steps.length} commands run, unchanged`);

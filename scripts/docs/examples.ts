@@ -335,6 +335,26 @@ export function staleOutputs(current: string, rendered: string): { line: number;
   return stale;
 }
 
+/**
+ * The new run's answers written into the file, but only where they differ from the ones shown (ids
+ * and times aside): an unchanged answer keeps its old ids, so rerunning changes nothing in git.
+ */
+export function withNewAnswers(current: string, rendered: string): string {
+  const lines = current.split('\n');
+  const now = examplesOf(rendered);
+  const shown = examplesOf(current);
+  const byLine = new Map(staleOutputs(current, rendered).map((d) => [d.line, d]));
+  shown
+    .map((example, i) => ({ example, fresh: now[i] }))
+    .filter(({ example }) => example.output && (byLine.has(example.output.start + 1) || example.output.body.trim() === ''))
+    .sort((a, b) => b.example.output!.start - a.example.output!.start)
+    .forEach(({ example, fresh }) => {
+      const output = example.output!;
+      lines.splice(output.start + 1, output.end - output.start - 1, ...(fresh?.output?.body ?? '').split('\n'));
+    });
+  return lines.join('\n');
+}
+
 /** The files whose examples run: the README first (the tour, on the bootstrap team), then docs/. */
 export function documentedFiles(root = PROJECT_ROOT): string[] {
   const docs = path.join(root, 'docs');

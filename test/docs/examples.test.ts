@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import fs from 'node:fs';
 import path from 'node:path';
-import { comparable, documentedFiles, examplesOf, formatAnswer, runAll, staleOutputs, type FileRun } from '../../scripts/docs/examples.js';
+import { comparable, documentedFiles, examplesOf, formatAnswer, runAll, staleOutputs, withNewAnswers, type FileRun } from '../../scripts/docs/examples.js';
 import { PROJECT_ROOT } from '../../src/paths.js';
 
 const README = path.join(PROJECT_ROOT, 'README.md');
@@ -96,6 +96,10 @@ describe('the docs: README and docs/', function () {
     const doc = (answer: string) => `# t\n\nx\n\n\`\`\`sh run\ncurl x\n\`\`\`\n\n\`\`\`json output\n${answer}\n\`\`\`\n`;
     expect(staleOutputs(doc(shown), doc(sameButNewIds))).to.deep.equal([]);
     expect(staleOutputs(doc(shown), doc(otherAmount))).to.have.length(1);
+    // npm run docs:examples rewrites only what changed: an equal answer keeps the ids it showed.
+    expect(withNewAnswers(doc(shown), doc(sameButNewIds))).to.equal(doc(shown));
+    expect(withNewAnswers(doc(shown), doc(otherAmount))).to.equal(doc(otherAmount));
+    expect(withNewAnswers(doc(''), doc(shown))).to.equal(doc(shown));
     expect(documentedFiles()).to.include(README);
   });
 });
