@@ -2,9 +2,10 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { EventStore } from './clickhouse.js';
+import { inTransaction, type SharedStore } from './postgres.js';
 import type { Registry } from './sqlite.js';
 
-/** One `NNN_name.sql` file of `schema/sqlite` or `schema/clickhouse`. */
+/** One `NNN_name.sql` file of `schema/sqlite`, `schema/postgres` or `schema/clickhouse`. */
 export interface Migration {
   version: number;
   name: string;
@@ -101,6 +102,41 @@ export function migrateRegistry(db: Registry, dir: string, table = 'schema_migra
     return pending.map((m) => m.name);
   });
   return run.immediate();
+}
+
+/**
+ * Applies pending migrations of the shared PostgreSQL store, each in a transaction with its record.
+ * Several instances may start at once: each migration's transaction first takes one advisory lock
+ * (held until it commits), then reads what is applied, so a migration another instance applied
+ * meanwhile is skipped, never applied twice. Returns the names this call applied.
+ */
+export async function migrateSharedStore(store: SharedStore, dir: string, table = 'schema_migrations'): Promise<string[]> {
+  if (!TABLE_NAME.test(table)) throw new MigrationError(`bad migrations table name ${table}`);
+  const all = readMigrations(dir);
+  const lock = `SELECT pg_advisory_xact_lock(hashtextextended('spendscope:${table}', 0))`;
+  const applied: string[] = [];
+  for (const migration of all) {
+    const done = await inTransaction(store, async (client) => {
+      await client.query(lock);
+      await client.query(`CREATE TABLE IF NOT EXISTS ${table} (
+        version integer PRIMARY KEY,
+        name text NOT NULL,
+        checksum text NOT NULL,
+        applied_at timestamptz NOT NULL DEFAULT now()
+      )`);
+      const rows = (await client.query<AppliedMigration>(`SELECT version, name, checksum FROM ${table}`)).rows;
+      if (pendingMigrations([migration], rows, 'PostgreSQL').length === 0) return false;
+      try {
+        await client.query(migration.sql);
+      } catch (err) {
+        throw new MigrationError(`PostgreSQL migration ${migration.name} failed: ${(err as Error).message}`, { cause: err });
+      }
+      await client.query(`INSERT INTO ${table} (version, name, checksum) VALUES ($1, $2, $3)`, [migration.version, migration.name, migration.checksum]);
+      return true;
+    });
+    if (done) applied.push(migration.name);
+  }
+  return applied;
 }
 
 /**

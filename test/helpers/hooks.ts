@@ -1,4 +1,5 @@
 import { startTestEnv, stopTestEnv } from './context.js';
+import { stopTestPostgres } from './postgres.js';
 
 /** Mocha root hooks: one environment (and one embedded engine) for the whole run. */
 export const mochaHooks = {
@@ -6,7 +7,9 @@ export const mochaHooks = {
     this.timeout(60_000);
     await startTestEnv();
   },
-  async afterAll() {
+  async afterAll(this: Mocha.Context) {
+    this.timeout(60_000);
     await stopTestEnv();
+    await stopTestPostgres();
   },
 };

@@ -1,0 +1,51 @@
+/**
+ * PostgreSQL, the shared store of several instances (DATABASE_URL; issue 30): the state one
+ * process keeps in its SQLite registry today moves here feature by feature, behind the same store
+ * interface, so every instance reads and writes one ledger with row locks.
+ *
+ * Step 1 (this file): the connection pool and the error it maps to, and the migrations of
+ * schema/postgres, applied safely when several instances start at once.
+ */
+import pg from 'pg';
+
+export type SharedStore = pg.Pool;
+
+export interface SharedStoreOptions {
+  /** Connections of this instance; each instance holds its own pool. */
+  max?: number;
+  /** A statement running longer is cancelled (ms): a stuck lock must not hold a request forever. */
+  statementTimeoutMs?: number;
+  /** How long to wait for a connection from the pool, or to open one (ms). */
+  connectTimeoutMs?: number;
+}
+
+/** A pool on DATABASE_URL. Connections are opened on first use; `ping` tells whether it answers. */
+export function openSharedStore(url: string, options: SharedStoreOptions = {}): SharedStore {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
+    statement_timeout: options.statementTimeoutMs ?? 30_000,
+    application_name: 'spendscope',
+  });
+  // An idle connection that the server closes (a restart) emits here; the pool drops it and opens
+  // another on the next query. Without a listener the process would exit on it.
+  pool.on('error', () => {});
+  return pool;
+}
+
+/** Runs `fn` in a transaction on one connection: committed if it returns, rolled back if it throws. */
+export async function inTransaction<T>(store: SharedStore, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await store.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}

