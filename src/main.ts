@@ -18,6 +18,7 @@ import { Metrics } from './metrics/metrics.js';
 import { Dispatcher } from './webhooks/dispatcher.js';
 import { startBiServer, teamScopedInterface } from './clickhouse-http/interface.js';
 import { RateLimiter } from './limits/rate-limiter.js';
+import { sqliteDatabase } from './stores/sql.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -40,7 +41,8 @@ async function main(): Promise<void> {
   // One limiter for the API and the BI interface: a holder's buckets are the same whichever it uses.
   const rateLimiter = new RateLimiter(config.rateLimits);
   const clickhouseHttp = teamScopedInterface({ config, registry, events, rateLimiter });
-  const deps = { config, registry, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
+  const db = sqliteDatabase(registry);
+  const deps = { config, registry, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
   const app = createApp(deps);
 
   const running = await startServer(app, deps);

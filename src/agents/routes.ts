@@ -53,7 +53,7 @@ export const createAgentRoute = defineRoute<{ external_id: string; name: string;
   },
   async handler(ctx) {
     const { body, team, deps } = ctx;
-    const agent = audited(ctx, () => {
+    const agent = await audited(ctx, () => {
       // An agent discovered from its events is registered by this: its fields before are those.
       const before = findAgent(deps.registry, team.teamId, body.external_id);
       const created = createAgent(deps.registry, team.teamId, { externalId: body.external_id, name: body.name, authorizedBy: body.authorized_by });
@@ -125,7 +125,7 @@ export const patchAgentRoute = defineRoute<{ name?: string; authorized_by?: stri
   responses: { 200: { description: 'The agent, changed', schema: 'agent.json', example: { ...EXAMPLE_AGENT, status: 'suspended' } } },
   async handler(ctx) {
     const { params, body, team, deps } = ctx;
-    const agent = audited(ctx, () => {
+    const agent = await audited(ctx, () => {
       const before = findAgent(deps.registry, team.teamId, params.id!);
       const after = before && updateAgent(deps.registry, team.teamId, params.id!, { name: body.name, authorizedBy: body.authorized_by, status: body.status });
       if (!before || !after) return { result: undefined };
@@ -147,7 +147,7 @@ export const deleteAgentRoute = defineRoute({
   responses: { 204: { description: 'Removed' } },
   async handler(ctx) {
     const { params, team, deps } = ctx;
-    const deleted = audited(ctx, () => {
+    const deleted = await audited(ctx, () => {
       const before = findAgent(deps.registry, team.teamId, params.id!);
       if (!before || !deleteAgent(deps.registry, team.teamId, params.id!)) return { result: false };
       return { result: true, log: { action: 'agent.delete', resourceType: 'agent', resourceId: before.externalId, before: settings(before), after: null } };

@@ -103,14 +103,14 @@ export const updateAlertRoute = defineRoute<{ status?: AlertStatus; note?: strin
     200: { description: 'The alert as changed', schema: 'alert.json', example: { ...EXAMPLE_ALERT, status: 'resolved', resolvedAt: '2026-11-21T16:00:00.000Z', resolution: 'Budget raised for the launch week' } },
     409: { description: 'Reopening: the same breach has a newer open alert', schema: 'error.json' },
   },
-  handler(ctx) {
+  async handler(ctx) {
     const { params, body, team, deps } = ctx;
     const status = body.status ?? 'resolved';
     if (status === 'open' && body.note !== undefined) {
       throw new ApiError('validation_failed', 'Request body is invalid: note is only allowed when resolving', [{ field: 'note', message: 'is only allowed with status resolved' }]);
     }
     try {
-      const alert = audited(ctx, () => {
+      const alert = await audited(ctx, () => {
         const before = findAlert(deps.registry, team.teamId, params.id!);
         const after = before && setAlertStatus(deps.registry, team.teamId, params.id!, status, body.note);
         if (!before || !after) return { result: undefined };

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { Registry } from '../stores/sqlite.js';
+import type { Sql } from '../stores/sql.js';
 
 /** One field's change: absent before (a creation) or after (a deletion) reads as null. */
 export interface FieldChange {
@@ -45,24 +45,25 @@ export function changedFields(before: Record<string, unknown> | null, after: Rec
  * Appends a change to the team's management audit log. Call it inside the transaction that makes
  * the change: the record and the change commit together, or neither does.
  */
-export function recordChange(db: Registry, teamId: string, change: NewChange, at = Date.now()): void {
+export async function recordChange(sql: Sql, teamId: string, change: NewChange, at = Date.now()): Promise<void> {
   const { before, after, ...who } = change;
-  db.prepare(
+  await sql.run(
     `INSERT INTO management_audit (id, team_id, at, key_id, key_name, request_id, method, route, action, resource_type, resource_id, changes)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(
-    `chg_${crypto.randomBytes(10).toString('base64url')}`,
-    teamId,
-    at,
-    who.keyId,
-    who.keyName,
-    who.requestId,
-    who.method,
-    who.route,
-    who.action,
-    who.resourceType,
-    who.resourceId,
-    JSON.stringify(changedFields(before, after)),
+    [
+      `chg_${crypto.randomBytes(10).toString('base64url')}`,
+      teamId,
+      at,
+      who.keyId,
+      who.keyName,
+      who.requestId,
+      who.method,
+      who.route,
+      who.action,
+      who.resourceType,
+      who.resourceId,
+      JSON.stringify(changedFields(before, after)),
+    ],
   );
 }
 
@@ -91,16 +92,14 @@ export interface ChangeFilter {
 }
 
 /** A team's changes, newest first, with the position each page ends at. */
-export function listChanges(db: Registry, teamId: string, filter: ChangeFilter): (ManagementChange & { seq: number })[] {
+export async function listChanges(sql: Sql, teamId: string, filter: ChangeFilter): Promise<(ManagementChange & { seq: number })[]> {
   const where = ['team_id = ?'];
   const params: unknown[] = [teamId];
   if (filter.beforeSeq !== undefined) (where.push('seq < ?'), params.push(filter.beforeSeq));
   if (filter.resourceType !== undefined) (where.push('resource_type = ?'), params.push(filter.resourceType));
   if (filter.resourceId !== undefined) (where.push('resource_id = ?'), params.push(filter.resourceId));
   if (filter.keyId !== undefined) (where.push('key_id = ?'), params.push(filter.keyId));
-  const rows = db
-    .prepare(`SELECT * FROM management_audit WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`)
-    .all(...params, filter.limit) as ChangeRow[];
+  const rows = await sql.all<ChangeRow>(`SELECT * FROM management_audit WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`, [...params, filter.limit]);
   return rows.map((r) => ({
     seq: r.seq,
     id: r.id,

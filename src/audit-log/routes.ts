@@ -37,20 +37,17 @@ export const listAuditLogRoute = defineRoute<unknown, AuditLogQuery>({
   scope: 'admin',
   query: 'audit-log-query.json',
   responses: { 200: { description: 'A page of changes', schema: 'audit-log-page.json', example: { data: [EXAMPLE], next_cursor: null } } },
-  handler({ query, team, deps }) {
+  async handler({ query, team, deps }) {
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isSeqPosition);
-    const { rows, next_cursor } = keysetPage(
-      query.limit ?? 50,
-      (n) =>
-        listChanges(deps.registry, team.teamId, {
-          limit: n,
-          beforeSeq: after?.seq,
-          resourceType: query.resource_type,
-          resourceId: query.resource_id,
-          keyId: query.key_id,
-        }),
-      (last) => ({ seq: last.seq }),
-    );
+    const limit = query.limit ?? 50;
+    const fetched = await listChanges(deps.db, team.teamId, {
+      limit: limit + 1,
+      beforeSeq: after?.seq,
+      resourceType: query.resource_type,
+      resourceId: query.resource_id,
+      keyId: query.key_id,
+    });
+    const { rows, next_cursor } = keysetPage(limit, () => fetched, (last) => ({ seq: last.seq }));
     return { body: { data: rows.map(({ seq: _seq, at, ...change }) => ({ ...change, at: new Date(at).toISOString() })), next_cursor } };
   },
 });

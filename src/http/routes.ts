@@ -7,6 +7,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { Dispatcher } from '../webhooks/dispatcher.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { SecretBox } from '../stores/secrets.js';
+import type { Database } from '../stores/sql.js';
 import type { Registry } from '../stores/sqlite.js';
 import type { KeyOwner, Scope } from '../teams/repository.js';
 import { limitRecords, limitRequests, precheckRecords } from '../limits/http.js';
@@ -19,7 +20,13 @@ import type { SchemaRegistry } from './validation.js';
 /** What handlers need: the stores main.ts opened, the config, the compiled schemas. */
 export interface AppDeps {
   config: Config;
+  /** The registry's SQLite connection, for the stores not yet moved to `db`. */
   registry: Registry;
+  /**
+   * The registry's tables through src/stores/sql.ts, as every store will reach them (the SQLite
+   * file of one instance today; PostgreSQL shared by several with DATABASE_URL, issue 30).
+   */
+  db: Database;
   /** The read session of the event store (health checks; reads of events go through readEvents). */
   events: EventStore;
   /** The loader's session; closed at shutdown. */

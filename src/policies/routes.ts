@@ -47,9 +47,9 @@ const notFound = (id: string) => new ApiError('not_found', `No policy "${id}" in
  * Past MAX_ACTIVE_POLICIES_PER_TEAM: a 409, as for the team's webhook endpoints. The request is
  * valid; the team's state refuses it until another policy is deactivated or deleted.
  */
-function withActiveBound<T>(change: () => T): T {
+async function withActiveBound<T>(change: () => Promise<T>): Promise<T> {
   try {
-    return change();
+    return await change();
   } catch (err) {
     if (!(err instanceof TooManyActivePolicies)) throw err;
     throw new ApiError(
@@ -100,7 +100,7 @@ export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits
     201: { description: 'The policy', schema: 'policy.json', example: EXAMPLE_POLICY },
     409: { description: 'Active, and the team has MAX_ACTIVE_POLICIES_PER_TEAM active policies already (`details` names `active`)', schema: 'error.json' },
   },
-  handler(ctx) {
+  async handler(ctx) {
     const { body, team, deps } = ctx;
     const limits = checkPolicyFields(body)!;
     const input: PolicyInput = {
@@ -111,7 +111,7 @@ export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits
       active: body.active ?? true,
       timezone: body.timezone ?? null,
     };
-    const policy = withActiveBound(() =>
+    const policy = await withActiveBound(() =>
       audited(ctx, () => {
         const created = createPolicy(deps.registry, team.teamId, input, deps.config.evaluation.maxActivePoliciesPerTeam);
         return { result: created, log: { action: 'policy.create', resourceType: 'policy', resourceId: created.id, before: null, after: settings(created) } };
@@ -148,11 +148,11 @@ export const updatePolicyRoute = defineRoute<PolicyBody>({
     200: { description: 'The policy as changed', schema: 'policy.json', example: EXAMPLE_POLICY },
     409: { description: 'Re-activating it, and the team has MAX_ACTIVE_POLICIES_PER_TEAM active policies already (`details` names `active`)', schema: 'error.json' },
   },
-  handler(ctx) {
+  async handler(ctx) {
     const { params, body, team, deps } = ctx;
     const limits = checkPolicyFields(body);
     const changes: Partial<PolicyInput> = { ...body, ...(limits ? { limits } : {}) };
-    const policy = withActiveBound(() =>
+    const policy = await withActiveBound(() =>
       audited(ctx, () => {
         const before = findPolicy(deps.registry, team.teamId, params.id!);
         const after = before && updatePolicy(deps.registry, team.teamId, params.id!, changes, deps.config.evaluation.maxActivePoliciesPerTeam);
@@ -173,9 +173,9 @@ export const deletePolicyRoute = defineRoute({
   description: 'It stops applying at once. Alerts it raised stay.',
   tag: 'policies',
   responses: { 204: { description: 'Deleted' } },
-  handler(ctx) {
+  async handler(ctx) {
     const { params, team, deps } = ctx;
-    const deleted = audited(ctx, () => {
+    const deleted = await audited(ctx, () => {
       const before = findPolicy(deps.registry, team.teamId, params.id!);
       if (!before || !deletePolicy(deps.registry, team.teamId, params.id!)) return { result: false };
       return { result: true, log: { action: 'policy.delete', resourceType: 'policy', resourceId: before.id, before: settings(before), after: null } };

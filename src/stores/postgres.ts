@@ -10,6 +10,11 @@ import pg from 'pg';
 
 export type SharedStore = pg.Pool;
 
+// bigint columns hold Unix ms, sequence numbers and counts, all far below 2^53: read them as
+// numbers, as SQLite gives them (pg's default is a string). Money is `numeric`, which stays a
+// string, so it never passes through a number.
+pg.types.setTypeParser(pg.types.builtins.INT8, (text) => Number(text));
+
 export interface SharedStoreOptions {
   /** Connections of this instance; each instance holds its own pool. */
   max?: number;

@@ -82,7 +82,7 @@ export const createKeyRoute = defineRoute<KeyCreate>({
   responses: {
     201: { description: 'The key, shown once, with its metadata', schema: 'api-key.json', example: { apiKey: 'ss_3q9V…', ...EXAMPLE_KEY, lastUsedAt: undefined } },
   },
-  handler(ctx) {
+  async handler(ctx) {
     const { body, team, deps } = ctx;
     let expiresAt: number | null = null;
     if (body.expires_at !== undefined) {
@@ -95,7 +95,7 @@ export const createKeyRoute = defineRoute<KeyCreate>({
       requestsPerSecond: body.rate_limit?.requests_per_second ?? null,
       recordsPerSecond: body.rate_limit?.records_per_second ?? null,
     };
-    const issued = audited(ctx, () => {
+    const issued = await audited(ctx, () => {
       const key = issueKey(deps.registry, team.teamId, { name: body.name, scopes: body.scopes, expiresAt, rates });
       return { result: key, log: { action: 'key.create', resourceType: 'key', resourceId: key.keyId, before: null, after: keySettings(key) } };
     });
@@ -126,9 +126,9 @@ export const revokeKeyRoute = defineRoute({
     204: { description: 'Revoked: refused from the next request on' },
     409: { description: "The team's last admin key", schema: 'error.json' },
   },
-  handler(ctx) {
+  async handler(ctx) {
     const { params, team, deps } = ctx;
-    const outcome = audited(ctx, () => {
+    const outcome = await audited(ctx, () => {
       const before = listKeys(deps.registry, team.teamId).find((k) => k.id === params.id);
       const result = revokeKey(deps.registry, team.teamId, params.id!);
       if (result !== 'revoked' || !before) return { result };

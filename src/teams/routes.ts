@@ -80,10 +80,10 @@ export const rotateTeamKey = defineRoute({
       },
     },
   },
-  handler(ctx) {
+  async handler(ctx) {
     const { deps, team } = ctx;
     // The rotated key is revoked and a new one takes its name, scopes and limits: recorded on the old key.
-    const issued = audited(ctx, () => {
+    const issued = await audited(ctx, () => {
       const key = rotateKey(deps.registry, team);
       if (!key) return { result: undefined };
       return { result: key, log: { action: 'key.rotate', resourceType: 'key', resourceId: team.keyId, before: { replacedBy: null }, after: { replacedBy: key.keyId } } };

@@ -99,7 +99,7 @@ export const createWebhookRoute = defineRoute<WebhookCreate>({
     const input = { url: body.url, description: body.description ?? null, events: body.events, format: body.format ?? 'standard', active: body.active ?? true };
     let endpoint: WebhookEndpoint;
     try {
-      endpoint = audited(ctx, () => {
+      endpoint = await audited(ctx, () => {
         const created = createEndpoint(deps.registry, deps.secrets, team.teamId, input);
         return { result: created, log: { action: 'webhook.create', resourceType: 'webhook', resourceId: created.id, before: null, after: settings(created) } };
       });
@@ -156,7 +156,7 @@ export const updateWebhookRoute = defineRoute<{ url?: string; description?: stri
   async handler(ctx) {
     const { params, body, team, deps } = ctx;
     if (body.url !== undefined) await checkUrl(ctx, body.url);
-    const endpoint = audited(ctx, () => {
+    const endpoint = await audited(ctx, () => {
       const before = findEndpoint(deps.registry, deps.secrets, team.teamId, params.id!);
       const after = before && updateEndpoint(deps.registry, deps.secrets, team.teamId, params.id!, body);
       if (!before || !after) return { result: undefined };
@@ -175,9 +175,9 @@ export const deleteWebhookRoute = defineRoute({
   description: 'Nothing more is sent to it, pending deliveries included.',
   tag: 'webhooks',
   responses: { 204: { description: 'Deleted' } },
-  handler(ctx) {
+  async handler(ctx) {
     const { params, team, deps } = ctx;
-    const deleted = audited(ctx, () => {
+    const deleted = await audited(ctx, () => {
       const before = findEndpoint(deps.registry, deps.secrets, team.teamId, params.id!);
       if (!before || !deleteEndpoint(deps.registry, team.teamId, params.id!)) return { result: false };
       return { result: true, log: { action: 'webhook.delete', resourceType: 'webhook', resourceId: before.id, before: settings(before), after: null } };
@@ -198,9 +198,9 @@ export const rotateWebhookSecretRoute = defineRoute({
     200: { description: 'The endpoint with its new secret, this once', schema: 'webhook.json', example: { ...EXAMPLE, secret: 'whsec_Pq2vX7Zk9mR4tL1wS8nB3cD6fH0jK5yU' } },
     409: { description: 'A slack endpoint has no secret', schema: 'error.json' },
   },
-  handler(ctx) {
+  async handler(ctx) {
     const { params, team, deps } = ctx;
-    const endpoint = audited(ctx, () => {
+    const endpoint = await audited(ctx, () => {
       const before = findEndpoint(deps.registry, deps.secrets, team.teamId, params.id!);
       const rotated = rotateSecret(deps.registry, deps.secrets, team.teamId, params.id!);
       if (!before || !rotated) return { result: rotated };

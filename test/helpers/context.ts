@@ -30,6 +30,7 @@ import { freshReads } from '../../src/ingest/freshness.js';
 import { startIngestPipeline } from '../../src/ingest/pipeline.js';
 import { Dispatcher } from '../../src/webhooks/dispatcher.js';
 import { Metrics } from '../../src/metrics/metrics.js';
+import { sqliteDatabase } from '../../src/stores/sql.js';
 
 export interface TestEnv {
   dataDir: string;
@@ -96,7 +97,7 @@ export async function startTestEnv(): Promise<void> {
   // As main.ts: one limiter shared by the routes and the BI interface.
   const rateLimiter = new RateLimiter(config.rateLimits);
   const clickhouseHttp = teamScopedInterface({ config, registry, events, rateLimiter });
-  const deps: AppDeps = { config, registry, events, loaderEvents, schemas, logger, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
+  const deps: AppDeps = { config, registry, db: sqliteDatabase(registry), events, loaderEvents, schemas, logger, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
   env = { dataDir, config, registry, events, loaderEvents, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };
 }
 
