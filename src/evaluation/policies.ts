@@ -132,7 +132,10 @@ export function breachKey(agentId: string, policy: CompiledPolicy, limit: Compil
 export function breachOccurrence(teamId: string, breach: Breach, row: EventRow, amount: bigint, now: number): Occurrence {
   const { policy, limit, observed, window } = breach;
   const late = window !== null && window.end <= now;
-  const what = limit.kind === 'per_call' ? `a payment of ${formatUnits(amount)}` : `spend of ${formatUnits(observed)}`;
+  // A payment reads with the digits it was sent with ("2.00"), unless it counts at another amount
+  // (a zero-amount record capturing its hold); a sum has no digits of its own.
+  const paid = row.amount_text && toUnits(row.amount_text) === amount ? row.amount_text : formatUnits(amount);
+  const what = limit.kind === 'per_call' ? `a payment of ${paid}` : `spend of ${formatUnits(observed)}`;
   const where = limit.endpoint ? ` to ${limit.endpoint}` : '';
   const span = window ? ` in the window ${new Date(window.start).toISOString()} to ${new Date(window.end).toISOString()}` : '';
   return {
