@@ -117,6 +117,9 @@ export async function migrateSharedStore(store: SharedStore, dir: string, table 
   const applied: string[] = [];
   for (const migration of all) {
     const done = await inTransaction(store, async (client) => {
+      // Waiting for another instance's migration, and a long migration itself, may take longer
+      // than the pool's statement timeout.
+      await client.query('SET LOCAL statement_timeout = 0');
       await client.query(lock);
       await client.query(`CREATE TABLE IF NOT EXISTS ${table} (
         version integer PRIMARY KEY,

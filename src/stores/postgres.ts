@@ -10,10 +10,21 @@ import pg from 'pg';
 
 export type SharedStore = pg.Pool;
 
-// bigint columns hold Unix ms, sequence numbers and counts, all far below 2^53: read them as
-// numbers, as SQLite gives them (pg's default is a string). Money is `numeric`, which stays a
-// string, so it never passes through a number.
-pg.types.setTypeParser(pg.types.builtins.INT8, (text) => Number(text));
+/**
+ * bigint columns hold Unix ms, sequence numbers and counts, far below 2^53: this store's pools read
+ * them as numbers, as SQLite gives them (pg's default is a string), and refuse one that a number
+ * cannot hold rather than round it. Money is `numeric`, which stays a string, never a number.
+ */
+const TYPES = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (oid !== pg.types.builtins.INT8 || format === 'binary') return pg.types.getTypeParser(oid, format as 'text');
+    return (text: string) => {
+      const value = Number(text);
+      if (!Number.isSafeInteger(value)) throw new RangeError(`a bigint of ${text} is past what a number holds exactly`);
+      return value;
+    };
+  }) as pg.CustomTypesConfig['getTypeParser'],
+};
 
 export interface SharedStoreOptions {
   /** Connections of this instance; each instance holds its own pool. */
@@ -32,6 +43,7 @@ export function openSharedStore(url: string, options: SharedStoreOptions = {}): 
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
     statement_timeout: options.statementTimeoutMs ?? 30_000,
     application_name: 'spendscope',
+    types: TYPES,
   });
   // An idle connection that the server closes (a restart) emits here; the pool drops it and opens
   // another on the next query. Without a listener the process would exit on it.

@@ -18,7 +18,11 @@ import { inTransaction, type SharedStore } from './postgres.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
-/** A statement with `?` placeholders, or one per dialect where they differ. */
+/**
+ * A statement with `?` placeholders, or one per dialect where they differ, each written in its
+ * own dialect's placeholders (`?` for SQLite, `$1, $2, …` for PostgreSQL, which may then use `?`
+ * as an operator).
+ */
 export type Statement = string | { readonly sqlite: string; readonly postgres: string };
 
 export interface Sql {
@@ -46,18 +50,23 @@ function textOf(statement: Statement, dialect: Dialect): string {
   return typeof statement === 'string' ? statement : statement[dialect];
 }
 
-/** `?` placeholders as PostgreSQL's `$1, $2, …`, leaving quoted text and identifiers alone. */
+/** PostgreSQL's text of a statement: a shared one with its `?` numbered; its own as written. */
+function postgresText(statement: Statement): string {
+  return typeof statement === 'string' ? numberedPlaceholders(statement) : statement.postgres;
+}
+
+/** `?` placeholders as PostgreSQL's `$1, $2, …`, leaving quoted text, identifiers and comments alone. */
 export function numberedPlaceholders(sql: string): string {
   let out = '';
   let n = 0;
-  let quote: string | null = null;
-  for (const ch of sql) {
-    if (quote) {
-      if (ch === quote) quote = null;
-      out += ch;
-    } else if (ch === "'" || ch === '"') {
-      quote = ch;
-      out += ch;
+  for (let i = 0; i < sql.length; i++) {
+    const ch = sql[i]!;
+    const close = ch === "'" || ch === '"' ? ch : ch === '-' && sql[i + 1] === '-' ? '\n' : ch === '/' && sql[i + 1] === '*' ? '*/' : null;
+    if (close) {
+      const end = sql.indexOf(close, i + (close === '*/' ? 2 : 1));
+      const stop = end === -1 ? sql.length : end + close.length;
+      out += sql.slice(i, stop);
+      i = stop - 1;
     } else out += ch === '?' ? `$${++n}` : ch;
   }
   return out;
@@ -90,28 +99,58 @@ export function sqliteDatabase(db: Registry): Database {
     get: (s, p) => inTurn(() => sql.get(s, p)),
     run: (s, p) => inTurn(() => sql.run(s, p)),
     transaction: <T>(fn: (sql: Sql) => Promise<T>) =>
-      inTurn(async () => {
-        let turned = false;
-        const watch = setImmediate(() => (turned = true));
-        db.exec('BEGIN IMMEDIATE');
-        try {
-          const result = await fn(sql);
-          if (turned) throw new TransactionSpannedIo();
-          db.exec('COMMIT');
-          return result;
-        } catch (err) {
-          if (db.inTransaction) db.exec('ROLLBACK');
-          throw err;
-        } finally {
-          clearImmediate(watch);
-        }
-      }),
+      inTurn(
+        () =>
+          new Promise<T>((resolve, reject) => {
+            db.exec('BEGIN IMMEDIATE');
+            let settled = false;
+            const end = (commit: boolean) => {
+              settled = true;
+              clearImmediate(watch);
+              if (commit) db.exec('COMMIT');
+              else if (db.inTransaction) db.exec('ROLLBACK');
+            };
+            // The loop turned with the body still running: it waits for I/O (or for itself, by
+            // calling the Database instead of its `sql`). Roll back now, before other code can
+            // write into the open transaction, free the turn, and refuse its later statements.
+            const watch = setImmediate(() => {
+              if (settled) return;
+              end(false);
+              reject(new TransactionSpannedIo());
+            });
+            const guarded: Sql = {
+              dialect: 'sqlite',
+              all: (s, p) => (settled ? Promise.reject(new TransactionSpannedIo()) : sql.all(s, p)),
+              get: (s, p) => (settled ? Promise.reject(new TransactionSpannedIo()) : sql.get(s, p)),
+              run: (s, p) => (settled ? Promise.reject(new TransactionSpannedIo()) : sql.run(s, p)),
+            };
+            Promise.resolve()
+              .then(() => fn(guarded))
+              .then(
+                (result) => {
+                  if (settled) return;
+                  try {
+                    end(true);
+                    resolve(result);
+                  } catch (err) {
+                    end(false);
+                    reject(err);
+                  }
+                },
+                (err) => {
+                  if (settled) return;
+                  end(false);
+                  reject(err);
+                },
+              );
+          }),
+      ),
   };
 }
 
 function postgresSql(client: pg.Pool | pg.PoolClient): Sql {
   const query = async <T>(statement: Statement, params: readonly unknown[]) =>
-    client.query(numberedPlaceholders(textOf(statement, 'postgres')), params as unknown[]) as unknown as Promise<pg.QueryResult<T & pg.QueryResultRow>>;
+    client.query(postgresText(statement), params as unknown[]) as unknown as Promise<pg.QueryResult<T & pg.QueryResultRow>>;
   return {
     dialect: 'postgres',
     all: async <T>(statement: Statement, params: readonly unknown[] = []) => (await query<T>(statement, params)).rows as T[],

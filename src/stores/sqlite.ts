@@ -53,6 +53,10 @@ const syncers = new WeakMap<Registry, () => Promise<void>>();
  * walSyncer(db)() where the transaction must be durable. Other writes keep synchronous=FULL.
  */
 export function unsyncedTransaction<T>(db: Registry, work: () => T): T {
+  // Never inside another transaction on this connection (a Database transaction whose body
+  // waited for I/O, src/stores/sql.ts): a savepoint in it would be rolled back after this
+  // commit's records were acknowledged. Fail this commit instead; its callers retry or answer 503.
+  if (db.inTransaction) throw new Error('registry: another transaction is open on this connection; not committing inside it');
   let pragmas = synchronousPragmas.get(db);
   if (!pragmas) synchronousPragmas.set(db, (pragmas = { normal: db.prepare('PRAGMA synchronous = NORMAL'), full: db.prepare('PRAGMA synchronous = FULL') }));
   pragmas.normal.run();

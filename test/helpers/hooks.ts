@@ -9,7 +9,10 @@ export const mochaHooks = {
   },
   async afterAll(this: Mocha.Context) {
     this.timeout(60_000);
-    await stopTestEnv();
-    await stopTestPostgres();
+    try {
+      await stopTestEnv();
+    } finally {
+      await stopTestPostgres();
+    }
   },
 };

@@ -12,9 +12,19 @@ import pg from 'pg';
 import { freePort } from '../../scripts/docs/examples.js';
 
 interface Server {
-  /** postgres://user:password@host:port (no database). */
+  /** A URL of the server; a test's database replaces its path. */
   base: string;
   stop(): Promise<void>;
+}
+
+/** The databases this run made, dropped at its end (on a server given by TEST_DATABASE_URL they would pile up). */
+const made: string[] = [];
+
+/** `base` with another database. */
+function withDatabase(base: string, database: string): string {
+  const url = new URL(base);
+  url.pathname = `/${database}`;
+  return url.toString();
 }
 
 let server: Promise<Server> | undefined;
@@ -40,7 +50,7 @@ async function startEmbedded(): Promise<Server> {
   await postgres.initialise();
   await postgres.start();
   return {
-    base: `postgres://postgres:${password}@127.0.0.1:${port}`,
+    base: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
     async stop() {
       await postgres.stop();
       fs.rmSync(dir, { recursive: true, force: true });
@@ -50,24 +60,31 @@ async function startEmbedded(): Promise<Server> {
 
 function testServer(): Promise<Server> {
   const given = process.env.TEST_DATABASE_URL;
-  server ??= given
-    ? Promise.resolve({ base: given.replace(/\/[^/]*$/, ''), stop: async () => {} })
-    : startEmbedded();
+  if (!server) {
+    server = given ? Promise.resolve({ base: given, stop: async () => {} }) : startEmbedded();
+    // A start that failed is not kept: the next test tries again, and the end of the run has nothing to stop.
+    server.catch(() => (server = undefined));
+  }
   return server;
+}
+
+async function asAdmin<T>(base: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: withDatabase(base, 'postgres') });
+  await admin.connect();
+  try {
+    return await fn(admin);
+  } finally {
+    await admin.end();
+  }
 }
 
 /** A new, empty database on the test server; its URL. */
 export async function freshDatabase(label = 'test'): Promise<string> {
   const { base } = await testServer();
   const name = `${label.replace(/[^a-z0-9_]/g, '_')}_${crypto.randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: `${base}/postgres` });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE "${name}"`);
-  } finally {
-    await admin.end();
-  }
-  return `${base}/${name}`;
+  await asAdmin(base, (admin) => admin.query(`CREATE DATABASE "${name}"`));
+  made.push(name);
+  return withDatabase(base, name);
 }
 
 /** Stops the embedded server, if this run started one (the root hooks call it at the end). */
@@ -75,5 +92,13 @@ export async function stopTestPostgres(): Promise<void> {
   if (!server) return;
   const started = await server;
   server = undefined;
-  await started.stop();
+  const names = made.splice(0);
+  try {
+    // WITH (FORCE): a pool a failed test left open does not keep its database.
+    await asAdmin(started.base, async (admin) => {
+      for (const name of names) await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    });
+  } finally {
+    await started.stop();
+  }
 }

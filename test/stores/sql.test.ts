@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import path from 'node:path';
-import { openRegistry } from '../../src/stores/sqlite.js';
+import { openRegistry, unsyncedTransaction } from '../../src/stores/sqlite.js';
 import { openSharedStore, type SharedStore } from '../../src/stores/postgres.js';
 import { numberedPlaceholders, postgresDatabase, sqliteDatabase, TransactionSpannedIo, type Database } from '../../src/stores/sql.js';
 import { freshDatabase } from '../helpers/postgres.js';
@@ -20,7 +20,7 @@ async function approve(db: Database, amount: number): Promise<boolean> {
   return db.transaction(async (sql) => {
     const row = await sql.get<{ spent: string | number; cap: string | number }>({
       sqlite: 'SELECT spent, cap FROM budgets WHERE id = ?',
-      postgres: 'SELECT spent, cap FROM budgets WHERE id = ? FOR UPDATE',
+      postgres: 'SELECT spent, cap FROM budgets WHERE id = $1 FOR UPDATE',
     }, ['b']);
     if (Number(row!.spent) + amount > Number(row!.cap)) return false;
     await sql.run('UPDATE budgets SET spent = spent + ? WHERE id = ?', [amount, 'b']);
@@ -31,10 +31,11 @@ async function approve(db: Database, amount: number): Promise<boolean> {
 describe('registry access in either dialect (src/stores/sql.ts)', function () {
   this.timeout(120_000);
 
-  it('numbers ? placeholders for PostgreSQL, leaving quoted text and identifiers alone', () => {
+  it('numbers ? placeholders for PostgreSQL, leaving quoted text, identifiers and comments alone', () => {
     expect(numberedPlaceholders(`SELECT '?', "a?b", x FROM t WHERE a = ? AND b = ? AND c = 'it''s?'`)).to.equal(
       `SELECT '?', "a?b", x FROM t WHERE a = $1 AND b = $2 AND c = 'it''s?'`,
     );
+    expect(numberedPlaceholders(`SELECT x -- why?\nFROM t /* a? */ WHERE a = ?`)).to.equal(`SELECT x -- why?\nFROM t /* a? */ WHERE a = $1`);
   });
 
   const pools: SharedStore[] = [];
@@ -98,6 +99,43 @@ describe('registry access in either dialect (src/stores/sql.ts)', function () {
       });
     });
   }
+
+  it('on SQLite, a transaction that calls the Database instead of its own sql is refused, not deadlocked', async () => {
+    const db = sqliteDatabase(openRegistry(path.join(tempDir('sql'), 'registry.db')));
+    await db.run(BUDGET_TABLE.sqlite);
+    let error: unknown;
+    await db
+      .transaction(async (sql) => {
+        await sql.run('INSERT INTO budgets (id, spent, cap) VALUES (?, 0, 1)', ['x']);
+        await db.run('INSERT INTO budgets (id, spent, cap) VALUES (?, 0, 1)', ['waits-for-its-own-turn']);
+      })
+      .catch((err) => (error = err));
+    expect(error).to.be.instanceOf(TransactionSpannedIo);
+    // The statement that waited for the turn ran once the turn was freed, outside the rolled-back transaction.
+    await db.run('INSERT INTO budgets (id, spent, cap) VALUES (?, 0, 1)', ['after']);
+    expect((await db.all<{ id: string }>('SELECT id FROM budgets ORDER BY id')).map((r) => r.id)).to.deep.equal(['after', 'waits-for-its-own-turn']);
+  });
+
+  it("on SQLite, the group commit's transaction refuses to run inside another one on the connection", () => {
+    const registry = openRegistry(path.join(tempDir('sql'), 'registry.db'));
+    registry.exec('CREATE TABLE t (n INTEGER)');
+    registry.exec('BEGIN');
+    expect(() => unsyncedTransaction(registry, () => registry.prepare('INSERT INTO t VALUES (1)').run())).to.throw(/another transaction is open/);
+    registry.exec('ROLLBACK');
+    unsyncedTransaction(registry, () => registry.prepare('INSERT INTO t VALUES (1)').run());
+    expect(registry.prepare('SELECT count(*) AS n FROM t').get()).to.deep.equal({ n: 1 });
+  });
+
+  it('on PostgreSQL, a bigint a number cannot hold exactly is refused, not rounded', async () => {
+    const pool = openSharedStore(await freshDatabase('sql'));
+    pools.push(pool);
+    const db = postgresDatabase(pool);
+    expect(await db.get('SELECT 9007199254740991::bigint AS n')).to.deep.equal({ n: 9007199254740991 });
+    let error: unknown;
+    await db.get('SELECT 9007199254740993::bigint AS n').catch((err) => (error = err));
+    expect((error as Error | undefined)?.message).to.match(/past what a number holds exactly/);
+    expect(await db.get(`SELECT '123456789012345678.000000000000000001'::numeric AS amount`)).to.deep.equal({ amount: '123456789012345678.000000000000000001' });
+  });
 
   it('on SQLite, a transaction that waits for I/O is rolled back and refused, and statements after it run', async () => {
     const db = sqliteDatabase(openRegistry(path.join(tempDir('sql'), 'registry.db')));
