@@ -20,6 +20,7 @@ import { startIngestPipeline } from '../src/ingest/pipeline.js';
 import { openStores } from '../src/stores/open.js';
 import { SCHEMA_DIR } from '../src/paths.js';
 import { createTeam, issueKey, TeamNameTaken, type KeySpec } from '../src/teams/repository.js';
+import { sqliteDatabase } from '../src/stores/sql.js';
 
 export interface SeedOptions {
   dataDir: string;
@@ -90,7 +91,7 @@ export async function seedStore(options: SeedOptions): Promise<SeededTeam[]> {
     for (let i = 1; i <= options.teams; i++) {
       const name = `seed-${i}`;
       try {
-        const { team, key } = createTeam(registry, name);
+        const { team, key } = await createTeam(sqliteDatabase(registry), name);
         teams.push({ id: team.id, name, apiKey: key.apiKey });
       } catch (err) {
         if (!(err instanceof TeamNameTaken)) throw err;
@@ -220,7 +221,7 @@ export async function largestTeam(dataDir: string, key: KeySpec): Promise<{ team
     );
     const [all] = await stores.events.query<{ n: string }>('SELECT count() AS n FROM events');
     if (!top) throw new Error(`no events in ${dataDir}: run npm run seed first`);
-    const apiKey = issueKey(stores.registry, top.team_id, key).apiKey;
+    const apiKey = (await issueKey(sqliteDatabase(stores.registry), top.team_id, key)).apiKey;
     return { teamId: top.team_id, events: Number(top.n), first: Number(top.first), total: Number(all!.n), apiKey };
   } finally {
     stores.registry.close();

@@ -14,6 +14,7 @@ import { SCHEMA_DIR } from '../src/paths.js';
 import { MigrationError, migrateRegistry } from '../src/stores/migrations.js';
 import { openRegistry } from '../src/stores/sqlite.js';
 import { createTeam, TeamNameTaken } from '../src/teams/repository.js';
+import { sqliteDatabase } from '../src/stores/sql.js';
 
 const USAGE = 'usage: npm run team:create -- --name <name> [--init]   (name: 1 to 64 characters; --init: create the registry if DATA_DIR has none)';
 
@@ -47,7 +48,7 @@ try {
   const registry = openRegistry(config.dataDir);
   try {
     migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
-    const { team, key } = createTeam(registry, name);
+    const { team, key } = await createTeam(sqliteDatabase(registry), name);
     process.stdout.write(`${JSON.stringify({ id: team.id, name: team.name, apiKey: key.apiKey })}\n`);
   } finally {
     registry.close();

@@ -30,8 +30,9 @@ async function main(): Promise<void> {
   const secrets = openSecretBox(config.secretsKeys, config.dataDir);
   const resealed = resealEndpointSecrets(registry, secrets);
   if (resealed) logger.info({ resealed, keyId: secrets.currentKeyId }, 'webhook secrets encrypted under the current key');
+  const db = sqliteDatabase(registry);
   const bannerLines: string[] = [];
-  bootstrapDefaultTeam(registry, config, (line) => bannerLines.push(line));
+  await bootstrapDefaultTeam(db, config, (line) => bannerLines.push(line));
   if (bannerLines.length > 0) process.stdout.write(banner(bannerLines));
   const metrics = new Metrics();
   const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger, metrics });
@@ -40,8 +41,7 @@ async function main(): Promise<void> {
   webhooks.start();
   // One limiter for the API and the BI interface: a holder's buckets are the same whichever it uses.
   const rateLimiter = new RateLimiter(config.rateLimits);
-  const clickhouseHttp = teamScopedInterface({ config, registry, events, rateLimiter });
-  const db = sqliteDatabase(registry);
+  const clickhouseHttp = teamScopedInterface({ config, db, events, rateLimiter });
   const deps = { config, registry, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
   const app = createApp(deps);
 

@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../config.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { EventStore } from '../stores/clickhouse.js';
-import type { Registry } from '../stores/sqlite.js';
+import type { Database } from '../stores/sql.js';
 import { createHttpServer, listen } from '../http/listen.js';
 import { serveClickHouseHttp } from './protocol.js';
 import { engineCatalog, TeamScopedPolicy } from './team-policy.js';
@@ -17,7 +17,7 @@ export type ClickHouseHttpHandler = (req: IncomingMessage, res: ServerResponse) 
 /** What the interface is built from. */
 export interface BiInterfaceDeps {
   config: Config;
-  registry: Registry;
+  db: Database;
   events: EventStore;
   /** The HTTP routes' limiter (AppDeps.rateLimiter): a BI query is a request of its key's holder, counted in the same bucket. */
   rateLimiter: RateLimiter;
@@ -28,7 +28,7 @@ export function teamScopedInterface(deps: BiInterfaceDeps): ClickHouseHttpHandle
   const { config } = deps;
   if (config.clickhouse.mode !== 'embedded') return undefined;
   const { path: enginePath, database } = config.clickhouse;
-  const policy = new TeamScopedPolicy(deps.registry, deps.rateLimiter, database, config.bi.limits, engineCatalog((sql, params) => deps.events.query(sql, params), database));
+  const policy = new TeamScopedPolicy(deps.db, deps.rateLimiter, database, config.bi.limits, engineCatalog((sql, params) => deps.events.query(sql, params), database));
   return (req, res) => void serveClickHouseHttp(req, res, { enginePath, policy, maxBodyBytes: config.maxBodyBytes });
 }
 

@@ -21,7 +21,7 @@
  * The order matters: nothing that could read a file or write one ever runs, not even inside the
  * check.
  */
-import type { Registry } from '../stores/sqlite.js';
+import type { Database } from '../stores/sql.js';
 import { allows } from '../http/auth.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import { findKeyOwner } from '../teams/repository.js';
@@ -77,7 +77,7 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
   private readonly admission: BiAdmission;
 
   constructor(
-    private readonly registry: Registry,
+    private readonly db: Database,
     private readonly limiter: RateLimiter,
     private readonly database: string,
     private readonly limits: BiLimits,
@@ -93,7 +93,7 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
   }
 
   async prepare(request: ClickHouseRequest): Promise<PreparedQuery> {
-    const owner = findKeyOwner(this.registry, request.credentials.password);
+    const owner = await findKeyOwner(this.db, request.credentials.password);
     if (!owner || !allows(owner, 'read')) {
       throw new ClickHouseException(516, 'AUTHENTICATION_FAILED', `${request.credentials.user}: Authentication failed: password is incorrect, or the key lacks the read scope`);
     }

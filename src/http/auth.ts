@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import type { Registry } from '../stores/sqlite.js';
+import type { Database } from '../stores/sql.js';
 import { findKeyOwner, touchKey, type KeyOwner, type Scope } from '../teams/repository.js';
 import { ApiError } from './errors.js';
 
@@ -9,9 +9,9 @@ const CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="spendscope"' };
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 /** Reads `Authorization: Bearer <key>` and puts the key's team in `res.locals.team`; else 401. */
-export function authenticate(registry: Registry): RequestHandler {
+export function authenticate(db: Database): RequestHandler {
   const touched = new Map<string, number>();
-  return (req, res, next) => {
+  return async (req, res, next) => {
     const header = req.get('authorization');
     if (!header) {
       throw new ApiError('unauthorized', 'Missing API key: send "Authorization: Bearer <key>"', undefined, CHALLENGE);
@@ -21,7 +21,7 @@ export function authenticate(registry: Registry): RequestHandler {
       throw new ApiError('unauthorized', 'Authorization header must be "Bearer <key>"', undefined, CHALLENGE);
     }
     const now = Date.now();
-    const owner = findKeyOwner(registry, match[1]!, now);
+    const owner = await findKeyOwner(db, match[1]!, now);
     // Unknown, revoked and expired keys get the same answer: the response must not tell which.
     if (!owner) throw new ApiError('unauthorized', 'Invalid, revoked or expired API key', undefined, CHALLENGE);
     const minute = now - (now % LAST_USED_RESOLUTION_MS);
@@ -29,7 +29,7 @@ export function authenticate(registry: Registry): RequestHandler {
       if (touched.size > 100_000) touched.clear();
       touched.set(owner.keyId, minute);
       // After the answer: the request does not wait for this write.
-      setImmediate(() => touchKey(registry, owner.keyId, minute));
+      setImmediate(() => void touchKey(db, owner.keyId, minute).catch(() => {}));
     }
     res.locals.team = owner;
     next();

@@ -162,7 +162,7 @@ export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: Ap
     const key = `${(spec.prefixes ?? API_PREFIXES).join(',')} ${spec.path}`;
     byPath.set(key, [...(byPath.get(key) ?? []), spec]);
   }
-  const auth = authenticate(deps.registry);
+  const auth = authenticate(deps.db);
   const limiter = deps.rateLimiter;
   // The raw bytes are scanned for the shape limits before JSON.parse builds anything (body-shape.ts).
   const json = express.json({ limit: deps.config.maxBodyBytes, type: JSON_TYPES, verify: scanBodyShape });

@@ -27,6 +27,8 @@ export type Statement = string | { readonly sqlite: string; readonly postgres: s
 
 export interface Sql {
   readonly dialect: Dialect;
+  /** The database this reaches, the same for a Database and its transactions: what caches are kept per. */
+  readonly origin: object;
   all<T = Record<string, unknown>>(statement: Statement, params?: readonly unknown[]): Promise<T[]>;
   get<T = Record<string, unknown>>(statement: Statement, params?: readonly unknown[]): Promise<T | undefined>;
   /** Runs a statement; resolves to the number of rows it changed. */
@@ -82,6 +84,7 @@ export function sqliteDatabase(db: Registry): Database {
   };
   const sql: Sql = {
     dialect: 'sqlite',
+    origin: db,
     all: async <T>(statement: Statement, params: readonly unknown[] = []) => prepared(statement).all(...(params as unknown[])) as T[],
     get: async <T>(statement: Statement, params: readonly unknown[] = []) => prepared(statement).get(...(params as unknown[])) as T | undefined,
     run: async (statement: Statement, params: readonly unknown[] = []) => prepared(statement).run(...(params as unknown[])).changes,
@@ -95,6 +98,7 @@ export function sqliteDatabase(db: Registry): Database {
   };
   return {
     dialect: 'sqlite',
+    origin: db,
     all: (s, p) => inTurn(() => sql.all(s, p)),
     get: (s, p) => inTurn(() => sql.get(s, p)),
     run: (s, p) => inTurn(() => sql.run(s, p)),
@@ -120,6 +124,7 @@ export function sqliteDatabase(db: Registry): Database {
             });
             const guarded: Sql = {
               dialect: 'sqlite',
+              origin: db,
               all: (s, p) => (settled ? Promise.reject(new TransactionSpannedIo()) : sql.all(s, p)),
               get: (s, p) => (settled ? Promise.reject(new TransactionSpannedIo()) : sql.get(s, p)),
               run: (s, p) => (settled ? Promise.reject(new TransactionSpannedIo()) : sql.run(s, p)),
@@ -148,11 +153,12 @@ export function sqliteDatabase(db: Registry): Database {
   };
 }
 
-function postgresSql(client: pg.Pool | pg.PoolClient): Sql {
+function postgresSql(client: pg.Pool | pg.PoolClient, origin: object): Sql {
   const query = async <T>(statement: Statement, params: readonly unknown[]) =>
     client.query(postgresText(statement), params as unknown[]) as unknown as Promise<pg.QueryResult<T & pg.QueryResultRow>>;
   return {
     dialect: 'postgres',
+    origin,
     all: async <T>(statement: Statement, params: readonly unknown[] = []) => (await query<T>(statement, params)).rows as T[],
     get: async <T>(statement: Statement, params: readonly unknown[] = []) => (await query<T>(statement, params)).rows[0] as T | undefined,
     run: async (statement: Statement, params: readonly unknown[] = []) => (await query(statement, params)).rowCount ?? 0,
@@ -161,7 +167,7 @@ function postgresSql(client: pg.Pool | pg.PoolClient): Sql {
 
 export function postgresDatabase(pool: SharedStore): Database {
   return {
-    ...postgresSql(pool),
-    transaction: (fn) => inTransaction(pool, (client) => fn(postgresSql(client))),
+    ...postgresSql(pool, pool),
+    transaction: (fn) => inTransaction(pool, (client) => fn(postgresSql(client, pool))),
   };
 }

@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import type { Registry } from '../stores/sqlite.js';
+import type { Database } from '../stores/sql.js';
 import { countTeams, createTeam, type Team } from './repository.js';
 
 /**
@@ -8,15 +8,15 @@ import { countTeams, createTeam, type Team } from './repository.js';
  * nothing, so a rotated bootstrap key stays rotated. Either way the key leaves `config` here: it
  * is needed once, and a config object lives as long as the process.
  */
-export function bootstrapDefaultTeam(
-  registry: Registry,
+export async function bootstrapDefaultTeam(
+  db: Database,
   config: Pick<Config, 'bootstrapApiKey' | 'host' | 'port'>,
   print: (line: string) => void,
-): Team | undefined {
+): Promise<Team | undefined> {
   const given = config.bootstrapApiKey;
   config.bootstrapApiKey = undefined;
-  if (countTeams(registry) > 0) return undefined;
-  const { team, key } = createTeam(registry, 'default', given?.key);
+  if ((await countTeams(db)) > 0) return undefined;
+  const { team, key } = await createTeam(db, 'default', given?.key);
   if (given) {
     print(`Created team "default" (${team.id}) with the key from ${given.variable}.`);
   } else {

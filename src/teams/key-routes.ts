@@ -95,8 +95,8 @@ export const createKeyRoute = defineRoute<KeyCreate>({
       requestsPerSecond: body.rate_limit?.requests_per_second ?? null,
       recordsPerSecond: body.rate_limit?.records_per_second ?? null,
     };
-    const issued = await audited(ctx, () => {
-      const key = issueKey(deps.registry, team.teamId, { name: body.name, scopes: body.scopes, expiresAt, rates });
+    const issued = await audited(ctx, async (sql) => {
+      const key = await issueKey(sql, team.teamId, { name: body.name, scopes: body.scopes, expiresAt, rates });
       return { result: key, log: { action: 'key.create', resourceType: 'key', resourceId: key.keyId, before: null, after: keySettings(key) } };
     });
     return { status: 201, headers: NO_STORE, body: issuedKeyBody(issued, deps.config) };
@@ -110,8 +110,8 @@ export const listKeysRoute = defineRoute({
   summary: "The team's keys that still work, newest first (metadata only)",
   tag: 'keys',
   responses: { 200: { description: 'The keys', schema: 'key-list.json', example: { data: [EXAMPLE_KEY] } } },
-  handler({ team, deps }) {
-    return { body: { data: listKeys(deps.registry, team.teamId).map((k) => keyInfoBody(k, deps.config)) } };
+  async handler({ team, deps }) {
+    return { body: { data: (await listKeys(deps.db, team.teamId)).map((k) => keyInfoBody(k, deps.config)) } };
   },
 });
 
@@ -128,9 +128,9 @@ export const revokeKeyRoute = defineRoute({
   },
   async handler(ctx) {
     const { params, team, deps } = ctx;
-    const outcome = await audited(ctx, () => {
-      const before = listKeys(deps.registry, team.teamId).find((k) => k.id === params.id);
-      const result = revokeKey(deps.registry, team.teamId, params.id!);
+    const outcome = await audited(ctx, async (sql) => {
+      const before = (await listKeys(sql, team.teamId)).find((k) => k.id === params.id);
+      const result = await revokeKey(sql, team.teamId, params.id!);
       if (result !== 'revoked' || !before) return { result };
       return { result, log: { action: 'key.revoke', resourceType: 'key', resourceId: before.id, before: keySettings(before), after: null } };
     });

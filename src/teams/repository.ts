@@ -1,6 +1,5 @@
 import type { KeyRates } from '../limits/rate-limiter.js';
-import type { Registry } from '../stores/sqlite.js';
-import type { Statement } from 'better-sqlite3';
+import type { Database, Sql } from '../stores/sql.js';
 import { generateApiKey, hashApiKey, newId, visiblePrefix } from './keys.js';
 
 export interface Team {
@@ -82,12 +81,12 @@ interface TeamRow {
 
 const toTeam = (row: TeamRow): Team => ({ id: row.id, name: row.name, createdAt: row.created_at });
 
-export function countTeams(db: Registry): number {
-  return (db.prepare('SELECT count(*) AS n FROM teams').get() as { n: number }).n;
+export async function countTeams(sql: Sql): Promise<number> {
+  return Number((await sql.get<{ n: number }>('SELECT count(*) AS n FROM teams'))!.n);
 }
 
-export function findTeam(db: Registry, teamId: string): Team | undefined {
-  const row = db.prepare('SELECT id, name, created_at FROM teams WHERE id = ?').get(teamId) as TeamRow | undefined;
+export async function findTeam(sql: Sql, teamId: string): Promise<Team | undefined> {
+  const row = await sql.get<TeamRow>('SELECT id, name, created_at FROM teams WHERE id = ?', [teamId]);
   return row && toTeam(row);
 }
 
@@ -96,21 +95,23 @@ const NO_OWN_RATES: KeyRates = { requestsPerSecond: null, recordsPerSecond: null
 const parseScopes = (text: string) => text.split(' ').filter((s): s is Scope => (SCOPES as readonly string[]).includes(s));
 
 /** Inserts a key; its holder is itself unless it replaces a key (rotation passes that key's holder). */
-function insertKey(db: Registry, teamId: string, apiKey: string, now: number, spec: KeySpec, holderId?: string): IssuedKey {
+async function insertKey(sql: Sql, teamId: string, apiKey: string, now: number, spec: KeySpec, holderId?: string): Promise<IssuedKey> {
   const keyId = newId('key');
   // Stored in SCOPES order, each once.
   const scopes = SCOPES.filter((s) => spec.scopes.includes(s));
   const rates = spec.rates ?? NO_OWN_RATES;
-  db.prepare(
+  await sql.run(
     `INSERT INTO api_keys (id, team_id, prefix, key_hash, created_at, name, scopes, expires_at, requests_per_second, records_per_second, holder_id)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(keyId, teamId, visiblePrefix(apiKey), hashApiKey(apiKey), now, spec.name, scopes.join(' '), spec.expiresAt ?? null, rates.requestsPerSecond, rates.recordsPerSecond, holderId ?? keyId);
+    [keyId, teamId, visiblePrefix(apiKey), hashApiKey(apiKey), now, spec.name, scopes.join(' '), spec.expiresAt ?? null, rates.requestsPerSecond, rates.recordsPerSecond, holderId ?? keyId],
+  );
+  keysChanged(sql);
   return { keyId, apiKey, prefix: visiblePrefix(apiKey), createdAt: now, name: spec.name, scopes, expiresAt: spec.expiresAt ?? null, rates };
 }
 
 /** Issues one more key for an existing team (POST /keys, tools; rotation replaces a key instead). */
-export function issueKey(db: Registry, teamId: string, spec: KeySpec = FIRST_KEY): IssuedKey {
-  return insertKey(db, teamId, generateApiKey(), Date.now(), spec);
+export function issueKey(sql: Sql, teamId: string, spec: KeySpec = FIRST_KEY): Promise<IssuedKey> {
+  return insertKey(sql, teamId, generateApiKey(), Date.now(), spec);
 }
 
 interface KeyRow {
@@ -125,119 +126,121 @@ interface KeyRow {
   records_per_second: number | null;
 }
 
+const KEY_COLUMNS = 'id, name, prefix, scopes, created_at, last_used_at, expires_at, requests_per_second, records_per_second';
+const WORKING = 'team_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)';
+
+const toKeyInfo = (r: KeyRow): KeyInfo => ({
+  id: r.id,
+  name: r.name,
+  prefix: r.prefix,
+  scopes: parseScopes(r.scopes),
+  createdAt: r.created_at,
+  lastUsedAt: r.last_used_at,
+  expiresAt: r.expires_at,
+  rates: { requestsPerSecond: r.requests_per_second, recordsPerSecond: r.records_per_second },
+});
+
 /** Keys of a team that still authenticate (not revoked, not expired), newest first. */
-export function listKeys(db: Registry, teamId: string, now = Date.now()): KeyInfo[] {
-  const rows = db
-    .prepare(
-      `SELECT id, name, prefix, scopes, created_at, last_used_at, expires_at, requests_per_second, records_per_second FROM api_keys
-        WHERE team_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)
-        ORDER BY created_at DESC, id`,
-    )
-    .all(teamId, now) as KeyRow[];
-  return rows.map((r) => ({
-    id: r.id,
-    name: r.name,
-    prefix: r.prefix,
-    scopes: parseScopes(r.scopes),
-    createdAt: r.created_at,
-    lastUsedAt: r.last_used_at,
-    expiresAt: r.expires_at,
-    rates: { requestsPerSecond: r.requests_per_second, recordsPerSecond: r.records_per_second },
-  }));
+export async function listKeys(sql: Sql, teamId: string, now = Date.now()): Promise<KeyInfo[]> {
+  const rows = await sql.all<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE ${WORKING} ORDER BY created_at DESC, id`, [teamId, now]);
+  return rows.map(toKeyInfo);
 }
 
 export type RevokeOutcome = 'revoked' | 'not_found' | 'last_admin';
 
 /**
  * Revokes a key of the team at once, unless it is the team's last admin key that still works:
- * without one, nobody could make or revoke keys again.
+ * without one, nobody could make or revoke keys again. Run it in a transaction: on PostgreSQL the
+ * team's working keys are locked first, so two revocations at once cannot each leave the other's
+ * key as the last admin and revoke both.
  */
-export function revokeKey(db: Registry, teamId: string, keyId: string, now = Date.now()): RevokeOutcome {
-  const revoke = db.transaction((): RevokeOutcome => {
-    const keys = listKeys(db, teamId, now);
-    const key = keys.find((k) => k.id === keyId);
-    if (!key) return 'not_found';
-    if (key.scopes.includes('admin') && keys.filter((k) => k.scopes.includes('admin')).length === 1) return 'last_admin';
-    db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND team_id = ?').run(now, keyId, teamId);
-    keysChanged(db);
-    return 'revoked';
-  });
-  return revoke.immediate();
+export async function revokeKey(sql: Sql, teamId: string, keyId: string, now = Date.now()): Promise<RevokeOutcome> {
+  const keys = (
+    await sql.all<KeyRow>(
+      {
+        sqlite: `SELECT ${KEY_COLUMNS} FROM api_keys WHERE ${WORKING}`,
+        postgres: `SELECT ${KEY_COLUMNS} FROM api_keys WHERE team_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2) ORDER BY id FOR UPDATE`,
+      },
+      [teamId, now],
+    )
+  ).map(toKeyInfo);
+  const key = keys.find((k) => k.id === keyId);
+  if (!key) return 'not_found';
+  if (key.scopes.includes('admin') && keys.filter((k) => k.scopes.includes('admin')).length === 1) return 'last_admin';
+  await sql.run('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND team_id = ?', [now, keyId, teamId]);
+  keysChanged(sql);
+  return 'revoked';
 }
 
 /** Records that a key was used, to the minute. */
-export function touchKey(db: Registry, keyId: string, at: number): void {
-  db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?').run(at, keyId);
+export async function touchKey(sql: Sql, keyId: string, at: number): Promise<void> {
+  await sql.run('UPDATE api_keys SET last_used_at = ? WHERE id = ?', [at, keyId]);
 }
 
 /** Creates a team and its first key (generated unless given). Throws TeamNameTaken. */
-export function createTeam(db: Registry, name: string, apiKey = generateApiKey()): { team: Team; key: IssuedKey } {
-  const create = db.transaction(() => {
-    if (db.prepare('SELECT 1 FROM teams WHERE name = ?').get(name)) throw new TeamNameTaken(name);
-    const team: Team = { id: newId('team'), name, createdAt: Date.now() };
-    db.prepare('INSERT INTO teams (id, name, created_at) VALUES (?, ?, ?)').run(team.id, team.name, team.createdAt);
-    return { team, key: insertKey(db, team.id, apiKey, team.createdAt, FIRST_KEY) };
-  });
-  return create.immediate();
+export async function createTeam(db: Database, name: string, apiKey = generateApiKey()): Promise<{ team: Team; key: IssuedKey }> {
+  try {
+    return await db.transaction(async (sql) => {
+      if (await sql.get('SELECT 1 AS taken FROM teams WHERE name = ?', [name])) throw new TeamNameTaken(name);
+      const team: Team = { id: newId('team'), name, createdAt: Date.now() };
+      await sql.run('INSERT INTO teams (id, name, created_at) VALUES (?, ?, ?)', [team.id, team.name, team.createdAt]);
+      return { team, key: await insertKey(sql, team.id, apiKey, team.createdAt, FIRST_KEY) };
+    });
+  } catch (err) {
+    // Two creations of one name at once on PostgreSQL: the second meets the unique index.
+    if ((err as { code?: string }).code === '23505' && /teams_name/.test((err as { constraint?: string }).constraint ?? '')) throw new TeamNameTaken(name);
+    throw err;
+  }
 }
 
-/** The key lookup of every authenticated request, prepared once per registry (preparing costs more than running it). */
-interface KeyOwnerLookup {
-  owner: Statement;
-  dataVersion: Statement;
-  /** Key hash → owner and expiry, for keys found since the last change to keys. */
-  cache: Map<string, { owner: KeyOwner; expiresAt: number | null }>;
-  /** `PRAGMA data_version` when the cache was last known good: it changes when another connection commits. */
+/** Found keys, per database, for the key lookup of every authenticated request. */
+interface KeyOwnerCache {
+  /** Key hash -> owner and expiry, for keys found since the last change to keys. */
+  entries: Map<string, { owner: KeyOwner; expiresAt: number | null }>;
+  /** SQLite's `PRAGMA data_version` when the cache was last known good: it changes when another connection commits. */
   version: unknown;
 }
 
-const keyOwnerLookups = new WeakMap<Registry, KeyOwnerLookup>();
+const keyOwnerCaches = new WeakMap<object, KeyOwnerCache>();
 const MAX_CACHED_KEYS = 10_000;
 
-function keyOwnerLookup(db: Registry): KeyOwnerLookup {
-  let lookup = keyOwnerLookups.get(db);
-  if (!lookup) {
-    lookup = {
-      // coalesce: a row inserted by an older build (its team CLI) after migration 015 has no holder yet, and is its own.
-      owner: db.prepare(
-        `SELECT k.id AS keyId, k.name AS keyName, coalesce(k.holder_id, k.id) AS holderId, k.scopes, k.requests_per_second, k.records_per_second,
-                k.expires_at, t.id AS teamId, t.name AS teamName
-           FROM api_keys k JOIN teams t ON t.id = k.team_id
-          WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
-      ),
-      dataVersion: db.prepare('PRAGMA data_version').pluck(),
-      cache: new Map(),
-      version: undefined,
-    };
-    keyOwnerLookups.set(db, lookup);
-  }
-  return lookup;
+/** Forgets the keys found so far: called by every change to keys made through this database. */
+function keysChanged(sql: Sql): void {
+  keyOwnerCaches.get(sql.origin)?.entries.clear();
 }
 
-/** Forgets the keys found so far: called by every change to keys made through this connection. */
-function keysChanged(db: Registry): void {
-  keyOwnerLookups.get(db)?.cache.clear();
-}
+type OwnerRow = { keyId: string; keyName: string; holderId: string; scopes: string; requests_per_second: number | null; records_per_second: number | null; expires_at: number | null; teamId: string; teamName: string };
 
 /**
- * Finds the team of a presented key. Found keys are kept in memory, and a revoked or rotated key
- * still fails from the very next request: a revocation through this connection clears them, and
- * one by another process (the team CLI) changes the registry's data_version, which is compared on
- * every lookup (a cheap pragma, where the join costs several times more on a busy registry).
+ * Finds the team of a presented key. On SQLite, found keys are kept in memory, and a revoked or
+ * rotated key still fails from the very next request: a revocation through this connection clears
+ * them, and one by another process (the team CLI) changes the registry's data_version, which is
+ * compared on every lookup (a cheap pragma, where the join costs several times more on a busy
+ * registry). On PostgreSQL, shared by several instances, every lookup asks the database until
+ * changes are announced to every instance (issue 30).
  */
-export function findKeyOwner(db: Registry, apiKey: string, now = Date.now()): KeyOwner | undefined {
-  const lookup = keyOwnerLookup(db);
-  const version = lookup.dataVersion.get();
-  if (version !== lookup.version) {
-    lookup.cache.clear();
-    lookup.version = version;
+export async function findKeyOwner(sql: Sql, apiKey: string, now = Date.now()): Promise<KeyOwner | undefined> {
+  let cache: KeyOwnerCache | undefined;
+  if (sql.dialect === 'sqlite') {
+    cache = keyOwnerCaches.get(sql.origin);
+    if (!cache) keyOwnerCaches.set(sql.origin, (cache = { entries: new Map(), version: undefined }));
+    const version = (await sql.get<{ data_version: number }>('PRAGMA data_version'))!.data_version;
+    if (version !== cache.version) {
+      cache.entries.clear();
+      cache.version = version;
+    }
   }
   const hash = hashApiKey(apiKey);
-  let found = lookup.cache.get(hash);
+  let found = cache?.entries.get(hash);
   if (!found) {
-    const row = lookup.owner.get(hash) as
-      | { keyId: string; keyName: string; holderId: string; scopes: string; requests_per_second: number | null; records_per_second: number | null; expires_at: number | null; teamId: string; teamName: string }
-      | undefined;
+    // coalesce: a row inserted by an older build (its team CLI) after migration 015 has no holder yet, and is its own.
+    const row = await sql.get<OwnerRow>(
+      `SELECT k.id AS "keyId", k.name AS "keyName", coalesce(k.holder_id, k.id) AS "holderId", k.scopes, k.requests_per_second, k.records_per_second,
+              k.expires_at, t.id AS "teamId", t.name AS "teamName"
+         FROM api_keys k JOIN teams t ON t.id = k.team_id
+        WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
+      [hash],
+    );
     // Unknown keys are not kept: a key issued a moment later must work at once.
     if (!row) return undefined;
     found = {
@@ -252,43 +255,34 @@ export function findKeyOwner(db: Registry, apiKey: string, now = Date.now()): Ke
       },
       expiresAt: row.expires_at,
     };
-    if (lookup.cache.size >= MAX_CACHED_KEYS) lookup.cache.clear();
-    lookup.cache.set(hash, found);
+    if (cache) {
+      if (cache.entries.size >= MAX_CACHED_KEYS) cache.entries.clear();
+      cache.entries.set(hash, found);
+    }
   }
   return found.expiresAt === null || found.expiresAt > now ? found.owner : undefined;
 }
 
 /**
  * Replaces the presented key with a new one of the same name, scopes, expiry, rate limits and holder
- * (so the same rate buckets); the old key is revoked in the same transaction. Undefined when the key
- * was revoked meanwhile (two rotations racing must not yield two keys).
+ * (so the same rate buckets); the old key is revoked in the same transaction (run it in one).
+ * Undefined when the key was revoked meanwhile (two rotations racing must not yield two keys).
  */
-export function rotateKey(db: Registry, owner: KeyOwner): IssuedKey | undefined {
-  const rotate = db.transaction(() => {
-    const now = Date.now();
-    const old = db.prepare('SELECT expires_at, coalesce(holder_id, id) AS holder_id FROM api_keys WHERE id = ?').get(owner.keyId) as
-      | { expires_at: number | null; holder_id: string }
-      | undefined;
-    const revoked = db
-      .prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
-      .run(now, owner.keyId);
-    if (revoked.changes !== 1) return undefined;
-    keysChanged(db);
-    return insertKey(db, owner.teamId, generateApiKey(), now, {
-      name: owner.keyName,
-      scopes: owner.scopes,
-      expiresAt: old?.expires_at ?? null,
-      rates: owner.rates,
-    }, old?.holder_id ?? owner.holderId);
-  });
-  return rotate.immediate();
+export async function rotateKey(sql: Sql, owner: KeyOwner): Promise<IssuedKey | undefined> {
+  const now = Date.now();
+  const old = await sql.get<{ expires_at: number | null; holder_id: string }>('SELECT expires_at, coalesce(holder_id, id) AS holder_id FROM api_keys WHERE id = ?', [owner.keyId]);
+  // The revocation is the race's arbiter: of two rotations, one changes the row and the other finds it revoked.
+  if ((await sql.run('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', [now, owner.keyId])) !== 1) return undefined;
+  keysChanged(sql);
+  return insertKey(sql, owner.teamId, generateApiKey(), now, {
+    name: owner.keyName,
+    scopes: owner.scopes,
+    expiresAt: old?.expires_at ?? null,
+    rates: owner.rates,
+  }, old?.holder_id ?? owner.holderId);
 }
 
 /** Keys of a team that still authenticate. */
-export function countActiveKeys(db: Registry, teamId: string, now = Date.now()): number {
-  return (
-    db.prepare('SELECT count(*) AS n FROM api_keys WHERE team_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)').get(teamId, now) as {
-      n: number;
-    }
-  ).n;
+export async function countActiveKeys(sql: Sql, teamId: string, now = Date.now()): Promise<number> {
+  return Number((await sql.get<{ n: number }>(`SELECT count(*) AS n FROM api_keys WHERE ${WORKING}`, [teamId, now]))!.n);
 }

@@ -36,7 +36,7 @@ export const getTeam = defineRoute({
     },
   },
   async handler({ deps, team }) {
-    const found = findTeam(deps.registry, team.teamId);
+    const found = await findTeam(deps.db, team.teamId);
     // The key was valid a moment ago; a team cannot be deleted, so this is a broken registry.
     if (!found) throw new Error(`team ${team.teamId} of an authenticated key is missing`);
     return {
@@ -83,8 +83,8 @@ export const rotateTeamKey = defineRoute({
   async handler(ctx) {
     const { deps, team } = ctx;
     // The rotated key is revoked and a new one takes its name, scopes and limits: recorded on the old key.
-    const issued = await audited(ctx, () => {
-      const key = rotateKey(deps.registry, team);
+    const issued = await audited(ctx, async (sql) => {
+      const key = await rotateKey(sql, team);
       if (!key) return { result: undefined };
       return { result: key, log: { action: 'key.rotate', resourceType: 'key', resourceId: team.keyId, before: { replacedBy: null }, after: { replacedBy: key.keyId } } };
     });

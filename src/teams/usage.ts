@@ -13,7 +13,7 @@ export function calendarMonth(now: Date): { start: Date; end: Date } {
 }
 
 /** `usage` of GET /team: what the team used this month, and what it has now. */
-export async function teamUsage(deps: Pick<AppDeps, 'registry' | 'readEvents'>, teamId: string, now = new Date()) {
+export async function teamUsage(deps: Pick<AppDeps, 'registry' | 'db' | 'readEvents'>, teamId: string, now = new Date()) {
   const month = calendarMonth(now);
   const { current } = await spendByDimensions(await deps.readEvents(teamId), teamId, { from: month.start.getTime(), to: month.end.getTime() }, [], 1);
   return {
@@ -23,6 +23,6 @@ export async function teamUsage(deps: Pick<AppDeps, 'registry' | 'readEvents'>, 
     agents: countAgents(deps.registry, teamId),
     activePolicies: countActivePolicies(deps.registry, teamId),
     openAlerts: countOpenAlerts(deps.registry, teamId),
-    activeApiKeys: countActiveKeys(deps.registry, teamId),
+    activeApiKeys: await countActiveKeys(deps.db, teamId),
   };
 }

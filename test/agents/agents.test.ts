@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import BigNumber from 'bignumber.js';
 import { api, errorOf, newTeam } from '../helpers/context.js';
 
-type Team = ReturnType<typeof newTeam>;
+type Team = Awaited<ReturnType<typeof newTeam>>;
 
 const event = (agent_id: string, amount: string, created_at: number, extra: Record<string, unknown> = {}) => ({
   agent_id,
@@ -20,7 +20,7 @@ async function send(team: Team, events: object[]) {
 describe('agents', () => {
   describe('POST /agents', () => {
     it('creates an agent: 201 with its summary, zero statistics and a Location', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const res = await api()
         .post('/api/v1/agents')
         .set(...team.auth)
@@ -34,19 +34,19 @@ describe('agents', () => {
     });
 
     it('authorized_by may be omitted', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const res = await api().post('/api/v1/agents').set(...team.auth).send({ external_id: 'bot-2', name: 'B' }).expect(201);
       expect(res.body.authorizedBy).to.equal(null);
     });
 
     it('an external_id the team already registered is a 409; another team may use it', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       await api().post('/api/v1/agents').set(...team.auth).send({ external_id: 'dup', name: 'first' }).expect(201);
       const res = await api().post('/api/v1/agents').set(...team.auth).send({ external_id: 'dup', name: 'second' }).expect(409);
       expect(errorOf(res.body).code).to.equal('conflict');
       const got = await api().get('/api/v1/agents/dup').set(...team.auth).expect(200);
       expect(got.body.name).to.equal('first');
-      await api().post('/api/v1/agents').set(...newTeam().auth).send({ external_id: 'dup', name: 'mine' }).expect(201);
+      await api().post('/api/v1/agents').set(...(await newTeam()).auth).send({ external_id: 'dup', name: 'mine' }).expect(201);
     });
 
     const invalid: [string, object, string][] = [
@@ -61,18 +61,18 @@ describe('agents', () => {
     ];
     for (const [what, body, field] of invalid) {
       it(`${what}: 400 naming ${field}`, async () => {
-        const res = await api().post('/api/v1/agents').set(...newTeam().auth).send(body).expect(400);
+        const res = await api().post('/api/v1/agents').set(...(await newTeam()).auth).send(body).expect(400);
         expect((errorOf(res.body).details as { field: string }[]).map((d) => d.field)).to.include(field);
       });
     }
 
     it('accepts 256-char ids and names', async () => {
       const id = 'i'.repeat(256);
-      await api().post('/api/v1/agents').set(...newTeam().auth).send({ external_id: id, name: 'n'.repeat(256) }).expect(201);
+      await api().post('/api/v1/agents').set(...(await newTeam()).auth).send({ external_id: id, name: 'n'.repeat(256) }).expect(201);
     });
 
     it('an agent discovered from events, then registered, keeps its statistics and takes the name', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const t = Date.now() - 3_600_000;
       await send(team, [event('seen', '1.000000000000000001', t), event('seen', '2.5', t + 1000)]);
       const discovered = await api().get('/api/v1/agents/seen').set(...team.auth).expect(200);
@@ -87,8 +87,8 @@ describe('agents', () => {
 
   describe('GET /agents/:id', () => {
     it('is a 404 for an unknown id and for another team\'s agent', async () => {
-      const team = newTeam();
-      const other = newTeam();
+      const team = await newTeam();
+      const other = await newTeam();
       await api().post('/api/v1/agents').set(...other.auth).send({ external_id: 'theirs', name: 'x' }).expect(201);
       const res = await api().get('/api/v1/agents/theirs').set(...team.auth).expect(404);
       expect(errorOf(res.body).code).to.equal('not_found');
@@ -96,7 +96,7 @@ describe('agents', () => {
     });
 
     it('finds ids with characters a path must escape', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const id = 'team/a bot?#1';
       await api().post('/api/v1/agents').set(...team.auth).send({ external_id: id, name: 'x' }).expect(201);
       const res = await api().get(`/api/v1/agents/${encodeURIComponent(id)}`).set(...team.auth).expect(200);
@@ -104,7 +104,7 @@ describe('agents', () => {
     });
 
     it('statistics equal the events ingested, exactly, and duplicates do not count', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const t = Date.now() - 7_200_000;
       const amounts = ['0.000000000000000001', '123456789.123456789123456789', '0.1', '0.2', '7'];
       const events = amounts.map((amount, i) => ({ ...event('exact', amount, t + i), id: `exact-${i}` }));
@@ -118,7 +118,7 @@ describe('agents', () => {
     });
 
     it('lastActive is the latest event time, also when a late event arrives after a newer one', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const t = Date.now() - 600_000;
       await send(team, [event('late', '1', t)]);
       await send(team, [event('late', '1', t - 86_400_000)]);
@@ -129,7 +129,7 @@ describe('agents', () => {
 
   describe('GET /agents', () => {
     it('lists discovered and created agents in one list, most recent activity first, then without events', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const t = Date.now() - 3_600_000;
       await api().post('/api/v1/agents').set(...team.auth).send({ external_id: 'idle', name: 'Idle' }).expect(201);
       await api().post('/api/v1/agents').set(...team.auth).send({ external_id: 'created-active', name: 'Active' }).expect(201);
@@ -141,7 +141,7 @@ describe('agents', () => {
     });
 
     it('pages through every agent with no duplicates or gaps', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const t = Date.now() - 3_600_000;
       // 23 with events (some at the same ms, to test ties) and 6 without.
       const events = Array.from({ length: 23 }, (_, i) => event(`a${String(i).padStart(2, '0')}`, `${i}.5`, t + Math.floor(i / 3) * 1000));
@@ -169,7 +169,7 @@ describe('agents', () => {
     });
 
     it('q filters by id or name prefix, literally', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       for (const [id, name] of [['alpha-1', 'Search'], ['beta', 'Alpha helper'], ['gamma', 'Other'], ['a_b', 'x'], ['axb', 'y']]) {
         await api().post('/api/v1/agents').set(...team.auth).send({ external_id: id, name }).expect(201);
       }
@@ -182,8 +182,8 @@ describe('agents', () => {
     });
 
     it('shows only the team\'s own agents', async () => {
-      const team = newTeam();
-      await send(newTeam(), [event('foreign', '1', Date.now() - 1000)]);
+      const team = await newTeam();
+      await send((await newTeam()), [event('foreign', '1', Date.now() - 1000)]);
       const res = await api().get('/api/v1/agents').set(...team.auth).expect(200);
       expect(res.body.data).to.deep.equal([]);
     });
@@ -198,7 +198,7 @@ describe('agents', () => {
     ];
     for (const [query, field] of bad) {
       it(`?${query} is a 400 naming ${field}`, async () => {
-        const res = await api().get(`/api/v1/agents?${query}`).set(...newTeam().auth).expect(400);
+        const res = await api().get(`/api/v1/agents?${query}`).set(...(await newTeam()).auth).expect(400);
         expect((errorOf(res.body).details as { field: string }[]).map((d) => d.field)).to.include(field);
       });
     }
@@ -206,7 +206,7 @@ describe('agents', () => {
 
   describe('PATCH and DELETE /agents/:id', () => {
     it('PATCH changes name, authorized_by and status; fields left out keep their value; the list shows it', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       await api().post('/api/v1/agents').set(...team.auth).send({ external_id: 'bot', name: 'Bot', authorized_by: 'alice@example.com' }).expect(201);
       const renamed = await api().patch('/api/v1/agents/bot').set(...team.auth).send({ name: 'Research bot' }).expect(200);
       expect(renamed.body).to.include({ agentId: 'bot', name: 'Research bot', authorizedBy: 'alice@example.com', status: 'active' });
@@ -223,7 +223,7 @@ describe('agents', () => {
     });
 
     it('PATCH of a discovered agent works; unknown ids are 404; bad fields are 400 naming them', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       await send(team, [event('seen', '1', Date.now() - 1000)]);
       const res = await api().patch('/api/v1/agents/seen').set(...team.auth).send({ name: 'Seen', authorized_by: 'bob@example.com' }).expect(200);
       expect(res.body).to.include({ name: 'Seen', authorizedBy: 'bob@example.com', totalSpend: '1' });
@@ -235,8 +235,8 @@ describe('agents', () => {
     });
 
     it("DELETE removes the registration, keeps the events; another team's agent is a 404", async () => {
-      const team = newTeam();
-      const other = newTeam();
+      const team = await newTeam();
+      const other = await newTeam();
       await api().post('/api/v1/agents').set(...team.auth).send({ external_id: 'gone', name: 'Gone' }).expect(201);
       await send(team, [event('gone', '2', Date.now() - 1000)]);
       await api().delete('/api/v1/agents/gone').set(...other.auth).expect(404);

@@ -6,7 +6,7 @@ import { Ingestor } from '../../src/ingest/ingestor.js';
 import { GroupCommit } from '../../src/ingest/group-commit.js';
 import { api, appWith, newTeam, testEnv } from '../helpers/context.js';
 
-type Team = ReturnType<typeof newTeam>;
+type Team = Awaited<ReturnType<typeof newTeam>>;
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 let seq = 0;
@@ -53,7 +53,7 @@ describe('policy evaluation at ingest', () => {
   ];
   for (const [kind, limit] of kinds) {
     it(`${kind}: just under and at the limit raise nothing, just over raises one alert`, async () => {
-      const team = newTeam();
+      const team = await newTeam();
       await policy(team, [limit]);
       const t = yesterday(7 * HOUR);
       if (kind === 'per_call') {
@@ -71,7 +71,7 @@ describe('policy evaluation at ingest', () => {
   }
 
   it('per_call: at the limit nothing, one unit of 10^-18 over it a warning for flag', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const p = await policy(team, [{ kind: 'per_call', amount: '1.000000000000000001' }]);
     const t = Date.now() - 60_000;
     expect((await ingest(team, [{ amount: '1.000000000000000001', created_at: t }, { amount: '1', created_at: t }])).alerts_created).to.equal(0);
@@ -86,7 +86,7 @@ describe('policy evaluation at ingest', () => {
   });
 
   it('per_hour: the window total including the record, exact; a new hour starts from zero', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     await policy(team, [{ kind: 'per_hour', amount: '10' }], { action: 'block' });
     const h = yesterday(5 * HOUR);
     expect((await ingest(team, [{ amount: '3.3', created_at: h }, { amount: '3.3', created_at: h + 1000 }])).alerts_created).to.equal(0);
@@ -103,7 +103,7 @@ describe('policy evaluation at ingest', () => {
   });
 
   it('daily follows the policy time zone', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     await policy(team, [{ kind: 'daily', amount: '10' }], { timezone: 'Asia/Kolkata' });
     // Kolkata midnight is 18:30 UTC: these two fall on different local days, the same UTC day.
     const midnight = yesterday(18 * HOUR + 30 * 60_000);
@@ -115,7 +115,7 @@ describe('policy evaluation at ingest', () => {
   });
 
   it('per_endpoint sums matching endpoints per UTC day only', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     await policy(team, [{ kind: 'per_endpoint', amount: '5', endpoint: '*.example.com' }]);
     const t = yesterday(HOUR);
     const res = await ingest(team, [
@@ -132,7 +132,7 @@ describe('policy evaluation at ingest', () => {
   });
 
   it('applies only to the agents a policy names, and not after it is deactivated', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const p = await policy(team, [{ kind: 'per_call', amount: '1' }], { agents: ['named'] });
     const t = Date.now() - 1000;
     expect((await ingest(team, [{ agent_id: 'other', amount: '5', created_at: t }])).alerts_created).to.equal(0);
@@ -143,7 +143,7 @@ describe('policy evaluation at ingest', () => {
   });
 
   it('concurrent batches of one agent raise exactly one alert, counting every breaching record', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     await policy(team, [{ kind: 'daily', amount: '10' }]);
     const t = Date.now() - 120_000;
     const batches = Array.from({ length: 8 }, (_, b) => Array.from({ length: 5 }, (_, i) => ({ amount: '1', created_at: t + b * 10 + i })));
@@ -155,7 +155,7 @@ describe('policy evaluation at ingest', () => {
   });
 
   it('a retried batch changes nothing', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     await policy(team, [{ kind: 'per_call', amount: '1' }]);
     const events = [record({ amount: '2', created_at: Date.now() - 1000 })];
     const first = await api().post('/api/v1/events').set(...team.auth).send({ events }).expect(200);
@@ -165,7 +165,7 @@ describe('policy evaluation at ingest', () => {
   });
 
   it('a client-reported blocked record is a critical violation, flagged a warning; one alert each', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const t = Date.now() - 1000;
     const res = await ingest(team, [
       { amount: '1', created_at: t, policy_evaluation: 'blocked', policy_id: 'client-budget' },
@@ -182,7 +182,7 @@ describe('policy evaluation at ingest', () => {
   });
 
   it('a resolved alert stays resolved; the next breach opens a new one; reopening it then is a 409', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     await policy(team, [{ kind: 'per_call', amount: '1' }]);
     const t = Date.now() - 1000;
     await ingest(team, [{ amount: '2', created_at: t }]);
@@ -202,7 +202,7 @@ describe('policy evaluation at ingest', () => {
   });
 
   it('team usage counts open alerts', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     await policy(team, [{ kind: 'per_call', amount: '1' }]);
     await ingest(team, [{ amount: '2', created_at: Date.now() - 1000, agent_id: 'a' }, { amount: '2', created_at: Date.now() - 1000, agent_id: 'b' }]);
     const res = await api().get('/api/v1/team').set(...team.auth).expect(200);
@@ -232,7 +232,7 @@ describe('anomalies', () => {
     }));
 
   it('steady traffic raises none', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const t0 = Date.now() - 40 * 60_000;
     const events = steady(t0);
     for (let i = 0; i < events.length; i += 10) expect((await ingest(team, events.slice(i, i + 10), app)).alerts_created).to.equal(0);
@@ -240,7 +240,7 @@ describe('anomalies', () => {
   });
 
   it('a spike against the agent\'s recent average, with factor and baseline', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const t0 = Date.now() - 40 * 60_000;
     await ingest(team, steady(t0, 10), app);
     expect((await ingest(team, [{ amount: '50', created_at: t0 + 11 * 60_000, payee_address: '0xpayee1' }], app)).alerts_created).to.equal(1);
@@ -250,7 +250,7 @@ describe('anomalies', () => {
   });
 
   it('a first payment to a new payee, once the agent has paid another', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const t0 = Date.now() - 40 * 60_000;
     await ingest(team, steady(t0, 5), app);
     const res = await ingest(team, [{ amount: '1', created_at: t0 + 6 * 60_000, payee_address: '0xnewpayee' }, { amount: '1', created_at: t0 + 7 * 60_000, payee_address: '0xnewpayee' }], app);
@@ -261,7 +261,7 @@ describe('anomalies', () => {
   });
 
   it('a runaway loop: one agent calling one URL more than the threshold within the window', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const t0 = Date.now() - 10 * 60_000;
     const calls = Array.from({ length: 21 }, (_, i) => ({ amount: '0.01', created_at: t0 + i * 1000, endpoint: 'https://api.example.com/loop', payee_address: '0xpayee1' }));
     expect((await ingest(team, calls.slice(0, 20), app)).alerts_created).to.equal(0);
@@ -273,7 +273,7 @@ describe('anomalies', () => {
 
 describe('alerts API', () => {
   it('filters by status, type, severity, agent and time; pages with no duplicates or gaps', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     await policy(team, [{ kind: 'per_call', amount: '1' }], { action: 'block' });
     const t = Date.now() - 10 * 60_000;
     // 12 agents breach per_call (critical violations); 3 of them also report flagged (warnings).
@@ -305,11 +305,11 @@ describe('alerts API', () => {
   });
 
   it('another team gets 404 for get and patch; unknown ids 404', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     await policy(team, [{ kind: 'per_call', amount: '1' }]);
     await ingest(team, [{ amount: '2', created_at: Date.now() - 1000 }]);
     const [a] = await alerts(team);
-    const other = newTeam();
+    const other = await newTeam();
     await api().get(`/api/v1/alerts/${a!.id}`).set(...other.auth).expect(404);
     await api().patch(`/api/v1/alerts/${a!.id}`).set(...other.auth).send({ status: 'resolved' }).expect(404);
     expect((await api().get(`/api/v1/alerts/${a!.id}`).set(...team.auth).expect(200)).body.status).to.equal('open');
@@ -324,7 +324,7 @@ describe('alerts API', () => {
     ['{"note"} alone', { note: 'seen, budget raised' }],
   ] as const) {
     it(`PATCH with ${label} resolves the alert`, async () => {
-      const team = newTeam();
+      const team = await newTeam();
       await policy(team, [{ kind: 'per_call', amount: '1' }]);
       await ingest(team, [{ amount: '2', created_at: Date.now() - 1000 }]);
       const [a] = await alerts(team);
@@ -339,7 +339,7 @@ describe('alerts API', () => {
   }
 
   it('PATCH with a body that is not JSON is still a 415, and an empty JSON body resolves', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     await policy(team, [{ kind: 'per_call', amount: '1' }]);
     await ingest(team, [{ amount: '2', created_at: Date.now() - 1000 }]);
     const [a] = await alerts(team);
@@ -356,7 +356,7 @@ describe('alerts API', () => {
   ];
   for (const [body, field] of badPatches) {
     it(`PATCH ${JSON.stringify(body)} is a 400 naming ${field}`, async () => {
-      const team = newTeam();
+      const team = await newTeam();
       await policy(team, [{ kind: 'per_call', amount: '1' }]);
       await ingest(team, [{ amount: '2', created_at: Date.now() - 1000 }]);
       const [a] = await alerts(team);
@@ -367,7 +367,7 @@ describe('alerts API', () => {
 
   for (const [query, field] of [['status=closed', 'status'], ['severity=high', 'severity'], ['from=soon', 'from'], ['limit=0', 'limit'], ['cursor=xyz', 'cursor']]) {
     it(`GET /alerts?${query} is a 400 naming ${field}`, async () => {
-      const res = await api().get(`/api/v1/alerts?${query}`).set(...newTeam().auth).expect(400);
+      const res = await api().get(`/api/v1/alerts?${query}`).set(...(await newTeam()).auth).expect(400);
       expect(res.body.error.details.map((d: { field: string }) => d.field)).to.include(field);
     });
   }

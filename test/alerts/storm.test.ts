@@ -9,7 +9,7 @@ import { createPolicy } from '../../src/policies/repository.js';
 import { Receiver } from '../webhooks/receiver.js';
 import { api, listenOnce, newTeam, testEnv } from '../helpers/context.js';
 
-type Team = ReturnType<typeof newTeam>;
+type Team = Awaited<ReturnType<typeof newTeam>>;
 const HOSTS = ['api.openai.com', 'api.anthropic.com', 'api.exa.ai', 'api.tavily.com'];
 const ENDPOINTS = ['https://api.openai.com/v1/chat/completions', 'https://api.anthropic.com/v1/messages', 'https://api.exa.ai/search', 'https://api.tavily.com/search'];
 
@@ -76,7 +76,7 @@ describe('a breach storm', function () {
   this.timeout(120_000);
 
   it('2,000 team-wide policies: a breaking batch of 100 records is answered in under a second while /healthz stays under 100 ms', async () => {
-    const team = newTeam('storm');
+    const team = await newTeam('storm');
     teamWidePolicies(team, 2_000);
     const server = await listenOnce();
     try {
@@ -116,7 +116,7 @@ describe('a breach storm', function () {
   });
 
   it('becomes a bounded number of alerts and webhook events whose counts add up to every breach, batch after batch', async () => {
-    const team = newTeam('storm');
+    const team = await newTeam('storm');
     const receiver = await new Receiver().start();
     try {
       await api().post('/api/v1/webhooks').set(...team.auth).send({ url: receiver.url(), events: ['alert.opened', 'alert.escalated'] }).expect(201);
@@ -157,7 +157,7 @@ describe('a breach storm', function () {
 
   it('the bound is exact: 100 distinct breaches in a commit are 100 alerts; the 101st is counted into the storm alert', async () => {
     // 50 policies, two records each: 100 breaches, each its own alert.
-    const under = newTeam('storm');
+    const under = await newTeam('storm');
     teamWidePolicies(under, 50);
     const two = breakingBatch(Date.now()).slice(0, 2);
     expect((await api().post('/api/v1/events').set(...under.auth).send({ events: two }).expect(200)).body.alerts_created).to.equal(100);
@@ -166,7 +166,7 @@ describe('a breach storm', function () {
     expect(some.some((a) => a.kind === 'alert_storm')).to.equal(false);
 
     // 101 policies, one record: 100 alerts and the storm alert, counting one.
-    const over = newTeam('storm');
+    const over = await newTeam('storm');
     teamWidePolicies(over, 101);
     const one = breakingBatch(Date.now()).slice(0, 1);
     expect((await api().post('/api/v1/events').set(...over.auth).send({ events: one }).expect(200)).body.alerts_created).to.equal(101);
@@ -183,7 +183,7 @@ describe('a breach storm', function () {
   });
 
   it('an authorization declined by 300 block policies lists every check, and raises 100 alerts and the storm alert counting the other 200', async () => {
-    const team = newTeam('storm');
+    const team = await newTeam('storm');
     const { registry } = testEnv();
     registry.transaction(() => {
       for (let i = 0; i < 300; i++) {

@@ -86,10 +86,10 @@ describe('analytics', function () {
   const end = now - HOUR;
   const rnd = random(20261121);
   const events = makeEvents(700, end, rnd);
-  let team: ReturnType<typeof newTeam>;
+  let team: Awaited<ReturnType<typeof newTeam>>;
 
   before(async () => {
-    team = newTeam('analytics');
+    team = await newTeam('analytics');
     const toSend = events.map(({ domain: _d, sentNetwork, network: _n, ...e }) => ({ ...e, network: sentNetwork }));
     for (let i = 0; i < toSend.length; i += 100) {
       await api().post('/api/v1/events').set(...team.auth).send({ events: toSend.slice(i, i + 100) }).expect(200);
@@ -286,7 +286,7 @@ describe('analytics', function () {
   });
 
   it('another team sees none of it', async () => {
-    const other = newTeam();
+    const other = await newTeam();
     const res = await api().get(`/api/v1/analytics/summary?from=${end - 10 * DAY}&to=${now}`).set(...other.auth).expect(200);
     expect(res.body.count).to.equal(0);
     expect(res.body.byAgent).to.deep.equal({});

@@ -12,13 +12,13 @@ const THRICE = '299999999999999999999.999999999999999997';
 
 describe('the largest accepted amount, summed, in every aggregate route', function () {
   this.timeout(60_000);
-  let team: ReturnType<typeof newTeam>;
+  let team: Awaited<ReturnType<typeof newTeam>>;
   const now = Date.now();
   const from = now - 3_600_000;
   const to = now + 60_000;
 
   before(async () => {
-    team = newTeam();
+    team = await newTeam();
     const policy = { name: 'whale limits', agents: ['whale'], limits: [{ kind: 'daily', amount: '1000' }, { kind: 'per_hour', amount: '1000' }], action: 'flag', active: true };
     await api().post('/api/v1/policies').set(...team.auth).send(policy).expect(201);
     const events = [0, 1, 2].map((i) => ({

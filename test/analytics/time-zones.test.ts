@@ -7,7 +7,7 @@ import { api, newTeam } from '../helpers/context.js';
 
 describe('timeseries weeks and months in a time zone, across DST changes', function () {
   this.timeout(60_000);
-  let team: ReturnType<typeof newTeam>;
+  let team: Awaited<ReturnType<typeof newTeam>>;
   const at = (iso: string) => Date.parse(iso);
 
   // America/New_York: EST (-05:00) until 2026-03-08, EDT (-04:00) until 2026-11-01, then EST.
@@ -22,7 +22,7 @@ describe('timeseries weeks and months in a time zone, across DST changes', funct
   ];
 
   before(async () => {
-    team = newTeam();
+    team = await newTeam();
     const events = records.map(([id, iso]) => ({
       id,
       agent_id: 'tz-agent',

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import type { ManagementChange } from '../../src/audit-log/repository.js';
 import { api, errorOf, newTeam, testEnv } from '../helpers/context.js';
 
-type Team = ReturnType<typeof newTeam>;
+type Team = Awaited<ReturnType<typeof newTeam>>;
 const bearer = (key: string): [string, string] => ['Authorization', `Bearer ${key}`];
 
 /** An entry as the API answers it: the time as ISO 8601. */
@@ -22,7 +22,7 @@ describe('management audit log', function () {
   this.timeout(60_000);
 
   it('records a policy change with who, what (before and after of the changed fields), when and the request id', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const alice = await adminKey(team, 'alice');
     const created = await api()
       .post('/api/v1/policies')
@@ -64,7 +64,7 @@ describe('management audit log', function () {
   });
 
   it('records keys (never a secret), agents and alerts', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const created = await api().post('/api/v1/keys').set(...team.auth).send({ name: 'agent-key', scopes: ['ingest'], rate_limit: { records_per_second: 500 } }).expect(201);
     await api().delete(`/api/v1/keys/${created.body.id}`).set(...team.auth).expect(204);
     const keys = (await api().get('/api/v1/keys').set(...team.auth).expect(200)).body.data as { id: string; name: string }[];
@@ -111,7 +111,7 @@ describe('management audit log', function () {
   });
 
   it('filters by resource and by key, pages with a cursor, and shows each team only its own', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const bob = await adminKey(team, 'bob');
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
@@ -137,11 +137,11 @@ describe('management audit log', function () {
     // bob's key creation is a key change: 5 creations and 1 update of policies.
     expect(seen).to.have.length(6);
     expect(new Set(seen).size).to.equal(6);
-    expect(await changes(newTeam())).to.deep.equal([]);
+    expect(await changes((await newTeam()))).to.deep.equal([]);
   });
 
   it('a change that fails records nothing', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     await api().patch('/api/v1/policies/pol_nothing').set(...team.auth).send({ active: false }).expect(404);
     const keys = (await api().get('/api/v1/keys').set(...team.auth).expect(200)).body.data;
     await api().delete(`/api/v1/keys/${keys[0].id}`).set(...team.auth).expect(409); // the last admin key
@@ -150,7 +150,7 @@ describe('management audit log', function () {
   });
 
   it('needs an admin key, and cannot be changed: no route writes it and the table refuses updates and deletes', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const reader = (await api().post('/api/v1/keys').set(...team.auth).send({ name: 'dashboard', scopes: ['read'] }).expect(201)).body;
     const refused = await api().get('/api/v1/audit-log').set(...bearer(reader.apiKey)).expect(403);
     expect(errorOf(refused.body).details).to.deep.equal([{ field: 'scope', message: '"admin" is required' }]);

@@ -79,7 +79,7 @@ describe('remote storage for the published SDK (ApiStorage against its MemorySto
   this.timeout(60_000);
   let server: http.Server;
   let base: string;
-  let team: ReturnType<typeof newTeam>;
+  let team: Awaited<ReturnType<typeof newTeam>>;
   let remote: ApiStorage;
   const local = new MemoryStorage();
   const records = makeRecords(320);
@@ -89,7 +89,7 @@ describe('remote storage for the published SDK (ApiStorage against its MemorySto
     server = http.createServer(testEnv().app);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    team = newTeam('sdk');
+    team = await newTeam('sdk');
     remote = new ApiStorage({ apiKey: team.apiKey, baseUrl: `${base}/api/v1`, batchSize: 50, flushIntervalMs: 3_600_000 });
     for (const r of records) {
       await remote.write(r);
@@ -164,7 +164,7 @@ describe('remote storage for the published SDK (ApiStorage against its MemorySto
   });
 
   it('another team sees none of it', async () => {
-    const other = newTeam();
+    const other = await newTeam();
     expect((await api().post('/api/v1/audit/count').set(...other.auth).send({}).expect(200)).body).to.deep.equal({ count: 0 });
     expect((await api().get(`/api/v1/audit/${records[0]!.id}`).set(...other.auth).expect(200)).body).to.equal(null);
   });
@@ -272,7 +272,7 @@ describe('remote storage for the published SDK (ApiStorage against its MemorySto
 
 describe('records sent without the SDK fields read back in the SDK shape', () => {
   it('a record sent without amount_raw reads back with "0", as the SDK sends it; one sent with a value keeps it', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const base = { agent_id: 'a1', endpoint: 'https://api.example.com/x', method: 'POST', amount: '0.25', created_at: Date.now() - 1000 };
     await api()
       .post('/api/v1/events')

@@ -4,7 +4,7 @@ import { ApiStorage, AuditLogger } from '@x402sentinel/x402';
 import { api, errorOf, listenOnce, newTeam, testEnv } from '../helpers/context.js';
 import { authorize } from '../helpers/authorizations.js';
 
-type Team = ReturnType<typeof newTeam>;
+type Team = Awaited<ReturnType<typeof newTeam>>;
 
 async function policy(team: Team, body: Record<string, unknown>): Promise<string> {
   return (await api().post('/api/v1/policies').set(...team.auth).send({ action: 'block', ...body }).expect(201)).body.id;
@@ -22,7 +22,7 @@ describe('authorizations', function () {
   this.timeout(30_000);
 
   it('per_call: approves up to the limit, declines over it, and says why', async () => {
-    const team = newTeam('auth');
+    const team = await newTeam('auth');
     const id = await policy(team, { name: 'calls', limits: [{ kind: 'per_call', amount: '1.5' }] });
     const ok = await authorize(team, { amount: '1.5' });
     expect(ok).to.deep.include({ decision: 'approved', status: 'held', amount: '1.5' });
@@ -37,7 +37,7 @@ describe('authorizations', function () {
 
   for (const kind of ['per_hour', 'daily'] as const) {
     it(`${kind}: what was spent plus what is held counts; a second authorization sees the first one's hold`, async () => {
-      const team = newTeam('auth');
+      const team = await newTeam('auth');
       await policy(team, { name: kind, limits: [{ kind, amount: '10' }], ...(kind === 'daily' ? { timezone: 'Europe/Lisbon' } : {}) });
       await ingest(team, [{ amount: '4' }]);
       const first = await authorize(team, { amount: '5' });
@@ -51,7 +51,7 @@ describe('authorizations', function () {
   }
 
   it('per_endpoint: only payments to matching endpoints count, and only they are checked', async () => {
-    const team = newTeam('auth');
+    const team = await newTeam('auth');
     await policy(team, { name: 'openai', limits: [{ kind: 'per_endpoint', amount: '2', endpoint: 'api.openai.com' }] });
     await ingest(team, [{ amount: '1.5', endpoint: 'https://api.openai.com/v1/chat' }, { amount: '50' }]);
     const other = await authorize(team, { amount: '100' });
@@ -64,7 +64,7 @@ describe('authorizations', function () {
   });
 
   it('a flag policy approves and says so; policies of other agents do not apply', async () => {
-    const team = newTeam('auth');
+    const team = await newTeam('auth');
     await policy(team, { name: 'soft', action: 'flag', limits: [{ kind: 'per_call', amount: '1' }] });
     await policy(team, { name: 'others', agents: ['someone-else'], limits: [{ kind: 'per_call', amount: '0.01' }] });
     const res = await authorize(team, { amount: '3' });
@@ -74,7 +74,7 @@ describe('authorizations', function () {
   });
 
   it('void releases the hold at once; voiding again answers the voided authorization; capturing it then is a 409', async () => {
-    const team = newTeam('auth');
+    const team = await newTeam('auth');
     await policy(team, { name: 'day', limits: [{ kind: 'daily', amount: '10' }] });
     const held = await authorize(team, { amount: '8' });
     expect((await authorize(team, { amount: '3' })).decision).to.equal('declined');
@@ -89,7 +89,7 @@ describe('authorizations', function () {
   });
 
   it('a record carrying authorization_id (the field, or in metadata) captures it: the hold is replaced by the spend', async () => {
-    const team = newTeam('auth');
+    const team = await newTeam('auth');
     await policy(team, { name: 'day', limits: [{ kind: 'daily', amount: '10' }] });
     const a = await authorize(team, { amount: '6' });
     const b = await authorize(team, { amount: '3' });
@@ -114,7 +114,7 @@ describe('authorizations', function () {
   });
 
   it("the published SDK's audit record captures through metadata.authorization_id", async () => {
-    const team = newTeam('auth');
+    const team = await newTeam('auth');
     await policy(team, { name: 'day', limits: [{ kind: 'daily', amount: '1' }] });
     const auth = await authorize(team, { amount: '0.8', endpoint: 'https://api.example.com/v1/item' });
     const server = await listenOnce();
@@ -138,7 +138,7 @@ describe('authorizations', function () {
   });
 
   it('capture through the API stores the payment once and releases what was not paid; void and capture need a held one', async () => {
-    const team = newTeam('auth');
+    const team = await newTeam('auth');
     await policy(team, { name: 'day', limits: [{ kind: 'daily', amount: '10' }] });
     const a = await authorize(team, { amount: '8', asset: 'USDC', network: 'base' });
     const over = await api().post(`/api/v1/authorizations/${a.id}/capture`).set(...team.auth).send({ amount: '8.01' }).expect(400);
@@ -157,7 +157,7 @@ describe('authorizations', function () {
   });
 
   it('an approval that is never captured stops counting when it expires', async () => {
-    const team = newTeam('auth');
+    const team = await newTeam('auth');
     await policy(team, { name: 'hour', limits: [{ kind: 'per_hour', amount: '1' }] });
     const short = await authorize(team, { amount: '1', expires_in_s: 1 });
     expect(short.decision).to.equal('approved');
@@ -169,7 +169,7 @@ describe('authorizations', function () {
   });
 
   it('200 concurrent authorizations against a limit that fits 50 approve exactly 50', async () => {
-    const team = newTeam('auth');
+    const team = await newTeam('auth');
     await policy(team, { name: 'fifty', limits: [{ kind: 'daily', amount: '50' }] });
     const answers = await Promise.all(Array.from({ length: 200 }, () => authorize(team, { amount: '1' })));
     expect(answers.filter((a) => a.decision === 'approved')).to.have.length(50);
@@ -179,7 +179,7 @@ describe('authorizations', function () {
   });
 
   it('the same idempotency key returns the same authorization, even when asked for concurrently', async () => {
-    const team = newTeam('auth');
+    const team = await newTeam('auth');
     await policy(team, { name: 'day', limits: [{ kind: 'daily', amount: '10' }] });
     const answers = await Promise.all(Array.from({ length: 5 }, () => authorize(team, { amount: '6', idempotency_key: 'task-1' })));
     expect(new Set(answers.map((a) => a.id)).size).to.equal(1);
@@ -191,8 +191,8 @@ describe('authorizations', function () {
   });
 
   it("another team's authorization is a 404; lists are per team, filtered and paged", async () => {
-    const team = newTeam('auth');
-    const other = newTeam('auth');
+    const team = await newTeam('auth');
+    const other = await newTeam('auth');
     const mine = await authorize(team, { amount: '1' });
     await api().get(`/api/v1/authorizations/${mine.id}`).set(...other.auth).expect(404);
     await api().post(`/api/v1/authorizations/${mine.id}/void`).set(...other.auth).expect(404);
@@ -207,7 +207,7 @@ describe('authorizations', function () {
   });
 
   it('a declined authorization raises the breach alert once, marked declined; further declines update it', async () => {
-    const team = newTeam('auth');
+    const team = await newTeam('auth');
     await policy(team, { name: 'calls', limits: [{ kind: 'per_call', amount: '1' }] });
     const first = await authorize(team, { amount: '2' });
     await authorize(team, { amount: '3' });
@@ -221,7 +221,7 @@ describe('authorizations', function () {
   });
 
   it('checks are stored compactly and read back whole; rows stored before that read back as they were', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     await policy(team, { name: 'day', limits: [{ kind: 'daily', amount: '10' }] });
     const asked = await authorize(team, { amount: '4' });
     const row = testEnv().registry.prepare('SELECT checks FROM authorizations WHERE id = ?').get(asked.id) as { checks: string };
@@ -236,7 +236,7 @@ describe('authorizations', function () {
   });
 
   it('bad requests are 400s naming the field; reading needs read, asking needs ingest', async () => {
-    const team = newTeam('auth');
+    const team = await newTeam('auth');
     const bad = async (body: Record<string, unknown>, field: string) => {
       const res = await api().post('/api/v1/authorizations').set(...team.auth).send({ agent_id: 'bot', endpoint: 'https://x.example/', amount: '1', ...body }).expect(400);
       expect((errorOf(res.body).details as { field: string }[]).map((d) => d.field)).to.include(field);

@@ -7,7 +7,7 @@ import { ApiStorage, MemoryStorage, wrapWithSentinel } from '@x402sentinel/x402'
 import { api, errorOf, listenOnce, newTeam } from '../helpers/context.js';
 import { authorize } from '../helpers/authorizations.js';
 
-type Team = ReturnType<typeof newTeam>;
+type Team = Awaited<ReturnType<typeof newTeam>>;
 
 async function summary(team: Team): Promise<{ totalSpend: string; count: number }> {
   return (await api().get('/api/v1/analytics/summary').set(...team.auth).expect(200)).body;
@@ -17,7 +17,7 @@ describe('authorizations: capture and void', function () {
   this.timeout(120_000);
 
   it('300 capture/void pairs sent at once: exactly one of each pair wins, and spend is the captures that answered 200', async () => {
-    const team = newTeam('race');
+    const team = await newTeam('race');
     const server = await listenOnce();
     try {
       const post = (path: string, body?: unknown) =>
@@ -61,7 +61,7 @@ describe('authorizations: capture and void', function () {
   });
 
   it('the same capture sent again answers 200 with the captured authorization and stores nothing twice; another amount is a 409', async () => {
-    const team = newTeam('recapture');
+    const team = await newTeam('recapture');
     const a = await authorize(team, { amount: '3' });
     const first = (await api().post(`/api/v1/authorizations/${a.id}/capture`).set(...team.auth).send({ amount: '2.5' }).expect(200)).body;
     const again = (await api().post(`/api/v1/authorizations/${a.id}/capture`).set(...team.auth).send({ amount: '2.50' }).expect(200)).body;
@@ -85,7 +85,7 @@ describe('authorizations: capture and void', function () {
   });
 
   it("the published SDK wrapping a payment client that settles the 402 itself: the zero-amount record captures at the held amount", async () => {
-    const team = newTeam('sdk-zero');
+    const team = await newTeam('sdk-zero');
     await api()
       .post('/api/v1/policies')
       .set(...team.auth)
@@ -156,7 +156,7 @@ describe('authorizations: capture and void', function () {
   });
 
   it('a zero-amount record of a call that did not go through leaves the hold, and says so', async () => {
-    const team = newTeam('zero-failed');
+    const team = await newTeam('zero-failed');
     const a = await authorize(team, { amount: '0.7' });
     const base = { agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', method: 'GET', amount: '0.000000', metadata: { authorization_id: a.id } };
     const failed = (await api().post('/api/v1/events').set(...team.auth).send({ events: [{ ...base, id: 'z-1', status_code: 402 }] }).expect(200)).body;

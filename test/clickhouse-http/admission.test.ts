@@ -10,7 +10,7 @@ import { serveClickHouseHttp } from '../../src/clickhouse-http/protocol.js';
 import { engineCatalog, TeamScopedPolicy, type BiLimits } from '../../src/clickhouse-http/team-policy.js';
 import { api, newTeam, testEnv } from '../helpers/context.js';
 
-type Team = ReturnType<typeof newTeam>;
+type Team = Awaited<ReturnType<typeof newTeam>>;
 const MiB = 1024 ** 2;
 /** Runs until its time limit (the test env's 2 s) or until cancelled: it holds its place meanwhile. */
 const LONG = "SELECT sum(cityHash64(number)) FROM numbers(1000000000000)";
@@ -25,7 +25,7 @@ describe('BI admission: holders, teams, the process and memory', function () {
     const { config, deps } = testEnv();
     if (config.clickhouse.mode !== 'embedded') throw new Error('the BI interface serves the embedded engine');
     const { path: enginePath, database } = config.clickhouse;
-    const policy = new TeamScopedPolicy(deps.registry, deps.rateLimiter, database, { ...config.bi.limits, ...limits }, engineCatalog((sql, params) => deps.events.query(sql, params), database));
+    const policy = new TeamScopedPolicy(deps.db, deps.rateLimiter, database, { ...config.bi.limits, ...limits }, engineCatalog((sql, params) => deps.events.query(sql, params), database));
     const bi = await startBiServer((req, res) => void serveClickHouseHttp(req, res, { enginePath, policy, maxBodyBytes: config.maxBodyBytes }), config, 0);
     servers.push(bi);
     return `http://127.0.0.1:${bi.port}`;
@@ -69,7 +69,7 @@ describe('BI admission: holders, teams, the process and memory', function () {
 
   it('a BI query is a request of the key: counted in its bucket (201 QUOTA_EXCEEDED past it), and a rotated key goes on from it', async () => {
     const url = await biWith();
-    const team = newTeam('bi-rate');
+    const team = await newTeam('bi-rate');
     const key = await readKey(team, { requests_per_second: 2 });
     const first = clientOf(url, key);
     expect(await outcome(first, 'SELECT 1')).to.equal('ok');
@@ -85,7 +85,7 @@ describe('BI admission: holders, teams, the process and memory', function () {
 
   it('running queries belong to the holder: a rotated key does not get fresh places', async () => {
     const url = await biWith({ concurrentQueriesPerKey: 2, concurrentQueries: 4, maxMemoryBytes: 256 * MiB, totalMemoryBytes: 4096 * MiB });
-    const team = newTeam('bi-holder');
+    const team = await newTeam('bi-holder');
     const key = await readKey(team);
     const old = clientOf(url, key);
     const running = [await hold(old), await hold(old)];
@@ -99,7 +99,7 @@ describe('BI admission: holders, teams, the process and memory', function () {
 
   it('a team holds at most its share, whatever its keys; the process at most its total', async () => {
     const url = await biWith({ concurrentQueriesPerKey: 2, concurrentQueriesPerTeam: 3, concurrentQueries: 4, maxMemoryBytes: 256 * MiB, totalMemoryBytes: 4096 * MiB });
-    const team = newTeam('bi-team');
+    const team = await newTeam('bi-team');
     const [k1, k2, k3] = [clientOf(url, await readKey(team)), clientOf(url, await readKey(team)), clientOf(url, await readKey(team))];
     const running = [await hold(k1), await hold(k1), await hold(k2)];
     const refused = await k3.query({ query: 'SELECT 1', format: 'JSONEachRow' }).then(
@@ -108,16 +108,16 @@ describe('BI admission: holders, teams, the process and memory', function () {
     );
     expect(refused?.code).to.equal('202');
     expect(refused?.message).to.match(/for this team/);
-    const other = clientOf(url, await readKey(newTeam('bi-other')));
+    const other = clientOf(url, await readKey((await newTeam('bi-other'))));
     running.push(await hold(other));
     // Four running in the process: a fifth team is refused too.
-    expect(await outcome(clientOf(url, await readKey(newTeam('bi-fifth'))), 'SELECT 1')).to.equal('202');
+    expect(await outcome(clientOf(url, await readKey((await newTeam('bi-fifth')))), 'SELECT 1')).to.equal('202');
     await ended(running);
   });
 
   it('memory: each query gets at most what the BI total has left, and none starts with too little', async () => {
     const url = await biWith({ maxMemoryBytes: 400 * MiB, totalMemoryBytes: 500 * MiB, concurrentQueriesPerKey: 4, concurrentQueries: 4 });
-    const team = newTeam('bi-memory');
+    const team = await newTeam('bi-memory');
     const client = clientOf(url, await readKey(team));
     // About 80 MB of array (192 MiB at its peak): within a whole query's bound, not within the 100 MB left beside a running one.
     const heavy = 'SELECT length(groupArray(number)) FROM numbers(10000000)';

@@ -164,8 +164,8 @@ describe('BI interface fuzz pass', function () {
     const { config, deps } = testEnv();
     const bi = await startBiServer(deps.clickhouseHttp!, config, 0);
     try {
-      const a = newTeam('fuzz-a');
-      const b = newTeam('fuzz-b');
+      const a = await newTeam('fuzz-a');
+      const b = await newTeam('fuzz-b');
       const now = Date.now();
       const send = (team: typeof a, agent: string, n: number) =>
         api()

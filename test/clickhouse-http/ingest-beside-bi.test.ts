@@ -101,9 +101,11 @@ describe('ingest beside heavy BI queries', function () {
 
   it('keeps ingest p99 within 3x of its p99 alone, and every request under 2 s, while four heavy BI queries run', async () => {
     const { registry } = testEnv();
-    const team = newTeam('ingest-bi');
+    const team = await newTeam('ingest-bi');
     // Two read keys (the per-key limit is two queries): four heavy queries at once.
-    const readKeys = [newTeam('bi-reader-a'), newTeam('bi-reader-b')].map((t) => issueKey(registry, t.teamId, { name: 'bi', scopes: ['read'] }).apiKey);
+    const readKeys = await Promise.all(
+      [await newTeam('bi-reader-a'), await newTeam('bi-reader-b')].map(async (t) => (await issueKey(testEnv().deps.db, t.teamId, { name: 'bi', scopes: ['read'] })).apiKey),
+    );
     const biUrl = `http://127.0.0.1:${bi.port}`;
     const biClients = readKeys.flatMap((key) =>
       [0, 1].map(() => createClient({ url: biUrl, username: 'bi', password: key, request_timeout: 60_000, max_open_connections: 1, log: { level: ClickHouseLogLevel.OFF } })),

@@ -14,7 +14,7 @@ describe('ClickHouse HTTP interface: what a client sees is a 26.7 server', funct
   this.timeout(120_000);
   let bi: Awaited<ReturnType<typeof startBiServer>>;
   let url: string;
-  let team: ReturnType<typeof newTeam>;
+  let team: Awaited<ReturnType<typeof newTeam>>;
   const clients: ClickHouseClient[] = [];
   const client = () => {
     const c = createClient({ url, username: 'grafana', password: team.apiKey, log: { level: ClickHouseLogLevel.OFF } });
@@ -29,7 +29,7 @@ describe('ClickHouse HTTP interface: what a client sees is a 26.7 server', funct
     const { config, deps } = testEnv();
     bi = await startBiServer(deps.clickhouseHttp!, config, 0);
     url = `http://127.0.0.1:${bi.port}`;
-    team = newTeam('bi-compat');
+    team = await newTeam('bi-compat');
   });
 
   after(async () => {

@@ -9,7 +9,7 @@ import { singleStatement } from '../../src/clickhouse-http/statement.js';
 import ClickHouse from '@apla/clickhouse';
 import { api, listenOnce, loadedEvents, newTeam, testEnv } from '../helpers/context.js';
 
-type Team = ReturnType<typeof newTeam>;
+type Team = Awaited<ReturnType<typeof newTeam>>;
 
 describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
   this.timeout(120_000);
@@ -49,8 +49,8 @@ describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
     // Another database in the same engine, as a second install or a test would have.
     await deps.events.command('CREATE DATABASE IF NOT EXISTS bi_other');
     await deps.events.command("CREATE TABLE IF NOT EXISTS bi_other.secret (team_id String) ENGINE = MergeTree ORDER BY team_id");
-    teamA = newTeam('bi-a');
-    teamB = newTeam('bi-b');
+    teamA = await newTeam('bi-a');
+    teamB = await newTeam('bi-b');
     await ingest(teamA, 'a-bot', 30, '1.5');
     await ingest(teamB, 'b-bot', 20, '2');
   });

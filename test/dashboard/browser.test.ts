@@ -78,7 +78,7 @@ describe('dashboard in a browser', function () {
   this.timeout(120_000);
   let browser: Browser;
   let server: { url: string; close: () => Promise<void> };
-  let team: ReturnType<typeof newTeam>;
+  let team: Awaited<ReturnType<typeof newTeam>>;
   /** The seeded records span [from, to): a custom range the tests open the overview with. */
   const to = Math.floor(Date.now() / HOUR) * HOUR - HOUR;
   const from = to - 72 * HOUR;
@@ -86,7 +86,7 @@ describe('dashboard in a browser', function () {
   before(async () => {
     browser = await launchBrowser();
     server = await listenOnce();
-    team = newTeam('dashboard');
+    team = await newTeam('dashboard');
     fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
     for (const policy of SEEDED_POLICIES) await api().post('/api/v1/policies').set(...team.auth).send(policy).expect(201);
     for (let batch = 0; batch < 3; batch++) {
@@ -399,7 +399,7 @@ describe('dashboard in a browser', function () {
     );
 
   it('a read key sees every page with no control it may not use: changes disabled with the reason, webhooks not offered, no retry of a refusal', async () => {
-    const reading = newTeam('dashboard-reader');
+    const reading = await newTeam('dashboard-reader');
     await api().post('/api/v1/policies').set(...reading.auth).send(SEEDED_POLICIES[1]).expect(201);
     await api().post('/api/v1/events').set(...reading.auth).send({ events: [{ ...seededRecord(36, from, to), id: 'big-1', amount: '2.25' }] }).expect(200);
     const hook = (await api().post('/api/v1/webhooks').set(...reading.auth).send({ url: 'http://127.0.0.1:9/hook', events: ['alert.resolved'] }).expect(201)).body;
@@ -542,7 +542,7 @@ describe('dashboard in a browser', function () {
   });
 
   it('a figure summing several assets says so, with each asset\'s own total beside it', async () => {
-    const mixed = newTeam('dashboard-mixed');
+    const mixed = await newTeam('dashboard-mixed');
     const events = [
       { id: 'm-1', agent_id: 'pay-bot', endpoint: 'https://api.example.com/a', method: 'GET', amount: '1.25', asset: 'USDC', network: BASE, created_at: from + HOUR },
       { id: 'm-2', agent_id: 'pay-bot', endpoint: 'https://api.example.com/a', method: 'GET', amount: '2.5', asset: 'EURC', network: BASE, created_at: from + 2 * HOUR },
@@ -567,7 +567,7 @@ describe('dashboard in a browser', function () {
   });
 
   it('each panel has its own empty and error states; a failed panel retries on its own, the others unharmed', async () => {
-    const empty = newTeam('dashboard-empty');
+    const empty = await newTeam('dashboard-empty');
     const page = await newPage('wide');
     await signIn(page, empty.apiKey);
     await page.getByRole('button', { name: 'Sign out' }).waitFor();

@@ -37,7 +37,7 @@ describe('readiness and liveness', function () {
   this.timeout(60_000);
 
   it('a backlog outage: ready while the loader fails under the bound, 503 naming the backlog at it (as ingest), ready again once ClickHouse is back; /livez 200 throughout', async () => {
-    const team = newTeam('ready-backlog');
+    const team = await newTeam('ready-backlog');
     const { deps, events } = testEnv();
     // A group commit of its own on the shared log and loader, with a bound the test sets.
     const limits = { maxRows: 1e9, maxBytes: 1024 ** 4 };
@@ -89,7 +89,7 @@ describe('readiness and liveness', function () {
   });
 
   it('a failed write to the ingest log (disk full): 503 naming the log while ingest refuses, 200 after the next write succeeds; /livez 200 throughout', async () => {
-    const team = newTeam('ready-disk');
+    const team = await newTeam('ready-disk');
     const { deps } = testEnv();
     // An ingest log of its own, in a SQLite file the test can fill.
     const db = openRegistry(tempDir('ready-disk'));

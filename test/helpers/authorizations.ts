@@ -1,7 +1,7 @@
 /** Asking for an authorization in tests: agent `bot`, a fixed endpoint unless the body says otherwise. */
 import { api, newTeam } from './context.js';
 
-export async function authorize(team: ReturnType<typeof newTeam>, body: Record<string, unknown>) {
+export async function authorize(team: Awaited<ReturnType<typeof newTeam>>, body: Record<string, unknown>) {
   const res = await api()
     .post('/api/v1/authorizations')
     .set(...team.auth)

@@ -96,8 +96,9 @@ export async function startTestEnv(): Promise<void> {
   webhooks.start();
   // As main.ts: one limiter shared by the routes and the BI interface.
   const rateLimiter = new RateLimiter(config.rateLimits);
-  const clickhouseHttp = teamScopedInterface({ config, registry, events, rateLimiter });
-  const deps: AppDeps = { config, registry, db: sqliteDatabase(registry), events, loaderEvents, schemas, logger, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
+  const db = sqliteDatabase(registry);
+  const clickhouseHttp = teamScopedInterface({ config, db, events, rateLimiter });
+  const deps: AppDeps = { config, registry, db, events, loaderEvents, schemas, logger, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
   env = { dataDir, config, registry, events, loaderEvents, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };
 }
 
@@ -121,9 +122,9 @@ export function appWith(routes: readonly RouteSpec[], deps: Partial<AppDeps> = {
 let teamCounter = 0;
 
 /** A fresh team with a key: the unit of isolation between tests. */
-export function newTeam(label = 'team'): { teamId: string; name: string; apiKey: string; auth: [string, string] } {
+export async function newTeam(label = 'team'): Promise<{ teamId: string; name: string; apiKey: string; auth: [string, string] }> {
   const name = `${label}-${process.pid}-${++teamCounter}-${Math.random().toString(36).slice(2, 8)}`;
-  const { team, key } = createTeam(testEnv().registry, name);
+  const { team, key } = await createTeam(testEnv().deps.db, name);
   return { teamId: team.id, name, apiKey: key.apiKey, auth: ['Authorization', `Bearer ${key.apiKey}`] };
 }
 

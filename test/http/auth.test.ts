@@ -3,7 +3,7 @@ import { api, errorOf, newTeam, testEnv } from '../helpers/context.js';
 
 describe('auth', () => {
   it('accepts a valid key under both path forms', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     for (const prefix of ['/api/v1', '/v1']) {
       const res = await api().get(`${prefix}/team`).set(...team.auth).expect(200);
       expect(res.body.id).to.equal(team.teamId);
@@ -25,8 +25,8 @@ describe('auth', () => {
     });
   }
 
-  it('stores keys only as SHA-256 hashes with a short visible prefix', () => {
-    const team = newTeam();
+  it('stores keys only as SHA-256 hashes with a short visible prefix', async () => {
+    const team = await newTeam();
     const rows = testEnv().registry.prepare('SELECT * FROM api_keys WHERE team_id = ?').all(team.teamId) as Record<string, unknown>[];
     expect(rows).to.have.length(1);
     const stored = JSON.stringify(rows);
@@ -36,9 +36,9 @@ describe('auth', () => {
     expect(String(rows[0]!.prefix).length).to.be.lessThan(team.apiKey.length / 3);
   });
 
-  it('issues keys with at least 128 random bits', () => {
-    const a = newTeam().apiKey;
-    const b = newTeam().apiKey;
+  it('issues keys with at least 128 random bits', async () => {
+    const a = (await newTeam()).apiKey;
+    const b = (await newTeam()).apiKey;
     expect(a).not.to.equal(b);
     // ss_ + base64url of 32 bytes: 43 characters of 6 bits each.
     expect(a).to.match(/^ss_[A-Za-z0-9_-]{43}$/);

@@ -65,9 +65,9 @@ const nearTheLimit: fc.Arbitrary<unknown> = fc
 
 describe('body shape limits, checked before JSON.parse', function () {
   this.timeout(60_000);
-  let team: ReturnType<typeof newTeam>;
-  before(() => {
-    team = newTeam();
+  let team: Awaited<ReturnType<typeof newTeam>>;
+  before(async () => {
+    team = await newTeam();
   });
 
   // A Buffer is sent as it is (superagent would otherwise serialize it as JSON for a JSON type).

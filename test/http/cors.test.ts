@@ -21,7 +21,7 @@ describe('CORS and OPTIONS', () => {
   });
 
   it('a real request from an allowed origin carries the CORS headers, errors included', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const ok = await api(app()).get('/api/v1/team').set('Origin', ORIGIN).set(...team.auth).expect(200);
     expect(ok.headers['access-control-allow-origin']).to.equal(ORIGIN);
     expect(ok.headers['access-control-expose-headers']).to.include('X-Request-Id');

@@ -70,13 +70,13 @@ describe('errors', () => {
   const app = () => appWith([echo, boom, conflict], { schemas: schemasWithProbe() });
 
   it('accepts a valid JSON body', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api(app()).post('/api/v1/test/echo').set(...team.auth).send({ name: 'x', count: 1 }).expect(200);
     expect(res.body).to.deep.equal({ name: 'x', count: 1 });
   });
 
   it('malformed JSON: 400 invalid_json', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api(app())
       .post('/api/v1/test/echo')
       .set(...team.auth)
@@ -87,13 +87,13 @@ describe('errors', () => {
   });
 
   it('a JSON value that is not an object or array: 400 validation_failed, "must be a JSON object" (it is valid JSON)', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api(app()).post('/api/v1/test/echo').set(...team.auth).set('Content-Type', 'application/json').send('"just a string"').expect(400);
     expect(errorOf(res.body)).to.include({ code: 'validation_failed', message: 'Request body must be a JSON object' });
   });
 
   it('validation failure: 400 naming each field', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api(app())
       .post('/api/v1/test/echo')
       .set(...team.auth)
@@ -107,7 +107,7 @@ describe('errors', () => {
   });
 
   it('no body on a JSON route: 400 naming the body', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api(app()).post('/api/v1/test/echo').set(...team.auth).expect(400);
     const error = errorOf(res.body);
     expect(error.code).to.equal('validation_failed');
@@ -115,14 +115,14 @@ describe('errors', () => {
   });
 
   it('body over MAX_BODY_BYTES: 413', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const big = { name: 'x'.repeat(testEnv().config.maxBodyBytes + 10), count: 1 };
     const res = await api(app()).post('/api/v1/test/echo').set(...team.auth).send(big).expect(413);
     expect(errorOf(res.body).code).to.equal('payload_too_large');
   });
 
   it('wrong content type on a JSON route: 415', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api(app())
       .post('/api/v1/test/echo')
       .set(...team.auth)
@@ -133,7 +133,7 @@ describe('errors', () => {
   });
 
   it('unknown route: 404, under the API prefixes and elsewhere', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     for (const path of ['/api/v1/nothing-here', '/v1/nothing', '/nothing', '/api/v2/team']) {
       const res = await api().get(path).set(...team.auth).expect(404);
       expect(errorOf(res.body).code).to.equal('not_found');
@@ -141,7 +141,7 @@ describe('errors', () => {
   });
 
   it('unknown method on a known path: 405 with Allow', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api().delete('/api/v1/team').set(...team.auth).expect(405);
     expect(errorOf(res.body).code).to.equal('method_not_allowed');
     expect(res.headers.allow).to.equal('GET');
@@ -150,14 +150,14 @@ describe('errors', () => {
   });
 
   it('a domain error keeps its code, status and details', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api(app()).get('/api/v1/test/conflict').set(...team.auth).expect(409);
     expect(errorOf(res.body)).to.include({ code: 'conflict', message: 'already there' });
     expect(res.body.error.details).to.deep.equal({ id: 'x' });
   });
 
   it('unexpected error: 500 without internals, logged with the stack', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api(app()).get('/api/v1/test/boom').set(...team.auth).expect(500);
     const error = errorOf(res.body);
     expect(error.code).to.equal('internal_error');

@@ -3,7 +3,7 @@ import { api, newTeam, testEnv } from '../helpers/context.js';
 
 describe('request logging', () => {
   it('logs method, path, status, duration, team id and request id, and returns the id', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api().get('/api/v1/team?x=1').set(...team.auth).expect(200);
     const requestId = res.headers['x-request-id'];
     expect(requestId).to.match(/^[0-9a-f-]{36}$/);
@@ -16,7 +16,7 @@ describe('request logging', () => {
   });
 
   it('keeps a plain client request id and replaces a hostile one', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const kept = await api().get('/api/v1/team').set(...team.auth).set('X-Request-Id', 'trace-abc.123').expect(200);
     expect(kept.headers['x-request-id']).to.equal('trace-abc.123');
     const replaced = await api().get('/api/v1/team').set(...team.auth).set('X-Request-Id', 'bad id\twith "quotes"').expect(200);
@@ -24,7 +24,7 @@ describe('request logging', () => {
   });
 
   it('never writes the Authorization header or the key to the log', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     await api().get('/api/v1/team').set(...team.auth).expect(200);
     await api().post('/api/v1/team/rotate-key').set(...team.auth).expect(200);
     await api().get('/api/v1/team').set('Authorization', 'Bearer ss_unknown-key-that-should-not-be-logged').expect(401);

@@ -6,7 +6,7 @@ describe('error messages', () => {
   const record = { agent_id: 'a1', endpoint: 'https://api.example.com/x', method: 'POST', amount: '0.01' };
 
   it('POST /events names events[i].field, and one problem is not "1 problems"', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api().post('/api/v1/events').set(...team.auth).send({ events: [{ ...record, amount: 'lots' }] }).expect(400);
     const { message } = errorOf(res.body);
     expect(message).to.include('events[0].amount');
@@ -15,7 +15,7 @@ describe('error messages', () => {
   });
 
   it('POST /audit/batch names records[i].field and counts problems in words that agree', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api()
       .post('/api/v1/audit/batch')
       .set(...team.auth)
@@ -27,7 +27,7 @@ describe('error messages', () => {
   });
 
   it('a nullable field of the wrong type says "must be a string or null", not "must be string,null"', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api().post('/api/v1/events').set(...team.auth).send({ events: [{ ...record, team: 5 }] }).expect(400);
     const details = errorOf(res.body).details as { field: string; message: string }[];
     const team5 = details.find((d) => d.field === 'team');
@@ -37,7 +37,7 @@ describe('error messages', () => {
 
   for (const body of ['null', '"x"', '42', 'true']) {
     it(`a body of ${body} is "must be a JSON object", not "not valid JSON"`, async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const res = await api().post('/api/v1/events').set(...team.auth).set('Content-Type', 'application/json').send(body).expect(400);
       const error = errorOf(res.body);
       expect(error.code).to.equal('validation_failed');
@@ -47,13 +47,13 @@ describe('error messages', () => {
   }
 
   it('a body that is not JSON at all is still invalid_json', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api().post('/api/v1/events').set(...team.auth).set('Content-Type', 'application/json').send('{"events": [').expect(400);
     expect(errorOf(res.body).code).to.equal('invalid_json');
   });
 
   it('an over-long URL says it is too long, not that it is not a URL', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const endpoint = `https://api.example.com/${'a'.repeat(5000)}`;
     const res = await api().post('/api/v1/events').set(...team.auth).send({ events: [{ ...record, endpoint }] }).expect(400);
     const details = errorOf(res.body).details as { field: string; message: string }[];
@@ -63,7 +63,7 @@ describe('error messages', () => {
 
 describe('rejected records', () => {
   it('are logged at warn with the team, index, field and reason, never the record, and counted in /metrics', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const secret = 'sk-live-do-not-log-me';
     const metricsBefore = (await api().get('/metrics').expect(200)).text;
     const invalidBefore = Number(/spendscope_ingest_records_total\{outcome="invalid"\} (\d+)/.exec(metricsBefore)?.[1] ?? 0);

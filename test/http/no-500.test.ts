@@ -76,7 +76,7 @@ describe('no 500 for any input', function () {
   });
 
   it('the inputs that used to be 500s, one by one, are 400s naming the field', async () => {
-    const team = newTeam('named');
+    const team = await newTeam('named');
     const record = { agent_id: 'a1', endpoint: 'https://x.example/p', method: 'GET', amount: '0.1' };
     // [method, path, body text, the field the 400 names]
     const cases: [string, string, string | undefined, string][] = [
@@ -122,7 +122,7 @@ describe('no 500 for any input', function () {
   });
 
   it(`${RUNS.toLocaleString('en-US')} generated requests across every route (seed ${SEED}): none 5xx, every 4xx in the error shape; healthy after; nothing invalid stored`, async () => {
-    const team = newTeam('fuzz');
+    const team = await newTeam('fuzz');
     let key = team.apiKey;
     // Rate limits would turn most of the run into 429s; this test is about input, not rates.
     const routes = ROUTES.filter((r) => r.operationId !== 'getMetrics');

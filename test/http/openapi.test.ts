@@ -34,14 +34,14 @@ describe('OpenAPI document', () => {
   };
 
   before(async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api().get('/api/v1/openapi.json').set(...team.auth).expect(200);
     doc = res.body;
   });
 
   it('is OpenAPI 3.1 and served under /v1 as well', async () => {
     expect(doc.openapi).to.equal('3.1.0');
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api().get('/v1/openapi.json').set(...team.auth).expect(200);
     expect(res.body).to.deep.equal(doc);
   });

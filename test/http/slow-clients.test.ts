@@ -28,13 +28,13 @@ describe('slow and abusive clients', function () {
   this.timeout(30_000);
   let server: http.Server;
   let port: number;
-  let team: ReturnType<typeof newTeam>;
+  let team: Awaited<ReturnType<typeof newTeam>>;
 
   before(async () => {
     server = createHttpServer(testEnv().app, LIMITS);
     await listen(server, 0, '127.0.0.1');
     port = (server.address() as AddressInfo).port;
-    team = newTeam();
+    team = await newTeam();
   });
   after(() => new Promise<void>((r) => server.close(() => r())));
   afterEach(() => server.closeAllConnections());

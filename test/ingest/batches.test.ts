@@ -12,7 +12,7 @@ describe('ingest batch sizes', function () {
 
   it('POST /audit/batch stores 1,000 SDK records in one batch under the default MAX_BODY_BYTES', async () => {
     expect(testEnv().config.maxBodyBytes, 'the test runs with the default').to.equal(8 * 1024 * 1024);
-    const team = newTeam();
+    const team = await newTeam();
     // Records as the SDK builds them, with some metadata: about 1 KB each.
     const records = Array.from({ length: 1000 }, (_, i) => sdkRecord({ endpoint: `https://api.example.com/v1/item/${i}`, metadata: { purpose: 'x'.repeat(200), i } }));
     const body = JSON.stringify({ records });
@@ -23,13 +23,13 @@ describe('ingest batch sizes', function () {
   });
 
   it('POST /audit/batch with no records stores nothing and answers 200 (not an error that drops SDK data)', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api().post('/api/v1/audit/batch').set(...team.auth).send({ records: [] }).expect(200);
     expect(res.body).to.deep.equal({ ingested: 0, duplicates: 0, conflicts: 0, errors: [], warnings: [], alerts_created: 0 });
   });
 
   it('POST /events keeps its 1 to 100 events', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     await api().post('/api/v1/events').set(...team.auth).send({ events: Array.from({ length: 101 }, () => event()) }).expect(400);
     await api().post('/api/v1/events').set(...team.auth).send({ events: [] }).expect(400);
   });
@@ -37,7 +37,7 @@ describe('ingest batch sizes', function () {
 
 describe('amounts in assets of unknown decimals', () => {
   it('are stored, warned about, and counted as unpriced in the analytics summary, not as spend', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const now = Date.now();
     const records = [
       event({ id: 'weth', amount_raw: '1500000000000000', asset: 'WETH', created_at: now - 1000 }),
@@ -66,7 +66,7 @@ describe('amounts in assets of unknown decimals', () => {
   });
 
   it('ASSET_DECIMALS prices an asset the built-in table does not know (the test run sets ETH:18,WBTC:8)', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const records = [event({ id: 'eth', amount_raw: '1500000000000000', asset: 'eth' }), event({ id: 'btc', amount_raw: '250000000', asset: 'WBTC' })];
     for (const r of records) delete r.amount;
     const res = await api().post('/api/v1/events').set(...team.auth).send({ events: records }).expect(200);
@@ -76,7 +76,7 @@ describe('amounts in assets of unknown decimals', () => {
   });
 
   it('an amount_raw too large for its asset\'s decimals is refused, naming it (it could not be stored)', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const record = event({ amount_raw: '9'.repeat(38), asset: 'USDC' });
     delete record.amount;
     const res = await api().post('/api/v1/events').set(...team.auth).send({ events: [record, event()] }).expect(200);

@@ -25,7 +25,7 @@ async function conflictsCounted(): Promise<number> {
   return Number(/spendscope_ingest_records_total\{outcome="conflict"\} (\d+)/.exec(text)?.[1] ?? 0);
 }
 
-async function totalSpend(team: ReturnType<typeof newTeam>): Promise<string> {
+async function totalSpend(team: Awaited<ReturnType<typeof newTeam>>): Promise<string> {
   const now = Date.now();
   const range = { from: new Date(now - 2 * HOUR).toISOString(), to: new Date(now + HOUR).toISOString() };
   return (await api().get('/api/v1/analytics/summary').query(range).set(...team.auth).expect(200)).body.totalSpend;
@@ -39,7 +39,7 @@ describe('ingest: a known id with other content', () => {
     ];
     for (const [route, key] of routes) {
       it(`POST ${route}: a conflicts count, a warning naming what differs, the metric, a log line; the first record stays`, async () => {
-        const team = newTeam();
+        const team = await newTeam();
         const created = Date.now() - 60_000;
         const first = sdkRecord({ id: 'pay-1', amount: '1.5', created_at: created });
         await api().post(route).set(...team.auth).send({ [key]: [first] }).expect(200);
@@ -75,7 +75,7 @@ describe('ingest: a known id with other content', () => {
     }
 
     it('within one batch: the second record of an id with other content, or a tx_hash on one side only', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const a = sdkRecord({ id: 'same-a', tx_hash: null });
       const b = sdkRecord({ id: 'same-b', tx_hash: null });
       const res = await api()
@@ -101,7 +101,7 @@ describe('ingest: a known id with other content', () => {
 
   describe('another tx_hash is another payment', () => {
     it('is stored under a derived id, reads back as sent, and its own retry is a duplicate', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const first = sdkRecord({ id: 'twice', tx_hash: '0xaaa1' });
       const second = { ...first, tx_hash: '0xaaa2' };
       const res = await api().post('/v1/audit/batch').set(...team.auth).send({ records: [first, second, second, { ...second, amount: '9' }] }).expect(200);
@@ -120,7 +120,7 @@ describe('ingest: a known id with other content', () => {
     });
 
     it('50 same-millisecond payments built by the published SDK (one id, 50 tx_hash): 50 stored and counted, a resend stores nothing', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const server = await listenOnce();
       const remote = new ApiStorage({ apiKey: team.apiKey, baseUrl: `${server.url}/v1`, batchSize: 1000, flushIntervalMs: 3_600_000 });
       try {

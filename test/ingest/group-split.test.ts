@@ -11,7 +11,7 @@ import { event } from './fixtures.js';
 describe('group commit size', () => {
   it('takes whole requests up to groupMaxRows records per group (a larger request alone), yielding the event loop between groups', async () => {
     const { deps } = testEnv();
-    const team = newTeam('groups');
+    const team = await newTeam('groups');
     const groups: { rows: number; turn: number }[] = [];
     let turn = 0;
     let spinning = true;

@@ -13,7 +13,7 @@ describe('ingest', () => {
     ];
     for (const [path, key] of routes) {
       it(`POST ${path} stores a valid batch`, async () => {
-        const team = newTeam();
+        const team = await newTeam();
         const records = [sdkRecord(), sdkRecord({ agent_id: 'agent-2' }), event({ id: undefined })];
         const res = await api().post(path).set(...team.auth).send({ [key]: records }).expect(200);
         expect(res.body).to.deep.equal({ ingested: 3, duplicates: 0, conflicts: 0, errors: [], warnings: [], alerts_created: 0 });
@@ -31,7 +31,7 @@ describe('ingest', () => {
 
   describe('stored rows', () => {
     it('keep every field of a full SDK record, the record itself, and what is derived', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const record = sdkRecord({ extra_field_from_a_newer_sdk: { nested: true } });
       const before = Date.now();
       await api().post('/audit/batch').set(...team.auth).send({ records: [record] }).expect(200);
@@ -75,7 +75,7 @@ describe('ingest', () => {
     });
 
     it('keep aside what the columns normalise, and nothing for a plain SDK record', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const records = [
         sdkRecord({ id: 'plain' }),
         sdkRecord({ id: 'normalised', network: 'base', method: 'get', created_at: '2026-01-02T03:04:05.000Z', scheme: null, timestamp: 5 }),
@@ -93,7 +93,7 @@ describe('ingest', () => {
     });
 
     it('keep 18 decimals exactly and derive the amount from amount_raw for a known asset', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const events = [
         event({ id: 'tiny', amount: '0.000000000000000001' }),
         event({ id: 'huge', amount: '99999999999999999999.999999999999999999' }),
@@ -122,7 +122,7 @@ describe('ingest', () => {
     });
 
     it('derive the category: explicit field, metadata, tag, domain rule, default', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const events = [
         event({ id: 'explicit', category: 'Storage', metadata: { category: 'data' }, tags: ['llm'] }),
         event({ id: 'metadata', metadata: { category: 'data' }, tags: ['llm'] }),
@@ -136,7 +136,7 @@ describe('ingest', () => {
     });
 
     it('map x402 network names to CAIP-2 and keep an empty network', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const events = [
         event({ id: 'caip', network: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp' }),
         event({ id: 'legacy', network: 'base-sepolia' }),
@@ -150,7 +150,7 @@ describe('ingest', () => {
 
   describe('event time', () => {
     it('honours created_at and timestamp (Unix ms or ISO 8601), else uses the receive time', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       // Days relative to now: the times must stay within the retention of raw events (EVENTS_TTL_DAYS).
       const day = (daysAgo: number) => (Math.floor(Date.now() / 86_400_000) - daysAgo) * 86_400_000;
       const isoDay = new Date(day(100)).toISOString().slice(0, 10);
@@ -174,7 +174,7 @@ describe('ingest', () => {
     });
 
     it('rejects seconds sent as ms and garbage', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const events = [event({ timestamp: Math.floor(Date.now() / 1000) }), event({ created_at: 'yesterday' }), event({ id: 'ok' })];
       const res = await api().post('/api/v1/events').set(...team.auth).send({ events }).expect(200);
       expect(res.body.ingested).to.equal(1);
@@ -187,7 +187,7 @@ describe('ingest', () => {
     });
 
     it('stores a time more than 5 minutes ahead with the receive time, keeps the client\'s and warns', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const ahead = Date.now() + 10 * 60_000;
       const aheadIso = new Date(Date.now() + 3 * 3_600_000).toISOString();
       const before = Date.now();
@@ -218,7 +218,7 @@ describe('ingest', () => {
 
   describe('validation', () => {
     it('stores the valid records of a partial batch and reports the others by index', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const events = [event({ id: 'good-1' }), event({ amount: '-1' }), event({ id: 'good-2' }), 'not an object', null];
       const res = await api().post('/api/v1/events').set(...team.auth).send({ events }).expect(200);
       expect(res.body.ingested).to.equal(2);
@@ -261,7 +261,7 @@ describe('ingest', () => {
     ];
     for (const [field, overrides] of invalid) {
       it(`reports ${field} = ${JSON.stringify(overrides[field] ?? overrides[field.replace(/\[\d+\]$/, '')])?.slice(0, 30)}`, async () => {
-        const team = newTeam();
+        const team = await newTeam();
         const res = await api().post('/api/v1/events').set(...team.auth).send({ events: [event({ id: 'ok' }), event(overrides)] }).expect(200);
         expect(res.body.ingested).to.equal(1);
         expect(res.body.errors).to.have.length.greaterThan(0);
@@ -271,7 +271,7 @@ describe('ingest', () => {
     }
 
     it('a batch of only invalid records is a 400 with the record errors in details', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const res = await api().post('/v1/events').set(...team.auth).send({ events: [event({ amount: 'x' }), event({ method: 'nope' })] }).expect(400);
       const error = errorOf(res.body);
       expect(error.code).to.equal('validation_failed');
@@ -292,7 +292,7 @@ describe('ingest', () => {
     ];
     for (const [name, body, code] of envelopes) {
       it(`rejects ${name} with a 400 and stores nothing`, async () => {
-        const team = newTeam();
+        const team = await newTeam();
         const req = api().post('/api/v1/events').set(...team.auth).set('Content-Type', 'application/json');
         const res = await req.send(typeof body === 'string' ? body : JSON.stringify(body)).expect(400);
         expect(errorOf(res.body).code).to.equal(code);
@@ -303,7 +303,7 @@ describe('ingest', () => {
 
   describe('exactly once', () => {
     it('an id repeated in one batch is stored once (with other content: a conflict, not stored either)', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const record = sdkRecord();
       const res = await api().post('/audit/batch').set(...team.auth).send({ records: [record, record, { ...record, amount: '5.000000' }] }).expect(200);
       expect(res.body).to.include({ ingested: 3, duplicates: 1, conflicts: 1 });
@@ -311,7 +311,7 @@ describe('ingest', () => {
     });
 
     it('a retried batch and a later batch with a known id store nothing again', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const batch = Array.from({ length: 50 }, () => sdkRecord());
       await api().post('/audit/batch').set(...team.auth).send({ records: batch }).expect(200);
       const retry = await api().post('/audit/batch').set(...team.auth).send({ records: batch }).expect(200);
@@ -322,7 +322,7 @@ describe('ingest', () => {
     });
 
     it('the same batch sent concurrently (SDK retries racing) is stored once', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const batch = Array.from({ length: 40 }, () => sdkRecord());
       const answers = await Promise.all(
         Array.from({ length: 6 }, () => api().post('/audit/batch').set(...team.auth).send({ records: batch })),
@@ -333,8 +333,8 @@ describe('ingest', () => {
     });
 
     it('keeps equal ids of two teams apart', async () => {
-      const a = newTeam();
-      const b = newTeam();
+      const a = await newTeam();
+      const b = await newTeam();
       const record = sdkRecord();
       await api().post('/audit/batch').set(...a.auth).send({ records: [record] }).expect(200);
       const res = await api().post('/audit/batch').set(...b.auth).send({ records: [record] }).expect(200);
@@ -344,7 +344,7 @@ describe('ingest', () => {
     });
 
     it('records without an id get distinct server ids', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const same = event({ created_at: Date.UTC(2026, 0, 1) });
       await api().post('/api/v1/events').set(...team.auth).send({ events: [same, same] }).expect(200);
       const ids = (await storedRows(team.teamId)).map((r) => r.id as string);
@@ -356,8 +356,8 @@ describe('ingest', () => {
 
   describe('agents', () => {
     it('an unknown agent_id creates an agent of the team, once', async () => {
-      const team = newTeam();
-      const other = newTeam();
+      const team = await newTeam();
+      const other = await newTeam();
       await api().post('/api/v1/events').set(...team.auth).send({ events: [event({ agent_id: 'alpha' }), event({ agent_id: 'beta' })] }).expect(200);
       await api().post('/audit/batch').set(...team.auth).send({ records: [sdkRecord({ agent_id: 'alpha' })] }).expect(200);
       const agents = testEnv().registry
@@ -372,7 +372,7 @@ describe('ingest', () => {
     });
 
     it('an invalid record creates no agent', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       await api().post('/api/v1/events').set(...team.auth).send({ events: [event({ agent_id: 'ghost', amount: '-1' }), event({ agent_id: 'real' })] }).expect(200);
       const agents = testEnv().registry.prepare('SELECT external_id FROM agents WHERE team_id = ?').all(team.teamId);
       expect(agents).to.deep.equal([{ external_id: 'real' }]);
@@ -381,7 +381,7 @@ describe('ingest', () => {
 
   describe('when the ingest log cannot be written', () => {
     it('answers 503 with Retry-After, acknowledges and claims nothing (disk full)', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const { registry } = testEnv();
       const max = registry.pragma('max_page_count', { simple: true }) as number;
       // A real SQLITE_FULL: no free page left, and the chunk (an overflow blob) needs new ones.

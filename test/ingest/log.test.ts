@@ -46,7 +46,7 @@ function rowsFor(teamId: string, records: Record<string, unknown>[]) {
 describe('ingest log and loader', () => {
   describe('reads see what was acknowledged', () => {
     it('every read route answers with a record sent just before (the loader runs every 2 s here)', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const now = Date.now();
       const record = sdkRecord({ id: 'fresh-1', agent_id: 'reader', amount: '1.250000', created_at: now - 1000 });
       await api().post('/api/v1/audit/batch').set(...team.auth).send({ records: [record] }).expect(200);
@@ -68,7 +68,7 @@ describe('ingest log and loader', () => {
   describe('group commit', () => {
     it('answers every request, also those arriving while a group waits for its disk flush', async function () {
       this.timeout(60_000);
-      const team = newTeam();
+      const team = await newTeam();
       // Requests spaced by 0 to 3 ms land at every moment of a commit and of its flush.
       const sent: Promise<{ status: number }>[] = [];
       await Promise.all(
@@ -90,7 +90,7 @@ describe('ingest log and loader', () => {
 
   describe('exactly once in ClickHouse', () => {
     it('a block inserted twice with its token is stored once in events and in every rollup', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       // Positions far from the shared log's, under a log id of this test's own.
       const rows = rowsFor(team.teamId, [event({ id: 'b1', amount: '0.5' }), event({ id: 'b2', amount: '2.25', agent_id: 'other' })]);
       const first = 9e15 + Math.floor(Math.random() * 1e9);
@@ -118,7 +118,7 @@ describe('ingest log and loader', () => {
     });
 
     it('a block recorded before the asset dimension loads the old way plus the asset inserts, once however often', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const rows = rowsFor(team.teamId, [event({ id: 'l1', amount: '0.5', asset: 'USDC' }), event({ id: 'l2', amount: '2.25', asset: 'EURC' })]);
       const first = 8e15 + Math.floor(Math.random() * 1e9);
       const block = { firstPos: first, lastPos: first + 1 };
@@ -133,8 +133,8 @@ describe('ingest log and loader', () => {
 
   describe('one tenant\'s bad record', () => {
     it('ill-formed Unicode in any string field is a per-record error naming it; another team ingesting meanwhile loses nothing', async () => {
-      const bad = newTeam('bad');
-      const good = newTeam('good');
+      const bad = await newTeam('bad');
+      const good = await newTeam('good');
       const badRecords = [
         event({ agent_id: 'bad\ud800' }),
         event({ tags: ['ok', 'x\udc00'] }),
@@ -161,8 +161,8 @@ describe('ingest log and loader', () => {
     });
 
     it('a record ClickHouse refuses is set aside; the rest of its block loads and the loader goes on', async () => {
-      const bad = newTeam('refused');
-      const good = newTeam('neighbour');
+      const bad = await newTeam('refused');
+      const good = await newTeam('neighbour');
       const { registry, deps } = testEnv();
       const rows = rowsFor(bad.teamId, [event({ id: 'r-ok-1' }), event({ id: 'r-bad' }), event({ id: 'r-ok-2' })]);
       const first = deps.ingest.log.endPos;
@@ -190,7 +190,7 @@ describe('ingest log and loader', () => {
   describe('ClickHouse unavailable', () => {
     it('acknowledges until the backlog bound, then 503 with Retry-After; drains by itself when ClickHouse is back', async function () {
       this.timeout(60_000);
-      const team = newTeam('outage');
+      const team = await newTeam('outage');
       const { deps, events } = testEnv();
       // A group commit of its own with a small bound, on the shared log and loader.
       const limits = { maxRows: deps.ingest.freshness.backlog().rows + 50, maxBytes: 1024 ** 3 };
@@ -241,7 +241,7 @@ describe('ingest log and loader', () => {
 
   describe('GET /metrics', () => {
     it('answers the Prometheus text format, and its series move with traffic', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const scrape = async () => (await api().get('/metrics').expect(200).expect('Content-Type', /text\/plain/)).text;
       const value = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
       const before = await scrape();

@@ -27,7 +27,7 @@ describe('ingest from the published SDK (ApiStorage)', function () {
   // The SDK's base URL may be <site>/api/v1 (zero-config helper), the bare site, or end in /v1.
   for (const prefix of ['/api/v1', '', '/v1']) {
     it(`stores every record the SDK flushes to ${prefix || 'the bare site'}, without falling back to memory`, async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const storage = new ApiStorage({ apiKey: team.apiKey, baseUrl: `${base}${prefix}`, batchSize: 50, flushIntervalMs: 3_600_000 });
       const logger = new AuditLogger({ storage });
       const written: string[] = [];
@@ -81,7 +81,7 @@ describe('ingest from the published SDK (ApiStorage)', function () {
   }
 
   it('batchSize 500: every batch is stored, and the SDK never falls back to local storage', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const out = await sdkProcess({ API_KEY: team.apiKey, BASE_URL: `${base}/api/v1`, BATCH_SIZE: '500', COUNT: '1200' });
     expect(out.fellBack, 'SDK switched to local storage').to.equal(false);
     expect(out.count, 'the SDK counted what it sent, remotely').to.equal(1200);
@@ -90,7 +90,7 @@ describe('ingest from the published SDK (ApiStorage)', function () {
   });
 
   it('a client clock 10 minutes fast: records are stored at the receive time, none lost, no fallback', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const before = Date.now();
     const out = await sdkProcess({ API_KEY: team.apiKey, BASE_URL: `${base}/api/v1`, BATCH_SIZE: '500', COUNT: '600', CLOCK_SKEW_MS: String(10 * 60_000) });
     const after = Date.now();

@@ -9,8 +9,9 @@ import { generateApiKey, hashApiKey, visiblePrefix } from '../../src/teams/keys.
 import { findKeyOwner } from '../../src/teams/repository.js';
 import { api, errorOf, newTeam, testEnv } from '../helpers/context.js';
 import { tempDir } from '../helpers/processes.js';
+import { sqliteDatabase } from '../../src/stores/sql.js';
 
-type Team = ReturnType<typeof newTeam>;
+type Team = Awaited<ReturnType<typeof newTeam>>;
 interface Key {
   apiKey: string;
   id: string;
@@ -29,7 +30,7 @@ async function rotate(key: Key): Promise<Key> {
 }
 
 const read = (key: Key) => api().get('/api/v1/agents').set(...bearer(key.apiKey));
-const holderOf = (key: Key) => findKeyOwner(testEnv().registry, key.apiKey)!.holderId;
+const holderOf = async (key: Key) => (await findKeyOwner(testEnv().deps.db, key.apiKey))!.holderId;
 
 let idCounter = 0;
 const events = (n: number) =>
@@ -39,7 +40,7 @@ describe('rate limits follow the key holder', function () {
   this.timeout(60_000);
 
   it('a key that rotates between reads keeps its requests bucket: 429 once it is empty', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const first = await keyWith(team, { requests_per_second: 2 });
     await read(first).expect(200);
     const second = await rotate(first); // the bucket's second token
@@ -50,7 +51,7 @@ describe('rate limits follow the key holder', function () {
   });
 
   it('a rotation is a request: on an empty bucket it is the same 429 as a read, and the key is not rotated', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const first = await keyWith(team, { requests_per_second: 2 });
     await read(first).expect(200);
     const second = await rotate(first);
@@ -72,7 +73,7 @@ describe('rate limits follow the key holder', function () {
   });
 
   it('the records bucket is inherited too, the precheck before the body included', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     // 5 a second: a token refills in 200 ms, far longer than the few requests between the checks.
     const first = await keyWith(team, { records_per_second: 5, requests_per_second: 100 }, ['ingest']);
     const sent = await api().post('/api/v1/events').set(...bearer(first.apiKey)).send({ events: events(4) }).expect(200);
@@ -88,47 +89,47 @@ describe('rate limits follow the key holder', function () {
   });
 
   it('two keys of a team that are not one rotation chain keep separate buckets', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const one = await keyWith(team, { requests_per_second: 2 });
     const other = await keyWith(team, { requests_per_second: 2 });
-    expect(holderOf(one)).to.equal(one.id);
-    expect(holderOf(other)).to.equal(other.id);
+    expect(await holderOf(one)).to.equal(one.id);
+    expect(await holderOf(other)).to.equal(other.id);
     await read(one).expect(200);
     await read(one).expect(200);
     await read(one).expect(429);
     await read(other).expect(200);
     // The other key's rotation carries the other key's bucket, not the first's.
     const rotated = await rotate(other);
-    expect(holderOf(rotated)).to.equal(other.id);
+    expect(await holderOf(rotated)).to.equal(other.id);
     await read(rotated).expect(429);
   });
 
   it('a key rotated twice keeps the first key as its holder, and its bucket', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const first = await keyWith(team, { requests_per_second: 3 });
-    expect(holderOf(first)).to.equal(first.id);
+    expect(await holderOf(first)).to.equal(first.id);
     await read(first).expect(200);
     const second = await rotate(first);
-    expect(holderOf(second)).to.equal(first.id);
+    expect(await holderOf(second)).to.equal(first.id);
     const third = await rotate(second);
-    expect(holderOf(third)).to.equal(first.id);
+    expect(await holderOf(third)).to.equal(first.id);
     const row = testEnv().registry.prepare('SELECT holder_id FROM api_keys WHERE id = ?').get(third.id);
     expect(row).to.deep.equal({ holder_id: first.id });
     await read(third).expect(429);
     // The team's first key, made with the team, is its own holder.
-    expect(findKeyOwner(testEnv().registry, team.apiKey)!.holderId).to.match(/^key_/).and.not.equal(first.id);
+    expect((await findKeyOwner(testEnv().deps.db, team.apiKey))!.holderId).to.match(/^key_/).and.not.equal(first.id);
   });
 
   it("the routes count in AppDeps.rateLimiter's buckets (the instance the BI interface is given)", async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const key = await keyWith(team, { requests_per_second: 2 });
     const { rateLimiter } = testEnv().deps;
     // What a BI query will do: take from the holder's requests bucket through the shared instance.
-    expect(rateLimiter.take(holderOf(key), 'requests', { requestsPerSecond: 2, recordsPerSecond: null }, 2)!.allowed).to.equal(true);
+    expect(rateLimiter.take(await holderOf(key), 'requests', { requestsPerSecond: 2, recordsPerSecond: null }, 2)!.allowed).to.equal(true);
     await read(key).expect(429);
   });
 
-  it('keys that existed before migration 015 are their own holders', () => {
+  it('keys that existed before migration 015 are their own holders', async () => {
     const dir = tempDir('holder-migration');
     const before = tempDir('holder-migrations-before');
     for (const m of readMigrations(path.join(SCHEMA_DIR, 'sqlite')).filter((m) => m.version < 15)) fs.writeFileSync(path.join(before, m.name), m.sql);
@@ -145,7 +146,8 @@ describe('rate limits follow the key holder', function () {
         { id: 'key_old0', holder_id: 'key_old0' },
         { id: 'key_old1', holder_id: 'key_old1' },
       ]);
-      expect(apiKeys.map((apiKey) => findKeyOwner(db, apiKey)!.holderId)).to.deep.equal(['key_old0', 'key_old1']);
+      const sql = sqliteDatabase(db);
+      expect(await Promise.all(apiKeys.map(async (apiKey) => (await findKeyOwner(sql, apiKey))!.holderId))).to.deep.equal(['key_old0', 'key_old1']);
     } finally {
       db.close();
     }

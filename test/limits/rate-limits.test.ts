@@ -4,7 +4,7 @@ import { RateLimiter } from '../../src/limits/rate-limiter.js';
 import { TokenBucket } from '../../src/limits/token-bucket.js';
 import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
 
-type Team = ReturnType<typeof newTeam>;
+type Team = Awaited<ReturnType<typeof newTeam>>;
 const bearer = (key: string): [string, string] => ['Authorization', `Bearer ${key}`];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -64,7 +64,7 @@ describe('rate limits per key', function () {
   });
 
   it('requests: RateLimit headers on every answer, 429 in the error shape with Retry-After when over, and the bucket refills', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const key = await keyWith(team, { requests_per_second: 3 }, ['read']);
     const seen: string[] = [];
     for (let i = 0; i < 3; i++) {
@@ -91,7 +91,7 @@ describe('rate limits per key', function () {
   });
 
   it('records: a batch costs one token per record; a refused batch stores nothing, and is stored once after Retry-After', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const key = await keyWith(team, { records_per_second: 150 });
     const first = await api().post('/api/v1/events').set(...bearer(key.apiKey)).send({ events: events(100) }).expect(200);
     expect(first.body.ingested).to.equal(100);
@@ -116,7 +116,7 @@ describe('rate limits per key', function () {
   });
 
   it('a batch larger than the burst is served when the bucket is full, and the debt is waited out', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const key = await keyWith(team, { records_per_second: 50 });
     const big = await api().post('/api/v1/audit/batch').set(...bearer(key.apiKey)).send({ records: events(120) }).expect(200);
     expect(big.body.ingested).to.equal(120);
@@ -126,7 +126,7 @@ describe('rate limits per key', function () {
   });
 
   it('a 400 and a 403 of a limited route carry the headers too; an empty records bucket refuses before the body is read', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const key = await keyWith(team, { records_per_second: 10, requests_per_second: 100 }, ['ingest']);
     const bad = await api().post('/api/v1/events').set(...bearer(key.apiKey)).send({ events: 'x' }).expect(400);
     expect(bad.headers['ratelimit-policy']).to.equal('"records";q=10;w=1');
@@ -140,7 +140,7 @@ describe('rate limits per key', function () {
   });
 
   it('defaults apply to keys without their own rates; GET /keys shows the rates each key is held to; rotation keeps them', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const { rateLimits } = testEnv().deps.config;
     const res = await api().get('/api/v1/team').set(...team.auth).expect(200);
     expect(res.headers['ratelimit-policy']).to.equal(`"requests";q=${rateLimits.requestsPerSecond};w=1`);
@@ -158,7 +158,7 @@ describe('rate limits per key', function () {
   });
 
   it("the ingest benchmark's load (16 clients sending batches of 100 back to back) is never limited by the defaults", async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const { rateLimits } = testEnv().deps.config;
     // The fastest this service has ingested on this machine is under 20,000 events/s (docs/performance.md).
     expect(rateLimits.recordsPerSecond).to.be.at.least(5 * 20_000);
@@ -180,7 +180,7 @@ describe('rate limits per key', function () {
   });
 
   it('bad rate limits are 400s naming the field', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     for (const [rateLimit, field] of [
       [{ records_per_second: 0 }, 'rate_limit.records_per_second'],
       [{ requests_per_second: 1.5 }, 'rate_limit.requests_per_second'],
@@ -197,7 +197,7 @@ describe('rate limits per key', function () {
     const rateLimits = { requestsPerSecond: 0, recordsPerSecond: 0 };
     // As main.ts builds them from one config: the limiter enforces, the config is what keys show.
     const app = appWith([], { config: { ...e.deps.config, rateLimits }, rateLimiter: new RateLimiter(rateLimits) });
-    const team = newTeam();
+    const team = await newTeam();
     const res = await api(app).get('/api/v1/team').set(...team.auth).expect(200);
     expect(res.headers).to.not.have.property('ratelimit');
     expect(res.body.usage).to.be.an('object');
@@ -206,7 +206,7 @@ describe('rate limits per key', function () {
   });
 
   it('counts refusals in /metrics', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const key = await keyWith(team, { requests_per_second: 1 }, ['read']);
     await api().get('/api/v1/agents').set(...bearer(key.apiKey)).expect(200);
     await api().get('/api/v1/agents').set(...bearer(key.apiKey)).expect(429);

@@ -10,7 +10,7 @@ import { RateLimiter } from '../../src/limits/rate-limiter.js';
 import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
 import { event, storedCount } from '../ingest/fixtures.js';
 
-type Team = ReturnType<typeof newTeam>;
+type Team = Awaited<ReturnType<typeof newTeam>>;
 const bearer = (key: string): [string, string] => ['Authorization', `Bearer ${key}`];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -48,7 +48,7 @@ describe('a request answered 503 costs no rate-limit token', function () {
   });
 
   it('during a backlog outage a client retrying a batch past its records budget gets only 503s, never a 429; after recovery the limit applies as before', async () => {
-    const team = newTeam('retry-503');
+    const team = await newTeam('retry-503');
     const key = await keyWith(team, { records_per_second: 20 });
     // The backlog at its bound: every batch is refused by the same test as in an outage of ClickHouse.
     const limits = { maxRows: 0, maxBytes: 0 };
@@ -88,7 +88,7 @@ describe('a request answered 503 costs no rate-limit token', function () {
   });
 
   it('POST /authorizations answered 503 costs no token of the requests bucket; other requests are limited as before', async () => {
-    const team = newTeam('authz-503');
+    const team = await newTeam('authz-503');
     const key = await keyWith(team, { requests_per_second: 3 });
     // A group commit that refuses everything, as while the service shuts down.
     const { app, commit } = appWithBound({ maxRows: 1e9, maxBytes: 1024 ** 4 });

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import type { Express } from 'express';
 import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
 
-type Team = ReturnType<typeof newTeam>;
+type Team = Awaited<ReturnType<typeof newTeam>>;
 const LIMITS = [{ kind: 'daily', amount: '10' }];
 
 describe('the bound on active policies per team', () => {
@@ -19,7 +19,7 @@ describe('the bound on active policies per team', () => {
   });
 
   it('a policy past it is a 409 conflict naming active, and nothing is created; an inactive one is still created', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     for (let i = 0; i < 3; i++) await create(team).expect(201);
     const res = await create(team).expect(409);
     const error = errorOf(res.body);
@@ -34,11 +34,11 @@ describe('the bound on active policies per team', () => {
 
     await create(team, { active: false }).expect(201);
     // Another team has its own count.
-    await create(newTeam()).expect(201);
+    await create((await newTeam())).expect(201);
   });
 
   it('re-activating past it is a 409; changing an active policy is not; after one is deactivated or deleted there is room', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await create(team).expect(201)).body.id);
     const inactive = (await create(team, { active: false }).expect(201)).body.id as string;

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { api, errorOf, newTeam } from '../helpers/context.js';
 
-type Team = ReturnType<typeof newTeam>;
+type Team = Awaited<ReturnType<typeof newTeam>>;
 
 const EXAMPLE = {
   name: 'research budget',
@@ -22,7 +22,7 @@ const fields = (body: unknown) => (errorOf(body).details as { field: string }[])
 describe('policies', () => {
   describe('POST /policies', () => {
     it('creates the interface example: 201, amounts kept as sent, Location', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const res = await create(team, EXAMPLE).expect(201);
       expect(res.body).to.include({ name: 'research budget', action: 'flag', active: true, timezone: null });
       expect(res.body.id).to.match(/^pol_/);
@@ -34,7 +34,7 @@ describe('policies', () => {
     });
 
     it('defaults: every agent, action flag, active, UTC; endpoint patterns in stored form', async () => {
-      const res = await create(newTeam(), {
+      const res = await create((await newTeam()), {
         name: 'all',
         limits: [
           { kind: 'per_endpoint', amount: '5', endpoint: '*.Example.COM' },
@@ -70,7 +70,7 @@ describe('policies', () => {
     ];
     for (const [what, body, field] of invalid) {
       it(`${what}: 400 naming ${field}`, async () => {
-        const res = await create(newTeam(), body).expect(400);
+        const res = await create((await newTeam()), body).expect(400);
         expect(fields(res.body)).to.include(field);
       });
     }
@@ -78,7 +78,7 @@ describe('policies', () => {
 
   describe('GET, PATCH, DELETE /policies/:id', () => {
     it('PATCH changes only the fields sent, replacing agents and limits whole', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const created = (await create(team, { ...EXAMPLE, timezone: 'Europe/Berlin' }).expect(201)).body;
       const res = await api()
         .patch(`/api/v1/policies/${created.id}`)
@@ -95,7 +95,7 @@ describe('policies', () => {
     });
 
     it('PATCH validates like POST, and an empty body is a 400', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const { id } = (await create(team, EXAMPLE).expect(201)).body;
       const bad = await api().patch(`/api/v1/policies/${id}`).set(...team.auth).send({ limits: [{ kind: 'per_endpoint', amount: '1', endpoint: '*.*' }] }).expect(400);
       expect(fields(bad.body)).to.include('limits[0].endpoint');
@@ -105,7 +105,7 @@ describe('policies', () => {
     });
 
     it('DELETE removes it: 204, then 404', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const { id } = (await create(team, EXAMPLE).expect(201)).body;
       await api().delete(`/api/v1/policies/${id}`).set(...team.auth).expect(204);
       await api().get(`/api/v1/policies/${id}`).set(...team.auth).expect(404);
@@ -113,8 +113,8 @@ describe('policies', () => {
     });
 
     it('another team gets 404 on get, patch and delete, and changes nothing', async () => {
-      const team = newTeam();
-      const other = newTeam();
+      const team = await newTeam();
+      const other = await newTeam();
       const { id } = (await create(team, EXAMPLE).expect(201)).body;
       expect(errorOf((await api().get(`/api/v1/policies/${id}`).set(...other.auth).expect(404)).body).code).to.equal('not_found');
       await api().patch(`/api/v1/policies/${id}`).set(...other.auth).send({ name: 'stolen' }).expect(404);
@@ -125,13 +125,13 @@ describe('policies', () => {
 
   describe('GET /policies', () => {
     it('pages newest first with no duplicates or gaps, filters by agent and active', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const ids: string[] = [];
       for (let i = 0; i < 11; i++) {
         const agents = i % 3 === 0 ? [] : i % 3 === 1 ? ['a1'] : ['a2', 'a3'];
         ids.push((await create(team, { name: `p${i}`, agents, limits: [{ kind: 'per_call', amount: `${i}` }], active: i !== 4 }).expect(201)).body.id);
       }
-      await create(newTeam(), EXAMPLE).expect(201); // another team's
+      await create((await newTeam()), EXAMPLE).expect(201); // another team's
       const seen: string[] = [];
       let cursor: string | null = null;
       do {
@@ -151,14 +151,14 @@ describe('policies', () => {
 
     for (const [query, field] of [['limit=0', 'limit'], ['limit=500', 'limit'], ['cursor=%%%', 'cursor'], ['active=maybe', 'active'], ['name=x', 'name']]) {
       it(`?${query} is a 400 naming ${field}`, async () => {
-        const res = await api().get(`/api/v1/policies?${query}`).set(...newTeam().auth).expect(400);
+        const res = await api().get(`/api/v1/policies?${query}`).set(...(await newTeam()).auth).expect(400);
         expect(fields(res.body)).to.include(field);
       });
     }
   });
 
   it('team usage counts agents, active policies and this month\'s events and spend', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     await create(team, EXAMPLE).expect(201);
     await create(team, { ...EXAMPLE, active: false }).expect(201);
     await api().post('/api/v1/agents').set(...team.auth).send({ external_id: 'registered', name: 'r' }).expect(201);

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { appWith, testEnv } from '../helpers/context.js';
 import { startIngestPipeline } from '../../src/ingest/pipeline.js';
 import { tempDir } from '../helpers/processes.js';
+import { sqliteDatabase } from '../../src/stores/sql.js';
 
 function get(port: number, path: string, key: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -33,7 +34,8 @@ describe('graceful shutdown', () => {
     const config = loadConfig({ DATA_DIR: dataDir, PORT: '0' });
     const registry = openRegistry(dataDir);
     migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
-    const { key } = createTeam(registry, 'shutdown');
+    const db = sqliteDatabase(registry);
+    const { key } = await createTeam(db, 'shutdown');
     let eventsClosed = false;
     const httpStore = createEventStore({ mode: 'server', url: 'http://127.0.0.1:9', user: 'default', password: '', database: 'x' });
     const events = { ...httpStore, close: async () => { eventsClosed = true; await httpStore.close(); } };
@@ -59,7 +61,7 @@ describe('graceful shutdown', () => {
     const ingest = startIngestPipeline({ config, registry, events, loaderEvents: events, schemas, logger });
     const webhooks = new Dispatcher(registry, testEnv().deps.secrets, config.webhooks, logger, { publicUrl: 'http://spendscope.test' });
     webhooks.start();
-    const app = appWith([slow], { config, registry, events, loaderEvents: events, ingest, webhooks });
+    const app = appWith([slow], { config, registry, db, events, loaderEvents: events, ingest, webhooks });
     const running = await startServer(app, { config, registry, events, loaderEvents: events, ingest, webhooks });
 
     const inFlight = get(running.port, '/api/v1/test/slow', key.apiKey);

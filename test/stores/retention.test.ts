@@ -62,7 +62,7 @@ describe('retention', function () {
   });
 
   it('a record whose event time is past EVENTS_TTL_DAYS is refused, naming the field; the rest of the batch is stored', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const eventsTtlDays = 400;
     const deps = testEnv().deps;
     const ingestor = new Ingestor(deps.schemas, deps.ingest.commit, undefined, { eventsTtlDays });

@@ -9,6 +9,7 @@ import { openRegistry } from '../../src/stores/sqlite.js';
 import { bootstrapDefaultTeam } from '../../src/teams/bootstrap.js';
 import { api, appWith } from '../helpers/context.js';
 import { tempDir } from '../helpers/processes.js';
+import { sqliteDatabase } from '../../src/stores/sql.js';
 
 describe('bootstrap of team "default"', () => {
   it('with BOOTSTRAP_API_KEY_FILE, keys team "default" with the file\'s key, never prints it, and drops it from the config', async () => {
@@ -21,18 +22,18 @@ describe('bootstrap of team "default"', () => {
     try {
       migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
       const printed: string[] = [];
-      const team = bootstrapDefaultTeam(registry, config, (line) => printed.push(line));
+      const team = await bootstrapDefaultTeam(sqliteDatabase(registry), config, (line) => printed.push(line));
       expect(team?.name).to.equal('default');
       expect(printed.join('\n')).to.include('BOOTSTRAP_API_KEY_FILE').and.not.include(key);
       expect(config.bootstrapApiKey).to.equal(undefined);
 
       // The key works against this registry: the API answers as team "default".
-      const res = await api(appWith([], { registry })).get('/api/v1/team').set('Authorization', `Bearer ${key}`).expect(200);
+      const res = await api(appWith([], { registry, db: sqliteDatabase(registry) })).get('/api/v1/team').set('Authorization', `Bearer ${key}`).expect(200);
       expect(res.body.name).to.equal('default');
 
       // A later start with the file still there creates nothing, and still drops the key.
       const again = loadConfig({ DATA_DIR: dataDir, BOOTSTRAP_API_KEY_FILE: keyFile });
-      expect(bootstrapDefaultTeam(registry, again, () => undefined)).to.equal(undefined);
+      expect(await bootstrapDefaultTeam(sqliteDatabase(registry), again, () => undefined)).to.equal(undefined);
       expect(again.bootstrapApiKey).to.equal(undefined);
     } finally {
       registry.close();

@@ -12,7 +12,7 @@ describe('team:create CLI', function () {
   this.timeout(60_000);
 
   it('creates a team whose key works at once in the running service and sees only itself', async () => {
-    const other = newTeam('other');
+    const other = await newTeam('other');
     const name = `cli-${Date.now()}`;
     const result = await run(process.execPath, [CLI, '--name', name], { DATA_DIR: testEnv().dataDir });
     expect(result.code, result.stderr).to.equal(0);
@@ -37,7 +37,7 @@ describe('team:create CLI', function () {
   });
 
   it('refuses a taken name (exit 1) and a missing name (exit 2)', async () => {
-    const team = newTeam('taken');
+    const team = await newTeam('taken');
     const taken = await run(process.execPath, [CLI, '--name', team.name], { DATA_DIR: testEnv().dataDir });
     expect(taken.code).to.equal(1);
     expect(taken.stderr).to.include('already exists');

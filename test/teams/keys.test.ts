@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { api, errorOf, newTeam, testEnv } from '../helpers/context.js';
 import { sdkRecord } from '../ingest/fixtures.js';
 
-type Team = ReturnType<typeof newTeam>;
+type Team = Awaited<ReturnType<typeof newTeam>>;
 const bearer = (key: string): [string, string] => ['Authorization', `Bearer ${key}`];
 
 async function createKey(team: Team, body: object): Promise<{ apiKey: string; id: string; scopes: string[]; name: string }> {
@@ -20,7 +20,7 @@ describe('API keys with scopes', function () {
   this.timeout(60_000);
 
   it('the first key of a team is an admin key named default; POST /keys issues named keys, GET /keys lists metadata only', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const agent = await createKey(team, { name: 'research-agent', scopes: ['read', 'ingest'] });
     expect(agent).to.include({ name: 'research-agent' });
     expect(agent.scopes).to.deep.equal(['ingest', 'read']);
@@ -34,7 +34,7 @@ describe('API keys with scopes', function () {
   });
 
   it('bad key requests are 400s naming the field', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     for (const [body, field] of [
       [{ name: 'x', scopes: [] }, 'scopes'],
       [{ name: 'x', scopes: ['write'] }, 'scopes[0]'],
@@ -51,7 +51,7 @@ describe('API keys with scopes', function () {
     let team: Team;
     const keys: Record<string, string> = {};
     before(async () => {
-      team = newTeam();
+      team = await newTeam();
       for (const scopes of [['ingest'], ['read'], ['ingest', 'read'], ['admin']]) keys[scopes.join('+')] = (await createKey(team, { name: scopes.join('+'), scopes })).apiKey;
     });
 
@@ -104,7 +104,7 @@ describe('API keys with scopes', function () {
   });
 
   it('the published SDK works end to end with an ingest+read key', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const { apiKey } = await createKey(team, { name: 'sdk', scopes: ['ingest', 'read'] });
     const server = http.createServer(testEnv().app);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -123,7 +123,7 @@ describe('API keys with scopes', function () {
   });
 
   it('a revoked key is refused from the next request on; the last admin key cannot be revoked', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const reader = await createKey(team, { name: 'grafana', scopes: ['read'] });
     await api().get('/api/v1/team').set(...bearer(reader.apiKey)).expect(200);
     await api().delete(`/api/v1/keys/${reader.id}`).set(...team.auth).expect(204);
@@ -139,12 +139,12 @@ describe('API keys with scopes', function () {
     await api().delete(`/api/v1/keys/${own!.id}`).set(...bearer(second.apiKey)).expect(204);
     await api().get('/api/v1/team').set(...team.auth).expect(401);
     // Another team's key id is not found.
-    const other = newTeam();
+    const other = await newTeam();
     await api().delete(`/api/v1/keys/${second.id}`).set(...other.auth).expect(404);
   });
 
   it('a key revoked by another process (the team CLI, a second connection) is refused from the next request on', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const reader = await createKey(team, { name: 'grafana', scopes: ['read'] });
     // Found once, so the service has it in memory.
     await api().get('/api/v1/keys').set(...team.auth).expect(200);
@@ -162,7 +162,7 @@ describe('API keys with scopes', function () {
   });
 
   it('an expired key is a 401 from its expiry on, and no longer listed', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const soon = await createKey(team, { name: 'short', scopes: ['read'], expires_at: new Date(Date.now() + 1500).toISOString() });
     await api().get('/api/v1/team').set(...bearer(soon.apiKey)).expect(200);
     await new Promise((resolve) => setTimeout(resolve, 1600));
@@ -172,7 +172,7 @@ describe('API keys with scopes', function () {
   });
 
   it('rotate-key keeps the name, scopes and expiry; any key may rotate itself', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const expires = new Date(Date.now() + 86_400_000).toISOString();
     const reader = await createKey(team, { name: 'bi-job', scopes: ['read'], expires_at: expires });
     const rotated = await api().post('/api/v1/team/rotate-key').set(...bearer(reader.apiKey)).expect(200);
@@ -184,7 +184,7 @@ describe('API keys with scopes', function () {
   });
 
   it('lastUsedAt is kept to the minute, without a write per request', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const key = await createKey(team, { name: 'used', scopes: ['read'] });
     const before = (await api().get('/api/v1/keys').set(...team.auth).expect(200)).body.data.find((k: { name: string }) => k.name === 'used');
     expect(before.lastUsedAt).to.equal(null);

@@ -4,7 +4,7 @@ import { api, errorOf, newTeam } from '../helpers/context.js';
 describe('team endpoints', () => {
   describe('GET /team', () => {
     it('returns the team of the key with its usage', async () => {
-      const team = newTeam('acme');
+      const team = await newTeam('acme');
       const res = await api().get('/api/v1/team').set(...team.auth).expect(200);
       expect(res.body).to.have.keys('id', 'name', 'createdAt', 'key', 'usage');
       expect(res.body.id).to.equal(team.teamId);
@@ -17,7 +17,7 @@ describe('team endpoints', () => {
     });
 
     it('names the key of the request with its scopes, so a client offers only what the key may do', async () => {
-      const team = newTeam('who');
+      const team = await newTeam('who');
       const admin = await api().get('/api/v1/team').set(...team.auth).expect(200);
       expect(admin.body.key.scopes).to.deep.equal(['admin']);
       const created = await api().post('/api/v1/keys').set(...team.auth).send({ name: 'grafana', scopes: ['read'] }).expect(201);
@@ -27,8 +27,8 @@ describe('team endpoints', () => {
     });
 
     it('shows each team only itself', async () => {
-      const a = newTeam('a');
-      const b = newTeam('b');
+      const a = await newTeam('a');
+      const b = await newTeam('b');
       const resA = await api().get('/v1/team').set(...a.auth).expect(200);
       const resB = await api().get('/v1/team').set(...b.auth).expect(200);
       expect(resA.body.id).to.equal(a.teamId);
@@ -38,7 +38,7 @@ describe('team endpoints', () => {
 
   describe('POST /team/rotate-key', () => {
     it('returns a new key once; the old key is rejected from the next request on', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const res = await api().post('/api/v1/team/rotate-key').set(...team.auth).expect(200);
       expect(res.headers['cache-control']).to.equal('no-store');
       expect(res.body).to.have.keys('apiKey', 'id', 'name', 'prefix', 'scopes', 'createdAt', 'expiresAt', 'rateLimit');
@@ -53,7 +53,7 @@ describe('team endpoints', () => {
     });
 
     it('works under /v1 too, and the rotated-to key can rotate again', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const first = await api().post('/v1/team/rotate-key').set(...team.auth).expect(200);
       const second = await api().post('/v1/team/rotate-key').set('Authorization', `Bearer ${first.body.apiKey}`).expect(200);
       await api().get('/v1/team').set('Authorization', `Bearer ${first.body.apiKey}`).expect(401);
@@ -61,7 +61,7 @@ describe('team endpoints', () => {
     });
 
     it('concurrent rotations with one key leave exactly one working key', async () => {
-      const team = newTeam();
+      const team = await newTeam();
       const results = await Promise.all(
         Array.from({ length: 5 }, () => api().post('/api/v1/team/rotate-key').set(...team.auth)),
       );

@@ -89,7 +89,7 @@ describe('webhook addresses', function () {
     for (const [form, write] of EMBEDDINGS) {
       it(`${form}: a URL with a private IPv4 inside is a 400 naming url; a public one is created`, async () => {
         const app = strictApp();
-        const team = newTeam();
+        const team = await newTeam();
         const refused = await api(app).post('/api/v1/webhooks').set(...team.auth).send({ url: `https://[${write('127.0.0.1')}]/hook`, events: ['alert.opened'] });
         expect(refused.status, JSON.stringify(refused.body)).to.equal(400);
         const error = errorOf(refused.body);
@@ -103,7 +103,7 @@ describe('webhook addresses', function () {
 
     it('plain literals: loopback and link-local IPv6 refused, public IPv6 and IPv4 created', async () => {
       const app = strictApp();
-      const team = newTeam();
+      const team = await newTeam();
       for (const url of ['https://[::1]/x', 'https://[fe80::1]/x', 'https://[::]/x', 'https://127.0.0.1/x', 'https://0x7f000001/x']) {
         const res = await api(app).post('/api/v1/webhooks').set(...team.auth).send({ url, events: ['alert.opened'] }).expect(400);
         expect(errorOf(res.body).details, url).to.deep.equal([{ field: 'url', message: (errorOf(res.body).details as { message: string }[])[0]!.message }]);
@@ -116,8 +116,8 @@ describe('webhook addresses', function () {
 
   describe('at delivery time', () => {
     /** An inactive endpoint with one queued test delivery, stored as it was when its URL passed the check. */
-    function parked(url: string) {
-      const team = newTeam();
+    async function parked(url: string) {
+      const team = await newTeam();
       const db = testEnv().registry;
       const hook = createEndpoint(db, testEnv().deps.secrets, team.teamId, { url, description: null, events: ['test'], format: 'standard', active: false });
       const [deliveryId] = db.transaction(() => enqueueEvent(db, team.teamId, 'test', () => ({ message: 'parked' }), Date.now(), hook.id))();
@@ -137,7 +137,7 @@ describe('webhook addresses', function () {
           thread: 'main',
           resolver: async () => answers(++lookups),
         });
-        const outcome = await dispatcher.attemptNow(parked('http://hooks.example.com:9/hook'));
+        const outcome = await dispatcher.attemptNow(await parked('http://hooks.example.com:9/hook'));
         await dispatcher.close();
         expect(outcome).to.include({ delivered: false, statusCode: null });
         expect(outcome!.error).to.include(says);

@@ -4,7 +4,7 @@ import { Webhook } from 'standardwebhooks';
 import { api, newTeam } from '../helpers/context.js';
 import { Receiver } from './receiver.js';
 
-type Team = ReturnType<typeof newTeam>;
+type Team = Awaited<ReturnType<typeof newTeam>>;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ALL = ['alert.opened', 'alert.escalated', 'alert.resolved', 'alert.reopened'];
 
@@ -37,7 +37,7 @@ describe('webhook deliveries', function () {
   afterEach(() => receiver.stop());
 
   it('an opened alert is delivered signed (verified with standardwebhooks), once; escalation, resolve and reopen send their events', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const hook = await endpoint(team, { url: receiver.url(), events: ALL });
     const policyId = await policy(team, 'flag');
     await spend(team, '2');
@@ -76,7 +76,7 @@ describe('webhook deliveries', function () {
   });
 
   it('a receiver that answers 500 twice gets it on the third attempt; the delivery log shows the attempts', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     receiver.answers = [500, 500];
     const hook = await endpoint(team, { url: receiver.url(), events: ['alert.opened'] });
     await policy(team, 'block');
@@ -97,7 +97,7 @@ describe('webhook deliveries', function () {
   });
 
   it('after the last attempt a delivery is failed, with the answer kept; retry sends it again now', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     receiver.answers = [503, 503, 503, 503];
     const hook = await endpoint(team, { url: receiver.url(), events: ['alert.opened'] });
     await policy(team, 'flag');
@@ -113,7 +113,7 @@ describe('webhook deliveries', function () {
   });
 
   it('a redirect is not followed (it counts as a failed attempt), and a long answer is kept to 1 KiB', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const elsewhere = await new Receiver().start();
     try {
       receiver.answers = [302, 500];
@@ -132,7 +132,7 @@ describe('webhook deliveries', function () {
   });
 
   it('after a secret rotation each delivery is signed with both secrets for 24 hours', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const hook = await endpoint(team, { url: receiver.url(), events: ['test'] });
     const rotated = (await api().post(`/api/v1/webhooks/${hook.id}/rotate-secret`).set(...team.auth).expect(200)).body;
     const test = await api().post(`/api/v1/webhooks/${hook.id}/test`).set(...team.auth).expect(200);
@@ -145,7 +145,7 @@ describe('webhook deliveries', function () {
   });
 
   it('a slack endpoint gets a Slack incoming-webhook message: text and blocks, the amounts exact, a link to the alert', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     await endpoint(team, { url: receiver.url('/services/T000/B000/XXXX'), events: ['alert.opened'], format: 'slack' });
     await api().post('/api/v1/policies').set(...team.auth).send({ name: 'tight', agents: ['a1'], limits: [{ kind: 'daily', amount: '0.1' }], action: 'block' }).expect(201);
     await spend(team, '0.300000000000000001');
@@ -162,7 +162,7 @@ describe('webhook deliveries', function () {
   });
 
   it('an inactive endpoint, or one not taking the type, is sent nothing; test needs an active endpoint', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const off = await endpoint(team, { url: receiver.url('/off'), events: ALL, active: false });
     await endpoint(team, { url: receiver.url('/resolved-only'), events: ['alert.resolved'] });
     await policy(team, 'flag');

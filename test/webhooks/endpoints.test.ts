@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { isPrivateAddress, urlProblem } from '../../src/webhooks/address.js';
 import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
 
-type Team = ReturnType<typeof newTeam>;
+type Team = Awaited<ReturnType<typeof newTeam>>;
 
 /** The shared app lets webhooks point at this machine (local receivers); this one has the defaults. */
 const localApp = () => testEnv().app;
@@ -17,7 +17,7 @@ describe('webhook endpoints', function () {
   this.timeout(30_000);
 
   it('a standard endpoint gets a whsec_ secret shown once; GET never shows it; list, change, delete', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const app = localApp();
     const res = await create(team, { url: 'http://127.0.0.1:9/hook', events: ['alert.opened'], description: 'on-call' }, app).expect(201);
     expect(res.headers['cache-control']).to.equal('no-store');
@@ -45,11 +45,11 @@ describe('webhook endpoints', function () {
     await api(app).delete(`/api/v1/webhooks/${id}`).set(...team.auth).expect(204);
     await api(app).get(`/api/v1/webhooks/${id}`).set(...team.auth).expect(404);
     // Another team sees none of it.
-    await api(app).get(`/api/v1/webhooks/${id}`).set(...newTeam().auth).expect(404);
+    await api(app).get(`/api/v1/webhooks/${id}`).set(...(await newTeam()).auth).expect(404);
   });
 
   it('rotate-secret returns a new secret once and keeps the old one signing for 24 hours; a slack endpoint has none', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const app = localApp();
     const created = (await create(team, { url: 'http://127.0.0.1:9/hook', events: ['alert.opened'] }, app).expect(201)).body;
     const rotated = await api(app).post(`/api/v1/webhooks/${created.id}/rotate-secret`).set(...team.auth).expect(200);
@@ -71,7 +71,7 @@ describe('webhook endpoints', function () {
   });
 
   it('refuses http, and hosts that resolve to loopback, private, link-local or metadata addresses, by default', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const strict = api(strictApp()); // WEBHOOK_ALLOW_HTTP and WEBHOOK_ALLOW_PRIVATE unset
     for (const [url, says] of [
       ['http://hooks.example.com/x', 'https'],
@@ -107,7 +107,7 @@ describe('webhook endpoints', function () {
   });
 
   it(`a team has at most 20 endpoints; bad bodies are 400s naming the field; only admin keys may touch them`, async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const app = localApp();
     for (let i = 0; i < 20; i++) await create(team, { url: `http://127.0.0.1:9/h${i}`, events: ['test'] }, app).expect(201);
     const over = await create(team, { url: 'http://127.0.0.1:9/h21', events: ['test'] }, app).expect(409);
@@ -118,7 +118,7 @@ describe('webhook endpoints', function () {
       [{ url: 'http://127.0.0.1:9/x', events: ['test'], format: 'xml' }, 'format'],
       [{ events: ['test'] }, 'url'],
     ] as const) {
-      const res = await create(newTeam(), body, app).expect(400);
+      const res = await create((await newTeam()), body, app).expect(400);
       expect((errorOf(res.body).details as { field: string }[]).map((d) => d.field), JSON.stringify(body)).to.include(field);
     }
     const reader = (await api().post('/api/v1/keys').set(...team.auth).send({ name: 'dash', scopes: ['read'] }).expect(201)).body.apiKey;

@@ -16,8 +16,8 @@ describe('webhook safety', function () {
    * An inactive endpoint (the shared dispatcher leaves it alone) with one queued test delivery,
    * stored as it was when its URL passed the check at creation.
    */
-  function parked(url: string) {
-    const team = newTeam();
+  async function parked(url: string) {
+    const team = await newTeam();
     const db = testEnv().registry;
     const hook = createEndpoint(db, testEnv().deps.secrets, team.teamId, { url, description: null, events: ['test'], format: 'standard', active: false });
     const [deliveryId] = db.transaction(() => enqueueEvent(db, team.teamId, 'test', () => ({ message: 'parked' }), Date.now(), hook.id))();
@@ -28,7 +28,7 @@ describe('webhook safety', function () {
     const { env } = { env: testEnv() };
     const strict = { ...env.config.webhooks, allowPrivate: false };
     // The name resolved to a public address when it was checked; it now resolves to this machine.
-    const { hook, deliveryId } = parked(`http://hooks.example.com:${receiver.port}/hook`);
+    const { hook, deliveryId } = await parked(`http://hooks.example.com:${receiver.port}/hook`);
     let lookups = 0;
     const rebinding = new Dispatcher(env.registry, env.deps.secrets, strict, env.deps.logger, {
       publicUrl: 'http://spendscope.test',
@@ -43,7 +43,7 @@ describe('webhook safety', function () {
     expect(receiver.received).to.have.length(0);
 
     const direct = new Dispatcher(env.registry, env.deps.secrets, strict, env.deps.logger, { publicUrl: 'http://spendscope.test' });
-    const { deliveryId: second } = parked(receiver.url());
+    const { deliveryId: second } = await parked(receiver.url());
     const refused = await direct.attemptNow(second);
     await direct.close();
     expect(refused!.error).to.include('127.0.0.1').and.include('WEBHOOK_ALLOW_PRIVATE');
@@ -55,7 +55,7 @@ describe('webhook safety', function () {
 
   it('a delivery asked for twice at once is sent once, and both callers get its outcome', async () => {
     const env = testEnv();
-    const { deliveryId } = parked(receiver.url());
+    const { deliveryId } = await parked(receiver.url());
     // A dispatcher of its own, not started: it sends only what it is asked for, on a worker thread.
     const dispatcher = new Dispatcher(env.registry, env.deps.secrets, env.config.webhooks, env.deps.logger, { publicUrl: 'http://spendscope.test' });
     const [first, second] = await Promise.all([dispatcher.attemptNow(deliveryId), dispatcher.attemptNow(deliveryId)]);
@@ -70,7 +70,7 @@ describe('webhook safety', function () {
   });
 
   it('an endpoint that has failed every attempt for 24 hours is disabled, and the team gets a system alert', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const hook = (await api().post('/api/v1/webhooks').set(...team.auth).send({ url: receiver.url(), events: ['test', 'alert.opened'] }).expect(201)).body;
     const db = testEnv().registry;
     // It has been failing since 25 hours ago; this attempt fails too.
@@ -102,7 +102,7 @@ describe('webhook safety', function () {
   });
 
   it('a success clears the failing streak: one bad hour does not count towards 24', async () => {
-    const team = newTeam();
+    const team = await newTeam();
     const hook = (await api().post('/api/v1/webhooks').set(...team.auth).send({ url: receiver.url(), events: ['test'] }).expect(201)).body;
     receiver.answers = [500];
     await api().post(`/api/v1/webhooks/${hook.id}/test`).set(...team.auth).expect(200);

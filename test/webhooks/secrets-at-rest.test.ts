@@ -16,6 +16,7 @@ import { signatures } from '../../src/webhooks/sender.js';
 import { api, newTeam, testEnv } from '../helpers/context.js';
 import { MAIN, run, tempDir } from '../helpers/processes.js';
 import { Receiver } from './receiver.js';
+import { sqliteDatabase } from '../../src/stores/sql.js';
 
 const newKey = (source = 'SECRETS_KEY'): SecretsKey => ({ bytes: crypto.randomBytes(32), source });
 
@@ -39,11 +40,11 @@ function assertNowhere(bytes: Buffer, secrets: string[], where: string): void {
 }
 
 /** A registry of its own (a second "installation"), migrated, with one team. */
-function ownRegistry(label: string): { db: Registry; dataDir: string; teamId: string } {
+async function ownRegistry(label: string): Promise<{ db: Registry; dataDir: string; teamId: string }> {
   const dataDir = tempDir(label);
   const db = openRegistry(dataDir);
   migrateRegistry(db, path.join(SCHEMA_DIR, 'sqlite'));
-  const { team } = createTeam(db, 'default');
+  const { team } = await createTeam(sqliteDatabase(db), 'default');
   return { db, dataDir, teamId: team.id };
 }
 
@@ -54,7 +55,7 @@ describe('webhook secrets at rest', function () {
 
   it('a secret, its previous one and a slack URL are nowhere in clear in the registry, its -wal or -shm, before and after a checkpoint', async () => {
     const env = testEnv();
-    const team = newTeam();
+    const team = await newTeam();
     const created = (await api().post('/api/v1/webhooks').set(...team.auth).send({ url: 'http://127.0.0.1:9/hook', events: ['alert.opened'] }).expect(201)).body;
     const rotated = (await api().post(`/api/v1/webhooks/${created.id}/rotate-secret`).set(...team.auth).expect(200)).body;
     const slackToken = crypto.randomBytes(18).toString('base64url');
@@ -97,8 +98,8 @@ describe('webhook secrets at rest', function () {
     expect(() => openSecretBox({ current: undefined, previous: undefined }, dataDir)).to.throw(SecretsKeyError, /SECRETS_KEY: none given.*secrets\.key/);
   });
 
-  it('values stored in clear before this change are sealed at start, and left neither in the file nor in the WAL', () => {
-    const { db, teamId } = ownRegistry('clear-before');
+  it('values stored in clear before this change are sealed at start, and left neither in the file nor in the WAL', async () => {
+    const { db, teamId } = await ownRegistry('clear-before');
     const clear = { url: 'https://hooks.example.com/in-clear', secret: `whsec_${crypto.randomBytes(32).toString('base64')}`, previous: `whsec_${crypto.randomBytes(32).toString('base64')}` };
     const slackToken = crypto.randomBytes(18).toString('base64url');
     const insert = db.prepare(
@@ -125,8 +126,8 @@ describe('webhook secrets at rest', function () {
     db.close();
   });
 
-  it('rotation: one start with SECRETS_KEY_PREVIOUS re-seals everything, after which the previous key is not needed (and no longer opens anything)', () => {
-    const { db, teamId } = ownRegistry('rotation');
+  it('rotation: one start with SECRETS_KEY_PREVIOUS re-seals everything, after which the previous key is not needed (and no longer opens anything)', async () => {
+    const { db, teamId } = await ownRegistry('rotation');
     const oldKey = newKey();
     const before = new SecretBox(oldKey);
     const hook = createEndpoint(db, before, teamId, input('https://hooks.example.com/rotating'));
@@ -148,7 +149,7 @@ describe('webhook secrets at rest', function () {
   });
 
   it('a wrong SECRETS_KEY stops the service at start, naming the variable, before it sends anything', async () => {
-    const { db, dataDir, teamId } = ownRegistry('wrong-key');
+    const { db, dataDir, teamId } = await ownRegistry('wrong-key');
     // Sealed with the key the first start generated into DATA_DIR...
     const generated = new SecretBox({ bytes: crypto.randomBytes(32), source: 'secrets.key' });
     createEndpoint(db, generated, teamId, input('https://hooks.example.com/wrong-key'));
@@ -162,7 +163,7 @@ describe('webhook secrets at rest', function () {
 
   it('a stored value changed, or copied from another endpoint, does not open; a delivery to it fails without sending anything', async () => {
     const env = testEnv();
-    const team = newTeam();
+    const team = await newTeam();
     const box = env.deps.secrets;
     const first = createEndpoint(env.registry, box, team.teamId, input('http://127.0.0.1:9/first'));
     const receiver = await new Receiver().start();
