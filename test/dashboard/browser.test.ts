@@ -220,6 +220,8 @@ describe('dashboard in a browser', function () {
     expect(await page.locator('[data-panel=timeseries] h2').textContent()).to.equal('Spend over time, by hour');
     await page.getByRole('button', { name: '90 days' }).click();
     await page.locator('[data-panel=timeseries] h2', { hasText: 'by day' }).waitFor();
+    // The heading follows the range at once; the points follow when the new answer arrives.
+    await page.locator('[data-panel=timeseries][data-state=ready] [data-points="90"], [data-panel=timeseries][data-state=ready] [data-points="91"]').waitFor();
     expect(await page.locator('[data-panel=timeseries] [data-points]').getAttribute('data-points')).to.be.oneOf(['90', '91']);
     await page.close();
   });
