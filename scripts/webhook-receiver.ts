@@ -12,7 +12,11 @@ import http from 'node:http';
 const port = Number(process.env.RECEIVER_PORT ?? 9000);
 const secret = process.env.WEBHOOK_SECRET;
 
-/** Standard Webhooks: v1 = base64 HMAC-SHA256 of `id.timestamp.body`, keyed with the secret's bytes. */
+/**
+ * Standard Webhooks: v1 = base64 HMAC-SHA256 of `id.timestamp.body`, keyed with the secret's bytes.
+ * Written from the specification, as a receiver would, not with the service's own signer
+ * (src/webhooks/sender.ts `signatures`): a mistake there must show here as a bad signature.
+ */
 function verified(headers: http.IncomingHttpHeaders, body: string): boolean {
   if (!secret) return false;
   const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
