@@ -28,9 +28,9 @@ async function main(): Promise<void> {
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
   const { registry, events, loaderEvents } = await openStores(config, logger);
   const secrets = openSecretBox(config.secretsKeys, config.dataDir);
-  const resealed = resealEndpointSecrets(registry, secrets);
-  if (resealed) logger.info({ resealed, keyId: secrets.currentKeyId }, 'webhook secrets encrypted under the current key');
   const db = sqliteDatabase(registry);
+  const resealed = await resealEndpointSecrets(db, secrets);
+  if (resealed) logger.info({ resealed, keyId: secrets.currentKeyId }, 'webhook secrets encrypted under the current key');
   const bannerLines: string[] = [];
   await bootstrapDefaultTeam(db, config, (line) => bannerLines.push(line));
   if (bannerLines.length > 0) process.stdout.write(banner(bannerLines));

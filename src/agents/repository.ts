@@ -1,4 +1,4 @@
-import type { Registry } from '../stores/sqlite.js';
+import type { Sql } from '../stores/sql.js';
 
 /** An agent as the registry keeps it; spend statistics come from ClickHouse (stats.ts). */
 export interface AgentRecord {
@@ -36,38 +36,36 @@ const toRecord = (r: AgentRow): AgentRecord => ({
  * given name and authoriser and keeps its history. Returns undefined when the team already created
  * an agent with this id. One statement, so it cannot race with discovery.
  */
-export function createAgent(db: Registry, teamId: string, input: { externalId: string; name: string; authorizedBy?: string }): AgentRecord | undefined {
-  const row = db
-    .prepare(
-      `INSERT INTO agents (team_id, external_id, name, authorized_by, created_at, created_via)
-       VALUES (?, ?, ?, ?, ?, 'api')
-       ON CONFLICT (team_id, external_id) DO UPDATE
-         SET name = excluded.name, authorized_by = excluded.authorized_by, created_via = 'api'
-       WHERE created_via = 'events'
-       RETURNING ${COLUMNS}`,
-    )
-    .get(teamId, input.externalId, input.name, input.authorizedBy ?? null, Date.now()) as AgentRow | undefined;
+export async function createAgent(sql: Sql, teamId: string, input: { externalId: string; name: string; authorizedBy?: string }): Promise<AgentRecord | undefined> {
+  const row = await sql.get<AgentRow>(
+    `INSERT INTO agents (team_id, external_id, name, authorized_by, created_at, created_via)
+     VALUES (?, ?, ?, ?, ?, 'api')
+     ON CONFLICT (team_id, external_id) DO UPDATE
+       SET name = excluded.name, authorized_by = excluded.authorized_by, created_via = 'api'
+     WHERE agents.created_via = 'events'
+     RETURNING ${COLUMNS}`,
+    [teamId, input.externalId, input.name, input.authorizedBy ?? null, Date.now()],
+  );
   return row && toRecord(row);
 }
 
-export function findAgent(db: Registry, teamId: string, externalId: string): AgentRecord | undefined {
-  const row = db.prepare(`SELECT ${COLUMNS} FROM agents WHERE team_id = ? AND external_id = ?`).get(teamId, externalId) as AgentRow | undefined;
+export async function findAgent(sql: Sql, teamId: string, externalId: string): Promise<AgentRecord | undefined> {
+  const row = await sql.get<AgentRow>(`SELECT ${COLUMNS} FROM agents WHERE team_id = ? AND external_id = ?`, [teamId, externalId]);
   return row && toRecord(row);
 }
 
 /** Changes some fields of an agent; undefined when the team has no such agent. */
-export function updateAgent(
-  db: Registry,
+export async function updateAgent(
+  sql: Sql,
   teamId: string,
   externalId: string,
   changes: { name?: string; authorizedBy?: string | null; status?: AgentStatus },
-): AgentRecord | undefined {
-  const row = db
-    .prepare(
-      `UPDATE agents SET name = coalesce(?, name), authorized_by = CASE WHEN ? THEN ? ELSE authorized_by END, status = coalesce(?, status)
-        WHERE team_id = ? AND external_id = ? RETURNING ${COLUMNS}`,
-    )
-    .get(changes.name ?? null, changes.authorizedBy !== undefined ? 1 : 0, changes.authorizedBy ?? null, changes.status ?? null, teamId, externalId) as AgentRow | undefined;
+): Promise<AgentRecord | undefined> {
+  const row = await sql.get<AgentRow>(
+    `UPDATE agents SET name = coalesce(?, name), authorized_by = CASE WHEN ? = 1 THEN ? ELSE authorized_by END, status = coalesce(?, status)
+      WHERE team_id = ? AND external_id = ? RETURNING ${COLUMNS}`,
+    [changes.name ?? null, changes.authorizedBy !== undefined ? 1 : 0, changes.authorizedBy ?? null, changes.status ?? null, teamId, externalId],
+  );
   return row && toRecord(row);
 }
 
@@ -75,8 +73,8 @@ export function updateAgent(
  * Removes an agent's registration; its events stay. An agent that sends events again is
  * discovered again, as any new one is. False when the team has no such agent.
  */
-export function deleteAgent(db: Registry, teamId: string, externalId: string): boolean {
-  return db.prepare('DELETE FROM agents WHERE team_id = ? AND external_id = ?').run(teamId, externalId).changes > 0;
+export async function deleteAgent(sql: Sql, teamId: string, externalId: string): Promise<boolean> {
+  return (await sql.run('DELETE FROM agents WHERE team_id = ? AND external_id = ?', [teamId, externalId])) > 0;
 }
 
 /** Where a page of the activity order ends: the next page starts after it. */
@@ -90,13 +88,15 @@ const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${
 
 /**
  * Agents of a team, most recent activity first (agents without events last), then by id; `limit`
- * rows after `after`. `q` keeps agents whose id or name starts with it (ASCII case-insensitive).
+ * rows after `after`. `q` keeps agents whose id or name starts with it, case-insensitively (SQLite's
+ * LIKE folds ASCII letters only, PostgreSQL's ILIKE every letter).
  */
-export function listAgents(db: Registry, teamId: string, options: { limit: number; after?: AgentCursor; q?: string }): AgentRecord[] {
+export async function listAgents(sql: Sql, teamId: string, options: { limit: number; after?: AgentCursor; q?: string }): Promise<AgentRecord[]> {
   const where = ['team_id = ?'];
   const args: unknown[] = [teamId];
   if (options.q) {
-    where.push(`(external_id LIKE ? ESCAPE '\\' OR name LIKE ? ESCAPE '\\')`);
+    const like = sql.dialect === 'postgres' ? 'ILIKE' : 'LIKE';
+    where.push(`(external_id ${like} ? ESCAPE '\\' OR name ${like} ? ESCAPE '\\')`);
     args.push(likePrefix(options.q), likePrefix(options.q));
   }
   if (options.after) {
@@ -104,12 +104,13 @@ export function listAgents(db: Registry, teamId: string, options: { limit: numbe
     where.push('(coalesce(last_event_at, -1) < ? OR (coalesce(last_event_at, -1) = ? AND external_id > ?))');
     args.push(at, at, options.after.externalId);
   }
-  const rows = db
-    .prepare(`SELECT ${COLUMNS} FROM agents WHERE ${where.join(' AND ')} ORDER BY coalesce(last_event_at, -1) DESC, external_id LIMIT ?`)
-    .all(...args, options.limit) as AgentRow[];
+  const rows = await sql.all<AgentRow>(
+    `SELECT ${COLUMNS} FROM agents WHERE ${where.join(' AND ')} ORDER BY coalesce(last_event_at, -1) DESC, external_id LIMIT ?`,
+    [...args, options.limit],
+  );
   return rows.map(toRecord);
 }
 
-export function countAgents(db: Registry, teamId: string): number {
-  return (db.prepare('SELECT count(*) AS n FROM agents WHERE team_id = ?').get(teamId) as { n: number }).n;
+export async function countAgents(sql: Sql, teamId: string): Promise<number> {
+  return Number((await sql.get<{ n: number }>('SELECT count(*) AS n FROM agents WHERE team_id = ?', [teamId]))!.n);
 }

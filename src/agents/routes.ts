@@ -53,10 +53,10 @@ export const createAgentRoute = defineRoute<{ external_id: string; name: string;
   },
   async handler(ctx) {
     const { body, team, deps } = ctx;
-    const agent = await audited(ctx, () => {
+    const agent = await audited(ctx, async (sql) => {
       // An agent discovered from its events is registered by this: its fields before are those.
-      const before = findAgent(deps.registry, team.teamId, body.external_id);
-      const created = createAgent(deps.registry, team.teamId, { externalId: body.external_id, name: body.name, authorizedBy: body.authorized_by });
+      const before = await findAgent(sql, team.teamId, body.external_id);
+      const created = await createAgent(sql, team.teamId, { externalId: body.external_id, name: body.name, authorizedBy: body.authorized_by });
       if (!created) return { result: undefined };
       return { result: created, log: { action: 'agent.create', resourceType: 'agent', resourceId: created.externalId, before: before ? settings(before) : null, after: settings(created) } };
     });
@@ -74,7 +74,7 @@ export const getAgentRoute = defineRoute({
   tag: 'agents',
   responses: { 200: { description: 'The agent', schema: 'agent.json', example: EXAMPLE_AGENT } },
   async handler({ params, team, deps }) {
-    const agent = findAgent(deps.registry, team.teamId, params.id!);
+    const agent = await findAgent(deps.db, team.teamId, params.id!);
     if (!agent) throw new ApiError('not_found', `No agent "${params.id}" in this team`);
     const [summary] = await summaries(deps, team.teamId, [agent]);
     return { body: summary };
@@ -104,9 +104,9 @@ export const listAgentsRoute = defineRoute<unknown, { limit?: number; cursor?: s
   async handler({ query, team, deps }) {
     const limit = query.limit ?? 50;
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isAgentCursor);
-    const { rows, next_cursor } = keysetPage(
+    const { rows, next_cursor } = await keysetPage(
       limit,
-      (n) => listAgents(deps.registry, team.teamId, { limit: n, after, q: query.q }),
+      (n) => listAgents(deps.db, team.teamId, { limit: n, after, q: query.q }),
       (last) => ({ lastEventAt: last.lastEventAt, externalId: last.externalId }),
     );
     return { body: { data: await summaries(deps, team.teamId, rows), next_cursor } };
@@ -125,9 +125,9 @@ export const patchAgentRoute = defineRoute<{ name?: string; authorized_by?: stri
   responses: { 200: { description: 'The agent, changed', schema: 'agent.json', example: { ...EXAMPLE_AGENT, status: 'suspended' } } },
   async handler(ctx) {
     const { params, body, team, deps } = ctx;
-    const agent = await audited(ctx, () => {
-      const before = findAgent(deps.registry, team.teamId, params.id!);
-      const after = before && updateAgent(deps.registry, team.teamId, params.id!, { name: body.name, authorizedBy: body.authorized_by, status: body.status });
+    const agent = await audited(ctx, async (sql) => {
+      const before = await findAgent(sql, team.teamId, params.id!);
+      const after = before && (await updateAgent(sql, team.teamId, params.id!, { name: body.name, authorizedBy: body.authorized_by, status: body.status }));
       if (!before || !after) return { result: undefined };
       return { result: after, log: { action: 'agent.update', resourceType: 'agent', resourceId: after.externalId, before: settings(before), after: settings(after) } };
     });
@@ -147,9 +147,9 @@ export const deleteAgentRoute = defineRoute({
   responses: { 204: { description: 'Removed' } },
   async handler(ctx) {
     const { params, team, deps } = ctx;
-    const deleted = await audited(ctx, () => {
-      const before = findAgent(deps.registry, team.teamId, params.id!);
-      if (!before || !deleteAgent(deps.registry, team.teamId, params.id!)) return { result: false };
+    const deleted = await audited(ctx, async (sql) => {
+      const before = await findAgent(sql, team.teamId, params.id!);
+      if (!before || !(await deleteAgent(sql, team.teamId, params.id!))) return { result: false };
       return { result: true, log: { action: 'agent.delete', resourceType: 'agent', resourceId: before.externalId, before: settings(before), after: null } };
     });
     if (!deleted) throw new ApiError('not_found', `No agent "${params.id}" in this team`);

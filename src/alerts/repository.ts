@@ -1,4 +1,4 @@
-import type { Registry } from '../stores/sqlite.js';
+import { get, perform, run, type Sql, type Steps } from '../stores/sql.js';
 import { newId } from '../teams/keys.js';
 import { enqueueAlertEvent } from '../webhooks/outbox.js';
 
@@ -96,108 +96,121 @@ const MAX_SAMPLES = 10;
 
 const SEVERITY_RANK: Record<Severity, number> = { info: 0, warning: 1, critical: 2 };
 
-/** Statements of recordOccurrences, prepared once per registry: it runs in every ingest commit. */
-const statementsOf = new WeakMap<Registry, ReturnType<typeof prepareOccurrenceStatements>>();
-
-function prepareOccurrenceStatements(db: Registry) {
-  return {
-    findOpen: db.prepare(`SELECT id, sample_event_ids, last_seen, severity FROM alerts WHERE team_id = ? AND dedup_key = ? AND status = 'open'`),
-    escalate: db.prepare('UPDATE alerts SET severity = ? WHERE id = ?'),
-    byId: db.prepare('SELECT * FROM alerts WHERE id = ?'),
-    update: db.prepare(
-      `UPDATE alerts SET count = count + ?, first_seen = min(first_seen, ?), last_seen = max(last_seen, ?),
+const OCCURRENCE_SQL = {
+  // Locked on PostgreSQL: instances updating one open alert at once take turns, each reading what
+  // the one before wrote (its samples, its severity: an escalation is announced once).
+  findOpen: {
+    sqlite: `SELECT id, sample_event_ids, last_seen, severity FROM alerts WHERE team_id = ? AND dedup_key = ? AND status = 'open'`,
+    postgres: `SELECT id, sample_event_ids, last_seen, severity FROM alerts WHERE team_id = $1 AND dedup_key = $2 AND status = 'open' FOR UPDATE`,
+  },
+  escalate: 'UPDATE alerts SET severity = ? WHERE id = ?',
+  byId: 'SELECT * FROM alerts WHERE id = ?',
+  // Written per dialect: SQLite's two-argument min and max are PostgreSQL's least and greatest.
+  update: {
+    sqlite: `UPDATE alerts SET count = count + ?, first_seen = min(first_seen, ?), last_seen = max(last_seen, ?),
               observed = CASE WHEN ? >= last_seen THEN ? ELSE observed END, message = CASE WHEN ? >= last_seen THEN ? ELSE message END,
               details = CASE WHEN ? >= last_seen THEN ? ELSE details END, sample_event_ids = ?, updated_at = ?
         WHERE id = ?`,
-    ),
-    insert: db.prepare(
-      `INSERT INTO alerts (id, team_id, dedup_key, type, kind, severity, status, agent_id, policy_id, window_start, window_end,
+    postgres: `UPDATE alerts SET count = count + $1, first_seen = least(first_seen, $2), last_seen = greatest(last_seen, $3),
+              observed = CASE WHEN $4 >= last_seen THEN $5 ELSE observed END, message = CASE WHEN $6 >= last_seen THEN $7 ELSE message END,
+              details = CASE WHEN $8 >= last_seen THEN $9 ELSE details END, sample_event_ids = $10, updated_at = $11
+        WHERE id = $12`,
+  },
+  insert: `INSERT INTO alerts (id, team_id, dedup_key, type, kind, severity, status, agent_id, policy_id, window_start, window_end,
                            observed, limit_value, subject, details, message, sample_event_ids, count, first_seen, last_seen,
                            created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
-  };
-}
-
-function occurrenceStatements(db: Registry) {
-  let statements = statementsOf.get(db);
-  if (!statements) statementsOf.set(db, (statements = prepareOccurrenceStatements(db)));
-  return statements;
-}
+       VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (team_id, dedup_key) WHERE status = 'open' DO NOTHING`,
+} as const;
 
 /**
  * Records occurrences: each updates the open alert of its breach, or opens one. Returns, per
- * occurrence, whether it opened a new alert. One transaction, so concurrent flushes cannot open
- * two alerts for one breach (the partial unique index would refuse the second anyway). Opening an
- * alert, or raising an open one's severity, queues its webhook event in the same transaction;
- * other occurrences of an open alert only update it and send nothing.
+ * occurrence, whether it opened a new alert. Run it as one transaction (performNow makes it one
+ * inside the group commit's; perform on a transaction's Sql). Two writers cannot open two alerts for
+ * one breach: the partial unique index holds one open alert per breach, and an insert that meets
+ * one (on PostgreSQL, another instance's, waited for until it commits) does nothing, after which
+ * the open alert is read again and updated like any other. Opening an alert, or raising an open
+ * one's severity, queues its webhook event in the same transaction; other occurrences of an open
+ * alert only update it and send nothing.
  */
-export function recordOccurrences(db: Registry, occurrences: readonly Occurrence[], now = Date.now()): boolean[] {
-  const { findOpen, update, insert, escalate, byId } = occurrenceStatements(db);
-  const load = (id: string) => toAlert(byId.get(id) as AlertRow);
-  return db.transaction(() =>
-    occurrences.map((o) => {
-      const open = findOpen.get(o.teamId, o.dedupKey) as { id: string; sample_event_ids: string; last_seen: number; severity: Severity } | undefined;
-      const details = JSON.stringify(o.details);
-      if (open) {
-        // A full sample list (the usual case for a busy alert) does not change.
-        const known = JSON.parse(open.sample_event_ids) as string[];
-        const samples = known.length >= MAX_SAMPLES ? open.sample_event_ids : JSON.stringify([...new Set([...known, ...o.eventIds])].slice(0, MAX_SAMPLES));
-        update.run(o.count, o.firstSeen, o.lastSeen, o.lastSeen, o.observed, o.lastSeen, o.message, o.lastSeen, details, samples, now, open.id);
-        if (SEVERITY_RANK[o.severity] > SEVERITY_RANK[open.severity]) {
-          escalate.run(o.severity, open.id);
-          enqueueAlertEvent(db, o.teamId, () => load(open.id), 'alert.escalated', now);
-        }
-        return false;
-      }
+export function* recordOccurrences(occurrences: readonly Occurrence[], now = Date.now()): Steps<boolean[]> {
+  const opened: boolean[] = [];
+  type OpenRow = { id: string; sample_event_ids: string; last_seen: number; severity: Severity };
+  for (const o of occurrences) {
+    const details = JSON.stringify(o.details);
+    let open = yield* get<OpenRow>(OCCURRENCE_SQL.findOpen, [o.teamId, o.dedupKey]);
+    if (!open) {
       const id = newId('alr');
       const samples = o.eventIds.slice(0, MAX_SAMPLES);
-      insert.run(
+      const inserted = yield* run(OCCURRENCE_SQL.insert, [
         id, o.teamId, o.dedupKey, o.type, o.kind, o.severity, o.agentId, o.policyId, o.window?.start ?? null, o.window?.end ?? null,
         o.observed, o.limit, o.subject, details, o.message, JSON.stringify(samples), o.count, o.firstSeen, o.lastSeen, now, now,
-      );
-      // The alert as just written, without reading it back (a storm opens thousands).
-      const opened = (): Alert => ({
-        id, type: o.type, kind: o.kind, severity: o.severity, status: 'open', agentId: o.agentId, policyId: o.policyId, window: o.window,
-        observed: o.observed, limit: o.limit, subject: o.subject, details: o.details, message: o.message, sampleEventIds: samples,
-        count: o.count, firstSeen: o.firstSeen, lastSeen: o.lastSeen, createdAt: now, updatedAt: now, resolvedAt: null, resolution: null,
-      });
-      enqueueAlertEvent(db, o.teamId, opened, 'alert.opened', now);
-      return true;
-    }),
-  )();
+      ]);
+      if (inserted === 1) {
+        // The alert as just written, without reading it back (a storm opens thousands).
+        const alert = (): Alert => ({
+          id, type: o.type, kind: o.kind, severity: o.severity, status: 'open', agentId: o.agentId, policyId: o.policyId, window: o.window,
+          observed: o.observed, limit: o.limit, subject: o.subject, details: o.details, message: o.message, sampleEventIds: samples,
+          count: o.count, firstSeen: o.firstSeen, lastSeen: o.lastSeen, createdAt: now, updatedAt: now, resolvedAt: null, resolution: null,
+        });
+        yield* enqueueAlertEvent(o.teamId, function* () {
+          return alert();
+        }, 'alert.opened', now);
+        opened.push(true);
+        continue;
+      }
+      // Another writer opened it since the read above: this occurrence updates it.
+      open = (yield* get<OpenRow>(OCCURRENCE_SQL.findOpen, [o.teamId, o.dedupKey]))!;
+    }
+    // A full sample list (the usual case for a busy alert) does not change.
+    const known = JSON.parse(open.sample_event_ids) as string[];
+    const samples = known.length >= MAX_SAMPLES ? open.sample_event_ids : JSON.stringify([...new Set([...known, ...o.eventIds])].slice(0, MAX_SAMPLES));
+    yield* run(OCCURRENCE_SQL.update, [o.count, o.firstSeen, o.lastSeen, o.lastSeen, o.observed, o.lastSeen, o.message, o.lastSeen, details, samples, now, open.id]);
+    if (SEVERITY_RANK[o.severity] > SEVERITY_RANK[open.severity]) {
+      yield* run(OCCURRENCE_SQL.escalate, [o.severity, open.id]);
+      yield* enqueueAlertEvent(o.teamId, function* () {
+        return toAlert((yield* get<AlertRow>(OCCURRENCE_SQL.byId, [open.id]))!);
+      }, 'alert.escalated', now);
+    }
+    opened.push(false);
+  }
+  return opened;
 }
 
-export function findAlert(db: Registry, teamId: string, id: string): Alert | undefined {
-  const row = db.prepare('SELECT * FROM alerts WHERE team_id = ? AND id = ?').get(teamId, id) as AlertRow | undefined;
+export async function findAlert(sql: Sql, teamId: string, id: string): Promise<Alert | undefined> {
+  const row = await sql.get<AlertRow>('SELECT * FROM alerts WHERE team_id = ? AND id = ?', [teamId, id]);
   return row && toAlert(row);
 }
 
 export class AlertConflict extends Error {}
 
+/** A unique index refused the row: SQLite's and PostgreSQL's codes for it. */
+const isUniqueViolation = (err: unknown) => ['SQLITE_CONSTRAINT_UNIQUE', '23505'].includes((err as { code?: string }).code ?? '');
+
 /**
- * Resolves (with an optional note) or reopens an alert. Reopening fails with AlertConflict when the
- * same breach has opened a newer alert meanwhile. Undefined when the team has no such alert.
+ * Resolves (with an optional note) or reopens an alert; run it in a transaction. Reopening fails
+ * with AlertConflict when the same breach has opened a newer alert meanwhile. Undefined when the
+ * team has no such alert.
  */
-export function setAlertStatus(db: Registry, teamId: string, id: string, status: AlertStatus, note?: string): Alert | undefined {
-  return db.transaction(() => {
-    const current = findAlert(db, teamId, id);
-    if (!current || current.status === status) return current;
-    const now = Date.now();
-    if (status === 'resolved') {
-      db.prepare(`UPDATE alerts SET status = 'resolved', resolved_at = ?, resolution = ?, updated_at = ? WHERE id = ?`).run(now, note ?? null, now, id);
-    } else {
-      try {
-        db.prepare(`UPDATE alerts SET status = 'open', resolved_at = NULL, resolution = NULL, updated_at = ? WHERE id = ?`).run(now, id);
-      } catch (err) {
-        if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new AlertConflict('the same breach has a newer open alert');
-        throw err;
-      }
+export async function setAlertStatus(sql: Sql, teamId: string, id: string, status: AlertStatus, note?: string): Promise<Alert | undefined> {
+  const current = await findAlert(sql, teamId, id);
+  if (!current || current.status === status) return current;
+  const now = Date.now();
+  if (status === 'resolved') {
+    await sql.run(`UPDATE alerts SET status = 'resolved', resolved_at = ?, resolution = ?, updated_at = ? WHERE id = ?`, [now, note ?? null, now, id]);
+  } else {
+    try {
+      await sql.run(`UPDATE alerts SET status = 'open', resolved_at = NULL, resolution = NULL, updated_at = ? WHERE id = ?`, [now, id]);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new AlertConflict('the same breach has a newer open alert');
+      throw err;
     }
-    const changed = findAlert(db, teamId, id)!;
-    enqueueAlertEvent(db, teamId, () => changed, status === 'resolved' ? 'alert.resolved' : 'alert.reopened', now);
+  }
+  const changed = (await findAlert(sql, teamId, id))!;
+  await perform(sql, enqueueAlertEvent(teamId, function* () {
     return changed;
-  })();
+  }, status === 'resolved' ? 'alert.resolved' : 'alert.reopened', now));
+  return changed;
 }
 
 export interface AlertFilter {
@@ -216,7 +229,7 @@ export interface AlertCursor {
 }
 
 /** Alerts of a team, newest first (ties by id), filtered. */
-export function listAlerts(db: Registry, teamId: string, filter: AlertFilter, page: { limit: number; after?: AlertCursor }): Alert[] {
+export async function listAlerts(sql: Sql, teamId: string, filter: AlertFilter, page: { limit: number; after?: AlertCursor }): Promise<Alert[]> {
   const where = ['team_id = ?'];
   const args: unknown[] = [teamId];
   const eq = (column: string, value: unknown) => {
@@ -240,10 +253,10 @@ export function listAlerts(db: Registry, teamId: string, filter: AlertFilter, pa
     where.push('(created_at < ? OR (created_at = ? AND id < ?))');
     args.push(page.after.createdAt, page.after.createdAt, page.after.id);
   }
-  const rows = db.prepare(`SELECT * FROM alerts WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`).all(...args, page.limit) as AlertRow[];
+  const rows = await sql.all<AlertRow>(`SELECT * FROM alerts WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`, [...args, page.limit]);
   return rows.map(toAlert);
 }
 
-export function countOpenAlerts(db: Registry, teamId: string): number {
-  return (db.prepare(`SELECT count(*) AS n FROM alerts WHERE team_id = ? AND status = 'open'`).get(teamId) as { n: number }).n;
+export async function countOpenAlerts(sql: Sql, teamId: string): Promise<number> {
+  return Number((await sql.get<{ n: number }>(`SELECT count(*) AS n FROM alerts WHERE team_id = ? AND status = 'open'`, [teamId]))!.n);
 }

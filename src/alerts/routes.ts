@@ -52,7 +52,7 @@ export const listAlertsRoute = defineRoute<unknown, AlertsQuery>({
   tag: 'alerts',
   query: 'alerts-query.json',
   responses: { 200: { description: 'A page of alerts', schema: 'alert-page.json', example: { data: [EXAMPLE_ALERT], next_cursor: null } } },
-  handler({ query, team, deps }) {
+  async handler({ query, team, deps }) {
     const filter: AlertFilter = {
       status: query.status,
       type: query.type,
@@ -63,9 +63,9 @@ export const listAlertsRoute = defineRoute<unknown, AlertsQuery>({
     };
     const limit = query.limit ?? 50;
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isAlertCursor);
-    const { rows, next_cursor } = keysetPage(
+    const { rows, next_cursor } = await keysetPage(
       limit,
-      (n) => listAlerts(deps.registry, team.teamId, filter, { limit: n, after }),
+      (n) => listAlerts(deps.db, team.teamId, filter, { limit: n, after }),
       (last) => ({ createdAt: last.createdAt, id: last.id }),
     );
     return { body: { data: rows.map(toBody), next_cursor } };
@@ -79,8 +79,8 @@ export const getAlertRoute = defineRoute({
   summary: 'One alert',
   tag: 'alerts',
   responses: { 200: { description: 'The alert', schema: 'alert.json', example: EXAMPLE_ALERT } },
-  handler({ params, team, deps }) {
-    const alert = findAlert(deps.registry, team.teamId, params.id!);
+  async handler({ params, team, deps }) {
+    const alert = await findAlert(deps.db, team.teamId, params.id!);
     if (!alert) throw notFound(params.id!);
     return { body: toBody(alert) };
   },
@@ -110,9 +110,9 @@ export const updateAlertRoute = defineRoute<{ status?: AlertStatus; note?: strin
       throw new ApiError('validation_failed', 'Request body is invalid: note is only allowed when resolving', [{ field: 'note', message: 'is only allowed with status resolved' }]);
     }
     try {
-      const alert = await audited(ctx, () => {
-        const before = findAlert(deps.registry, team.teamId, params.id!);
-        const after = before && setAlertStatus(deps.registry, team.teamId, params.id!, status, body.note);
+      const alert = await audited(ctx, async (sql) => {
+        const before = await findAlert(sql, team.teamId, params.id!);
+        const after = before && (await setAlertStatus(sql, team.teamId, params.id!, status, body.note));
         if (!before || !after) return { result: undefined };
         const state = (a: Alert) => ({ status: a.status, resolvedAt: a.resolvedAt === null ? null : iso(a.resolvedAt), resolution: a.resolution });
         const action = status === 'open' ? 'alert.reopen' : 'alert.resolve';

@@ -47,7 +47,7 @@ export const listAuditLogRoute = defineRoute<unknown, AuditLogQuery>({
       resourceId: query.resource_id,
       keyId: query.key_id,
     });
-    const { rows, next_cursor } = keysetPage(limit, () => fetched, (last) => ({ seq: last.seq }));
+    const { rows, next_cursor } = await keysetPage(limit, () => fetched, (last) => ({ seq: last.seq }));
     return { body: { data: rows.map(({ seq: _seq, at, ...change }) => ({ ...change, at: new Date(at).toISOString() })), next_cursor } };
   },
 });

@@ -129,7 +129,7 @@ export const getAuthorizationRoute = defineRoute({
   summary: 'One authorization, with what became of its hold',
   tag: 'authorizations',
   responses: { 200: { description: 'The authorization', schema: 'authorization.json', example: EXAMPLE } },
-  handler({ params, team, deps }) {
+  async handler({ params, team, deps }) {
     const row = findAuthorization(deps.registry, team.teamId, params.id!);
     if (!row) throw notFound(params.id!);
     return { body: authorizationBody(row) };
@@ -148,7 +148,7 @@ export const listAuthorizationsRoute = defineRoute<unknown, { agent?: string; st
   tag: 'authorizations',
   query: 'authorizations-query.json',
   responses: { 200: { description: 'A page of authorizations', schema: 'authorization-page.json', example: { data: [EXAMPLE], next_cursor: null } } },
-  handler({ query, team, deps }) {
+  async handler({ query, team, deps }) {
     const now = Date.now();
     const filter = {
       agent: query.agent,
@@ -157,7 +157,7 @@ export const listAuthorizationsRoute = defineRoute<unknown, { agent?: string; st
       to: query.to === undefined ? undefined : parseQueryTime(query.to, 'to'),
     };
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isCursor);
-    const { rows, next_cursor } = keysetPage(
+    const { rows, next_cursor } = await keysetPage(
       query.limit ?? 50,
       (n) => listAuthorizations(deps.registry, team.teamId, filter, { limit: n, after }, now),
       (last) => ({ createdAt: last.created_at, id: last.id }),

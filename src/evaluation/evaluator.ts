@@ -8,6 +8,7 @@ import type { AnomalyConfig, EvaluationConfig } from '../config.js';
 import { MAX_FUTURE_SKEW_MS, type EventRow } from '../ingest/records.js';
 import type { Limit } from '../policies/limits.js';
 import { activePolicyRows, policyRevisions } from '../policies/repository.js';
+import { performNow, sqliteDatabase } from '../stores/sql.js';
 import type { AckEvaluator } from '../ingest/group-commit.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Registry } from '../stores/sqlite.js';
@@ -203,7 +204,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const folded = storms.occurrences();
     if (folded.length > 0) {
       try {
-        this.registry.transaction(() => recordOccurrences(this.registry, folded.map((f) => f.occurrence), now))();
+        performNow(this.registry, recordOccurrences(folded.map((f) => f.occurrence), now));
       } catch (error) {
         // The decisions stand; only the count of their folded alerts is lost (logged).
         this.logger.error({ err: error, occurrences: folded.reduce((n, f) => n + f.occurrence.count, 0) }, 'recording the storm alert of declined authorizations failed');
@@ -325,7 +326,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         occurrence.eventIds = [];
         return occurrence;
       });
-      recordOccurrences(this.registry, occurrences, now);
+      performNow(this.registry, recordOccurrences(occurrences, now));
       for (let k = 0; k < individual.length; k++) storms.admit(request.teamId, i, probe);
       const rest = declines.slice(individual.length);
       if (rest.length > 0) {
@@ -385,7 +386,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const created = new Array<number>(rows.length).fill(0);
     const groups = merged.result();
     if (groups.length === 0) return created;
-    const opened = recordOccurrences(this.registry, groups.map((g) => g.occurrence), now);
+    const opened = performNow(this.registry, recordOccurrences(groups.map((g) => g.occurrence), now));
     groups.forEach((g, i) => {
       if (opened[i]) created[g.row]!++;
     });
@@ -432,7 +433,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       slice = performance.now();
     };
     const compiled = new Map<string, { source: string; policy: CompiledPolicy }>();
-    const rows = activePolicyRows(this.registry, teamId);
+    const rows = await activePolicyRows(sqliteDatabase(this.registry), teamId);
     const policies: CompiledPolicy[] = [];
     for (const [order, row] of rows.entries()) {
       const source = `${row.name}\u0000${row.action}\u0000${row.timezone}\u0000${row.limits}\u0000${row.agents.join('\u0000')}`;

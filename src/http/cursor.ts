@@ -28,12 +28,12 @@ export function decodeCursor<T>(cursor: string, isPosition: (value: unknown) => 
  * A page of a keyset listing. `fetch` is asked for one row more than the page holds: that row
  * tells whether another page exists; the cursor is the position of the page's last row.
  */
-export function keysetPage<Row>(
+export async function keysetPage<Row>(
   limit: number,
-  fetch: (rows: number) => Row[],
+  fetch: (rows: number) => Row[] | Promise<Row[]>,
   position: (last: Row) => unknown,
-): { rows: Row[]; next_cursor: string | null } {
-  const fetched = fetch(limit + 1);
+): Promise<{ rows: Row[]; next_cursor: string | null }> {
+  const fetched = await fetch(limit + 1);
   const rows = fetched.slice(0, limit);
   const last = rows.at(-1);
   return { rows, next_cursor: fetched.length > limit && last !== undefined ? encodeCursor(position(last)) : null };

@@ -1,16 +1,15 @@
-import type { Statement } from 'better-sqlite3';
-import type { Registry } from '../stores/sqlite.js';
+import { numberedPlaceholders, type Sql } from '../stores/sql.js';
 import { newId } from '../teams/keys.js';
 import type { Limit } from './limits.js';
 
 export type PolicyAction = 'flag' | 'block';
 
 /**
- * A counter per team, raised by every change to its policies: evaluation compares it to decide
- * when to reload the team's policies (all changes go through this module, in this process).
+ * A counter per team, raised once a change to its policies commits: evaluation compares it to
+ * decide when to reload the team's policies (all changes go through this module, in this process).
  */
 export const policyRevisions = new Map<string, number>();
-const changed = (teamId: string) => policyRevisions.set(teamId, (policyRevisions.get(teamId) ?? 0) + 1);
+const changed = (sql: Sql, teamId: string) => sql.afterCommit(() => policyRevisions.set(teamId, (policyRevisions.get(teamId) ?? 0) + 1));
 
 export interface Policy {
   id: string;
@@ -41,9 +40,16 @@ interface PolicyRow {
 }
 
 // Agents come along as a JSON array, so a page is one statement, not one per policy.
-const SELECT = `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.active, p.created_at, p.updated_at,
+const SELECT = {
+  sqlite: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.active, p.created_at, p.updated_at,
        (SELECT json_group_array(external_id) FROM (SELECT external_id FROM policy_agents pa WHERE pa.policy_id = p.id ORDER BY external_id)) AS agents
-  FROM policies p`;
+  FROM policies p`,
+  postgres: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.active, p.created_at, p.updated_at,
+       (SELECT coalesce(json_agg(external_id ORDER BY external_id), '[]')::text FROM policy_agents pa WHERE pa.policy_id = p.id) AS agents
+  FROM policies p`,
+};
+/** The select above, narrowed by `rest` (written with `?`, numbered for PostgreSQL here). */
+const selectWhere = (rest: string) => ({ sqlite: `${SELECT.sqlite} ${rest}`, postgres: numberedPlaceholders(`${SELECT.postgres} ${rest}`) });
 
 const toPolicy = (r: PolicyRow): Policy => ({
   id: r.id,
@@ -57,10 +63,9 @@ const toPolicy = (r: PolicyRow): Policy => ({
   updatedAt: r.updated_at,
 });
 
-function setAgents(db: Registry, teamId: string, policyId: string, agents: readonly string[]): void {
-  db.prepare('DELETE FROM policy_agents WHERE policy_id = ?').run(policyId);
-  const insert = db.prepare('INSERT INTO policy_agents (policy_id, team_id, external_id) VALUES (?, ?, ?)');
-  for (const agent of agents) insert.run(policyId, teamId, agent);
+async function setAgents(sql: Sql, teamId: string, policyId: string, agents: readonly string[]): Promise<void> {
+  await sql.run('DELETE FROM policy_agents WHERE policy_id = ?', [policyId]);
+  for (const agent of agents) await sql.run('INSERT INTO policy_agents (policy_id, team_id, external_id) VALUES (?, ?, ?)', [policyId, teamId, agent]);
 }
 
 /**
@@ -74,70 +79,69 @@ export class TooManyActivePolicies extends Error {
   }
 }
 
-/** Throws TooManyActivePolicies when the team already has `max` (or more) active policies. */
-function checkRoomForActive(db: Registry, teamId: string, max: number | undefined): void {
-  if (max !== undefined && countActivePolicies(db, teamId) >= max) throw new TooManyActivePolicies(max);
+/**
+ * Throws TooManyActivePolicies when the team already has `max` (or more) active policies. On
+ * PostgreSQL the team's row is locked first, so two instances activating policies at once count in
+ * turn (SQLite's write transactions already take turns).
+ */
+async function checkRoomForActive(sql: Sql, teamId: string, max: number | undefined): Promise<void> {
+  if (max === undefined) return;
+  if (sql.dialect === 'postgres') await sql.get('SELECT id FROM teams WHERE id = ? FOR UPDATE', [teamId]);
+  if ((await countActivePolicies(sql, teamId)) >= max) throw new TooManyActivePolicies(max);
 }
 
 /**
- * Creates a policy. With `maxActive`, an active one is refused (TooManyActivePolicies) when the
- * team has that many active policies already; the count is read in the same transaction.
+ * Creates a policy; run it in a transaction. With `maxActive`, an active one is refused
+ * (TooManyActivePolicies) when the team has that many active policies already.
  */
-export function createPolicy(db: Registry, teamId: string, input: PolicyInput, maxActive?: number): Policy {
+export async function createPolicy(sql: Sql, teamId: string, input: PolicyInput, maxActive?: number): Promise<Policy> {
   const id = newId('pol');
   const now = Date.now();
-  db.transaction(() => {
-    if (input.active) checkRoomForActive(db, teamId, maxActive);
-    db.prepare(
-      `INSERT INTO policies (id, team_id, name, limits, action, timezone, active, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(id, teamId, input.name, JSON.stringify(input.limits), input.action, input.timezone, input.active ? 1 : 0, now, now);
-    setAgents(db, teamId, id, input.agents);
-  })();
-  changed(teamId);
-  return findPolicy(db, teamId, id)!;
+  if (input.active) await checkRoomForActive(sql, teamId, maxActive);
+  await sql.run(
+    `INSERT INTO policies (id, team_id, name, limits, action, timezone, active, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [id, teamId, input.name, JSON.stringify(input.limits), input.action, input.timezone, input.active ? 1 : 0, now, now],
+  );
+  await setAgents(sql, teamId, id, input.agents);
+  changed(sql, teamId);
+  return (await findPolicy(sql, teamId, id))!;
 }
 
-export function findPolicy(db: Registry, teamId: string, id: string): Policy | undefined {
-  const row = db.prepare(`${SELECT} WHERE p.team_id = ? AND p.id = ?`).get(teamId, id) as PolicyRow | undefined;
+export async function findPolicy(sql: Sql, teamId: string, id: string): Promise<Policy | undefined> {
+  const row = await sql.get<PolicyRow>(selectWhere('WHERE p.team_id = ? AND p.id = ?'), [teamId, id]);
   return row && toPolicy(row);
 }
 
 /**
- * Applies the given fields; undefined when the team has no such policy. With `maxActive`,
- * activating an inactive policy is refused (TooManyActivePolicies) when the team has that many
- * active already; a policy that stays active is never refused (a lowered bound keeps what exists).
+ * Applies the given fields; run it in a transaction. Undefined when the team has no such policy.
+ * With `maxActive`, activating an inactive policy is refused (TooManyActivePolicies) when the team
+ * has that many active already; a policy that stays active is never refused (a lowered bound keeps
+ * what exists).
  */
-export function updatePolicy(db: Registry, teamId: string, id: string, changes: Partial<PolicyInput>, maxActive?: number): Policy | undefined {
-  return db.transaction(() => {
-    const current = findPolicy(db, teamId, id);
-    if (!current) return undefined;
-    if (changes.active === true && !current.active) checkRoomForActive(db, teamId, maxActive);
-    const next = { ...current, ...changes };
-    db.prepare('UPDATE policies SET name = ?, limits = ?, action = ?, timezone = ?, active = ?, updated_at = ? WHERE id = ?').run(
-      next.name,
-      JSON.stringify(next.limits),
-      next.action,
-      next.timezone,
-      next.active ? 1 : 0,
-      Math.max(Date.now(), current.updatedAt),
-      id,
-    );
-    if (changes.agents) setAgents(db, teamId, id, changes.agents);
-    changed(teamId);
-    return findPolicy(db, teamId, id);
-  })();
+export async function updatePolicy(sql: Sql, teamId: string, id: string, changes: Partial<PolicyInput>, maxActive?: number): Promise<Policy | undefined> {
+  const current = await findPolicy(sql, teamId, id);
+  if (!current) return undefined;
+  if (changes.active === true && !current.active) await checkRoomForActive(sql, teamId, maxActive);
+  const next = { ...current, ...changes };
+  await sql.run('UPDATE policies SET name = ?, limits = ?, action = ?, timezone = ?, active = ?, updated_at = ? WHERE id = ?', [
+    next.name,
+    JSON.stringify(next.limits),
+    next.action,
+    next.timezone,
+    next.active ? 1 : 0,
+    Math.max(Date.now(), current.updatedAt),
+    id,
+  ]);
+  if (changes.agents) await setAgents(sql, teamId, id, changes.agents);
+  changed(sql, teamId);
+  return findPolicy(sql, teamId, id);
 }
 
-export function deletePolicy(db: Registry, teamId: string, id: string): boolean {
-  const deleted = db.prepare('DELETE FROM policies WHERE team_id = ? AND id = ?').run(teamId, id).changes === 1;
-  if (deleted) changed(teamId);
+export async function deletePolicy(sql: Sql, teamId: string, id: string): Promise<boolean> {
+  const deleted = (await sql.run('DELETE FROM policies WHERE team_id = ? AND id = ?', [teamId, id])) === 1;
+  if (deleted) changed(sql, teamId);
   return deleted;
-}
-
-/** Every active policy of a team, oldest first. */
-export function activePolicies(db: Registry, teamId: string): Policy[] {
-  return (db.prepare(`${SELECT} WHERE p.team_id = ? AND p.active = 1 ORDER BY p.created_at, p.id`).all(teamId) as PolicyRow[]).map(toPolicy);
 }
 
 /** An active policy as evaluation loads it: limits still JSON, so an unchanged one is not parsed again. */
@@ -152,30 +156,27 @@ export interface ActivePolicyRow {
   agents: string[];
 }
 
-const evaluationStatements = new WeakMap<Registry, { policies: Statement; agents: Statement }>();
-
 /**
  * Every active policy of a team, oldest first (created_at, id), for evaluation, which reloads them
  * after every change: two flat statements (policies, then the agents they name), no statement per
- * policy.
+ * policy. Run it in a transaction where the two must agree (PostgreSQL, with changes from other
+ * instances); on SQLite changes take turns with it.
  */
-export function activePolicyRows(db: Registry, teamId: string): ActivePolicyRow[] {
-  let statements = evaluationStatements.get(db);
-  if (!statements) {
-    statements = {
-      policies: db.prepare('SELECT id, name, limits, action, timezone, created_at FROM policies WHERE team_id = ? AND active = 1 ORDER BY created_at, id'),
-      agents: db.prepare(
-        `SELECT pa.policy_id, pa.external_id FROM policy_agents pa JOIN policies p ON p.id = pa.policy_id
-          WHERE pa.team_id = ? AND p.active = 1 ORDER BY pa.policy_id, pa.external_id`,
-      ),
-    };
-    evaluationStatements.set(db, statements);
-  }
-  const rows = (statements.policies.all(teamId) as { id: string; name: string; limits: string; action: PolicyAction; timezone: string | null; created_at: number }[]).map(
+export async function activePolicyRows(sql: Sql, teamId: string): Promise<ActivePolicyRow[]> {
+  const policies = await sql.all<{ id: string; name: string; limits: string; action: PolicyAction; timezone: string | null; created_at: number }>(
+    'SELECT id, name, limits, action, timezone, created_at FROM policies WHERE team_id = ? AND active = 1 ORDER BY created_at, id',
+    [teamId],
+  );
+  const agents = await sql.all<{ policy_id: string; external_id: string }>(
+    `SELECT pa.policy_id, pa.external_id FROM policy_agents pa JOIN policies p ON p.id = pa.policy_id
+      WHERE pa.team_id = ? AND p.active = 1 ORDER BY pa.policy_id, pa.external_id`,
+    [teamId],
+  );
+  const rows = policies.map(
     (r): ActivePolicyRow => ({ id: r.id, name: r.name, limits: r.limits, action: r.action, timezone: r.timezone, createdAt: r.created_at, agents: [] }),
   );
   const byId = new Map(rows.map((r) => [r.id, r]));
-  for (const { policy_id, external_id } of statements.agents.all(teamId) as { policy_id: string; external_id: string }[]) byId.get(policy_id)?.agents.push(external_id);
+  for (const { policy_id, external_id } of agents) byId.get(policy_id)?.agents.push(external_id);
   return rows;
 }
 
@@ -185,11 +186,11 @@ export interface PolicyCursor {
 }
 
 /** Policies of a team, newest first (ties by id); `agent` keeps those that apply to that agent. */
-export function listPolicies(
-  db: Registry,
+export async function listPolicies(
+  sql: Sql,
   teamId: string,
   options: { limit: number; after?: PolicyCursor; agent?: string; active?: boolean },
-): Policy[] {
+): Promise<Policy[]> {
   const where = ['p.team_id = ?'];
   const args: unknown[] = [teamId];
   if (options.agent !== undefined) {
@@ -205,10 +206,10 @@ export function listPolicies(
     where.push('(p.created_at < ? OR (p.created_at = ? AND p.id < ?))');
     args.push(options.after.createdAt, options.after.createdAt, options.after.id);
   }
-  const rows = db.prepare(`${SELECT} WHERE ${where.join(' AND ')} ORDER BY p.created_at DESC, p.id DESC LIMIT ?`).all(...args, options.limit) as PolicyRow[];
+  const rows = await sql.all<PolicyRow>(selectWhere(`WHERE ${where.join(' AND ')} ORDER BY p.created_at DESC, p.id DESC LIMIT ?`), [...args, options.limit]);
   return rows.map(toPolicy);
 }
 
-export function countActivePolicies(db: Registry, teamId: string): number {
-  return (db.prepare('SELECT count(*) AS n FROM policies WHERE team_id = ? AND active = 1').get(teamId) as { n: number }).n;
+export async function countActivePolicies(sql: Sql, teamId: string): Promise<number> {
+  return Number((await sql.get<{ n: number }>('SELECT count(*) AS n FROM policies WHERE team_id = ? AND active = 1', [teamId]))!.n);
 }

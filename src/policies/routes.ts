@@ -112,8 +112,8 @@ export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits
       timezone: body.timezone ?? null,
     };
     const policy = await withActiveBound(() =>
-      audited(ctx, () => {
-        const created = createPolicy(deps.registry, team.teamId, input, deps.config.evaluation.maxActivePoliciesPerTeam);
+      audited(ctx, async (sql) => {
+        const created = await createPolicy(sql, team.teamId, input, deps.config.evaluation.maxActivePoliciesPerTeam);
         return { result: created, log: { action: 'policy.create', resourceType: 'policy', resourceId: created.id, before: null, after: settings(created) } };
       }),
     );
@@ -128,8 +128,8 @@ export const getPolicyRoute = defineRoute({
   summary: 'One policy',
   tag: 'policies',
   responses: { 200: { description: 'The policy', schema: 'policy.json', example: EXAMPLE_POLICY } },
-  handler({ params, team, deps }) {
-    const policy = findPolicy(deps.registry, team.teamId, params.id!);
+  async handler({ params, team, deps }) {
+    const policy = await findPolicy(deps.db, team.teamId, params.id!);
     if (!policy) throw notFound(params.id!);
     return { body: toBody(policy) };
   },
@@ -153,9 +153,9 @@ export const updatePolicyRoute = defineRoute<PolicyBody>({
     const limits = checkPolicyFields(body);
     const changes: Partial<PolicyInput> = { ...body, ...(limits ? { limits } : {}) };
     const policy = await withActiveBound(() =>
-      audited(ctx, () => {
-        const before = findPolicy(deps.registry, team.teamId, params.id!);
-        const after = before && updatePolicy(deps.registry, team.teamId, params.id!, changes, deps.config.evaluation.maxActivePoliciesPerTeam);
+      audited(ctx, async (sql) => {
+        const before = await findPolicy(sql, team.teamId, params.id!);
+        const after = before && (await updatePolicy(sql, team.teamId, params.id!, changes, deps.config.evaluation.maxActivePoliciesPerTeam));
         if (!before || !after) return { result: undefined };
         return { result: after, log: { action: 'policy.update', resourceType: 'policy', resourceId: after.id, before: settings(before), after: settings(after) } };
       }),
@@ -175,9 +175,9 @@ export const deletePolicyRoute = defineRoute({
   responses: { 204: { description: 'Deleted' } },
   async handler(ctx) {
     const { params, team, deps } = ctx;
-    const deleted = await audited(ctx, () => {
-      const before = findPolicy(deps.registry, team.teamId, params.id!);
-      if (!before || !deletePolicy(deps.registry, team.teamId, params.id!)) return { result: false };
+    const deleted = await audited(ctx, async (sql) => {
+      const before = await findPolicy(sql, team.teamId, params.id!);
+      if (!before || !(await deletePolicy(sql, team.teamId, params.id!))) return { result: false };
       return { result: true, log: { action: 'policy.delete', resourceType: 'policy', resourceId: before.id, before: settings(before), after: null } };
     });
     if (!deleted) throw notFound(params.id!);
@@ -201,12 +201,12 @@ export const listPoliciesRoute = defineRoute<unknown, { limit?: number; cursor?:
   responses: {
     200: { description: 'A page of policies', schema: 'policy-page.json', example: { data: [EXAMPLE_POLICY], next_cursor: null } },
   },
-  handler({ query, team, deps }) {
+  async handler({ query, team, deps }) {
     const limit = query.limit ?? 50;
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isPolicyCursor);
-    const { rows, next_cursor } = keysetPage(
+    const { rows, next_cursor } = await keysetPage(
       limit,
-      (n) => listPolicies(deps.registry, team.teamId, { limit: n, after, agent: query.agent, active: query.active }),
+      (n) => listPolicies(deps.db, team.teamId, { limit: n, after, agent: query.agent, active: query.active }),
       (last) => ({ createdAt: last.createdAt, id: last.id }),
     );
     return { body: { data: rows.map(toBody), next_cursor } };

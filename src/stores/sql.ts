@@ -33,6 +33,11 @@ export interface Sql {
   get<T = Record<string, unknown>>(statement: Statement, params?: readonly unknown[]): Promise<T | undefined>;
   /** Runs a statement; resolves to the number of rows it changed. */
   run(statement: Statement, params?: readonly unknown[]): Promise<number>;
+  /**
+   * Calls `fn` once what was written is committed (at once outside a transaction; never if the
+   * transaction rolls back): caches and wake-ups must not act on what others cannot read yet.
+   */
+  afterCommit(fn: () => void): void;
 }
 
 export interface Database extends Sql {
@@ -74,20 +79,118 @@ export function numberedPlaceholders(sql: string): string {
   return out;
 }
 
+/** Statements prepared once per connection, by text: stores run the same few again and again. */
+const preparedOf = new WeakMap<Registry, Map<string, BetterSqlite3.Statement<unknown[]>>>();
+
+function prepared(db: Registry, statement: Statement): BetterSqlite3.Statement<unknown[]> {
+  let statements = preparedOf.get(db);
+  if (!statements) preparedOf.set(db, (statements = new Map()));
+  const text = textOf(statement, 'sqlite');
+  let found = statements.get(text);
+  if (!found) statements.set(text, (found = db.prepare<unknown[]>(text)));
+  return found;
+}
+
+/**
+ * A store's logic that must run both inside SQLite's synchronous group commit and, awaited, on any
+ * Sql (a management transaction; PostgreSQL): written once as a generator that yields each
+ * statement it needs and gets its result back. `perform` runs it on a Sql, `performNow` on the
+ * SQLite connection, within the current turn. Read results with `yield* all(…)`, `get`, `run`.
+ */
+export type Steps<T> = Generator<Step, T, unknown>;
+export type Step =
+  | { readonly kind: 'all' | 'get' | 'run'; readonly statement: Statement; readonly params: readonly unknown[] }
+  /** What caches and wake-ups are kept per (Sql.origin). */
+  | { readonly kind: 'origin' }
+  | { readonly kind: 'afterCommit'; readonly fn: () => void };
+
+export function* all<T = Record<string, unknown>>(statement: Statement, params: readonly unknown[] = []): Steps<T[]> {
+  return (yield { kind: 'all', statement, params }) as T[];
+}
+export function* get<T = Record<string, unknown>>(statement: Statement, params: readonly unknown[] = []): Steps<T | undefined> {
+  return (yield { kind: 'get', statement, params }) as T | undefined;
+}
+/** Resolves to the number of rows the statement changed. */
+export function* run(statement: Statement, params: readonly unknown[] = []): Steps<number> {
+  return (yield { kind: 'run', statement, params }) as number;
+}
+export function* originOf(): Steps<object> {
+  return (yield { kind: 'origin' }) as object;
+}
+/** Sql.afterCommit; under performNow, once the caller's synchronous transaction is over. */
+export function* afterCommit(fn: () => void): Steps<void> {
+  yield { kind: 'afterCommit', fn };
+}
+
+/** Runs `steps` on `sql`, one statement at a time. */
+export async function perform<T>(sql: Sql, steps: Steps<T>): Promise<T> {
+  let next = steps.next();
+  while (!next.done) {
+    const step = next.value;
+    let result: unknown;
+    try {
+      if (step.kind === 'origin') result = sql.origin;
+      else if (step.kind === 'afterCommit') sql.afterCommit(step.fn);
+      else result = await sql[step.kind](step.statement, step.params);
+    } catch (err) {
+      next = steps.throw(err);
+      continue;
+    }
+    next = steps.next(result);
+  }
+  return next.value;
+}
+
+/**
+ * Runs `steps` on the SQLite connection now, synchronously, as one transaction (a savepoint inside
+ * the caller's, as in the group commit).
+ */
+export function performNow<T>(db: Registry, steps: Steps<T>): T {
+  return db.transaction(() => {
+    let next = steps.next();
+    while (!next.done) {
+      const step = next.value;
+      let result: unknown;
+      try {
+        if (step.kind === 'origin') result = db;
+        // The caller's transaction is synchronous: it is over when the event loop turns.
+        else if (step.kind === 'afterCommit') setImmediate(step.fn);
+        else {
+          const statement = prepared(db, step.statement);
+          const params = step.params as unknown[];
+          result = step.kind === 'all' ? statement.all(...params) : step.kind === 'get' ? statement.get(...params) : statement.run(...params).changes;
+        }
+      } catch (err) {
+        next = steps.throw(err);
+        continue;
+      }
+      next = steps.next(result);
+    }
+    return next.value;
+  })();
+}
+
+/**
+ * The Database of a SQLite connection: one per connection, whoever asks, so that every caller's
+ * transactions and statements take turns in one queue (a second queue on the same connection could
+ * read or write inside another's open transaction while it awaits its own statements).
+ */
 export function sqliteDatabase(db: Registry): Database {
-  const statements = new Map<string, BetterSqlite3.Statement<unknown[]>>();
-  const prepared = (statement: Statement) => {
-    const text = textOf(statement, 'sqlite');
-    let found = statements.get(text);
-    if (!found) statements.set(text, (found = db.prepare<unknown[]>(text)));
-    return found;
-  };
+  let found = databases.get(db);
+  if (!found) databases.set(db, (found = newSqliteDatabase(db)));
+  return found;
+}
+
+const databases = new WeakMap<Registry, Database>();
+
+function newSqliteDatabase(db: Registry): Database {
   const sql: Sql = {
     dialect: 'sqlite',
     origin: db,
-    all: async <T>(statement: Statement, params: readonly unknown[] = []) => prepared(statement).all(...(params as unknown[])) as T[],
-    get: async <T>(statement: Statement, params: readonly unknown[] = []) => prepared(statement).get(...(params as unknown[])) as T | undefined,
-    run: async (statement: Statement, params: readonly unknown[] = []) => prepared(statement).run(...(params as unknown[])).changes,
+    all: async <T>(statement: Statement, params: readonly unknown[] = []) => prepared(db, statement).all(...(params as unknown[])) as T[],
+    get: async <T>(statement: Statement, params: readonly unknown[] = []) => prepared(db, statement).get(...(params as unknown[])) as T | undefined,
+    run: async (statement: Statement, params: readonly unknown[] = []) => prepared(db, statement).run(...(params as unknown[])).changes,
+    afterCommit: (fn) => fn(),
   };
   // Transactions take turns; statements outside one wait for the one in progress, never join it.
   let turn: Promise<unknown> = Promise.resolve();
@@ -102,17 +205,21 @@ export function sqliteDatabase(db: Registry): Database {
     all: (s, p) => inTurn(() => sql.all(s, p)),
     get: (s, p) => inTurn(() => sql.get(s, p)),
     run: (s, p) => inTurn(() => sql.run(s, p)),
+    afterCommit: (fn) => fn(),
     transaction: <T>(fn: (sql: Sql) => Promise<T>) =>
       inTurn(
         () =>
           new Promise<T>((resolve, reject) => {
             db.exec('BEGIN IMMEDIATE');
             let settled = false;
+            const committed: (() => void)[] = [];
             const end = (commit: boolean) => {
               settled = true;
               clearImmediate(watch);
-              if (commit) db.exec('COMMIT');
-              else if (db.inTransaction) db.exec('ROLLBACK');
+              if (commit) {
+                db.exec('COMMIT');
+                for (const fn of committed) fn();
+              } else if (db.inTransaction) db.exec('ROLLBACK');
             };
             // The loop turned with the body still running: it waits for I/O (or for itself, by
             // calling the Database instead of its `sql`). Roll back now, before other code can
@@ -128,6 +235,7 @@ export function sqliteDatabase(db: Registry): Database {
               all: (s, p) => (settled ? Promise.reject(new TransactionSpannedIo()) : sql.all(s, p)),
               get: (s, p) => (settled ? Promise.reject(new TransactionSpannedIo()) : sql.get(s, p)),
               run: (s, p) => (settled ? Promise.reject(new TransactionSpannedIo()) : sql.run(s, p)),
+              afterCommit: (fn) => committed.push(fn),
             };
             Promise.resolve()
               .then(() => fn(guarded))
@@ -162,12 +270,18 @@ function postgresSql(client: pg.Pool | pg.PoolClient, origin: object): Sql {
     all: async <T>(statement: Statement, params: readonly unknown[] = []) => (await query<T>(statement, params)).rows as T[],
     get: async <T>(statement: Statement, params: readonly unknown[] = []) => (await query<T>(statement, params)).rows[0] as T | undefined,
     run: async (statement: Statement, params: readonly unknown[] = []) => (await query(statement, params)).rowCount ?? 0,
+    afterCommit: (fn) => fn(),
   };
 }
 
 export function postgresDatabase(pool: SharedStore): Database {
   return {
     ...postgresSql(pool, pool),
-    transaction: (fn) => inTransaction(pool, (client) => fn(postgresSql(client, pool))),
+    transaction: async (fn) => {
+      const committed: (() => void)[] = [];
+      const result = await inTransaction(pool, (client) => fn({ ...postgresSql(client, pool), afterCommit: (f) => committed.push(f) }));
+      for (const f of committed) f();
+      return result;
+    },
   };
 }

@@ -204,9 +204,9 @@ interface KeyOwnerCache {
 const keyOwnerCaches = new WeakMap<object, KeyOwnerCache>();
 const MAX_CACHED_KEYS = 10_000;
 
-/** Forgets the keys found so far: called by every change to keys made through this database. */
+/** Forgets the keys found so far once a change to keys made through this database commits. */
 function keysChanged(sql: Sql): void {
-  keyOwnerCaches.get(sql.origin)?.entries.clear();
+  sql.afterCommit(() => keyOwnerCaches.get(sql.origin)?.entries.clear());
 }
 
 type OwnerRow = { keyId: string; keyName: string; holderId: string; scopes: string; requests_per_second: number | null; records_per_second: number | null; expires_at: number | null; teamId: string; teamName: string };

@@ -20,9 +20,9 @@ export async function teamUsage(deps: Pick<AppDeps, 'registry' | 'db' | 'readEve
     period: { start: month.start.toISOString(), end: month.end.toISOString() },
     events: current.totals.count,
     spend: current.totals.spend,
-    agents: countAgents(deps.registry, teamId),
-    activePolicies: countActivePolicies(deps.registry, teamId),
-    openAlerts: countOpenAlerts(deps.registry, teamId),
+    agents: await countAgents(deps.db, teamId),
+    activePolicies: await countActivePolicies(deps.db, teamId),
+    openAlerts: await countOpenAlerts(deps.db, teamId),
     activeApiKeys: await countActiveKeys(deps.db, teamId),
   };
 }

@@ -1,11 +1,12 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import { recordOccurrences } from '../alerts/repository.js';
+import { recordOccurrences, type Occurrence } from '../alerts/repository.js';
 import type { WebhookConfig } from '../config.js';
 import type { SecretBox } from '../stores/secrets.js';
+import { performNow } from '../stores/sql.js';
 import { unsyncedTransaction, type Registry } from '../stores/sqlite.js';
 import { onDeliveriesQueued } from './outbox.js';
-import { findEndpoint, shownUrl } from './repository.js';
+import { endpointOf, shownUrl } from './repository.js';
 import { Sender, type Attempt, type SenderOptions } from './sender.js';
 
 export { RESPONSE_CAP_BYTES, signatures } from './sender.js';
@@ -223,7 +224,7 @@ export class Dispatcher {
     // The alert is stored and sent on: it names the URL as the API shows it (a slack one masked).
     let url: string;
     try {
-      const endpoint = findEndpoint(this.db, this.box, row.team_id, row.endpoint_id);
+      const endpoint = performNow(this.db, endpointOf(this.box, row.team_id, row.endpoint_id));
       if (!endpoint) return;
       url = shownUrl(endpoint);
     } catch {
@@ -233,31 +234,26 @@ export class Dispatcher {
     const hours = Math.round(this.disableAfterMs / 3_600_000);
     const reason = `every attempt failed for ${hours} hours`;
     this.db.prepare('UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ?, updated_at = ? WHERE id = ?').run(now, reason, now, row.endpoint_id);
-    recordOccurrences(
-      this.db,
-      [
-        {
-          teamId: row.team_id,
-          dedupKey: `webhook_disabled:${row.endpoint_id}`,
-          type: 'system',
-          kind: 'webhook_disabled',
-          severity: 'warning',
-          agentId: '',
-          policyId: null,
-          window: null,
-          observed: null,
-          limit: null,
-          subject: row.endpoint_id,
-          details: { endpointId: row.endpoint_id, url, failingForHours: hours },
-          message: `Webhook endpoint ${row.endpoint_id} (${url}) was disabled: ${reason}. Fix it, then PATCH it with {"active": true}.`,
-          count: 1,
-          firstSeen: now,
-          lastSeen: now,
-          eventIds: [],
-        },
-      ],
-      now,
-    );
+    const disabled: Occurrence = {
+      teamId: row.team_id,
+      dedupKey: `webhook_disabled:${row.endpoint_id}`,
+      type: 'system',
+      kind: 'webhook_disabled',
+      severity: 'warning',
+      agentId: '',
+      policyId: null,
+      window: null,
+      observed: null,
+      limit: null,
+      subject: row.endpoint_id,
+      details: { endpointId: row.endpoint_id, url, failingForHours: hours },
+      message: `Webhook endpoint ${row.endpoint_id} (${url}) was disabled: ${reason}. Fix it, then PATCH it with {"active": true}.`,
+      count: 1,
+      firstSeen: now,
+      lastSeen: now,
+      eventIds: [],
+    };
+    performNow(this.db, recordOccurrences([disabled], now));
     this.logger.warn({ endpointId: row.endpoint_id, teamId: row.team_id }, 'webhooks: endpoint disabled after failing for 24 hours');
   }
 

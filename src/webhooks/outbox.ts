@@ -1,6 +1,6 @@
 import { alertBody } from '../alerts/body.js';
 import type { Alert } from '../alerts/repository.js';
-import type { Registry } from '../stores/sqlite.js';
+import { afterCommit, all, originOf, run, type Steps } from '../stores/sql.js';
 import { newId } from '../teams/keys.js';
 import type { EventType } from './repository.js';
 
@@ -12,61 +12,56 @@ export interface WebhookEvent {
   data: Record<string, unknown>;
 }
 
-/** The dispatcher of each registry, woken when deliveries are queued (after the transaction commits). */
-const wakers = new WeakMap<Registry, () => void>();
+/** The dispatcher of each database (Sql.origin), woken once deliveries are queued and committed. */
+const wakers = new WeakMap<object, () => void>();
 
-export function onDeliveriesQueued(db: Registry, wake: (() => void) | undefined): void {
-  if (wake) wakers.set(db, wake);
-  else wakers.delete(db);
+export function onDeliveriesQueued(origin: object, wake: (() => void) | undefined): void {
+  if (wake) wakers.set(origin, wake);
+  else wakers.delete(origin);
 }
 
-const statementsOf = new WeakMap<Registry, ReturnType<typeof prepare>>();
-
-function prepare(db: Registry) {
-  return {
-    endpoints: db.prepare(
-      `SELECT id FROM webhook_endpoints
-        WHERE team_id = ? AND active = 1 AND disabled_at IS NULL AND EXISTS (SELECT 1 FROM json_each(events) WHERE value = ?)`,
-    ),
-    insert: db.prepare(
-      `INSERT INTO webhook_deliveries (id, team_id, endpoint_id, event_id, event_type, payload, status, next_attempt_at, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
-    ),
-  };
-}
+const OUTBOX_SQL = {
+  endpoints: {
+    sqlite: `SELECT id FROM webhook_endpoints
+              WHERE team_id = ? AND active = 1 AND disabled_at IS NULL AND EXISTS (SELECT 1 FROM json_each(events) WHERE value = ?)`,
+    postgres: `SELECT id FROM webhook_endpoints WHERE team_id = $1 AND active = 1 AND disabled_at IS NULL AND events::jsonb ? $2`,
+  },
+  insert: `INSERT INTO webhook_deliveries (id, team_id, endpoint_id, event_id, event_type, payload, status, next_attempt_at, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
+} as const;
 
 /**
- * Queues an event for every active endpoint of the team that takes its type. Call it inside the
- * transaction that makes the change: the change and its deliveries commit together. Returns the
- * delivery ids (none when no endpoint wants the event).
+ * Queues an event for every active endpoint of the team that takes its type (or for `endpointId`
+ * alone). Run it inside the transaction that makes the change: the change and its deliveries
+ * commit together. Returns the delivery ids (none when no endpoint wants the event). `data` runs
+ * only when some endpoint wants it: most alert changes have no endpoint to go to.
  */
-export function enqueueEvent(
-  db: Registry,
+export function* enqueueEvent(
   teamId: string,
   type: EventType,
-  data: () => Record<string, unknown>,
+  data: () => Steps<Record<string, unknown>>,
   now = Date.now(),
   endpointId?: string,
-): string[] {
-  let statements = statementsOf.get(db);
-  if (!statements) statementsOf.set(db, (statements = prepare(db)));
-  const targets = endpointId ? [{ id: endpointId }] : (statements.endpoints.all(teamId, type) as { id: string }[]);
+): Steps<string[]> {
+  const targets = endpointId ? [{ id: endpointId }] : yield* all<{ id: string }>(OUTBOX_SQL.endpoints, [teamId, type]);
   if (targets.length === 0) return [];
-  // Built only when some endpoint wants it: most alert changes have no endpoint to go to.
-  const event: WebhookEvent = { type, id: newId('evt'), timestamp: new Date(now).toISOString(), data: data() };
+  const event: WebhookEvent = { type, id: newId('evt'), timestamp: new Date(now).toISOString(), data: yield* data() };
   const payload = JSON.stringify(event);
-  const ids = targets.map((t) => {
+  const ids: string[] = [];
+  for (const t of targets) {
     const id = newId('dlv');
-    statements.insert.run(id, teamId, t.id, event.id, type, payload, now, now);
-    return id;
-  });
-  const wake = wakers.get(db);
-  // After the answer and the commit: the dispatcher reads what this transaction wrote.
-  if (wake) setImmediate(wake);
+    yield* run(OUTBOX_SQL.insert, [id, teamId, t.id, event.id, type, payload, now, now]);
+    ids.push(id);
+  }
+  const origin = yield* originOf();
+  // After the commit: the dispatcher reads what this transaction wrote.
+  yield* afterCommit(() => wakers.get(origin)?.());
   return ids;
 }
 
 /** Queues an alert's lifecycle event (opened, escalated, resolved, reopened); `alert` is read only if needed. */
-export function enqueueAlertEvent(db: Registry, teamId: string, alert: () => Alert, type: EventType, now = Date.now()): void {
-  enqueueEvent(db, teamId, type, () => alertBody(alert()), now);
+export function* enqueueAlertEvent(teamId: string, alert: () => Steps<Alert>, type: EventType, now = Date.now()): Steps<void> {
+  yield* enqueueEvent(teamId, type, function* () {
+    return alertBody(yield* alert());
+  }, now);
 }

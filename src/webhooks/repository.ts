@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
-import type { Statement } from 'better-sqlite3';
 import { SecretsKeyError, type SecretBox } from '../stores/secrets.js';
+import { get, perform, type Database, type Sql, type Steps } from '../stores/sql.js';
 import type { Registry } from '../stores/sqlite.js';
 import { newId } from '../teams/keys.js';
 
@@ -97,8 +97,8 @@ export function shownUrl(endpoint: Pick<WebhookEndpoint, 'url' | 'format'>): str
  * start (SecretsKeyError): sending unsigned or with a garbage key would be worse. Returns how many
  * values were sealed anew.
  */
-export function resealEndpointSecrets(db: Registry, box: SecretBox): number {
-  const rows = db.prepare('SELECT id, url, secret, previous_secret FROM webhook_endpoints').all() as Pick<EndpointRow, 'id' | SealedColumn>[];
+export async function resealEndpointSecrets(db: Database, box: SecretBox): Promise<number> {
+  const rows = await db.all<Pick<EndpointRow, 'id' | SealedColumn>>('SELECT id, url, secret, previous_secret FROM webhook_endpoints');
   const updates: { id: string; column: SealedColumn; value: string }[] = [];
   let clear = 0;
   for (const row of rows) {
@@ -119,17 +119,20 @@ export function resealEndpointSecrets(db: Registry, box: SecretBox): number {
     }
   }
   if (updates.length === 0) return 0;
-  // Clear values overwritten here must not stay readable in freed space of the file's pages.
-  db.pragma('secure_delete = ON');
+  // On SQLite, clear values overwritten here must not stay readable in freed space of the file's
+  // pages (a Database on SQLite reaches its connection as its origin). PostgreSQL's old row
+  // versions are reclaimed by its vacuum.
+  const registry = db.dialect === 'sqlite' ? (db.origin as Registry) : undefined;
+  registry?.pragma('secure_delete = ON');
   try {
-    db.transaction(() => {
-      for (const u of updates) db.prepare(`UPDATE webhook_endpoints SET ${u.column} = ? WHERE id = ?`).run(u.value, u.id);
-    }).immediate();
+    await db.transaction(async (sql) => {
+      for (const u of updates) await sql.run(`UPDATE webhook_endpoints SET ${u.column} = ? WHERE id = ?`, [u.value, u.id]);
+    });
   } finally {
-    db.pragma('secure_delete = OFF');
+    registry?.pragma('secure_delete = OFF');
   }
   // ...nor in the WAL's older frames: copy them into the file and empty the WAL.
-  if (clear > 0) db.pragma('wal_checkpoint(TRUNCATE)');
+  if (clear > 0) registry?.pragma('wal_checkpoint(TRUNCATE)');
   return updates.length;
 }
 
@@ -146,50 +149,58 @@ export interface EndpointInput {
   active: boolean;
 }
 
-/** Creates an endpoint (with a secret when it is `standard`); TooManyEndpoints past the cap. */
-export function createEndpoint(db: Registry, box: SecretBox, teamId: string, input: EndpointInput, now = Date.now()): WebhookEndpoint {
-  return db.transaction(() => {
-    const { n } = db.prepare('SELECT count(*) AS n FROM webhook_endpoints WHERE team_id = ?').get(teamId) as { n: number };
-    if (n >= MAX_ENDPOINTS_PER_TEAM) throw new TooManyEndpoints(`a team has at most ${MAX_ENDPOINTS_PER_TEAM} webhook endpoints`);
-    const id = newId('whk');
-    const secret = input.format === 'standard' ? box.seal(generateSecret(), sealContext(id, 'secret')) : null;
-    db.prepare(
-      `INSERT INTO webhook_endpoints (id, team_id, url, description, events, format, active, secret, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(id, teamId, box.seal(input.url, sealContext(id, 'url')), input.description, JSON.stringify(input.events), input.format, input.active ? 1 : 0, secret, now, now);
-    return findEndpoint(db, box, teamId, id)!;
-  }).immediate();
+/**
+ * Creates an endpoint (with a secret when it is `standard`); TooManyEndpoints past the cap. Run it
+ * in a transaction: on PostgreSQL the team's row is locked first, so instances count in turn.
+ */
+export async function createEndpoint(sql: Sql, box: SecretBox, teamId: string, input: EndpointInput, now = Date.now()): Promise<WebhookEndpoint> {
+  if (sql.dialect === 'postgres') await sql.get('SELECT id FROM teams WHERE id = ? FOR UPDATE', [teamId]);
+  const { n } = (await sql.get<{ n: number }>('SELECT count(*) AS n FROM webhook_endpoints WHERE team_id = ?', [teamId]))!;
+  if (Number(n) >= MAX_ENDPOINTS_PER_TEAM) throw new TooManyEndpoints(`a team has at most ${MAX_ENDPOINTS_PER_TEAM} webhook endpoints`);
+  const id = newId('whk');
+  const secret = input.format === 'standard' ? box.seal(generateSecret(), sealContext(id, 'secret')) : null;
+  await sql.run(
+    `INSERT INTO webhook_endpoints (id, team_id, url, description, events, format, active, secret, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [id, teamId, box.seal(input.url, sealContext(id, 'url')), input.description, JSON.stringify(input.events), input.format, input.active ? 1 : 0, secret, now, now],
+  );
+  return (await findEndpoint(sql, box, teamId, id))!;
 }
 
-/** One endpoint of the team; `statement` is that query prepared once, where it runs often (the sender). */
-export function findEndpoint(db: Registry, box: SecretBox, teamId: string, id: string, statement?: Statement): WebhookEndpoint | undefined {
-  const row = (statement ?? db.prepare('SELECT * FROM webhook_endpoints WHERE team_id = ? AND id = ?')).get(teamId, id) as EndpointRow | undefined;
+/** One endpoint of the team, as steps: the dispatcher reads it inside its synchronous writes. */
+export function* endpointOf(box: SecretBox, teamId: string, id: string): Steps<WebhookEndpoint | undefined> {
+  const row = yield* get<EndpointRow>('SELECT * FROM webhook_endpoints WHERE team_id = ? AND id = ?', [teamId, id]);
   return row && toEndpoint(box, row);
 }
 
+/** One endpoint of the team. */
+export function findEndpoint(sql: Sql, box: SecretBox, teamId: string, id: string): Promise<WebhookEndpoint | undefined> {
+  return perform(sql, endpointOf(box, teamId, id));
+}
+
 /** A team's endpoints, oldest first (there are at most MAX_ENDPOINTS_PER_TEAM). */
-export function listEndpoints(db: Registry, box: SecretBox, teamId: string): WebhookEndpoint[] {
-  return (db.prepare('SELECT * FROM webhook_endpoints WHERE team_id = ? ORDER BY created_at, id').all(teamId) as EndpointRow[]).map((r) => toEndpoint(box, r));
+export async function listEndpoints(sql: Sql, box: SecretBox, teamId: string): Promise<WebhookEndpoint[]> {
+  return (await sql.all<EndpointRow>('SELECT * FROM webhook_endpoints WHERE team_id = ? ORDER BY created_at, id', [teamId])).map((r) => toEndpoint(box, r));
 }
 
 /** Changes some fields; turning an endpoint active again clears its disabled state. Undefined: no such endpoint. */
-export function updateEndpoint(
-  db: Registry,
+export async function updateEndpoint(
+  sql: Sql,
   box: SecretBox,
   teamId: string,
   id: string,
   changes: Partial<Pick<EndpointInput, 'url' | 'description' | 'events' | 'active'>>,
   now = Date.now(),
-): WebhookEndpoint | undefined {
-  const current = findEndpoint(db, box, teamId, id);
+): Promise<WebhookEndpoint | undefined> {
+  const current = await findEndpoint(sql, box, teamId, id);
   if (!current) return undefined;
   const next = { ...current, ...changes };
   const reactivated = changes.active === true;
-  db.prepare(
+  await sql.run(
     `UPDATE webhook_endpoints SET url = coalesce(?, url), description = ?, events = ?, active = ?, updated_at = ?,
-            disabled_at = CASE WHEN ? THEN NULL ELSE disabled_at END, disabled_reason = CASE WHEN ? THEN NULL ELSE disabled_reason END
+            disabled_at = CASE WHEN ? = 1 THEN NULL ELSE disabled_at END, disabled_reason = CASE WHEN ? = 1 THEN NULL ELSE disabled_reason END
       WHERE team_id = ? AND id = ?`,
-  ).run(
+    [
     // Sealed anew only when it changes: an unchanged URL keeps its stored value.
     changes.url === undefined ? null : box.seal(changes.url, sealContext(id, 'url')),
     next.description,
@@ -200,31 +211,32 @@ export function updateEndpoint(
     reactivated ? 1 : 0,
     teamId,
     id,
+    ],
   );
-  return findEndpoint(db, box, teamId, id);
+  return findEndpoint(sql, box, teamId, id);
 }
 
-export function deleteEndpoint(db: Registry, teamId: string, id: string): boolean {
-  return db.prepare('DELETE FROM webhook_endpoints WHERE team_id = ? AND id = ?').run(teamId, id).changes === 1;
+export async function deleteEndpoint(sql: Sql, teamId: string, id: string): Promise<boolean> {
+  return (await sql.run('DELETE FROM webhook_endpoints WHERE team_id = ? AND id = ?', [teamId, id])) === 1;
 }
 
 /**
  * Replaces a standard endpoint's secret; the old one keeps signing for PREVIOUS_SECRET_MS.
  * Undefined: no such endpoint; null: a slack endpoint (it has no secret).
  */
-export function rotateSecret(db: Registry, box: SecretBox, teamId: string, id: string, now = Date.now()): WebhookEndpoint | null | undefined {
-  const current = findEndpoint(db, box, teamId, id);
+export async function rotateSecret(sql: Sql, box: SecretBox, teamId: string, id: string, now = Date.now()): Promise<WebhookEndpoint | null | undefined> {
+  const current = await findEndpoint(sql, box, teamId, id);
   if (!current) return undefined;
   if (current.format !== 'standard') return null;
-  db.prepare('UPDATE webhook_endpoints SET secret = ?, previous_secret = ?, previous_secret_until = ?, updated_at = ? WHERE team_id = ? AND id = ?').run(
+  await sql.run('UPDATE webhook_endpoints SET secret = ?, previous_secret = ?, previous_secret_until = ?, updated_at = ? WHERE team_id = ? AND id = ?', [
     box.seal(generateSecret(), sealContext(id, 'secret')),
     current.secret === null ? null : box.seal(current.secret, sealContext(id, 'previous_secret')),
     now + PREVIOUS_SECRET_MS,
     now,
     teamId,
     id,
-  );
-  return findEndpoint(db, box, teamId, id);
+  ]);
+  return findEndpoint(sql, box, teamId, id);
 }
 
 /** The secrets that sign a delivery now: the current one, and the previous one during its grace period. */
@@ -288,15 +300,15 @@ const toDelivery = (r: DeliveryRow): Delivery => ({
 });
 
 /** An endpoint's deliveries, newest first. */
-export function listDeliveries(db: Registry, teamId: string, endpointId: string, filter: { limit: number; beforeSeq?: number; status?: DeliveryStatus }): Delivery[] {
+export async function listDeliveries(sql: Sql, teamId: string, endpointId: string, filter: { limit: number; beforeSeq?: number; status?: DeliveryStatus }): Promise<Delivery[]> {
   const where = ['team_id = ?', 'endpoint_id = ?'];
   const params: unknown[] = [teamId, endpointId];
   if (filter.beforeSeq !== undefined) (where.push('seq < ?'), params.push(filter.beforeSeq));
   if (filter.status !== undefined) (where.push('status = ?'), params.push(filter.status));
-  return (db.prepare(`SELECT * FROM webhook_deliveries WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`).all(...params, filter.limit) as DeliveryRow[]).map(toDelivery);
+  return (await sql.all<DeliveryRow>(`SELECT * FROM webhook_deliveries WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`, [...params, filter.limit])).map(toDelivery);
 }
 
-export function findDelivery(db: Registry, teamId: string, endpointId: string, id: string): Delivery | undefined {
-  const row = db.prepare('SELECT * FROM webhook_deliveries WHERE team_id = ? AND endpoint_id = ? AND id = ?').get(teamId, endpointId, id) as DeliveryRow | undefined;
+export async function findDelivery(sql: Sql, teamId: string, endpointId: string, id: string): Promise<Delivery | undefined> {
+  const row = await sql.get<DeliveryRow>('SELECT * FROM webhook_deliveries WHERE team_id = ? AND endpoint_id = ? AND id = ?', [teamId, endpointId, id]);
   return row && toDelivery(row);
 }

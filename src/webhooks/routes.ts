@@ -4,6 +4,7 @@ import { ApiError } from '../http/errors.js';
 import { defineRoute, type AuthedContext } from '../http/routes.js';
 import { NO_STORE } from '../teams/key-routes.js';
 import { urlProblem } from './address.js';
+import { perform } from '../stores/sql.js';
 import { enqueueEvent } from './outbox.js';
 import {
   createEndpoint,
@@ -99,8 +100,8 @@ export const createWebhookRoute = defineRoute<WebhookCreate>({
     const input = { url: body.url, description: body.description ?? null, events: body.events, format: body.format ?? 'standard', active: body.active ?? true };
     let endpoint: WebhookEndpoint;
     try {
-      endpoint = await audited(ctx, () => {
-        const created = createEndpoint(deps.registry, deps.secrets, team.teamId, input);
+      endpoint = await audited(ctx, async (sql) => {
+        const created = await createEndpoint(sql, deps.secrets, team.teamId, input);
         return { result: created, log: { action: 'webhook.create', resourceType: 'webhook', resourceId: created.id, before: null, after: settings(created) } };
       });
     } catch (err) {
@@ -123,8 +124,8 @@ export const listWebhooksRoute = defineRoute({
   tag: 'webhooks',
   scope: 'admin',
   responses: { 200: { description: 'The endpoints', schema: 'webhook-list.json', example: { data: [EXAMPLE] } } },
-  handler({ team, deps }) {
-    return { body: { data: listEndpoints(deps.registry, deps.secrets, team.teamId).map(toBody) } };
+  async handler({ team, deps }) {
+    return { body: { data: (await listEndpoints(deps.db, deps.secrets, team.teamId)).map(toBody) } };
   },
 });
 
@@ -136,8 +137,8 @@ export const getWebhookRoute = defineRoute({
   tag: 'webhooks',
   scope: 'admin',
   responses: { 200: { description: 'The endpoint', schema: 'webhook.json', example: EXAMPLE } },
-  handler({ params, team, deps }) {
-    const endpoint = findEndpoint(deps.registry, deps.secrets, team.teamId, params.id!);
+  async handler({ params, team, deps }) {
+    const endpoint = await findEndpoint(deps.db, deps.secrets, team.teamId, params.id!);
     if (!endpoint) throw notFound(params.id!);
     return { body: toBody(endpoint) };
   },
@@ -156,9 +157,9 @@ export const updateWebhookRoute = defineRoute<{ url?: string; description?: stri
   async handler(ctx) {
     const { params, body, team, deps } = ctx;
     if (body.url !== undefined) await checkUrl(ctx, body.url);
-    const endpoint = await audited(ctx, () => {
-      const before = findEndpoint(deps.registry, deps.secrets, team.teamId, params.id!);
-      const after = before && updateEndpoint(deps.registry, deps.secrets, team.teamId, params.id!, body);
+    const endpoint = await audited(ctx, async (sql) => {
+      const before = await findEndpoint(sql, deps.secrets, team.teamId, params.id!);
+      const after = before && (await updateEndpoint(sql, deps.secrets, team.teamId, params.id!, body));
       if (!before || !after) return { result: undefined };
       return { result: after, log: { action: 'webhook.update', resourceType: 'webhook', resourceId: after.id, before: settings(before), after: settings(after) } };
     });
@@ -177,9 +178,9 @@ export const deleteWebhookRoute = defineRoute({
   responses: { 204: { description: 'Deleted' } },
   async handler(ctx) {
     const { params, team, deps } = ctx;
-    const deleted = await audited(ctx, () => {
-      const before = findEndpoint(deps.registry, deps.secrets, team.teamId, params.id!);
-      if (!before || !deleteEndpoint(deps.registry, team.teamId, params.id!)) return { result: false };
+    const deleted = await audited(ctx, async (sql) => {
+      const before = await findEndpoint(sql, deps.secrets, team.teamId, params.id!);
+      if (!before || !(await deleteEndpoint(sql, team.teamId, params.id!))) return { result: false };
       return { result: true, log: { action: 'webhook.delete', resourceType: 'webhook', resourceId: before.id, before: settings(before), after: null } };
     });
     if (!deleted) throw notFound(params.id!);
@@ -200,9 +201,9 @@ export const rotateWebhookSecretRoute = defineRoute({
   },
   async handler(ctx) {
     const { params, team, deps } = ctx;
-    const endpoint = await audited(ctx, () => {
-      const before = findEndpoint(deps.registry, deps.secrets, team.teamId, params.id!);
-      const rotated = rotateSecret(deps.registry, deps.secrets, team.teamId, params.id!);
+    const endpoint = await audited(ctx, async (sql) => {
+      const before = await findEndpoint(sql, deps.secrets, team.teamId, params.id!);
+      const rotated = await rotateSecret(sql, deps.secrets, team.teamId, params.id!);
       if (!before || !rotated) return { result: rotated };
       const when = (e: WebhookEndpoint) => ({ secretRotatedAt: toBody(e).secretRotatedAt });
       return { result: rotated, log: { action: 'webhook.rotate-secret', resourceType: 'webhook', resourceId: rotated.id, before: when(before), after: when(rotated) } };
@@ -256,12 +257,12 @@ export const listDeliveriesRoute = defineRoute<unknown, { limit?: number; cursor
   scope: 'admin',
   query: 'webhook-deliveries-query.json',
   responses: { 200: { description: 'A page of deliveries', schema: 'webhook-delivery-page.json', example: { data: [EXAMPLE_DELIVERY], next_cursor: null } } },
-  handler({ params, query, team, deps }) {
-    if (!findEndpoint(deps.registry, deps.secrets, team.teamId, params.id!)) throw notFound(params.id!);
+  async handler({ params, query, team, deps }) {
+    if (!(await findEndpoint(deps.db, deps.secrets, team.teamId, params.id!))) throw notFound(params.id!);
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isSeqPosition);
-    const { rows, next_cursor } = keysetPage(
+    const { rows, next_cursor } = await keysetPage(
       query.limit ?? 50,
-      (n) => listDeliveries(deps.registry, team.teamId, params.id!, { limit: n, beforeSeq: after?.seq, status: query.status }),
+      (n) => listDeliveries(deps.db, team.teamId, params.id!, { limit: n, beforeSeq: after?.seq, status: query.status }),
       (last) => ({ seq: last.seq }),
     );
     return { body: { data: rows.map(deliveryBody), next_cursor } };
@@ -274,7 +275,7 @@ async function attemptAndAnswer(ctx: AuthedContext<unknown, unknown>, endpointId
   const outcome = await deps.webhooks.attemptNow(deliveryId);
   // None when the delivery went meanwhile (its endpoint was deleted).
   if (!outcome) throw notFound(endpointId);
-  const delivery = findDelivery(deps.registry, team.teamId, endpointId, deliveryId);
+  const delivery = await findDelivery(deps.db, team.teamId, endpointId, deliveryId);
   if (!delivery) throw notFound(endpointId);
   return { body: { delivered: outcome.delivered, statusCode: outcome.statusCode, latencyMs: outcome.latencyMs, error: outcome.error, delivery: deliveryBody(delivery) } };
 }
@@ -294,12 +295,18 @@ export const testWebhookRoute = defineRoute({
   },
   async handler(ctx) {
     const { params, team, deps } = ctx;
-    const endpoint = findEndpoint(deps.registry, deps.secrets, team.teamId, params.id!);
+    const endpoint = await findEndpoint(deps.db, deps.secrets, team.teamId, params.id!);
     if (!endpoint) throw notFound(params.id!);
     if (!endpoint.active || endpoint.disabledAt !== null) throw new ApiError('conflict', `Webhook ${endpoint.id} is ${endpoint.active ? 'disabled' : 'inactive'}: PATCH it with {"active": true} first`);
-    const [deliveryId] = deps.registry
-      .transaction(() => enqueueEvent(deps.registry, team.teamId, 'test', () => ({ message: 'A test event from spendscope', endpointId: endpoint.id }), Date.now(), endpoint.id))
-      .immediate();
+    const test = { message: 'A test event from spendscope', endpointId: endpoint.id };
+    const [deliveryId] = await deps.db.transaction((sql) =>
+      perform(
+        sql,
+        enqueueEvent(team.teamId, 'test', function* () {
+          return test;
+        }, Date.now(), endpoint.id),
+      ),
+    );
     return attemptAndAnswer(ctx, endpoint.id, deliveryId!);
   },
 });
@@ -316,7 +323,7 @@ export const retryDeliveryRoute = defineRoute({
   },
   async handler(ctx) {
     const { params, team, deps } = ctx;
-    const delivery = findDelivery(deps.registry, team.teamId, params.id!, params.delivery!);
+    const delivery = await findDelivery(deps.db, team.teamId, params.id!, params.delivery!);
     if (!delivery) throw new ApiError('not_found', `No delivery "${params.delivery}" of webhook "${params.id}" in this team`);
     if (delivery.status !== 'failed') throw new ApiError('conflict', `Delivery ${delivery.id} is ${delivery.status}: only a failed delivery is sent again`);
     return attemptAndAnswer(ctx, params.id!, delivery.id);

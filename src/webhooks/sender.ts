@@ -8,7 +8,8 @@ import type { SecretBox } from '../stores/secrets.js';
 import type { Registry } from '../stores/sqlite.js';
 import { isPrivateAddress, systemResolver, urlProblem, type Resolver } from './address.js';
 import type { WebhookEvent } from './outbox.js';
-import { findEndpoint, signingSecrets, type WebhookEndpoint } from './repository.js';
+import { endpointOf, signingSecrets, type WebhookEndpoint } from './repository.js';
+import { performNow } from '../stores/sql.js';
 import { slackMessage } from './slack.js';
 
 export interface SenderOptions {
@@ -181,7 +182,7 @@ export class Sender {
     let body = '';
     try {
       // A secret that does not open (changed in the file) throws: the attempt fails, nothing is sent unsigned.
-      const endpoint = findEndpoint(this.sql.db, this.box, row.team_id, row.endpoint_id, this.sql.endpoint);
+      const endpoint = performNow(this.sql.db, endpointOf(this.box, row.team_id, row.endpoint_id));
       if (!endpoint) throw new Error('the endpoint was deleted');
       const problem = await urlProblem(endpoint.url, this.config, this.resolver);
       if (problem) throw new Error(`url ${problem}`);
@@ -282,7 +283,6 @@ function prepareStatements(db: Registry) {
         ORDER BY d.next_attempt_at LIMIT ?`,
     ),
     delivery: db.prepare('SELECT id, team_id, endpoint_id, event_id, payload, attempts FROM webhook_deliveries WHERE id = ?'),
-    endpoint: db.prepare('SELECT * FROM webhook_endpoints WHERE team_id = ? AND id = ?'),
   };
 }
 

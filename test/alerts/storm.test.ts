@@ -17,11 +17,10 @@ const ENDPOINTS = ['https://api.openai.com/v1/chat/completions', 'https://api.an
  * `n` team-wide policies (per_call 4.5, per_hour 50, daily 500, per_endpoint 100 on one of four
  * hosts), written to the registry directly: the API's bound on active policies is 1,000 here.
  */
-function teamWidePolicies(team: Team, n: number): void {
-  const { registry } = testEnv();
-  registry.transaction(() => {
+async function teamWidePolicies(team: Team, n: number): Promise<void> {
+  await testEnv().deps.db.transaction(async (sql) => {
     for (let i = 0; i < n; i++) {
-      createPolicy(registry, team.teamId, {
+      await createPolicy(sql, team.teamId, {
         name: `storm ${i}`,
         agents: [],
         limits: [
@@ -35,7 +34,7 @@ function teamWidePolicies(team: Team, n: number): void {
         timezone: null,
       });
     }
-  })();
+  });
 }
 
 /** 100 records of amount 5 from 100 agents, SDK-shaped ids (16 random hex). */
@@ -77,7 +76,7 @@ describe('a breach storm', function () {
 
   it('2,000 team-wide policies: a breaking batch of 100 records is answered in under a second while /healthz stays under 100 ms', async () => {
     const team = await newTeam('storm');
-    teamWidePolicies(team, 2_000);
+    await teamWidePolicies(team, 2_000);
     const server = await listenOnce();
     try {
       // Warm the connections (and the team's compiled policies are not warm: the batch pays for them).
@@ -120,7 +119,7 @@ describe('a breach storm', function () {
     const receiver = await new Receiver().start();
     try {
       await api().post('/api/v1/webhooks').set(...team.auth).send({ url: receiver.url(), events: ['alert.opened', 'alert.escalated'] }).expect(201);
-      teamWidePolicies(team, 2_000);
+      await teamWidePolicies(team, 2_000);
       // MAX_ALERTS_PER_COMMIT, at its default in the test environment.
       const bound = 100;
       const first = await api().post('/api/v1/events').set(...team.auth).send({ events: breakingBatch(Date.now()) }).expect(200);
@@ -158,7 +157,7 @@ describe('a breach storm', function () {
   it('the bound is exact: 100 distinct breaches in a commit are 100 alerts; the 101st is counted into the storm alert', async () => {
     // 50 policies, two records each: 100 breaches, each its own alert.
     const under = await newTeam('storm');
-    teamWidePolicies(under, 50);
+    await teamWidePolicies(under, 50);
     const two = breakingBatch(Date.now()).slice(0, 2);
     expect((await api().post('/api/v1/events').set(...under.auth).send({ events: two }).expect(200)).body.alerts_created).to.equal(100);
     const some = await allAlerts(under);
@@ -167,7 +166,7 @@ describe('a breach storm', function () {
 
     // 101 policies, one record: 100 alerts and the storm alert, counting one.
     const over = await newTeam('storm');
-    teamWidePolicies(over, 101);
+    await teamWidePolicies(over, 101);
     const one = breakingBatch(Date.now()).slice(0, 1);
     expect((await api().post('/api/v1/events').set(...over.auth).send({ events: one }).expect(200)).body.alerts_created).to.equal(101);
     const alerts = await allAlerts(over);
@@ -184,12 +183,11 @@ describe('a breach storm', function () {
 
   it('an authorization declined by 300 block policies lists every check, and raises 100 alerts and the storm alert counting the other 200', async () => {
     const team = await newTeam('storm');
-    const { registry } = testEnv();
-    registry.transaction(() => {
+    await testEnv().deps.db.transaction(async (sql) => {
       for (let i = 0; i < 300; i++) {
-        createPolicy(registry, team.teamId, { name: `block ${i}`, agents: [], limits: [{ kind: 'per_call', amount: '4.5' }, { kind: 'daily', amount: '500' }], action: 'block', active: true, timezone: null });
+        await createPolicy(sql, team.teamId, { name: `block ${i}`, agents: [], limits: [{ kind: 'per_call', amount: '4.5' }, { kind: 'daily', amount: '500' }], action: 'block', active: true, timezone: null });
       }
-    })();
+    });
     const res = await api().post('/api/v1/authorizations').set(...team.auth).send({ agent_id: 'agent-0', endpoint: ENDPOINTS[0], amount: '5' }).expect(200);
     expect(res.body.decision).to.equal('declined');
     expect(res.body.checks).to.have.length(600);

@@ -74,7 +74,7 @@ export async function startTestEnv(): Promise<void> {
   migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
   // As main.ts does: no key given, so one is generated into the data directory.
   const secrets = openSecretBox(config.secretsKeys, dataDir);
-  resealEndpointSecrets(registry, secrets);
+  await resealEndpointSecrets(sqliteDatabase(registry), secrets);
   const events = createEventStore(config.clickhouse);
   await ensureDatabase(events, config.clickhouse);
   await migrateEventStore(events, path.join(SCHEMA_DIR, 'clickhouse'));

@@ -5,9 +5,8 @@
 import { expect } from 'chai';
 import { addressBytes, isPrivateAddress, urlProblem } from '../../src/webhooks/address.js';
 import { Dispatcher } from '../../src/webhooks/dispatcher.js';
-import { enqueueEvent } from '../../src/webhooks/outbox.js';
-import { createEndpoint } from '../../src/webhooks/repository.js';
 import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
+import { parkedDelivery } from './parked.js';
 
 /** Each way of carrying an IPv4 address in IPv6, as written with that IPv4 inside. */
 const EMBEDDINGS: [string, (v4: string) => string][] = [
@@ -115,15 +114,6 @@ describe('webhook addresses', function () {
   });
 
   describe('at delivery time', () => {
-    /** An inactive endpoint with one queued test delivery, stored as it was when its URL passed the check. */
-    async function parked(url: string) {
-      const team = await newTeam();
-      const db = testEnv().registry;
-      const hook = createEndpoint(db, testEnv().deps.secrets, team.teamId, { url, description: null, events: ['test'], format: 'standard', active: false });
-      const [deliveryId] = db.transaction(() => enqueueEvent(db, team.teamId, 'test', () => ({ message: 'parked' }), Date.now(), hook.id))();
-      return deliveryId!;
-    }
-
     it('a name that now resolves to IPv4 inside IPv6 is refused, checked and again as the connection is made', async () => {
       const env = testEnv();
       const strict = { ...env.config.webhooks, allowPrivate: false };
@@ -137,7 +127,7 @@ describe('webhook addresses', function () {
           thread: 'main',
           resolver: async () => answers(++lookups),
         });
-        const outcome = await dispatcher.attemptNow(await parked('http://hooks.example.com:9/hook'));
+        const outcome = await dispatcher.attemptNow((await parkedDelivery('http://hooks.example.com:9/hook')).deliveryId);
         await dispatcher.close();
         expect(outcome).to.include({ delivered: false, statusCode: null });
         expect(outcome!.error).to.include(says);

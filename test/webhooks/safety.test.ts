@@ -1,9 +1,8 @@
 /** Webhooks that must not be sent, or must stop: private addresses at delivery time, endpoints failing for 24 hours. */
 import { expect } from 'chai';
 import { Dispatcher } from '../../src/webhooks/dispatcher.js';
-import { enqueueEvent } from '../../src/webhooks/outbox.js';
-import { createEndpoint } from '../../src/webhooks/repository.js';
 import { api, newTeam, testEnv } from '../helpers/context.js';
+import { parkedDelivery } from './parked.js';
 import { Receiver } from './receiver.js';
 
 describe('webhook safety', function () {
@@ -12,23 +11,11 @@ describe('webhook safety', function () {
   beforeEach(async () => (receiver = await new Receiver().start()));
   afterEach(() => receiver.stop());
 
-  /**
-   * An inactive endpoint (the shared dispatcher leaves it alone) with one queued test delivery,
-   * stored as it was when its URL passed the check at creation.
-   */
-  async function parked(url: string) {
-    const team = await newTeam();
-    const db = testEnv().registry;
-    const hook = createEndpoint(db, testEnv().deps.secrets, team.teamId, { url, description: null, events: ['test'], format: 'standard', active: false });
-    const [deliveryId] = db.transaction(() => enqueueEvent(db, team.teamId, 'test', () => ({ message: 'parked' }), Date.now(), hook.id))();
-    return { team, hook, deliveryId: deliveryId! };
-  }
-
   it('a URL that resolves to a private address is refused at delivery time too (DNS can change after creation)', async () => {
     const { env } = { env: testEnv() };
     const strict = { ...env.config.webhooks, allowPrivate: false };
     // The name resolved to a public address when it was checked; it now resolves to this machine.
-    const { hook, deliveryId } = await parked(`http://hooks.example.com:${receiver.port}/hook`);
+    const { hook, deliveryId } = await parkedDelivery(`http://hooks.example.com:${receiver.port}/hook`);
     let lookups = 0;
     const rebinding = new Dispatcher(env.registry, env.deps.secrets, strict, env.deps.logger, {
       publicUrl: 'http://spendscope.test',
@@ -43,7 +30,7 @@ describe('webhook safety', function () {
     expect(receiver.received).to.have.length(0);
 
     const direct = new Dispatcher(env.registry, env.deps.secrets, strict, env.deps.logger, { publicUrl: 'http://spendscope.test' });
-    const { deliveryId: second } = await parked(receiver.url());
+    const { deliveryId: second } = await parkedDelivery(receiver.url());
     const refused = await direct.attemptNow(second);
     await direct.close();
     expect(refused!.error).to.include('127.0.0.1').and.include('WEBHOOK_ALLOW_PRIVATE');
@@ -55,7 +42,7 @@ describe('webhook safety', function () {
 
   it('a delivery asked for twice at once is sent once, and both callers get its outcome', async () => {
     const env = testEnv();
-    const { deliveryId } = await parked(receiver.url());
+    const { deliveryId } = await parkedDelivery(receiver.url());
     // A dispatcher of its own, not started: it sends only what it is asked for, on a worker thread.
     const dispatcher = new Dispatcher(env.registry, env.deps.secrets, env.config.webhooks, env.deps.logger, { publicUrl: 'http://spendscope.test' });
     const [first, second] = await Promise.all([dispatcher.attemptNow(deliveryId), dispatcher.attemptNow(deliveryId)]);

@@ -10,11 +10,11 @@ import { GENERATED_KEY_FILE, openSecretBox, SealedValueError, SecretBox, Secrets
 import { openRegistry, type Registry } from '../../src/stores/sqlite.js';
 import { createTeam } from '../../src/teams/repository.js';
 import { Dispatcher } from '../../src/webhooks/dispatcher.js';
-import { enqueueEvent } from '../../src/webhooks/outbox.js';
 import { createEndpoint, findEndpoint, resealEndpointSecrets } from '../../src/webhooks/repository.js';
 import { signatures } from '../../src/webhooks/sender.js';
 import { api, newTeam, testEnv } from '../helpers/context.js';
 import { MAIN, run, tempDir } from '../helpers/processes.js';
+import { queueTestEvent } from './parked.js';
 import { Receiver } from './receiver.js';
 import { sqliteDatabase } from '../../src/stores/sql.js';
 
@@ -48,6 +48,14 @@ async function ownRegistry(label: string): Promise<{ db: Registry; dataDir: stri
   return { db, dataDir, teamId: team.id };
 }
 
+/** `opening` fails as a sealed value that does not open fails. */
+async function expectSealedValueError(opening: Promise<unknown>): Promise<void> {
+  let error: unknown;
+  await opening.catch((err) => (error = err));
+  expect(error).to.be.instanceOf(SealedValueError);
+  expect((error as Error).message).to.match(/integrity/);
+}
+
 const input = (url: string, format: 'standard' | 'slack' = 'standard') => ({ url, description: null, events: ['test' as const], format, active: false });
 
 describe('webhook secrets at rest', function () {
@@ -77,7 +85,7 @@ describe('webhook secrets at rest', function () {
     ];
     for (const answer of answers) assertNowhere(Buffer.from(JSON.stringify(answer)), secrets, 'an API answer');
     // ...and the service still has it: opened, it is the URL given.
-    expect(findEndpoint(env.registry, env.deps.secrets, team.teamId, slack.id)!.url).to.equal(slackUrl);
+    expect((await findEndpoint(env.deps.db, env.deps.secrets, team.teamId, slack.id))!.url).to.equal(slackUrl);
   });
 
   it('with no key given, one is generated into DATA_DIR/secrets.key (mode 0600) at first start and used thereafter; a given key is taken out of the config', () => {
@@ -113,16 +121,16 @@ describe('webhook secrets at rest', function () {
     expect(registryBytes(db).indexOf(clear.secret)).to.not.equal(-1); // the test sees clear values when there are some
 
     const box = new SecretBox(newKey());
-    expect(resealEndpointSecrets(db, box)).to.equal(4); // url, secret, previous secret; the slack url
+    expect(await resealEndpointSecrets(sqliteDatabase(db), box)).to.equal(4); // url, secret, previous secret; the slack url
     assertNowhere(registryBytes(db), [clear.secret, clear.previous, slackToken], 'the registry after the start');
     expect(registryBytes(db).indexOf(clear.url)).to.equal(-1);
 
-    const endpoint = findEndpoint(db, box, teamId, 'whk_clearstandard')!;
+    const endpoint = (await findEndpoint(sqliteDatabase(db), box, teamId, 'whk_clearstandard'))!;
     expect(endpoint).to.include({ url: clear.url, secret: clear.secret, previousSecret: clear.previous });
-    expect(findEndpoint(db, box, teamId, 'whk_clearslack')!.url).to.equal(`https://hooks.slack.com/services/T1/B1/${slackToken}`);
+    expect((await findEndpoint(sqliteDatabase(db), box, teamId, 'whk_clearslack'))!.url).to.equal(`https://hooks.slack.com/services/T1/B1/${slackToken}`);
     // Signing with what was opened is signing with what was stored.
     expect(signatures([endpoint.secret!], 'evt_1', '1700000000', '{}')).to.equal(signatures([clear.secret], 'evt_1', '1700000000', '{}'));
-    expect(resealEndpointSecrets(db, box)).to.equal(0); // the next start has nothing to do
+    expect(await resealEndpointSecrets(sqliteDatabase(db), box)).to.equal(0); // the next start has nothing to do
     db.close();
   });
 
@@ -130,21 +138,24 @@ describe('webhook secrets at rest', function () {
     const { db, teamId } = await ownRegistry('rotation');
     const oldKey = newKey();
     const before = new SecretBox(oldKey);
-    const hook = createEndpoint(db, before, teamId, input('https://hooks.example.com/rotating'));
+    const hook = await createEndpoint(sqliteDatabase(db), before, teamId, input('https://hooks.example.com/rotating'));
     const sealedBefore = db.prepare('SELECT url, secret FROM webhook_endpoints WHERE id = ?').get(hook.id) as { url: string; secret: string };
     expect(sealedBefore.secret).to.match(new RegExp(`^enc:v1:${before.currentKeyId}:`));
 
     const newKeyGiven = newKey();
     const during = new SecretBox(newKeyGiven, { ...oldKey, source: 'SECRETS_KEY_PREVIOUS' });
-    expect(resealEndpointSecrets(db, during)).to.equal(2);
+    expect(await resealEndpointSecrets(sqliteDatabase(db), during)).to.equal(2);
     const after = new SecretBox(newKeyGiven);
-    expect(resealEndpointSecrets(db, after)).to.equal(0);
-    expect(findEndpoint(db, after, teamId, hook.id)).to.include({ url: hook.url, secret: hook.secret });
+    expect(await resealEndpointSecrets(sqliteDatabase(db), after)).to.equal(0);
+    expect(await findEndpoint(sqliteDatabase(db), after, teamId, hook.id)).to.include({ url: hook.url, secret: hook.secret });
     const sealedAfter = db.prepare('SELECT secret FROM webhook_endpoints WHERE id = ?').get(hook.id) as { secret: string };
     expect(sealedAfter.secret).to.match(new RegExp(`^enc:v1:${after.currentKeyId}:`));
 
     // The old key alone is now a wrong key: start-up stops and says which variable to fix.
-    expect(() => resealEndpointSecrets(db, new SecretBox(oldKey))).to.throw(SecretsKeyError, /SECRETS_KEY.*SECRETS_KEY_PREVIOUS/);
+    let refused: unknown;
+    await resealEndpointSecrets(sqliteDatabase(db), new SecretBox(oldKey)).catch((err) => (refused = err));
+    expect(refused).to.be.instanceOf(SecretsKeyError);
+    expect((refused as Error).message).to.match(/SECRETS_KEY.*SECRETS_KEY_PREVIOUS/);
     db.close();
   });
 
@@ -152,7 +163,7 @@ describe('webhook secrets at rest', function () {
     const { db, dataDir, teamId } = await ownRegistry('wrong-key');
     // Sealed with the key the first start generated into DATA_DIR...
     const generated = new SecretBox({ bytes: crypto.randomBytes(32), source: 'secrets.key' });
-    createEndpoint(db, generated, teamId, input('https://hooks.example.com/wrong-key'));
+    await createEndpoint(sqliteDatabase(db), generated, teamId, input('https://hooks.example.com/wrong-key'));
     db.close();
     // ...and started again with another one given from outside.
     const result = await run(process.execPath, [MAIN], { DATA_DIR: dataDir, PORT: '0', SECRETS_KEY: crypto.randomBytes(32).toString('base64') });
@@ -165,25 +176,25 @@ describe('webhook secrets at rest', function () {
     const env = testEnv();
     const team = await newTeam();
     const box = env.deps.secrets;
-    const first = createEndpoint(env.registry, box, team.teamId, input('http://127.0.0.1:9/first'));
+    const first = await createEndpoint(env.deps.db, box, team.teamId, input('http://127.0.0.1:9/first'));
     const receiver = await new Receiver().start();
     try {
-      const second = createEndpoint(env.registry, box, team.teamId, input(receiver.url()));
+      const second = await createEndpoint(env.deps.db, box, team.teamId, input(receiver.url()));
       const stored = (id: string) => env.registry.prepare('SELECT secret FROM webhook_endpoints WHERE id = ?').get(id) as { secret: string };
 
       // Moved: the first endpoint's sealed secret in the second's row.
       env.registry.prepare('UPDATE webhook_endpoints SET secret = ? WHERE id = ?').run(stored(first.id).secret, second.id);
-      expect(() => findEndpoint(env.registry, box, team.teamId, second.id)).to.throw(SealedValueError, /integrity/);
+      await expectSealedValueError(findEndpoint(env.deps.db, box, team.teamId, second.id));
 
       // Changed: one bit of the first's ciphertext flipped.
       const [prefix, body] = [stored(first.id).secret.slice(0, 16), Buffer.from(stored(first.id).secret.slice(16), 'base64')];
       expect(prefix).to.match(/^enc:v1:[0-9a-f]{8}:$/);
       body.writeUInt8(body.readUInt8(20) ^ 1, 20);
       env.registry.prepare('UPDATE webhook_endpoints SET secret = ? WHERE id = ?').run(prefix + body.toString('base64'), first.id);
-      expect(() => findEndpoint(env.registry, box, team.teamId, first.id)).to.throw(SealedValueError, /integrity/);
+      await expectSealedValueError(findEndpoint(env.deps.db, box, team.teamId, first.id));
 
       // Neither signs with garbage nor goes out unsigned: the attempt fails before any request.
-      const [deliveryId] = env.registry.transaction(() => enqueueEvent(env.registry, team.teamId, 'test', () => ({ message: 'tampered' }), Date.now(), second.id))();
+      const deliveryId = await queueTestEvent(env.deps.db, team.teamId, second.id, 'tampered');
       const dispatcher = new Dispatcher(env.registry, box, env.config.webhooks, env.deps.logger, { publicUrl: 'http://spendscope.test' });
       const outcome = await dispatcher.attemptNow(deliveryId!);
       await dispatcher.close();

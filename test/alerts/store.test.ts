@@ -1,0 +1,104 @@
+/**
+ * The alerts store, the same tests on SQLite and on PostgreSQL: one open alert per breach whichever
+ * instance records it, webhook events queued with the change, resolving and reopening.
+ */
+import { expect } from 'chai';
+import crypto from 'node:crypto';
+import { AlertConflict, countOpenAlerts, findAlert, listAlerts, recordOccurrences, setAlertStatus, type Occurrence } from '../../src/alerts/repository.js';
+import { SecretBox } from '../../src/stores/secrets.js';
+import { perform, type Database } from '../../src/stores/sql.js';
+import { createEndpoint } from '../../src/webhooks/repository.js';
+import { forEachDialect } from '../helpers/dialects.js';
+
+const occurrence = (over: Partial<Occurrence> = {}): Occurrence => ({
+  teamId: 'team_a',
+  dedupKey: 'daily:pol_1:bot-1:2026-11-24',
+  type: 'violation',
+  kind: 'daily',
+  severity: 'warning',
+  agentId: 'bot-1',
+  policyId: 'pol_1',
+  window: { start: 1_000, end: 2_000 },
+  observed: '10.000000000000000001',
+  limit: '10',
+  subject: null,
+  details: { n: 1 },
+  message: 'over',
+  count: 1,
+  firstSeen: 1_500,
+  lastSeen: 1_500,
+  eventIds: ['e1'],
+  ...over,
+});
+
+const record = (db: Database, occurrences: Occurrence[], now = 10_000) => db.transaction((sql) => perform(sql, recordOccurrences(occurrences, now)));
+
+/** Queued deliveries, by event type. */
+async function queued(db: Database): Promise<string[]> {
+  return (await db.all<{ event_type: string }>('SELECT event_type FROM webhook_deliveries ORDER BY seq')).map((r) => r.event_type);
+}
+
+describe('alerts store, on SQLite and PostgreSQL', function () {
+  this.timeout(120_000);
+  forEachDialect('alerts', (open) => {
+    const seed = async () => {
+      const store = await open();
+      await store.db.run('INSERT INTO teams (id, name, created_at) VALUES (?, ?, ?)', ['team_a', 'a', 1]);
+      const box = new SecretBox({ bytes: crypto.randomBytes(32), source: 'test' });
+      // Two endpoints: one takes openings and escalations, the other only resolutions.
+      await createEndpoint(store.db, box, 'team_a', { url: 'https://hooks.example.com/a', description: null, events: ['alert.opened', 'alert.escalated'], format: 'standard', active: true });
+      await createEndpoint(store.db, box, 'team_a', { url: 'https://hooks.example.com/b', description: null, events: ['alert.resolved'], format: 'standard', active: true });
+      return store;
+    };
+
+    it('opens one alert per breach and updates it after; a higher severity escalates it; each queues its event for the endpoints that take it', async () => {
+      const { db } = await seed();
+      expect(await record(db, [occurrence(), occurrence({ dedupKey: 'other', agentId: 'bot-2' })])).to.deep.equal([true, true]);
+      expect(await record(db, [occurrence({ count: 2, lastSeen: 1_800, observed: '12', eventIds: ['e2', 'e1'] })])).to.deep.equal([false]);
+      const [alert, ...none] = await listAlerts(db, 'team_a', { agent: 'bot-1', status: 'open' }, { limit: 10 });
+      expect(none).to.deep.equal([]);
+      expect(alert).to.include({ count: 3, firstSeen: 1_500, lastSeen: 1_800, observed: '12', severity: 'warning' });
+      expect(alert!.sampleEventIds).to.deep.equal(['e1', 'e2']);
+      expect(await queued(db)).to.deep.equal(['alert.opened', 'alert.opened']);
+
+      // An older occurrence counts, but does not replace the latest observed value.
+      await record(db, [occurrence({ lastSeen: 1_200, firstSeen: 1_100, observed: '11', severity: 'critical' })]);
+      expect(await findAlert(db, 'team_a', alert!.id)).to.include({ count: 4, firstSeen: 1_100, lastSeen: 1_800, observed: '12', severity: 'critical' });
+      expect(await queued(db)).to.deep.equal(['alert.opened', 'alert.opened', 'alert.escalated']);
+      expect(await countOpenAlerts(db, 'team_a')).to.equal(2);
+    });
+
+    it('three instances recording one breach at once open one alert, counting every occurrence', async () => {
+      const { db, another } = await seed();
+      const instances = [db, another(), another()];
+      for (let round = 0; round < 3; round++) {
+        const results = await Promise.all(instances.map((i, n) => record(i, [occurrence({ dedupKey: `race-${round}`, eventIds: [`e${n}`] })], 10_000 + round)));
+        expect(results.flat().filter(Boolean), `round ${round}`).to.have.length(1);
+        const alerts = await listAlerts(db, 'team_a', {}, { limit: 50 });
+        expect(alerts.map((a) => a.count)).to.deep.equal(new Array(round + 1).fill(3));
+        expect(alerts[0]!.sampleEventIds).to.have.members(['e0', 'e1', 'e2']);
+      }
+      expect(await countOpenAlerts(db, 'team_a')).to.equal(3);
+      expect(await queued(db)).to.deep.equal(['alert.opened', 'alert.opened', 'alert.opened']);
+    });
+
+    it('resolves with a note and reopens; reopening while the breach has a newer open alert is a conflict', async () => {
+      const { db } = await seed();
+      await record(db, [occurrence()]);
+      const [first] = await listAlerts(db, 'team_a', {}, { limit: 1 });
+      const resolved = await db.transaction((sql) => setAlertStatus(sql, 'team_a', first!.id, 'resolved', 'fixed'));
+      expect(resolved).to.include({ status: 'resolved', resolution: 'fixed' });
+      expect(await listAlerts(db, 'team_a', { status: 'open' }, { limit: 10 })).to.deep.equal([]);
+      const reopened = await db.transaction((sql) => setAlertStatus(sql, 'team_a', first!.id, 'open'));
+      expect(reopened).to.include({ status: 'open', resolution: null, resolvedAt: null });
+
+      await db.transaction((sql) => setAlertStatus(sql, 'team_a', first!.id, 'resolved'));
+      expect(await record(db, [occurrence()])).to.deep.equal([true]);
+      let error: unknown;
+      await db.transaction((sql) => setAlertStatus(sql, 'team_a', first!.id, 'open')).catch((err) => (error = err));
+      expect(error).to.be.instanceOf(AlertConflict);
+      expect(await findAlert(db, 'team_a', first!.id)).to.include({ status: 'resolved' });
+      expect(await queued(db)).to.deep.equal(['alert.opened', 'alert.resolved', 'alert.resolved', 'alert.opened']);
+    });
+  });
+});
