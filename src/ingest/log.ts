@@ -147,6 +147,84 @@ export function derivedId(id: string, txHash: string): string {
   return `${id.slice(0, 88)}~${crypto.hash('sha256', id, 'hex').slice(0, 16)}${suffix}`;
 }
 
+/**
+ * What claiming asks of an index of claimed ids, whichever store holds it (the SQLite day tables
+ * here, PostgreSQL's partitions in src/ingest/shared-log.ts): the claim rules below are written
+ * once, as a generator of these questions, and each store answers them its own way.
+ */
+export type ClaimAsk =
+  /** Which of these ids the older days of the window hold: answered with those ids. */
+  | { op: 'older'; teamId: string; ids: readonly string[] }
+  /** Insert these ids (and prints) into today's index: answered with the ids inserted, each once (a repeat: its first row). */
+  | { op: 'insert'; teamId: string; ids: readonly string[]; fps: readonly (string | null)[] }
+  /** The stored prints of known ids (`older`: those an older day holds): answered with a Map id -> print (null: unknown). */
+  | { op: 'prints'; teamId: string; ids: readonly string[]; older: ReadonlySet<string> };
+
+/**
+ * The claim of one team's ids (see IngestLog.claim for what each outcome means): new ids are
+ * inserted into today's index; ids the index held are judged by their prints, and another payment
+ * under a known id is claimed again under its derived id (once: a derived id is not derived again).
+ */
+export function* claimSteps(
+  teamId: string,
+  ids: readonly string[],
+  prints: readonly ContentPrint[] | undefined,
+  derived = false,
+): Generator<ClaimAsk, ClaimOutcome[], unknown> {
+  const client = ids.filter((id) => !id.startsWith('srv_'));
+  const fresh = new Set<string>();
+  let known = new Set<string>();
+  if (client.length > 0) {
+    known = new Set((yield { op: 'older', teamId, ids: client }) as string[]);
+    const toInsert: string[] = [];
+    const fps: (string | null)[] = [];
+    ids.forEach((id, i) => {
+      if (id.startsWith('srv_') || known.has(id)) return;
+      toInsert.push(id);
+      fps.push(prints ? prints[i]!.fp : null);
+    });
+    if (toInsert.length > 0) for (const id of (yield { op: 'insert', teamId, ids: toInsert, fps }) as string[]) fresh.add(id);
+  }
+  let repeated: number[] | undefined;
+  const outcomes = ids.map((id, i): ClaimOutcome => {
+    if (id.startsWith('srv_')) return true;
+    // An insert lists an id once however often the batch repeats it: only its first row is new.
+    if (fresh.delete(id)) return true;
+    if (prints) (repeated ??= []).push(i);
+    return false;
+  });
+  if (!repeated) return outcomes;
+  // The rows whose id was known (rare): their stored prints decide. The same content is a
+  // duplicate (false, already set); another non-null tx_hash than the stored one is another
+  // payment, claimed under its derived id; other content, or a tx_hash on one side only, a conflict.
+  const stored = (yield { op: 'prints', teamId, ids: [...new Set(repeated.map((i) => ids[i]!))], older: known }) as Map<string, bigint | null>;
+  const again: number[] = [];
+  for (const i of repeated) {
+    const before = stored.get(ids[i]!);
+    if (before === undefined || before === null) continue; // unknown content: a duplicate
+    const sent = BigInt(prints![i]!.fp);
+    const [beforeTx, sentTx] = [txTagOf(before), txTagOf(sent)];
+    if (sentTx !== 0n && beforeTx !== 0n && sentTx !== beforeTx) {
+      if (derived) outcomes[i] = { conflict: ['tx_hash'] };
+      else again.push(i);
+      continue;
+    }
+    const fields = differingFields(before, sent);
+    if ((sentTx === 0n) !== (beforeTx === 0n)) fields.push('tx_hash');
+    if (fields.length > 0) outcomes[i] = { conflict: fields };
+  }
+  if (again.length === 0) return outcomes;
+  const derivedIds = again.map((i) => derivedId(ids[i]!, prints![i]!.txHash!));
+  const claimed = yield* claimSteps(teamId, derivedIds, again.map((i) => prints![i]!), true);
+  again.forEach((i, k) => {
+    const outcome = claimed[k]!;
+    if (outcome === true) outcomes[i] = { storedAs: derivedIds[k]! };
+    else if (typeof outcome === 'object' && 'conflict' in outcome) outcomes[i] = { conflict: outcome.conflict, claimedAs: derivedIds[k]! };
+    // false: the same payment sent before, a duplicate.
+  });
+  return outcomes;
+}
+
 /** `ingest_ids_YYYYMMDD` of the UTC day of `ms`. */
 function partitionOf(ms: number): string {
   return `ingest_ids_${new Date(ms).toISOString().slice(0, 10).replaceAll('-', '')}`;
@@ -230,84 +308,30 @@ export class IngestLog {
    */
   claim(teamId: string, ids: readonly string[], now: number, prints?: readonly ContentPrint[]): ClaimOutcome[] {
     this.rollPartitions(now);
-    return this.claimOnce(teamId, ids, prints, false);
+    const steps = claimSteps(teamId, ids, prints);
+    let next = steps.next();
+    while (!next.done) {
+      const ask = next.value;
+      next = steps.next(
+        ask.op === 'older' ? this.lookUpOlder(ask.teamId, ask.ids) : ask.op === 'insert' ? this.insertToday(ask.teamId, ask.ids, ask.fps) : this.storedPrints(ask.teamId, ask.ids, ask.older),
+      );
+    }
+    return next.value;
   }
 
-  private claimOnce(teamId: string, ids: readonly string[], prints: readonly ContentPrint[] | undefined, derived: boolean): ClaimOutcome[] {
-    const client = ids.filter((id) => !id.startsWith('srv_'));
-    const fresh = new Set<string>();
-    let known: Set<string> | undefined;
-    if (client.length > 0) {
-      known = new Set(this.lookUpOlder(teamId, client));
-      // One JSON object, id: print (a repeated id is a repeated member; the first is inserted).
-      const members: string[] = [];
-      ids.forEach((id, i) => {
-        if (!id.startsWith('srv_') && !known!.has(id)) members.push(`${JSON.stringify(id)}:${prints ? prints[i]!.fp : 'null'}`);
-      });
-      if (members.length > 0) {
-        const today = this.filters.get(this.today)!;
-        for (const r of this.claimToday!.run(teamId, `{${members.join(',')}}`)) {
-          fresh.add(r.id);
-          today.add(teamId, r.id);
-        }
-      }
-    }
-    let repeated: number[] | undefined;
-    const outcomes = ids.map((id, i): ClaimOutcome => {
-      if (id.startsWith('srv_')) return true;
-      // RETURNING lists an id once however often the batch repeats it: only its first row is new.
-      if (fresh.delete(id)) return true;
-      if (prints) (repeated ??= []).push(i);
-      return false;
-    });
-    if (repeated) this.settleRepeats(teamId, ids, prints!, repeated, known!, outcomes, derived);
-    return outcomes;
-  }
-
-  /**
-   * The rows whose id was known (rare): their stored prints decide. The same content is a
-   * duplicate (false, already set); another non-null tx_hash than the stored one is another
-   * payment, claimed under its derived id (once: a derived id is not derived again); other
-   * content, or a tx_hash on one side only, is a conflict.
-   */
-  private settleRepeats(
-    teamId: string,
-    ids: readonly string[],
-    prints: readonly ContentPrint[],
-    repeated: number[],
-    older: Set<string>,
-    outcomes: ClaimOutcome[],
-    derived: boolean,
-  ): void {
-    const stored = this.storedPrints(teamId, [...new Set(repeated.map((i) => ids[i]!))], older);
-    const again: number[] = [];
-    for (const i of repeated) {
-      const before = stored.get(ids[i]!);
-      if (before === undefined || before === null) continue; // unknown content: a duplicate
-      const sent = BigInt(prints[i]!.fp);
-      const [beforeTx, sentTx] = [txTagOf(before), txTagOf(sent)];
-      if (sentTx !== 0n && beforeTx !== 0n && sentTx !== beforeTx) {
-        if (derived) outcomes[i] = { conflict: ['tx_hash'] };
-        else again.push(i);
-        continue;
-      }
-      const fields = differingFields(before, sent);
-      if ((sentTx === 0n) !== (beforeTx === 0n)) fields.push('tx_hash');
-      if (fields.length > 0) outcomes[i] = { conflict: fields };
-    }
-    if (again.length === 0) return;
-    const derivedIds = again.map((i) => derivedId(ids[i]!, prints[i]!.txHash!));
-    const claimed = this.claimOnce(teamId, derivedIds, again.map((i) => prints[i]!), true);
-    again.forEach((i, k) => {
-      const outcome = claimed[k]!;
-      if (outcome === true) outcomes[i] = { storedAs: derivedIds[k]! };
-      else if (typeof outcome === 'object' && 'conflict' in outcome) outcomes[i] = { conflict: outcome.conflict, claimedAs: derivedIds[k]! };
-      // false: the same payment sent before, a duplicate.
+  /** Inserts ids into today's table (a repeated id: its first row); returns those inserted, each once. */
+  private insertToday(teamId: string, ids: readonly string[], fps: readonly (string | null)[]): string[] {
+    // One JSON object, id: print (a repeated id is a repeated member; the first is inserted).
+    const members = ids.map((id, i) => `${JSON.stringify(id)}:${fps[i] ?? 'null'}`);
+    const today = this.filters.get(this.today)!;
+    return this.claimToday!.run(teamId, `{${members.join(',')}}`).map((r) => {
+      today.add(teamId, r.id);
+      return r.id;
     });
   }
 
   /** The stored prints of known ids (NULL: claimed before prints were kept): today's table for ids not in an older day, else the older days, newest first. */
-  private storedPrints(teamId: string, ids: string[], older: Set<string>): Map<string, bigint | null> {
+  private storedPrints(teamId: string, ids: readonly string[], older: ReadonlySet<string>): Map<string, bigint | null> {
     const found = new Map<string, bigint | null>();
     const read = (partition: string, wanted: string[]) => {
       for (const r of this.printsIn.get(partition)!(teamId, JSON.stringify(wanted))) found.set(r.id, r.record_fp);
@@ -324,7 +348,7 @@ export class IngestLog {
   }
 
   /** The ids the older days of the window hold: the filters first, SQLite for their maybes. */
-  private lookUpOlder(teamId: string, ids: string[]): string[] {
+  private lookUpOlder(teamId: string, ids: readonly string[]): string[] {
     if (!this.seenBefore) return [];
     let candidates = ids;
     if (this.partitions.every((p) => this.filters.get(p)?.complete)) {

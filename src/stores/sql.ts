@@ -53,6 +53,14 @@ export class TransactionSpannedIo extends Error {
   }
 }
 
+/**
+ * A statement of a store that exists only in the shared store (the partitions of the ingest
+ * claims): SQLite cannot prepare it, so running it there fails at once, naming why.
+ */
+export function postgresOnly(text: string): Statement {
+  return { sqlite: `SELECT "this statement is written for PostgreSQL only" FROM nowhere`, postgres: text };
+}
+
 function textOf(statement: Statement, dialect: Dialect): string {
   return typeof statement === 'string' ? statement : statement[dialect];
 }
