@@ -1,4 +1,4 @@
-import { get, perform, run, type Sql, type Steps } from '../stores/sql.js';
+import { get, numberedPlaceholders, perform, run, type Sql, type Steps } from '../stores/sql.js';
 import { newId } from '../teams/keys.js';
 import { enqueueAlertEvent } from '../webhooks/outbox.js';
 
@@ -134,12 +134,21 @@ const OCCURRENCE_SQL = {
  * alert only update it and send nothing.
  */
 export function* recordOccurrences(occurrences: readonly Occurrence[], now = Date.now()): Steps<boolean[]> {
-  const opened: boolean[] = [];
+  const opened = new Array<boolean>(occurrences.length).fill(false);
   type OpenRow = { id: string; sample_event_ids: string; last_seen: number; severity: Severity };
-  for (const o of occurrences) {
+  // In key order: the open alerts are locked as they are read (PostgreSQL), and two instances
+  // locking the same ones in one order never deadlock.
+  const byKey = occurrences.map((o, index) => ({ o, index }));
+  byKey.sort((a, b) => (a.o.teamId === b.o.teamId ? compare(a.o.dedupKey, b.o.dedupKey) : compare(a.o.teamId, b.o.teamId)) || a.index - b.index);
+  for (const { o, index } of byKey) {
     const details = JSON.stringify(o.details);
-    let open = yield* get<OpenRow>(OCCURRENCE_SQL.findOpen, [o.teamId, o.dedupKey]);
-    if (!open) {
+    let open: OpenRow | undefined;
+    // Another writer may open the breach's alert between our read and insert (then the insert does
+    // nothing and the read is made again), and may resolve it again before that read: then insert.
+    for (let tries = 0; !open; tries++) {
+      open = yield* get<OpenRow>(OCCURRENCE_SQL.findOpen, [o.teamId, o.dedupKey]);
+      if (open) break;
+      if (tries === 3) throw new Error(`alert ${o.dedupKey} of team ${o.teamId} kept changing while it was recorded`);
       const id = newId('alr');
       const samples = o.eventIds.slice(0, MAX_SAMPLES);
       const inserted = yield* run(OCCURRENCE_SQL.insert, [
@@ -156,12 +165,12 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
         yield* enqueueAlertEvent(o.teamId, function* () {
           return alert();
         }, 'alert.opened', now);
-        opened.push(true);
-        continue;
+        opened[index] = true;
+        break;
       }
-      // Another writer opened it since the read above: this occurrence updates it.
-      open = (yield* get<OpenRow>(OCCURRENCE_SQL.findOpen, [o.teamId, o.dedupKey]))!;
     }
+    // Opened by this occurrence: nothing to update.
+    if (opened[index] || !open) continue;
     // A full sample list (the usual case for a busy alert) does not change.
     const known = JSON.parse(open.sample_event_ids) as string[];
     const samples = known.length >= MAX_SAMPLES ? open.sample_event_ids : JSON.stringify([...new Set([...known, ...o.eventIds])].slice(0, MAX_SAMPLES));
@@ -172,13 +181,20 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
         return toAlert((yield* get<AlertRow>(OCCURRENCE_SQL.byId, [open.id]))!);
       }, 'alert.escalated', now);
     }
-    opened.push(false);
   }
   return opened;
 }
 
-export async function findAlert(sql: Sql, teamId: string, id: string): Promise<Alert | undefined> {
-  const row = await sql.get<AlertRow>('SELECT * FROM alerts WHERE team_id = ? AND id = ?', [teamId, id]);
+/** Code-unit order: every instance takes the locks of one write in this order. */
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * One alert of the team. `lock`: on PostgreSQL the row stays locked until the transaction ends, so
+ * a change made from what was read is not lost to another instance's (SQLite's writes take turns).
+ */
+export async function findAlert(sql: Sql, teamId: string, id: string, lock = false): Promise<Alert | undefined> {
+  const text = 'SELECT * FROM alerts WHERE team_id = ? AND id = ?';
+  const row = await sql.get<AlertRow>(lock ? { sqlite: text, postgres: `${numberedPlaceholders(text)} FOR UPDATE` } : text, [teamId, id]);
   return row && toAlert(row);
 }
 
@@ -193,7 +209,7 @@ const isUniqueViolation = (err: unknown) => ['SQLITE_CONSTRAINT_UNIQUE', '23505'
  * team has no such alert.
  */
 export async function setAlertStatus(sql: Sql, teamId: string, id: string, status: AlertStatus, note?: string): Promise<Alert | undefined> {
-  const current = await findAlert(sql, teamId, id);
+  const current = await findAlert(sql, teamId, id, true);
   if (!current || current.status === status) return current;
   const now = Date.now();
   if (status === 'resolved') {

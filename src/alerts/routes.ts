@@ -111,7 +111,7 @@ export const updateAlertRoute = defineRoute<{ status?: AlertStatus; note?: strin
     }
     try {
       const alert = await audited(ctx, async (sql) => {
-        const before = await findAlert(sql, team.teamId, params.id!);
+        const before = await findAlert(sql, team.teamId, params.id!, true);
         const after = before && (await setAlertStatus(sql, team.teamId, params.id!, status, body.note));
         if (!before || !after) return { result: undefined };
         const state = (a: Alert) => ({ status: a.status, resolvedAt: a.resolvedAt === null ? null : iso(a.resolvedAt), resolution: a.resolution });

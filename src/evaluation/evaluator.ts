@@ -433,7 +433,8 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       slice = performance.now();
     };
     const compiled = new Map<string, { source: string; policy: CompiledPolicy }>();
-    const rows = await activePolicyRows(sqliteDatabase(this.registry), teamId);
+    // One transaction: the policies and the agents they name, read as of one commit.
+    const rows = await sqliteDatabase(this.registry).transaction((sql) => activePolicyRows(sql, teamId));
     const policies: CompiledPolicy[] = [];
     for (const [order, row] of rows.entries()) {
       const source = `${row.name}\u0000${row.action}\u0000${row.timezone}\u0000${row.limits}\u0000${row.agents.join('\u0000')}`;

@@ -1,3 +1,4 @@
+import { lockTeam } from '../teams/repository.js';
 import { numberedPlaceholders, type Sql } from '../stores/sql.js';
 import { newId } from '../teams/keys.js';
 import type { Limit } from './limits.js';
@@ -86,7 +87,7 @@ export class TooManyActivePolicies extends Error {
  */
 async function checkRoomForActive(sql: Sql, teamId: string, max: number | undefined): Promise<void> {
   if (max === undefined) return;
-  if (sql.dialect === 'postgres') await sql.get('SELECT id FROM teams WHERE id = ? FOR UPDATE', [teamId]);
+  await lockTeam(sql, teamId);
   if ((await countActivePolicies(sql, teamId)) >= max) throw new TooManyActivePolicies(max);
 }
 
@@ -108,8 +109,10 @@ export async function createPolicy(sql: Sql, teamId: string, input: PolicyInput,
   return (await findPolicy(sql, teamId, id))!;
 }
 
-export async function findPolicy(sql: Sql, teamId: string, id: string): Promise<Policy | undefined> {
-  const row = await sql.get<PolicyRow>(selectWhere('WHERE p.team_id = ? AND p.id = ?'), [teamId, id]);
+/** One policy of the team. `lock`: on PostgreSQL its row stays locked until the transaction ends (see findAlert). */
+export async function findPolicy(sql: Sql, teamId: string, id: string, lock = false): Promise<Policy | undefined> {
+  const statement = selectWhere('WHERE p.team_id = ? AND p.id = ?');
+  const row = await sql.get<PolicyRow>(lock ? { ...statement, postgres: `${statement.postgres} FOR UPDATE OF p` } : statement, [teamId, id]);
   return row && toPolicy(row);
 }
 
@@ -120,7 +123,9 @@ export async function findPolicy(sql: Sql, teamId: string, id: string): Promise<
  * what exists).
  */
 export async function updatePolicy(sql: Sql, teamId: string, id: string, changes: Partial<PolicyInput>, maxActive?: number): Promise<Policy | undefined> {
-  const current = await findPolicy(sql, teamId, id);
+  // The team before the policy, as creation takes it: two activations at once count in turn.
+  if (changes.active === true && maxActive !== undefined) await lockTeam(sql, teamId);
+  const current = await findPolicy(sql, teamId, id, true);
   if (!current) return undefined;
   if (changes.active === true && !current.active) await checkRoomForActive(sql, teamId, maxActive);
   const next = { ...current, ...changes };

@@ -154,7 +154,7 @@ export const updatePolicyRoute = defineRoute<PolicyBody>({
     const changes: Partial<PolicyInput> = { ...body, ...(limits ? { limits } : {}) };
     const policy = await withActiveBound(() =>
       audited(ctx, async (sql) => {
-        const before = await findPolicy(sql, team.teamId, params.id!);
+        const before = await findPolicy(sql, team.teamId, params.id!, true);
         const after = before && (await updatePolicy(sql, team.teamId, params.id!, changes, deps.config.evaluation.maxActivePoliciesPerTeam));
         if (!before || !after) return { result: undefined };
         return { result: after, log: { action: 'policy.update', resourceType: 'policy', resourceId: after.id, before: settings(before), after: settings(after) } };
@@ -176,7 +176,7 @@ export const deletePolicyRoute = defineRoute({
   async handler(ctx) {
     const { params, team, deps } = ctx;
     const deleted = await audited(ctx, async (sql) => {
-      const before = await findPolicy(sql, team.teamId, params.id!);
+      const before = await findPolicy(sql, team.teamId, params.id!, true);
       if (!before || !(await deletePolicy(sql, team.teamId, params.id!))) return { result: false };
       return { result: true, log: { action: 'policy.delete', resourceType: 'policy', resourceId: before.id, before: settings(before), after: null } };
     });

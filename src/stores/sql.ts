@@ -125,7 +125,11 @@ export function* run(statement: Statement, params: readonly unknown[] = []): Ste
 export function* originOf(): Steps<object> {
   return (yield { kind: 'origin' }) as object;
 }
-/** Sql.afterCommit; under performNow, once the caller's synchronous transaction is over. */
+/**
+ * Sql.afterCommit. Under performNow: when the event loop next turns, by which time the caller's
+ * synchronous transaction is over; if it rolled back, `fn` runs all the same, so it must be
+ * harmless then (a wake-up that finds nothing new).
+ */
 export function* afterCommit(fn: () => void): Steps<void> {
   yield { kind: 'afterCommit', fn };
 }
@@ -154,7 +158,8 @@ export async function perform<T>(sql: Sql, steps: Steps<T>): Promise<T> {
  * the caller's, as in the group commit).
  */
 export function performNow<T>(db: Registry, steps: Steps<T>): T {
-  return db.transaction(() => {
+  const committed: (() => void)[] = [];
+  const result = db.transaction(() => {
     let next = steps.next();
     while (!next.done) {
       const step = next.value;
@@ -162,7 +167,7 @@ export function performNow<T>(db: Registry, steps: Steps<T>): T {
       try {
         if (step.kind === 'origin') result = db;
         // The caller's transaction is synchronous: it is over when the event loop turns.
-        else if (step.kind === 'afterCommit') setImmediate(step.fn);
+        else if (step.kind === 'afterCommit') committed.push(step.fn);
         else {
           const statement = prepared(db, step.statement);
           const params = step.params as unknown[];
@@ -176,6 +181,9 @@ export function performNow<T>(db: Registry, steps: Steps<T>): T {
     }
     return next.value;
   })();
+  // Not when the steps threw: their savepoint rolled back.
+  for (const fn of committed) setImmediate(fn);
+  return result;
 }
 
 /**

@@ -81,6 +81,16 @@ interface TeamRow {
 
 const toTeam = (row: TeamRow): Team => ({ id: row.id, name: row.name, createdAt: row.created_at });
 
+/**
+ * On PostgreSQL, locks the team's row until the transaction ends, so instances counting what the
+ * team has (active policies, webhook endpoints) before adding one do it in turn. NO KEY UPDATE: it
+ * does not wait for, nor hold up, the inserts of rows that reference the team. SQLite's write
+ * transactions already take turns.
+ */
+export async function lockTeam(sql: Sql, teamId: string): Promise<void> {
+  if (sql.dialect === 'postgres') await sql.get('SELECT id FROM teams WHERE id = ? FOR NO KEY UPDATE', [teamId]);
+}
+
 export async function countTeams(sql: Sql): Promise<number> {
   return Number((await sql.get<{ n: number }>('SELECT count(*) AS n FROM teams'))!.n);
 }

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { SecretsKeyError, type SecretBox } from '../stores/secrets.js';
-import { get, perform, type Database, type Sql, type Steps } from '../stores/sql.js';
+import { get, numberedPlaceholders, perform, type Database, type Sql, type Steps } from '../stores/sql.js';
+import { lockTeam } from '../teams/repository.js';
 import type { Registry } from '../stores/sqlite.js';
 import { newId } from '../teams/keys.js';
 
@@ -98,42 +99,46 @@ export function shownUrl(endpoint: Pick<WebhookEndpoint, 'url' | 'format'>): str
  * values were sealed anew.
  */
 export async function resealEndpointSecrets(db: Database, box: SecretBox): Promise<number> {
-  const rows = await db.all<Pick<EndpointRow, 'id' | SealedColumn>>('SELECT id, url, secret, previous_secret FROM webhook_endpoints');
-  const updates: { id: string; column: SealedColumn; value: string }[] = [];
-  let clear = 0;
-  for (const row of rows) {
-    for (const column of SEALED_COLUMNS) {
-      const stored = row[column];
-      if (stored === null) continue;
-      const context = sealContext(row.id, column);
-      const under = box.sealedUnder(stored);
-      if (under === 'current') continue;
-      if (under === 'unknown') {
-        throw new SecretsKeyError(
-          `SECRETS_KEY: webhook endpoint ${row.id} holds values encrypted under another key than those given (${box.keysGiven()}). ` +
-            'Start with the key they were encrypted with; to rotate, give the old one as SECRETS_KEY_PREVIOUS (or SECRETS_KEY_PREVIOUS_FILE) for one start.',
-        );
-      }
-      if (under === 'clear') clear++;
-      updates.push({ id: row.id, column, value: box.seal(under === 'clear' ? stored : box.open(stored, context), context) });
-    }
-  }
-  if (updates.length === 0) return 0;
   // On SQLite, clear values overwritten here must not stay readable in freed space of the file's
   // pages (a Database on SQLite reaches its connection as its origin). PostgreSQL's old row
   // versions are reclaimed by its vacuum.
   const registry = db.dialect === 'sqlite' ? (db.origin as Registry) : undefined;
+  let clear = 0;
   registry?.pragma('secure_delete = ON');
   try {
-    await db.transaction(async (sql) => {
+    // Read and written in one transaction, the rows locked on PostgreSQL: an instance starting
+    // during another's rotation of a secret never writes back the value it read before.
+    return await db.transaction(async (sql) => {
+      const rows = await sql.all<Pick<EndpointRow, 'id' | SealedColumn>>({
+        sqlite: 'SELECT id, url, secret, previous_secret FROM webhook_endpoints',
+        postgres: 'SELECT id, url, secret, previous_secret FROM webhook_endpoints ORDER BY id FOR UPDATE',
+      });
+      const updates: { id: string; column: SealedColumn; value: string }[] = [];
+      for (const row of rows) {
+        for (const column of SEALED_COLUMNS) {
+          const stored = row[column];
+          if (stored === null) continue;
+          const context = sealContext(row.id, column);
+          const under = box.sealedUnder(stored);
+          if (under === 'current') continue;
+          if (under === 'unknown') {
+            throw new SecretsKeyError(
+              `SECRETS_KEY: webhook endpoint ${row.id} holds values encrypted under another key than those given (${box.keysGiven()}). ` +
+                'Start with the key they were encrypted with; to rotate, give the old one as SECRETS_KEY_PREVIOUS (or SECRETS_KEY_PREVIOUS_FILE) for one start.',
+            );
+          }
+          if (under === 'clear') clear++;
+          updates.push({ id: row.id, column, value: box.seal(under === 'clear' ? stored : box.open(stored, context), context) });
+        }
+      }
       for (const u of updates) await sql.run(`UPDATE webhook_endpoints SET ${u.column} = ? WHERE id = ?`, [u.value, u.id]);
+      return updates.length;
     });
   } finally {
     registry?.pragma('secure_delete = OFF');
+    // ...nor in the WAL's older frames: copy them into the file and empty the WAL.
+    if (clear > 0) registry?.pragma('wal_checkpoint(TRUNCATE)');
   }
-  // ...nor in the WAL's older frames: copy them into the file and empty the WAL.
-  if (clear > 0) registry?.pragma('wal_checkpoint(TRUNCATE)');
-  return updates.length;
 }
 
 /** A Standard Webhooks secret: `whsec_` and base64 of 32 random bytes (the bytes sign). */
@@ -154,7 +159,7 @@ export interface EndpointInput {
  * in a transaction: on PostgreSQL the team's row is locked first, so instances count in turn.
  */
 export async function createEndpoint(sql: Sql, box: SecretBox, teamId: string, input: EndpointInput, now = Date.now()): Promise<WebhookEndpoint> {
-  if (sql.dialect === 'postgres') await sql.get('SELECT id FROM teams WHERE id = ? FOR UPDATE', [teamId]);
+  await lockTeam(sql, teamId);
   const { n } = (await sql.get<{ n: number }>('SELECT count(*) AS n FROM webhook_endpoints WHERE team_id = ?', [teamId]))!;
   if (Number(n) >= MAX_ENDPOINTS_PER_TEAM) throw new TooManyEndpoints(`a team has at most ${MAX_ENDPOINTS_PER_TEAM} webhook endpoints`);
   const id = newId('whk');
@@ -167,15 +172,22 @@ export async function createEndpoint(sql: Sql, box: SecretBox, teamId: string, i
   return (await findEndpoint(sql, box, teamId, id))!;
 }
 
-/** One endpoint of the team, as steps: the dispatcher reads it inside its synchronous writes. */
-export function* endpointOf(box: SecretBox, teamId: string, id: string): Steps<WebhookEndpoint | undefined> {
-  const row = yield* get<EndpointRow>('SELECT * FROM webhook_endpoints WHERE team_id = ? AND id = ?', [teamId, id]);
+const ENDPOINT_BY_ID = 'SELECT * FROM webhook_endpoints WHERE team_id = ? AND id = ?';
+
+/**
+ * One endpoint of the team, as steps: the dispatcher reads it inside its synchronous writes.
+ * `lock`: on PostgreSQL its row stays locked until the transaction ends (a change made from what
+ * was read is not lost to another instance's; SQLite's writes take turns).
+ */
+export function* endpointOf(box: SecretBox, teamId: string, id: string, lock = false): Steps<WebhookEndpoint | undefined> {
+  const statement = lock ? { sqlite: ENDPOINT_BY_ID, postgres: `${numberedPlaceholders(ENDPOINT_BY_ID)} FOR UPDATE` } : ENDPOINT_BY_ID;
+  const row = yield* get<EndpointRow>(statement, [teamId, id]);
   return row && toEndpoint(box, row);
 }
 
-/** One endpoint of the team. */
-export function findEndpoint(sql: Sql, box: SecretBox, teamId: string, id: string): Promise<WebhookEndpoint | undefined> {
-  return perform(sql, endpointOf(box, teamId, id));
+/** One endpoint of the team (`lock`: see endpointOf). */
+export function findEndpoint(sql: Sql, box: SecretBox, teamId: string, id: string, lock = false): Promise<WebhookEndpoint | undefined> {
+  return perform(sql, endpointOf(box, teamId, id, lock));
 }
 
 /** A team's endpoints, oldest first (there are at most MAX_ENDPOINTS_PER_TEAM). */
@@ -192,7 +204,7 @@ export async function updateEndpoint(
   changes: Partial<Pick<EndpointInput, 'url' | 'description' | 'events' | 'active'>>,
   now = Date.now(),
 ): Promise<WebhookEndpoint | undefined> {
-  const current = await findEndpoint(sql, box, teamId, id);
+  const current = await findEndpoint(sql, box, teamId, id, true);
   if (!current) return undefined;
   const next = { ...current, ...changes };
   const reactivated = changes.active === true;
@@ -225,7 +237,7 @@ export async function deleteEndpoint(sql: Sql, teamId: string, id: string): Prom
  * Undefined: no such endpoint; null: a slack endpoint (it has no secret).
  */
 export async function rotateSecret(sql: Sql, box: SecretBox, teamId: string, id: string, now = Date.now()): Promise<WebhookEndpoint | null | undefined> {
-  const current = await findEndpoint(sql, box, teamId, id);
+  const current = await findEndpoint(sql, box, teamId, id, true);
   if (!current) return undefined;
   if (current.format !== 'standard') return null;
   await sql.run('UPDATE webhook_endpoints SET secret = ?, previous_secret = ?, previous_secret_until = ?, updated_at = ? WHERE team_id = ? AND id = ?', [

@@ -158,7 +158,7 @@ export const updateWebhookRoute = defineRoute<{ url?: string; description?: stri
     const { params, body, team, deps } = ctx;
     if (body.url !== undefined) await checkUrl(ctx, body.url);
     const endpoint = await audited(ctx, async (sql) => {
-      const before = await findEndpoint(sql, deps.secrets, team.teamId, params.id!);
+      const before = await findEndpoint(sql, deps.secrets, team.teamId, params.id!, true);
       const after = before && (await updateEndpoint(sql, deps.secrets, team.teamId, params.id!, body));
       if (!before || !after) return { result: undefined };
       return { result: after, log: { action: 'webhook.update', resourceType: 'webhook', resourceId: after.id, before: settings(before), after: settings(after) } };
@@ -179,7 +179,7 @@ export const deleteWebhookRoute = defineRoute({
   async handler(ctx) {
     const { params, team, deps } = ctx;
     const deleted = await audited(ctx, async (sql) => {
-      const before = await findEndpoint(sql, deps.secrets, team.teamId, params.id!);
+      const before = await findEndpoint(sql, deps.secrets, team.teamId, params.id!, true);
       if (!before || !(await deleteEndpoint(sql, team.teamId, params.id!))) return { result: false };
       return { result: true, log: { action: 'webhook.delete', resourceType: 'webhook', resourceId: before.id, before: settings(before), after: null } };
     });
@@ -202,7 +202,7 @@ export const rotateWebhookSecretRoute = defineRoute({
   async handler(ctx) {
     const { params, team, deps } = ctx;
     const endpoint = await audited(ctx, async (sql) => {
-      const before = await findEndpoint(sql, deps.secrets, team.teamId, params.id!);
+      const before = await findEndpoint(sql, deps.secrets, team.teamId, params.id!, true);
       const rotated = await rotateSecret(sql, deps.secrets, team.teamId, params.id!);
       if (!before || !rotated) return { result: rotated };
       const when = (e: WebhookEndpoint) => ({ secretRotatedAt: toBody(e).secretRotatedAt });

@@ -82,6 +82,22 @@ describe('alerts store, on SQLite and PostgreSQL', function () {
       expect(await queued(db)).to.deep.equal(['alert.opened', 'alert.opened', 'alert.opened']);
     });
 
+    it('instances updating the same open alerts in opposite orders at once never deadlock; two resolving one alert at once resolve it once', async () => {
+      const { db, another } = await seed();
+      await record(db, [occurrence({ dedupKey: 'x' }), occurrence({ dedupKey: 'y' })]);
+      const instances = [db, another()];
+      for (let round = 0; round < 10; round++) {
+        const orders = [[occurrence({ dedupKey: 'x' }), occurrence({ dedupKey: 'y' })], [occurrence({ dedupKey: 'y' }), occurrence({ dedupKey: 'x' })]];
+        await Promise.all(instances.map((i, n) => record(i, orders[n]!)));
+      }
+      expect((await listAlerts(db, 'team_a', {}, { limit: 10 })).map((a) => a.count)).to.deep.equal([21, 21]);
+
+      const [alert] = await listAlerts(db, 'team_a', {}, { limit: 1 });
+      const resolutions = await Promise.all(instances.map((i, n) => i.transaction((sql) => setAlertStatus(sql, 'team_a', alert!.id, 'resolved', `note ${n}`))));
+      expect(resolutions.map((r) => r!.status)).to.deep.equal(['resolved', 'resolved']);
+      expect(await queued(db)).to.deep.equal(['alert.opened', 'alert.opened', 'alert.resolved']);
+    });
+
     it('resolves with a note and reopens; reopening while the breach has a newer open alert is a conflict', async () => {
       const { db } = await seed();
       await record(db, [occurrence()]);

@@ -59,7 +59,10 @@ describe('policies store, on SQLite and PostgreSQL', function () {
       const { db, teamId } = await seed();
       const made = [];
       const variants: Partial<PolicyInput>[] = [{}, { agents: ['x-bot'] }, { agents: ['y-bot'] }, { active: false }];
-      for (const [i, over] of variants.entries()) made.push(await db.transaction((sql) => createPolicy(sql, teamId, input(`p${i}`, over))));
+      for (const [i, over] of variants.entries()) {
+        made.push(await db.transaction((sql) => createPolicy(sql, teamId, input(`p${i}`, over))));
+        await new Promise((resolve) => setTimeout(resolve, 3)); // created_at apart: the order is by it
+      }
       const ids = (list: { id: string }[]) => list.map((p) => p.id);
       const all = await listPolicies(db, teamId, { limit: 10 });
       expect(all).to.have.length(4);
@@ -71,7 +74,7 @@ describe('policies store, on SQLite and PostgreSQL', function () {
       expect(await countActivePolicies(db, teamId)).to.equal(3);
 
       const rows = await activePolicyRows(db, teamId);
-      expect(rows.map((r) => r.name)).to.have.members(['p0', 'p1', 'p2']);
+      expect(rows.map((r) => r.name)).to.deep.equal(['p0', 'p1', 'p2']);
       expect(rows.find((r) => r.name === 'p1')!.agents).to.deep.equal(['x-bot']);
       expect(JSON.parse(rows[0]!.limits)).to.deep.equal([{ kind: 'daily', amount: '10.000000000000000001' }]);
     });

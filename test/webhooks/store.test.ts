@@ -64,6 +64,20 @@ describe('webhook store, on SQLite and PostgreSQL', function () {
       expect((await listEndpoints(db, box, 'team_a')).map((e) => e.id)).to.deep.equal([slack.id]);
     });
 
+    it("two rotations of one secret at once: the second keeps the first's new secret as its previous one, so both answers sign", async () => {
+      const { db, another } = await seed();
+      const hook = await db.transaction((sql) => createEndpoint(sql, box, 'team_a', input('https://hooks.example.com/rotate')));
+      const instances = [db, another()];
+      await Promise.all(instances.map((i) => i.get('SELECT 1'))); // connected, so both start together
+      for (let round = 0; round < 10; round++) {
+        const rotated = await Promise.all(instances.map((i) => i.transaction((sql) => rotateSecret(sql, box, 'team_a', hook.id, 5_000))));
+        const secrets = rotated.map((r) => r!.secret);
+        const final = (await findEndpoint(db, box, 'team_a', hook.id))!;
+        expect(secrets, `round ${round}`).to.include(final.secret);
+        expect(final.previousSecret, `round ${round}`).to.equal(secrets.find((s) => s !== final.secret));
+      }
+    });
+
     it(`holds the cap of ${MAX_ENDPOINTS_PER_TEAM} endpoints per team when instances create at once`, async () => {
       const { db, another } = await seed();
       for (let i = 0; i < MAX_ENDPOINTS_PER_TEAM - 2; i++) await db.transaction((sql) => createEndpoint(sql, box, 'team_a', input(`https://hooks.example.com/${i}`)));
