@@ -1,4 +1,4 @@
-import { get, numberedPlaceholders, perform, run, type Sql, type Steps } from '../stores/sql.js';
+import { dialectOf, get, numberedPlaceholders, perform, run, type Sql, type Steps } from '../stores/sql.js';
 import { newId } from '../teams/keys.js';
 import { enqueueAlertEvent } from '../webhooks/outbox.js';
 
@@ -140,19 +140,23 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
   // locking the same ones in one order never deadlock.
   const byKey = occurrences.map((o, index) => ({ o, index }));
   byKey.sort((a, b) => (a.o.teamId === b.o.teamId ? compare(a.o.dedupKey, b.o.dedupKey) : compare(a.o.teamId, b.o.teamId)) || a.index - b.index);
+  // Dedup keys join their parts with NUL, which PostgreSQL's text cannot hold: there, the unit
+  // separator (which no part contains either). SQLite keeps the keys it has always stored.
+  const keyOf = (yield* dialectOf()) === 'postgres' ? (key: string) => key.replaceAll('\u0000', '\u001f') : (key: string) => key;
   for (const { o, index } of byKey) {
+    const dedupKey = keyOf(o.dedupKey);
     const details = JSON.stringify(o.details);
     let open: OpenRow | undefined;
     // Another writer may open the breach's alert between our read and insert (then the insert does
     // nothing and the read is made again), and may resolve it again before that read: then insert.
     for (let tries = 0; !open; tries++) {
-      open = yield* get<OpenRow>(OCCURRENCE_SQL.findOpen, [o.teamId, o.dedupKey]);
+      open = yield* get<OpenRow>(OCCURRENCE_SQL.findOpen, [o.teamId, dedupKey]);
       if (open) break;
       if (tries === 3) throw new Error(`alert ${o.dedupKey} of team ${o.teamId} kept changing while it was recorded`);
       const id = newId('alr');
       const samples = o.eventIds.slice(0, MAX_SAMPLES);
       const inserted = yield* run(OCCURRENCE_SQL.insert, [
-        id, o.teamId, o.dedupKey, o.type, o.kind, o.severity, o.agentId, o.policyId, o.window?.start ?? null, o.window?.end ?? null,
+        id, o.teamId, dedupKey, o.type, o.kind, o.severity, o.agentId, o.policyId, o.window?.start ?? null, o.window?.end ?? null,
         o.observed, o.limit, o.subject, details, o.message, JSON.stringify(samples), o.count, o.firstSeen, o.lastSeen, now, now,
       ]);
       if (inserted === 1) {

@@ -7,8 +7,8 @@
 import type { FieldError } from '../http/errors.js';
 import type { EventRow } from '../ingest/records.js';
 import { toUnits } from '../evaluation/money.js';
-import type { Registry } from '../stores/sqlite.js';
-import { authorizationStatements, findAuthorization, statusOf, type AuthorizationRow } from './repository.js';
+import type { Steps } from '../stores/sql.js';
+import { authorizationOf, captureHeld, statusOf, voidHeld, type AuthorizationRow } from './repository.js';
 
 /** The id of the record POST /authorizations/:id/capture stores: a retry finds it claimed. */
 export const captureRecordId = (authorizationId: string) => `${authorizationId}.capture`;
@@ -35,8 +35,8 @@ export interface CaptureEffect {
  * finds the record stored and stores nothing). Anything else (voided, expired, captured by another
  * record or for another amount) refuses it: nothing is stored, and the route answers 409.
  */
-export function admitsCapture(db: Registry, row: EventRow, now: number): boolean {
-  const auth = findAuthorization(db, row.team_id, row.authorization_id!);
+export function* admitsCapture(row: EventRow, now: number): Steps<boolean> {
+  const auth = yield* authorizationOf(row.team_id, row.authorization_id!);
   if (!auth || auth.agent_id !== row.agent_id) return false;
   if (auth.state === 'captured') return auth.captured_by === row.id && toUnits(auth.captured_amount!) === toUnits(row.amount);
   return statusOf(auth, now) === 'held';
@@ -54,8 +54,9 @@ export function admitsCapture(db: Registry, row: EventRow, now: number): boolean
  * back to the SDK); one that does not (the call failed or was not paid) leaves the hold alone,
  * until a priced record, a capture, a void or its expiry. Either way the ingest answer says so.
  */
-export function captureByRecord(db: Registry, row: EventRow, now: number): CaptureEffect {
-  const auth = findAuthorization(db, row.team_id, row.authorization_id!);
+export function* captureByRecord(row: EventRow, now: number): Steps<CaptureEffect> {
+  // Locked on PostgreSQL: of two instances capturing (or voiding) it at once, one waits and finds it taken.
+  const auth = yield* authorizationOf(row.team_id, row.authorization_id!, true);
   if (!auth || auth.agent_id !== row.agent_id || statusOf(auth, now) !== 'held') return {};
   if (toUnits(row.amount) === 0n) {
     if (!saysPaid(row)) {
@@ -67,7 +68,7 @@ export function captureByRecord(db: Registry, row: EventRow, now: number): Captu
       };
     }
     row.amount = auth.amount;
-    captureRow(db, auth, row, now);
+    yield* captureRow(auth, row, now);
     return {
       released: auth.id,
       warning: {
@@ -76,17 +77,16 @@ export function captureByRecord(db: Registry, row: EventRow, now: number): Captu
       },
     };
   }
-  captureRow(db, auth, row, now);
+  yield* captureRow(auth, row, now);
   return { released: auth.id };
 }
 
-function captureRow(db: Registry, auth: AuthorizationRow, row: EventRow, now: number): void {
-  const changed = authorizationStatements(db).capture.run(row.amount, now, row.id, row.team_id, auth.id, row.agent_id, now).changes;
-  if (changed !== 1) throw new Error(`authorization ${auth.id} was held but could not be captured`);
+function* captureRow(auth: AuthorizationRow, row: EventRow, now: number): Steps<void> {
+  if (!(yield* captureHeld(auth, row.amount, row.id, now))) throw new Error(`authorization ${auth.id} was held but could not be captured`);
 }
 
 /** Voids a held authorization; voiding a voided one again changes nothing (a retried void). */
-export function voidAuthorization(db: Registry, teamId: string, id: string, now: number): { row: AuthorizationRow | undefined; released: boolean } {
-  const released = authorizationStatements(db).void.run(now, teamId, id, now).changes > 0;
-  return { row: findAuthorization(db, teamId, id), released };
+export function* voidAuthorization(teamId: string, id: string, now: number): Steps<{ row: AuthorizationRow | undefined; released: boolean }> {
+  const released = yield* voidHeld(teamId, id, now);
+  return { row: yield* authorizationOf(teamId, id), released };
 }

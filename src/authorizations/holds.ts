@@ -9,10 +9,9 @@
  * approval and per endpoint, and a question sums at most an hour's minutes (a hold lives at most
  * an hour), never the holds one by one.
  */
-import type { Registry } from '../stores/sqlite.js';
+import type { AuthorizationRow } from './repository.js';
 import type { Window } from '../evaluation/windows.js';
 import { toUnits } from '../evaluation/money.js';
-import { liveHolds } from './repository.js';
 
 export interface Hold {
   id: string;
@@ -45,9 +44,10 @@ export class Holds {
   /** Every live hold, soonest expiry first (a removed one is skipped when it comes up). */
   private readonly expiries = new ExpiryHeap();
 
-  static load(db: Registry, now = Date.now()): Holds {
+  /** The holds of these rows (live holds, read from the registry: liveHolds). */
+  static of(rows: readonly AuthorizationRow[]): Holds {
     const holds = new Holds();
-    for (const row of liveHolds(db, now)) {
+    for (const row of rows) {
       holds.add({
         id: row.id,
         teamId: row.team_id,

@@ -1,10 +1,10 @@
 /**
- * Authorizations in the registry (schema/sqlite/013): written by the evaluator inside the ingest
- * log's group commit, read by the routes. A hold's lapse is not written: an approved row whose
+ * Authorizations in the registry (schema/sqlite/013, schema/postgres/004): written by the evaluator
+ * inside the ingest log's group commit, read by the routes. A hold's lapse is not written: an approved row whose
  * expires_at has passed reads as expired.
  */
 import { formatUnits, toUnits } from '../evaluation/money.js';
-import type { Registry } from '../stores/sqlite.js';
+import { all, forUpdate, get, perform, run, type Sql, type Steps } from '../stores/sql.js';
 
 export type AuthorizationState = 'held' | 'captured' | 'voided' | 'declined';
 export type AuthorizationStatus = AuthorizationState | 'expired';
@@ -107,44 +107,83 @@ export function authorizationBody(row: AuthorizationRow, now = Date.now()) {
   };
 }
 
-const statements = new WeakMap<Registry, ReturnType<typeof prepare>>();
+const INSERT = `INSERT INTO authorizations (id, team_id, agent_id, endpoint, domain, amount, asset, network, payee_address, decision, state,
+                                    checks, reasons, idempotency_key, created_at, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT DO NOTHING`;
 
-function prepare(db: Registry) {
-  return {
-    insert: db.prepare(
-      `INSERT INTO authorizations (id, team_id, agent_id, endpoint, domain, amount, asset, network, payee_address, decision, state,
-                                   checks, reasons, idempotency_key, created_at, expires_at)
-       VALUES (@id, @team_id, @agent_id, @endpoint, @domain, @amount, @asset, @network, @payee_address, @decision, @state,
-               @checks, @reasons, @idempotency_key, @created_at, @expires_at)`,
-    ),
-    byId: db.prepare('SELECT * FROM authorizations WHERE team_id = ? AND id = ?'),
-    byKey: db.prepare('SELECT * FROM authorizations WHERE team_id = ? AND idempotency_key = ?'),
-    held: db.prepare(`SELECT * FROM authorizations WHERE state = 'held' AND expires_at > ?`),
-    void: db.prepare(`UPDATE authorizations SET state = 'voided', voided_at = ? WHERE team_id = ? AND id = ? AND state = 'held' AND expires_at > ?`),
-    capture: db.prepare(
-      `UPDATE authorizations SET state = 'captured', captured_amount = ?, captured_at = ?, captured_by = ?
-        WHERE team_id = ? AND id = ? AND agent_id = ? AND state = 'held' AND expires_at > ?`,
-    ),
-  };
+/**
+ * Writes a decided authorization (inside the group commit's transaction). False when its
+ * idempotency key was taken meanwhile (another instance decided the same request first).
+ */
+export function* insertAuthorization(row: AuthorizationRow): Steps<boolean> {
+  return (yield* run(INSERT, [
+    row.id,
+    row.team_id,
+    row.agent_id,
+    row.endpoint,
+    row.domain,
+    row.amount,
+    row.asset,
+    row.network,
+    row.payee_address,
+    row.decision,
+    row.state,
+    row.checks,
+    row.reasons,
+    row.idempotency_key,
+    row.created_at,
+    row.expires_at,
+  ])) === 1;
 }
 
-export function authorizationStatements(db: Registry) {
-  let s = statements.get(db);
-  if (!s) statements.set(db, (s = prepare(db)));
-  return s;
+/** One authorization of a team; `lock`: read FOR UPDATE on PostgreSQL (a capture or void decides from it). */
+export function* authorizationOf(teamId: string, id: string, lock = false): Steps<AuthorizationRow | undefined> {
+  return yield* get<AuthorizationRow>(lock ? forUpdate('SELECT * FROM authorizations WHERE team_id = ? AND id = ?') : 'SELECT * FROM authorizations WHERE team_id = ? AND id = ?', [
+    teamId,
+    id,
+  ]);
 }
 
-export function findAuthorization(db: Registry, teamId: string, id: string): AuthorizationRow | undefined {
-  return authorizationStatements(db).byId.get(teamId, id) as AuthorizationRow | undefined;
+export function findAuthorization(sql: Sql, teamId: string, id: string): Promise<AuthorizationRow | undefined> {
+  return perform(sql, authorizationOf(teamId, id));
 }
 
-export function findByIdempotencyKey(db: Registry, teamId: string, key: string): AuthorizationRow | undefined {
-  return authorizationStatements(db).byKey.get(teamId, key) as AuthorizationRow | undefined;
+export function* authorizationByKey(teamId: string, key: string): Steps<AuthorizationRow | undefined> {
+  return yield* get<AuthorizationRow>('SELECT * FROM authorizations WHERE team_id = ? AND idempotency_key = ?', [teamId, key]);
 }
 
-/** Holds still counting at `now` (read back at start-up). */
-export function liveHolds(db: Registry, now: number): AuthorizationRow[] {
-  return authorizationStatements(db).held.all(now) as AuthorizationRow[];
+/** Captures a held authorization; resolves to whether it was (still) held. */
+export function* captureHeld(auth: Pick<AuthorizationRow, 'id' | 'team_id' | 'agent_id'>, amount: string, by: string, now: number): Steps<boolean> {
+  const changed = yield* run(
+    `UPDATE authorizations SET state = 'captured', captured_amount = ?, captured_at = ?, captured_by = ?
+      WHERE team_id = ? AND id = ? AND agent_id = ? AND state = 'held' AND expires_at > ?`,
+    [amount, now, by, auth.team_id, auth.id, auth.agent_id, now],
+  );
+  return changed === 1;
+}
+
+/** Voids a held authorization; resolves to whether it was (still) held. */
+export function* voidHeld(teamId: string, id: string, now: number): Steps<boolean> {
+  const changed = yield* run(`UPDATE authorizations SET state = 'voided', voided_at = ? WHERE team_id = ? AND id = ? AND state = 'held' AND expires_at > ?`, [
+    now,
+    teamId,
+    id,
+    now,
+  ]);
+  return changed > 0;
+}
+
+/** Holds still counting at `now`: all of them (read back at start-up), or those of some agents of a team. */
+export function* liveHolds(now: number, of?: { teamId: string; agentIds: readonly string[] }): Steps<AuthorizationRow[]> {
+  if (!of) return yield* all<AuthorizationRow>(`SELECT * FROM authorizations WHERE state = 'held' AND expires_at > ?`, [now]);
+  return yield* all<AuthorizationRow>(
+    {
+      sqlite: `SELECT * FROM authorizations WHERE state = 'held' AND expires_at > ? AND team_id = ? AND agent_id IN (SELECT value FROM json_each(?))`,
+      postgres: `SELECT * FROM authorizations WHERE state = 'held' AND expires_at > $1 AND team_id = $2 AND agent_id IN (SELECT jsonb_array_elements_text($3::jsonb))`,
+    },
+    [now, of.teamId, JSON.stringify(of.agentIds)],
+  );
 }
 
 export interface AuthorizationFilter {
@@ -159,7 +198,7 @@ export interface AuthorizationCursor {
   id: string;
 }
 
-export function listAuthorizations(db: Registry, teamId: string, filter: AuthorizationFilter, page: { limit: number; after?: AuthorizationCursor }, now = Date.now()): AuthorizationRow[] {
+export function listAuthorizations(sql: Sql, teamId: string, filter: AuthorizationFilter, page: { limit: number; after?: AuthorizationCursor }, now = Date.now()): Promise<AuthorizationRow[]> {
   const where = ['team_id = ?'];
   const args: unknown[] = [teamId];
   if (filter.agent !== undefined) (where.push('agent_id = ?'), args.push(filter.agent));
@@ -172,5 +211,5 @@ export function listAuthorizations(db: Registry, teamId: string, filter: Authori
     where.push('(created_at < ? OR (created_at = ? AND id < ?))');
     args.push(page.after.createdAt, page.after.createdAt, page.after.id);
   }
-  return db.prepare(`SELECT * FROM authorizations WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`).all(...args, page.limit) as AuthorizationRow[];
+  return sql.all<AuthorizationRow>(`SELECT * FROM authorizations WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`, [...args, page.limit]);
 }

@@ -130,7 +130,7 @@ export const getAuthorizationRoute = defineRoute({
   tag: 'authorizations',
   responses: { 200: { description: 'The authorization', schema: 'authorization.json', example: EXAMPLE } },
   async handler({ params, team, deps }) {
-    const row = findAuthorization(deps.registry, team.teamId, params.id!);
+    const row = await findAuthorization(deps.db, team.teamId, params.id!);
     if (!row) throw notFound(params.id!);
     return { body: authorizationBody(row) };
   },
@@ -159,7 +159,7 @@ export const listAuthorizationsRoute = defineRoute<unknown, { agent?: string; st
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, isCursor);
     const { rows, next_cursor } = await keysetPage(
       query.limit ?? 50,
-      (n) => listAuthorizations(deps.registry, team.teamId, filter, { limit: n, after }, now),
+      (n) => listAuthorizations(deps.db, team.teamId, filter, { limit: n, after }, now),
       (last) => ({ createdAt: last.created_at, id: last.id }),
     );
     return { body: { data: rows.map((r) => authorizationBody(r, now)), next_cursor } };
@@ -196,8 +196,8 @@ export const voidAuthorizationRoute = defineRoute({
   },
   async handler({ params, team, deps }) {
     const id = params.id!;
-    const { row, now } = await deps.ingest.commit.serialized((now) => {
-      const voided = voidAuthorization(deps.registry, team.teamId, id, now);
+    const { row, now } = await deps.ingest.commit.serialized(function* (now) {
+      const voided = yield* voidAuthorization(team.teamId, id, now);
       if (voided.released) deps.ingest.evaluator?.release(id);
       return { row: voided.row, now };
     });
@@ -229,7 +229,7 @@ export const captureAuthorizationRoute = defineRoute<{ amount?: string }>({
     409: { description: 'Not held: voided, expired, declined, or captured otherwise', schema: 'error.json' },
   },
   async handler({ params, body, team, deps }) {
-    const row = findAuthorization(deps.registry, team.teamId, params.id!);
+    const row = await findAuthorization(deps.db, team.teamId, params.id!);
     if (!row) throw notFound(params.id!);
     const amount = body.amount ?? row.amount;
     const units = toUnits(amount);
@@ -255,7 +255,7 @@ export const captureAuthorizationRoute = defineRoute<{ amount?: string }>({
       ...(row.payee_address === null ? {} : { payee_address: row.payee_address }),
     };
     const captured = await deps.ingest.ingestor.captureRecord(team.teamId, record);
-    const after = findAuthorization(deps.registry, team.teamId, row.id)!;
+    const after = (await findAuthorization(deps.db, team.teamId, row.id))!;
     if (captured) return { body: authorizationBody(after) };
     if (after.state === 'captured' && after.captured_by === record.id) {
       throw notHeld(after, 'captured', undefined, `Authorization "${row.id}" was captured for ${after.captured_amount}, not ${amount}`);

@@ -2,15 +2,17 @@ import type { Logger } from 'pino';
 import { recordOccurrences, type Occurrence } from '../alerts/repository.js';
 import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
 import { Holds } from '../authorizations/holds.js';
-import { authorizationStatements, encodeChecks, findByIdempotencyKey, type AuthorizationRow, type StoredCheck } from '../authorizations/repository.js';
+import { authorizationByKey, encodeChecks, insertAuthorization, liveHolds, type AuthorizationRow, type StoredCheck } from '../authorizations/repository.js';
 import { newId } from '../teams/keys.js';
 import type { AnomalyConfig, EvaluationConfig } from '../config.js';
 import { MAX_FUTURE_SKEW_MS, type EventRow } from '../ingest/records.js';
 import type { Limit } from '../policies/limits.js';
 import { activePolicyRows, policyRevisions } from '../policies/repository.js';
-import { performNow, sqliteDatabase } from '../stores/sql.js';
+import { all, awaited, get, performNow, postgresOnly, run, savepoint, sqliteDatabase, type Database, type Steps } from '../stores/sql.js';
+import { ApiError } from '../http/errors.js';
 import type { AckEvaluator } from '../ingest/group-commit.js';
 import type { EventStore } from '../stores/clickhouse.js';
+import { OVERLAP_MS } from '../ingest/shared-log.js';
 import type { Registry } from '../stores/sqlite.js';
 import { AnomalyDetector } from './anomalies.js';
 import { endpointMatcher, PatternIndex } from './matchers.js';
@@ -77,10 +79,25 @@ export interface EvaluationPlan {
   probeTouched: TouchedTotal[][];
   /** Totals that could not be read (ClickHouse behind or down): not added to, not checked. */
   unknown: Set<string>;
+  /** With a shared ledger: the totals as locked, to write back only what changed. */
+  locked?: Map<string, { teamId: string; agentId: string; scope: string; window: Window; spent: bigint; write: boolean }>;
+}
+
+/**
+ * A team's policies changed on another instance since this one loaded them (seen under the share
+ * lock of the team's row): the group is rolled back and evaluated again with the new policies.
+ */
+export class StalePolicies extends Error {
+  constructor(readonly teamIds: string[]) {
+    super(`the policies of ${teamIds.join(', ')} changed on another instance; evaluating again`);
+    this.name = 'StalePolicies';
+  }
 }
 
 interface TeamState {
   revision: number;
+  /** With a shared ledger: the team row's policy_revision the policies were read at. */
+  storedRevision: number;
   /** Active policies by agent and by scope (see policy-index.ts). */
   index: PolicyIndex;
   scopes: ScopeTable;
@@ -124,27 +141,41 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
   private droppedBefore = 0;
   /** Team, scope and window start of windows read whole from the event store. */
   private readonly loadedWindows = new Set<string>();
-  /** Prepared once: evaluation runs in every ingest commit. */
-  private readonly statements;
-  /** What open authorizations hold, per agent (rebuilt from the registry at start and after a rollback). */
+  /** With a shared ledger: teams whose policies changed on another instance (reloaded before the next group). */
+  private readonly stale = new Set<string>();
+  /**
+   * What open authorizations hold, per agent. In memory: rebuilt from the registry at start and
+   * after a rollback. With a shared ledger: read for the agents a group decides for, once their
+   * totals are locked.
+   */
   private holds: Holds;
+  /** Where the team's policies are read: the registry, or the shared store. */
+  private readonly db: Database;
 
+  /**
+   * `shared`: several instances share the store (PostgreSQL). Memory then vouches for nothing
+   * between groups: the totals a group reads are locked and read from `spend_totals` in its
+   * transaction (lockTotals), and written back (saveTotals); see the design in that table's schema.
+   */
   constructor(
-    private readonly registry: Registry,
+    private readonly registry: Registry | undefined,
     private readonly store: EventStore,
     private readonly config: AnomalyConfig,
     private readonly logger: Logger,
     /** Resolves true once ClickHouse holds every record the log holds (false: not in time). */
     private readonly awaitLoaded: () => Promise<boolean>,
     private readonly limits: EvaluatorLimits = { maxAlertsPerCommit: 100 },
+    private readonly shared?: Database,
   ) {
-    this.statements = {
-      insertPayee: registry.prepare('INSERT OR IGNORE INTO agent_payees (team_id, agent_id, payee, first_seen) VALUES (?, ?, ?, ?)'),
-      payees: registry.prepare('SELECT payee FROM agent_payees WHERE team_id = ? AND agent_id = ?'),
-      agentCreated: registry.prepare('SELECT created_at FROM agents WHERE team_id = ? AND external_id = ?'),
-    };
+    if (!shared && !registry) throw new Error('an evaluator needs the registry or a shared store');
+    this.db = shared ?? sqliteDatabase(registry!);
     this.anomalies = new AnomalyDetector(config);
-    this.holds = Holds.load(registry);
+    this.holds = this.loadHolds();
+  }
+
+  /** With one instance, every live hold, read once; a shared ledger reads them per group. */
+  private loadHolds(): Holds {
+    return this.shared ? new Holds() : Holds.of(performNow(this.registry!, liveHolds(Date.now())));
   }
 
   /**
@@ -174,7 +205,8 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     };
     const touched = rows.map(touchedBy);
     const probeTouched = probes.map(touchedBy);
-    const unknown = await this.loadMissingTotals(all, probes.length === 0 ? touched : [...touched, ...probeTouched]);
+    // Shared: the totals are read in the transaction, under their locks (lockTotals).
+    const unknown = this.shared ? new Set<string>() : await this.loadMissingTotals(all, probes.length === 0 ? touched : [...touched, ...probeTouched]);
     return { rows, states, touched, unknown, requests, probes, probeTouched };
   }
 
@@ -185,26 +217,26 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    * that breach's alert, marked declined. Requests are decided in order, so of many at once for
    * one agent, exactly as many are approved as the limits allow.
    */
-  decide(plan: EvaluationPlan, now = Date.now()): AuthorizationOutcome[] {
-    const insert = authorizationStatements(this.registry).insert;
+  *decide(plan: EvaluationPlan, now = Date.now()): Steps<AuthorizationOutcome[]> {
     // The alerts of declines are bounded like a group's records' (their own count): past the
     // bound, a team's declined breaches are counted into its storm alert.
     const bound = this.limits.maxAlertsPerCommit;
     const storms = new Storms(bound, bound * GROUP_ALERTS_PER_TEAM_BOUND);
-    const outcomes = plan.requests.map((request, i): AuthorizationOutcome => {
+    const outcomes: AuthorizationOutcome[] = [];
+    for (const [i, request] of plan.requests.entries()) {
       try {
         // A savepoint each: one request that fails (a bug) fails alone, never the group's records
         // or another team's decision.
-        return this.registry.transaction(() => this.decideOne(plan, i, request, insert, now, storms))();
+        outcomes.push(yield* savepoint(this.decideOne(plan, i, request, now, storms)));
       } catch (error) {
         this.logger.error({ err: error, teamId: request.teamId, agentId: request.agentId }, 'deciding an authorization failed');
-        return { failed: error };
+        outcomes.push({ failed: error });
       }
-    });
+    }
     const folded = storms.occurrences();
     if (folded.length > 0) {
       try {
-        performNow(this.registry, recordOccurrences(folded.map((f) => f.occurrence), now));
+        yield* savepoint(recordOccurrences(folded.map((f) => f.occurrence), now));
       } catch (error) {
         // The decisions stand; only the count of their folded alerts is lost (logged).
         this.logger.error({ err: error, occurrences: folded.reduce((n, f) => n + f.occurrence.count, 0) }, 'recording the storm alert of declined authorizations failed');
@@ -222,16 +254,9 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     return 1 + (this.teams.get(request.teamId)?.index.limitCountOf(request.agentId) ?? 0);
   }
 
-  private decideOne(
-    plan: EvaluationPlan,
-    i: number,
-    request: AuthorizationRequest,
-    insert: { run(row: AuthorizationRow): unknown },
-    now: number,
-    storms: Storms,
-  ): AuthorizationOutcome {
+  private *decideOne(plan: EvaluationPlan, i: number, request: AuthorizationRequest, now: number, storms: Storms): Steps<AuthorizationOutcome> {
     if (request.idempotencyKey !== null) {
-      const existing = findByIdempotencyKey(this.registry, request.teamId, request.idempotencyKey);
+      const existing = yield* authorizationByKey(request.teamId, request.idempotencyKey);
       if (existing) return { row: existing };
     }
     const probe = plan.probes[i]!;
@@ -314,7 +339,12 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       captured_by: null,
       voided_at: null,
     };
-    insert.run(row);
+    if (!(yield* insertAuthorization(row))) {
+      // Another instance decided this idempotency key first: its decision is the answer.
+      const existing = yield* authorizationByKey(request.teamId, request.idempotencyKey!);
+      if (existing) return { row: existing };
+      throw new Error(`authorization ${row.id} could not be written`);
+    }
     if (!approved) {
       // The breach's alert, as a record breaking it would raise: one alert per breach, up to the
       // team's bound for this group; the rest counted into its storm alert (after the write).
@@ -326,7 +356,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         occurrence.eventIds = [];
         return occurrence;
       });
-      performNow(this.registry, recordOccurrences(occurrences, now));
+      yield* recordOccurrences(occurrences, now);
       for (let k = 0; k < individual.length; k++) storms.admit(request.teamId, i, probe);
       const rest = declines.slice(individual.length);
       if (rest.length > 0) {
@@ -341,6 +371,125 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     return { row };
   }
 
+  /** Whether the totals live in a shared store (lockTotals and saveTotals do the work), not in memory. */
+  get sharedLedger(): boolean {
+    return this.shared !== undefined;
+  }
+
+  /**
+   * With a shared ledger, in the group's transaction before apply and decide (a step that does
+   * nothing otherwise). First the teams' rows are read under a share lock: a change to a team's
+   * policies (which raises policy_revision) waits for the group, and a group that finds the
+   * policies changed since this instance read them is evaluated again (StalePolicies). So every
+   * record committed after a policy changed was counted under it, on every instance.
+   *
+   * Then the totals the group reads are locked, in primary-key order (no two groups deadlock), and
+   * read into memory: rows never made before are inserted first with their seed (a total whose
+   * seed is unknown is left unknown for this group, as when ClickHouse is down). Last, the live
+   * holds of the agents the group decides for, read under those locks: a hold is written by a
+   * decision that held the same rows, so no two instances approve against the same headroom.
+   */
+  *lockTotals(plan: EvaluationPlan, now: number): Steps<void> {
+    if (!this.shared) return;
+    const teams = [...plan.states.keys()];
+    if (teams.length === 0) return;
+    const revisions = yield* all<{ id: string; r: string | number }>(
+      postgresOnly('SELECT id, policy_revision AS r FROM teams WHERE id = ANY($1::text[]) ORDER BY id COLLATE "C" FOR SHARE'),
+      [teams],
+    );
+    const stale = revisions.filter((t) => Number(t.r) !== plan.states.get(t.id)!.storedRevision).map((t) => t.id);
+    if (stale.length > 0) {
+      for (const teamId of stale) this.stale.add(teamId);
+      throw new StalePolicies(stale);
+    }
+    const wanted = new Map<string, { teamId: string; agentId: string; spec: ScopeSpec; window: Window; spent: bigint }>();
+    const want = (row: EventRow, touched: readonly TouchedTotal[]) => {
+      for (const { key, spec, window } of touched) wanted.set(key, { teamId: row.team_id, agentId: row.agent_id, spec, window, spent: 0n });
+    };
+    plan.rows.forEach((row, i) => want(row, plan.touched[i]!));
+    plan.probes.forEach((probe, i) => want(probe, plan.probeTouched[i]!));
+    plan.locked = new Map();
+    if (wanted.size > 0) {
+      const list = [...wanted.values()];
+      const columns = [list.map((w) => w.teamId), list.map((w) => w.agentId), list.map((w) => w.spec.scope), list.map((w) => w.window.start)];
+      // Rows nobody made yet: a window that began after its scope was tracked starts at 0 (every
+      // instance counting since adds to it); an older one is made empty (NULL), locked, and filled
+      // from ClickHouse below, never committed empty.
+      const fresh = list.map((w) => (this.isTracked(w.teamId, w.spec, w.window) ? '0' : null));
+      yield* run(
+        postgresOnly(`INSERT INTO spend_totals (team_id, scope, subject, window_kind, window_start, window_end, spent)
+                      SELECT u.t, 'agent', u.s, u.k, u.ws, u.we, u.v::numeric
+                        FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[]) AS u(t, s, k, ws, we, v)
+                       ORDER BY u.t COLLATE "C", u.s COLLATE "C", u.k COLLATE "C", u.ws
+                      ON CONFLICT DO NOTHING`),
+        [...columns, list.map((w) => w.window.end), fresh],
+      );
+      const rows = yield* all<{ team_id: string; subject: string; window_kind: string; window_start: string | number; spent: string | null }>(
+        postgresOnly(`SELECT t.team_id, t.subject, t.window_kind, t.window_start, t.spent::text AS spent
+                        FROM spend_totals t
+                        JOIN unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS u(t, s, k, ws)
+                          ON t.team_id = u.t AND t.scope = 'agent' AND t.subject = u.s AND t.window_kind = u.k AND t.window_start = u.ws
+                       ORDER BY t.team_id COLLATE "C", t.subject COLLATE "C", t.window_kind COLLATE "C", t.window_start
+                         FOR UPDATE OF t`),
+        columns,
+      );
+      const found = new Map<string, bigint | null>();
+      for (const r of rows) {
+        found.set(this.totalKey(r.team_id, { agentId: r.subject, scope: r.window_kind, window: { start: Number(r.window_start), end: 0 } }), r.spent === null ? null : BigInt(r.spent));
+      }
+      const empty = new Set([...wanted.keys()].filter((key) => found.get(key) === null));
+      const unfilled = new Map<string, { teamId: string; spec: ScopeSpec; window: Window }>();
+      for (const key of empty) {
+        const w = wanted.get(key)!;
+        unfilled.set(`${w.teamId}\u0000${w.spec.scope}\u0000${w.window.start}`, w);
+      }
+      if (unfilled.size > 0) {
+        // Under the lock of the empty rows: no instance can count into them until this commits, so
+        // what ClickHouse holds once every chunk committed so far is loaded is their whole past.
+        const sums = yield* awaited(async () => {
+          if (!(await this.awaitLoaded())) {
+            throw new ApiError('store_unavailable', 'The running totals of a new window could not be read (the event store is behind or down); nothing was stored, retry', undefined, {
+              'Retry-After': '2',
+            });
+          }
+          return this.windowSums(unfilled);
+        });
+        for (const key of empty) found.set(key, sums.get(key) ?? 0n);
+      }
+      for (const [key, w] of wanted) {
+        const spent = found.get(key);
+        // Pruned between the insert and the lock (a window days old): the group is tried again.
+        if (spent === undefined || spent === null) throw new Error(`the running total ${key.replaceAll('\u0000', '/')} vanished while it was locked`);
+        this.totals.set(key, spent);
+        plan.locked.set(key, { teamId: w.teamId, agentId: w.agentId, scope: w.spec.scope, window: w.window, spent, write: empty.has(key) });
+      }
+    }
+    const requested = new Map<string, Set<string>>();
+    for (const r of plan.requests) (requested.get(r.teamId) ?? requested.set(r.teamId, new Set()).get(r.teamId)!).add(r.agentId);
+    const held: AuthorizationRow[] = [];
+    for (const [teamId, agents] of requested) held.push(...(yield* liveHolds(now, { teamId, agentIds: [...agents] })));
+    this.holds = Holds.of(held);
+  }
+
+  /** With a shared ledger, in the group's transaction after apply and decide: writes back the totals that changed. */
+  *saveTotals(plan: EvaluationPlan): Steps<void> {
+    if (!this.shared || !plan.locked) return;
+    const changed = [...plan.locked].filter(([key, w]) => w.write || this.totals.get(key) !== w.spent);
+    if (changed.length === 0) return;
+    yield* run(
+      postgresOnly(`UPDATE spend_totals t SET spent = u.v::numeric
+                      FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[]) AS u(t, s, k, ws, v)
+                     WHERE t.team_id = u.t AND t.scope = 'agent' AND t.subject = u.s AND t.window_kind = u.k AND t.window_start = u.ws`),
+      [
+        changed.map(([, w]) => w.teamId),
+        changed.map(([, w]) => w.agentId),
+        changed.map(([, w]) => w.scope),
+        changed.map(([, w]) => w.window.start),
+        changed.map(([key]) => this.totals.get(key)!.toString()),
+      ],
+    );
+  }
+
   /** Releases an open hold (captured or voided in the commit, src/authorizations/capture.ts); false when none was held. */
   release(authorizationId: string): boolean {
     return this.holds.remove(authorizationId);
@@ -350,7 +499,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    * Inside the commit's transaction: evaluates the rows the commit claimed (`fresh`; duplicates
    * are never evaluated again) and records alerts. Returns, per row, how many alerts it opened.
    */
-  apply(plan: EvaluationPlan, fresh: readonly boolean[], now = Date.now()): number[] {
+  *apply(plan: EvaluationPlan, fresh: readonly boolean[], now = Date.now()): Steps<number[]> {
     const { rows, states, touched, unknown } = plan;
     // Occurrences of one breach in this group become one: the first event opens (or updates) the
     // alert; past the bound per team, the rest are counted into the team's storm alert.
@@ -381,12 +530,12 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       if (verdict) merged.add(i, row, verdict, () => clientReported(row, verdict));
       for (const occurrence of this.anomalies.check(row.team_id, row, amount)) merged.add(i, row, occurrence.dedupKey, () => occurrence);
     });
-    for (const { row, occurrence } of this.newPayees(rows, claimed, now)) merged.add(row, rows[row]!, occurrence.dedupKey, () => occurrence);
+    for (const { row, occurrence } of yield* this.newPayees(rows, claimed, now)) merged.add(row, rows[row]!, occurrence.dedupKey, () => occurrence);
 
     const created = new Array<number>(rows.length).fill(0);
     const groups = merged.result();
     if (groups.length === 0) return created;
-    const opened = performNow(this.registry, recordOccurrences(groups.map((g) => g.occurrence), now));
+    const opened = yield* recordOccurrences(groups.map((g) => g.occurrence), now);
     groups.forEach((g, i) => {
       if (opened[i]) created[g.row]!++;
     });
@@ -398,7 +547,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    * whose rows they may include): totals are read again from ClickHouse when next needed.
    */
   reset(): void {
-    this.holds = Holds.load(this.registry);
+    this.holds = this.loadHolds();
     this.teams.clear();
     this.totals.clear();
     this.loadedWindows.clear();
@@ -413,7 +562,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
   /** The team's active policies and scopes, unless its policies changed since they were loaded. */
   private currentState(teamId: string): TeamState | undefined {
     const current = this.teams.get(teamId);
-    return current && current.revision === (policyRevisions.get(teamId) ?? 0) ? current : undefined;
+    return current && current.revision === (policyRevisions.get(teamId) ?? 0) && !this.stale.has(teamId) ? current : undefined;
   }
 
   /**
@@ -433,8 +582,12 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       slice = performance.now();
     };
     const compiled = new Map<string, { source: string; policy: CompiledPolicy }>();
-    // One transaction: the policies and the agents they name, read as of one commit.
-    const rows = await sqliteDatabase(this.registry).transaction((sql) => activePolicyRows(sql, teamId));
+    this.stale.delete(teamId);
+    // One transaction: the policies, the agents they name and the revision, read as of one commit.
+    const { rows, storedRevision } = await this.db.transaction(async (sql) => ({
+      rows: await activePolicyRows(sql, teamId),
+      storedRevision: this.shared ? Number((await sql.get<{ r: number }>('SELECT policy_revision AS r FROM teams WHERE id = ?', [teamId]))?.r ?? 0) : 0,
+    }));
     const policies: CompiledPolicy[] = [];
     for (const [order, row] of rows.entries()) {
       const source = `${row.name}\u0000${row.action}\u0000${row.timezone}\u0000${row.limits}\u0000${row.agents.join('\u0000')}`;
@@ -461,7 +614,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         scopes.add({ ...spec, since: now });
       }
     }
-    const state = { revision, index: new PolicyIndex(policies), scopes, compiled };
+    const state = { revision, storedRevision, index: new PolicyIndex(policies), scopes, compiled };
     this.teams.set(teamId, state);
     return state;
   }
@@ -489,6 +642,18 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       this.logger.warn({ windows: missing.size }, 'ClickHouse is behind or down: windowed limits of these windows are not checked for this group');
       return missingKeys;
     }
+    const sums = await this.windowSums(missing);
+    for (const [key, sum] of sums) if (!this.totals.has(key)) this.totals.set(key, sum);
+    for (const m of missing.values()) this.loadedWindows.add(`${m.teamId}\u0000${m.spec.scope}\u0000${m.window.start}`);
+    return new Set();
+  }
+
+  /**
+   * What the event store holds for these windows (each read whole, for every agent of its team, in
+   * one query): the total of each (agent, scope, window) found. Call once it holds every record
+   * acknowledged before.
+   */
+  private async windowSums(missing: Map<string, { teamId: string; spec: ScopeSpec; window: Window }>): Promise<Map<string, bigint>> {
     const byTeam = new Map<string, { spec: ScopeSpec; window: Window; index: number }[]>();
     for (const m of missing.values()) byTeam.set(m.teamId, [...(byTeam.get(m.teamId) ?? []), { spec: m.spec, window: m.window, index: 0 }]);
     const params: Record<string, unknown> = {};
@@ -529,16 +694,17 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         sums.set(key, (sums.get(key) ?? 0n) + toUnits(r.spend));
       }
     }
-    for (const [key, sum] of sums) if (!this.totals.has(key)) this.totals.set(key, sum);
-    for (const m of missing.values()) this.loadedWindows.add(`${m.teamId}\u0000${m.spec.scope}\u0000${m.window.start}`);
     this.logger.debug({ windows: missing.size, rows: found.length }, 'policy window totals read from the event store');
-    return new Set();
+    return sums;
   }
 
   /** Whether every event of the team in this window of the scope has passed through `totals`. */
   private isTracked(teamId: string, spec: ScopeSpec, window: Window): boolean {
     if (window.end <= this.droppedBefore) return false;
-    return window.start >= spec.since + MAX_FUTURE_SKEW_MS || this.loadedWindows.has(`${teamId}\u0000${spec.scope}\u0000${window.start}`);
+    // Shared: another instance may have counted records before this one tracked the scope, with a
+    // clock up to OVERLAP_MS apart.
+    const margin = MAX_FUTURE_SKEW_MS + (this.shared ? OVERLAP_MS : 0);
+    return window.start >= spec.since + margin || this.loadedWindows.has(`${teamId}\u0000${spec.scope}\u0000${window.start}`);
   }
 
   private dropOldWindows(now: number): void {
@@ -557,19 +723,23 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    * A first payment of an agent to a payee it has not paid before. Payees paid within the learning
    * period after the agent's first event are learned silently, so a new agent raises none.
    */
-  private newPayees(rows: readonly EventRow[], claimed: readonly number[], now: number): { row: number; occurrence: Occurrence }[] {
+  private *newPayees(rows: readonly EventRow[], claimed: readonly number[], now: number): Steps<{ row: number; occurrence: Occurrence }[]> {
     const found: { row: number; occurrence: Occurrence }[] = [];
     const learning = this.config.newPayeeLearningHours * 3_600_000;
-    const fresh: [string, string, string, number][] = [];
-    claimed.forEach((i) => {
+    for (const i of claimed) {
       const row = rows[i]!;
-      if (!row.payee_address) return;
-      const known = this.knownPayees(row.team_id, row.agent_id);
-      if (known.has(row.payee_address)) return;
+      if (!row.payee_address) continue;
+      const known = yield* this.knownPayees(row.team_id, row.agent_id);
+      if (known.has(row.payee_address)) continue;
+      // New only if this insert made it: of two instances learning one payee, one raises the alert.
+      const inserted = yield* get(
+        'INSERT INTO agent_payees (team_id, agent_id, payee, first_seen) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING payee',
+        [row.team_id, row.agent_id, row.payee_address, row.event_time],
+      );
       known.add(row.payee_address);
-      fresh.push([row.team_id, row.agent_id, row.payee_address, row.event_time]);
-      const firstSeen = this.agentFirstSeen(row.team_id, row.agent_id) ?? now;
-      if (known.size === 1 || now - firstSeen < learning) return;
+      if (!inserted) continue;
+      const firstSeen = (yield* get<{ created_at: number }>('SELECT created_at FROM agents WHERE team_id = ? AND external_id = ?', [row.team_id, row.agent_id]))?.created_at ?? now;
+      if (known.size === 1 || now - Number(firstSeen) < learning) continue;
       found.push({
         row: i,
         occurrence: {
@@ -592,32 +762,20 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
           lastSeen: row.event_time,
         },
       });
-    });
-    if (fresh.length > 0) {
-      this.registry.transaction(() => {
-        for (const f of fresh) this.statements.insertPayee.run(...f);
-      })();
     }
     return found;
   }
 
-  private knownPayees(teamId: string, agentId: string): Set<string> {
+  private *knownPayees(teamId: string, agentId: string): Steps<Set<string>> {
     const key = `${teamId}\u0000${agentId}`;
     let known = this.payees.get(key);
     if (!known) {
       if (this.payees.size > 100_000) this.payees.clear();
-      const rows = this.statements.payees.all(teamId, agentId) as { payee: string }[];
+      const rows = yield* all<{ payee: string }>('SELECT payee FROM agent_payees WHERE team_id = ? AND agent_id = ?', [teamId, agentId]);
       known = new Set(rows.map((r) => r.payee));
       this.payees.set(key, known);
     }
     return known;
-  }
-
-  private agentFirstSeen(teamId: string, agentId: string): number | undefined {
-    const row = this.statements.agentCreated.get(teamId, agentId) as
-      | { created_at: number }
-      | undefined;
-    return row?.created_at;
   }
 }
 

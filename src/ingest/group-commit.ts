@@ -6,9 +6,10 @@ import { admitsCapture, captureByRecord } from '../authorizations/capture.js';
 import type { FieldError } from '../http/errors.js';
 import { ApiError } from '../http/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { perform, performNow, savepoint, type Database, type Steps } from '../stores/sql.js';
 import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.js';
 import type { Freshness } from './freshness.js';
-import { contentPrint, type IngestLog, type LogChunk } from './log.js';
+import { contentPrint, type GroupLog, type LogChunk } from './log.js';
 import type { EventRow } from './records.js';
 import { rowToTsv } from './tsv.js';
 
@@ -38,13 +39,22 @@ export interface RowWarning extends FieldError {
 /**
  * Evaluation at the acknowledgement, in two halves: `prepare` may read ClickHouse (running totals
  * the process has not seen) before the transaction; `apply` runs inside it, on the rows the
- * commit claimed, and writes alerts in the same transaction.
+ * commit claimed, and writes alerts in the same transaction. The parts inside are steps of the
+ * group's transaction (src/stores/sql.ts).
  */
 export interface AckEvaluator<Plan> {
   prepare(rows: readonly EventRow[], now: number, requests?: readonly AuthorizationRequest[]): Promise<Plan>;
-  apply(plan: Plan, fresh: readonly boolean[], now: number): number[];
+  /**
+   * Totals kept in a store several instances share: locked and read before apply and decide
+   * (lockTotals), written after (saveTotals). A group that cannot be evaluated then fails whole
+   * (its records would otherwise go uncounted for good), where totals in memory are read again.
+   */
+  readonly sharedLedger?: boolean;
+  lockTotals?(plan: Plan, now: number): Steps<void>;
+  saveTotals?(plan: Plan): Steps<void>;
+  apply(plan: Plan, fresh: readonly boolean[], now: number): Steps<number[]>;
   /** After apply, in the same transaction: decides the group's authorizations, in order. */
-  decide(plan: Plan, now: number): AuthorizationOutcome[];
+  decide(plan: Plan, now: number): Steps<AuthorizationOutcome[]>;
   /** What deciding a request costs (the checks it lists), for the size of a group; 1 if absent. */
   weigh?(request: AuthorizationRequest): number;
   /** Forgets in-memory state that a rolled-back transaction may have changed. */
@@ -74,6 +84,14 @@ export interface GroupLimits {
   groupMaxChecks?: number;
 }
 
+/** What a group's transaction produced, for its answers. */
+interface GroupResult {
+  chunks: LogChunk[];
+  outcomes: CommitOutcome[];
+  decided: AuthorizationOutcome[];
+  operated: OperationOutcome[];
+}
+
 interface PendingWrite {
   teamId: string;
   rows: EventRow[];
@@ -92,12 +110,49 @@ interface PendingDecision {
 
 /** Work that must be serialised with the records and decisions (a void): run in the transaction, answered once durable. */
 interface PendingOperation {
-  run: (now: number) => unknown;
+  run: (now: number) => Steps<unknown>;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
 }
 
 type OperationOutcome = { value: unknown } | { failed: unknown };
+
+/**
+ * Where a group's transaction runs: the SQLite registry (synchronously, written without fsync, then
+ * a WAL flush that the answers wait for), or a store several instances share (PostgreSQL: awaited,
+ * durable at its commit).
+ */
+export interface CommitStore {
+  transact<T>(steps: () => Steps<T>): Promise<{ result: T; durable: Promise<void> }>;
+  /** Errors after which the same group may simply be committed again (deadlocks, changed policies). */
+  retryable(err: unknown): boolean;
+}
+
+function sqliteCommits(db: Registry): CommitStore {
+  const syncWal = walSyncer(db);
+  return {
+    transact: async (steps) => {
+      const result = unsyncedTransaction(db, () => performNow(db, steps()));
+      return { result, durable: syncWal() };
+    },
+    retryable: () => false,
+  };
+}
+
+/** PostgreSQL's deadlock_detected and serialization_failure: nothing was committed, try again. */
+const RETRYABLE_SQLSTATES = new Set(['40P01', '40001']);
+
+/** A group commit whose transactions run in PostgreSQL (several instances; issue 30). */
+export function sharedCommits(db: Database): CommitStore {
+  return {
+    transact: async (steps) => ({ result: await db.transaction((sql) => perform(sql, steps())), durable: Promise.resolve() }),
+    retryable: (err) =>
+      (err instanceof Error && err.name === 'StalePolicies') || RETRYABLE_SQLSTATES.has(String((err as { code?: unknown } | undefined)?.code ?? '')),
+  };
+}
+
+/** Tries of one group that fail with a retryable error before its requests are answered 503. */
+const GROUP_ATTEMPTS = 3;
 
 /**
  * Group commit into the ingest log. Requests queue their validated rows; one commit at a time
@@ -117,11 +172,11 @@ export class GroupCommit {
   /** The last failed group (readiness): set in fail(), cleared once a later group is acknowledged. */
   private writeFailure: { at: number; message: string } | undefined;
   private lastSeq = 0;
-  private readonly syncWal: () => Promise<void>;
+  private readonly store: CommitStore;
 
   constructor(
-    private readonly db: Registry,
-    private readonly log: IngestLog,
+    db: Registry | CommitStore,
+    private readonly log: GroupLog,
     private readonly freshness: Freshness,
     readonly limits: BacklogLimits,
     private readonly logger: Logger,
@@ -130,7 +185,7 @@ export class GroupCommit {
     private readonly metrics?: Metrics,
     private readonly groupLimits: GroupLimits = {},
   ) {
-    this.syncWal = walSyncer(db);
+    this.store = 'transact' in db ? db : sqliteCommits(db);
   }
 
   /** When the last group commit failed, and why, if none has been acknowledged since (GET /healthz). */
@@ -184,7 +239,7 @@ export class GroupCommit {
    * savepoint: a failure fails this call alone), and resolves with its value once it is durable.
    * What it changes in memory must be undone by the evaluator's reset when the transaction rolls back.
    */
-  serialized<T>(run: (now: number) => T): Promise<T> {
+  serialized<T>(run: (now: number) => Steps<T>): Promise<T> {
     if (this.closed) return Promise.reject(new ApiError('store_unavailable', 'The service is shutting down; retry', undefined, { 'Retry-After': '1' }));
     return new Promise<T>((resolve, reject) => {
       this.operations.push({ run, resolve: resolve as (value: unknown) => void, reject });
@@ -276,66 +331,82 @@ export class GroupCommit {
     const started = performance.now();
     const now = Date.now();
     const all = group.flatMap((p) => p.rows);
-    let plan: unknown;
-    if (this.evaluator) {
+    // Claiming rewrites some rows (a derived id, a capture's amount): a group tried again starts from these.
+    const originals = this.evaluator?.sharedLedger ? all.map((row) => ({ ...row })) : undefined;
+    for (let attempt = 1; ; attempt++) {
+      let plan: unknown;
+      if (this.evaluator) {
+        try {
+          plan = await this.evaluator.prepare(all, now, decisions.map((d) => d.request));
+        } catch (err) {
+          if (this.evaluator.sharedLedger) {
+            this.fail(group, err, decisions, operations);
+            return { acknowledged: Promise.resolve() };
+          }
+          // The records are still acknowledged; their windowed limits go unchecked (logged).
+          this.logger.error({ err, rows: all.length }, 'preparing policy evaluation failed; the records are stored unevaluated');
+        }
+      }
+      const prepared = performance.now();
+      const endPos = this.log.endPos;
       try {
-        plan = await this.evaluator.prepare(all, now, decisions.map((d) => d.request));
+        const { result, durable } = await this.store.transact(() => this.body(group, all, plan, now, decisions, operations));
+        return { acknowledged: this.acknowledge(group, result, durable, started, prepared, decisions, operations) };
       } catch (err) {
-        // The records are still acknowledged; their windowed limits go unchecked (logged).
-        this.logger.error({ err, rows: all.length }, 'preparing policy evaluation failed; the records are stored unevaluated');
+        this.log.rolledBack(endPos);
+        this.evaluator?.reset();
+        this.agents?.reset();
+        if (attempt < GROUP_ATTEMPTS && this.store.retryable(err)) {
+          this.logger.info({ err, attempt }, 'group commit rolled back; trying it again');
+          originals?.forEach((row, i) => {
+            const tried = all[i]! as unknown as Record<string, unknown>;
+            for (const key of Object.keys(tried)) if (!(key in row)) delete tried[key];
+            Object.assign(tried, row);
+          });
+          continue;
+        }
+        this.fail(group, err, decisions, operations);
+        return { acknowledged: Promise.resolve() };
       }
     }
-    const prepared = performance.now();
-    const endPos = this.log.endPos;
-    let chunks: LogChunk[] = [];
-    let outcomes: CommitOutcome[];
+  }
+
+  /** The group's transaction: claims and appends the records, evaluates them, decides, runs the operations. */
+  private *body(group: PendingWrite[], all: EventRow[], plan: unknown, now: number, decisions: PendingDecision[], operations: PendingOperation[]): Steps<GroupResult> {
+    const { chunks, outcomes } = yield* this.claimAndAppend(group, all, plan, now);
+    // Decisions see the totals this group's records leave; a failure here fails the whole
+    // group (its holds must never be half written).
     let decided: AuthorizationOutcome[] = [];
-    let operated: OperationOutcome[] = [];
-    try {
-      // Written without fsync; acknowledge() awaits the WAL flush that makes it durable.
-      ({ chunks, outcomes } = unsyncedTransaction(this.db, () => {
-        const result = this.claimAndAppend(group, all, plan, now);
-        // Decisions see the totals this group's records leave; a failure here fails the whole
-        // group (its holds must never be half written).
-        if (decisions.length > 0) {
-          if (plan === undefined) throw new Error('no evaluation plan for the authorizations of this group');
-          decided = this.evaluator!.decide(plan, now);
-        }
-        operated = operations.map((op): OperationOutcome => {
-          try {
-            return { value: this.db.transaction(() => op.run(now))() };
-          } catch (failed) {
-            return { failed };
-          }
-        });
-        return result;
-      }));
-    } catch (err) {
-      this.log.rolledBack(endPos);
-      this.evaluator?.reset();
-      this.agents?.reset();
-      this.fail(group, err, decisions, operations);
-      return { acknowledged: Promise.resolve() };
+    if (decisions.length > 0) {
+      if (plan === undefined) throw new Error('no evaluation plan for the authorizations of this group');
+      decided = yield* this.evaluator!.decide(plan, now);
     }
-    return { acknowledged: this.acknowledge(group, chunks, outcomes, started, prepared, decisions, decided, operations, operated) };
+    if (plan !== undefined && this.evaluator?.saveTotals) yield* this.evaluator.saveTotals(plan);
+    const operated: OperationOutcome[] = [];
+    for (const op of operations) {
+      try {
+        operated.push({ value: yield* savepoint(op.run(now)) });
+      } catch (failed) {
+        operated.push({ failed });
+      }
+    }
+    return { chunks, outcomes, decided, operated };
   }
 
   /** Waits for the WAL flush that makes the group durable, then hands it to the loader and answers. */
   private async acknowledge(
     group: PendingWrite[],
-    chunks: LogChunk[],
-    outcomes: CommitOutcome[],
+    { chunks, outcomes, decided, operated }: GroupResult,
+    durable: Promise<void>,
     started: number,
     prepared: number,
     decisions: PendingDecision[],
-    decided: AuthorizationOutcome[],
     operations: PendingOperation[],
-    operated: OperationOutcome[],
   ): Promise<void> {
     const all = group.reduce((n, p) => n + p.rows.length, 0);
     const committed = performance.now();
     try {
-      await this.syncWal();
+      await durable;
     } catch (err) {
       // Committed but maybe not on disk: not acknowledged. A retry finds the ids claimed and
       // answers them as duplicates, which is right if the disk kept them; the loader copies them.
@@ -390,31 +461,35 @@ export class GroupCommit {
   }
 
   /** The body of the transaction: claim, append per team, evaluate, record agents. */
-  private claimAndAppend(group: PendingWrite[], all: EventRow[], plan: unknown, now: number) {
+  private *claimAndAppend(group: PendingWrite[], all: EventRow[], plan: unknown, now: number): Steps<{ chunks: LogChunk[]; outcomes: CommitOutcome[] }> {
     const fresh: boolean[] = [];
     const rowsByTeam = new Map<string, EventRow[]>();
     const conflicting = new Set<EventRow>();
-    const outcomes = group.map((pending): CommitOutcome => {
+    const outcomes: CommitOutcome[] = [];
+    for (const pending of group) {
       // The capture route's record is stored only while its authorization is held (or it is a retry).
-      if (pending.captureOnly && !pending.rows.every((row) => admitsCapture(this.db, row, now))) {
+      let admitted = true;
+      if (pending.captureOnly) for (const row of pending.rows) admitted &&= yield* admitsCapture(row, now);
+      if (!admitted) {
         for (let i = 0; i < pending.rows.length; i++) fresh.push(false);
-        return { stored: 0, duplicates: 0, conflicts: [], alertsCreated: 0, warnings: [], refused: pending.rows.length };
+        outcomes.push({ stored: 0, duplicates: 0, conflicts: [], alertsCreated: 0, warnings: [], refused: pending.rows.length });
+        continue;
       }
-      const claimed = this.log.claim(pending.teamId, pending.rows.map((r) => r.id), now, pending.rows.map(contentPrint));
+      const claimed = yield* this.log.claiming(pending.teamId, pending.rows.map((r) => r.id), now, pending.rows.map(contentPrint));
       let duplicates = 0;
       const conflicts: CommitOutcome['conflicts'] = [];
       const warnings: RowWarning[] = [];
-      pending.rows.forEach((row, i) => {
+      for (const [i, row] of pending.rows.entries()) {
         const outcome = claimed[i]!;
         fresh.push(outcome === true || (typeof outcome === 'object' && 'storedAs' in outcome));
         if (!outcome) {
           duplicates++;
-          return;
+          continue;
         }
         if (typeof outcome === 'object' && 'conflict' in outcome) {
           conflicts.push({ index: i, id: row.id, fields: outcome.conflict, ...(outcome.claimedAs ? { claimedAs: outcome.claimedAs } : {}) });
           conflicting.add(row);
-          return;
+          continue;
         }
         if (typeof outcome === 'object') {
           // Another payment under a known id: stored as the derived id; reads give the id as sent.
@@ -423,7 +498,7 @@ export class GroupCommit {
         }
         if (row.authorization_id !== undefined) {
           // Before the row is encoded: a zero-amount capture stores the held amount as its spend.
-          const { released, warning } = captureByRecord(this.db, row, now);
+          const { released, warning } = yield* captureByRecord(row, now);
           if (released !== undefined) this.evaluator?.release(released);
           if (warning) warnings.push({ row: i, ...warning });
         }
@@ -431,25 +506,27 @@ export class GroupCommit {
         let rows = rowsByTeam.get(row.team_id);
         if (!rows) rowsByTeam.set(row.team_id, (rows = []));
         rows.push(row);
-      });
-      return { stored: pending.rows.length - duplicates - conflicts.length, duplicates, conflicts, alertsCreated: 0, warnings, refused: 0 };
-    });
+      }
+      outcomes.push({ stored: pending.rows.length - duplicates - conflicts.length, duplicates, conflicts, alertsCreated: 0, warnings, refused: 0 });
+    }
     // One chunk per team; each line carries its log position (the loader finds a block's rows by it).
-    const chunks = [...rowsByTeam].map(([teamId, rows]) => {
-      const first = this.log.endPos;
-      return this.log.append(teamId, rows.map((row, i) => rowToTsv(row, first + i)), now);
-    });
+    const chunks: LogChunk[] = [];
+    for (const [teamId, rows] of rowsByTeam) chunks.push(...(yield* this.log.appending(teamId, rows, rowToTsv, now)));
 
     if (this.evaluator && plan !== undefined) {
+      // Shared totals are locked here, after the claims (every instance takes its locks in this order).
+      if (this.evaluator.lockTotals) yield* this.evaluator.lockTotals(plan, now);
       try {
         // A savepoint: a failing evaluation rolls back its own writes, never the records.
-        const created = this.db.transaction(() => this.evaluator!.apply(plan, fresh, now))();
+        const created = yield* savepoint(this.evaluator.apply(plan, fresh, now));
         let offset = 0;
         group.forEach((pending, p) => {
           for (let i = 0; i < pending.rows.length; i++) outcomes[p]!.alertsCreated += created[offset + i] ?? 0;
           offset += pending.rows.length;
         });
       } catch (err) {
+        // Shared totals would miss these records for good: the group fails, and is sent again.
+        if (this.evaluator.sharedLedger) throw err;
         this.evaluator.reset();
         this.logger.error({ err, rows: all.length }, 'policy evaluation failed; the records are stored');
       }
@@ -460,7 +537,13 @@ export class GroupCommit {
       const byTeam = new Map<string, EventRow[]>();
       for (const row of all) if (!conflicting.has(row)) (byTeam.get(row.team_id) ?? byTeam.set(row.team_id, []).get(row.team_id)!).push(row);
       try {
-        for (const [teamId, rows] of byTeam) this.agents.record(teamId, rows);
+        // In team order, like the claims; agents in id order within a team (AgentActivity).
+        const teams = [...byTeam.keys()].sort();
+        yield* savepoint(
+          (function* (agents: AgentActivity) {
+            for (const teamId of teams) yield* agents.record(teamId, byTeam.get(teamId)!);
+          })(this.agents),
+        );
       } catch (err) {
         // A savepoint too: the records are stored; the next event of the agent writes its row again.
         this.agents.reset();

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import type { Registry } from '../stores/sqlite.js';
+import type { Steps } from '../stores/sql.js';
 import { IdFilter } from './id-filter.js';
 import type { EventRow } from './records.js';
 
@@ -225,6 +226,20 @@ export function* claimSteps(
   return outcomes;
 }
 
+/**
+ * The log a group commit writes into, whichever store holds it: the claim and the append are steps
+ * of the group's transaction (src/stores/sql.ts), run synchronously on SQLite and awaited on
+ * PostgreSQL (src/ingest/shared-log.ts).
+ */
+export interface GroupLog {
+  claiming(teamId: string, ids: readonly string[], now: number, prints?: readonly ContentPrint[]): Steps<ClaimOutcome[]>;
+  /** Appends one team's claimed rows; each row's line is encoded with its position. */
+  appending<Row>(teamId: string, rows: readonly Row[], encode: (row: Row, pos: number) => string, now: number): Steps<LogChunk[]>;
+  /** What rolledBack takes the log back to, read before the transaction. */
+  readonly endPos: number;
+  rolledBack(endPos: number): void;
+}
+
 /** `ingest_ids_YYYYMMDD` of the UTC day of `ms`. */
 function partitionOf(ms: number): string {
   return `ingest_ids_${new Date(ms).toISOString().slice(0, 10).replaceAll('-', '')}`;
@@ -254,7 +269,7 @@ function partitionOf(ms: number): string {
  * another payment, claimed again under a derived id; with other content otherwise, a conflict
  * (not stored). Ids claimed before prints were kept have none (NULL): never a conflict.
  */
-export class IngestLog {
+export class IngestLog implements GroupLog {
   private partitions: string[] = [];
   private today = '';
   private claimToday: { run(teamId: string, rows: string): { id: string }[] } | undefined;
@@ -407,6 +422,18 @@ export class IngestLog {
       this.building = setImmediate(step);
     };
     this.building = setImmediate(step);
+  }
+
+  // The steps of GroupLog: this log answers synchronously, with no statement to yield.
+  // eslint-disable-next-line require-yield
+  *claiming(teamId: string, ids: readonly string[], now: number, prints?: readonly ContentPrint[]): Steps<ClaimOutcome[]> {
+    return this.claim(teamId, ids, now, prints);
+  }
+
+  // eslint-disable-next-line require-yield
+  *appending<Row>(teamId: string, rows: readonly Row[], encode: (row: Row, pos: number) => string, now: number): Steps<LogChunk[]> {
+    const first = this.nextPos;
+    return [this.append(teamId, rows.map((row, i) => encode(row, first + i)), now)];
   }
 
   /** Appends one team's claimed rows as a chunk of TSV lines; returns its positions. */

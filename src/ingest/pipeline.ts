@@ -69,7 +69,7 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
     { maxRows: config.ingest.backlogMaxRows, maxBytes: config.ingest.backlogMaxBytes },
     logger,
     evaluator,
-    new AgentActivity(registry),
+    new AgentActivity(),
     deps.metrics,
     { groupMaxRows: config.ingest.groupMaxRows },
   );

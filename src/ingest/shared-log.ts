@@ -13,8 +13,8 @@
  * less than that). Ids are inserted sorted, so two transactions' row locks are taken in one order
  * and never deadlock (callers claim their teams in sorted order too).
  */
-import { postgresOnly, type Sql } from '../stores/sql.js';
-import { claimSteps, type ClaimOutcome, type ContentPrint, type LogChunk } from './log.js';
+import { all, get, perform, postgresOnly, run, type Sql, type Steps } from '../stores/sql.js';
+import { claimSteps, type ClaimOutcome, type ContentPrint, type GroupLog, type LogChunk } from './log.js';
 
 const DAY_MS = 86_400_000;
 /** Claims this close after midnight (UTC) go into the day before too; more than any clock skew between instances. */
@@ -26,7 +26,7 @@ export const CHUNK_POSITIONS = 65_536;
 export const claimDay = (ms: number): number => Number(new Date(ms).toISOString().slice(0, 10).replaceAll('-', ''));
 const partitionName = (day: number) => `ingest_claims_${day}`;
 
-export class SharedIngestLog {
+export class SharedIngestLog implements GroupLog {
   constructor(
     /** Days an id is remembered before today (DEDUP_WINDOW_DAYS). */
     private readonly windowDays: number,
@@ -62,11 +62,25 @@ export class SharedIngestLog {
     });
   }
 
+  /** Claims one team's ids (the outcomes of IngestLog.claim), inside `sql`'s transaction. */
+  claim(sql: Sql, teamId: string, ids: readonly string[], now: number, prints?: readonly ContentPrint[]): Promise<ClaimOutcome[]> {
+    return perform(sql, this.claiming(teamId, ids, now, prints));
+  }
+
+  /** Appends one team's claimed rows inside `sql`'s transaction (see appending). */
+  append<Row>(sql: Sql, teamId: string, rows: readonly Row[], encode: (row: Row, pos: number) => string, now: number): Promise<LogChunk[]> {
+    return perform(sql, this.appending(teamId, rows, encode, now));
+  }
+
+  /** Nothing to take back after a rollback: positions come from a sequence, gaps and all. */
+  readonly endPos = 0;
+  rolledBack(): void {}
+
   /**
-   * Claims one team's ids (the outcomes of IngestLog.claim), inside the caller's transaction.
-   * The partitions of `now`'s day (and the day before) must exist: rollPartitions.
+   * The claim of one team's ids, as steps of the caller's transaction. The partitions of `now`'s
+   * day (and the day before) must exist: rollPartitions.
    */
-  async claim(sql: Sql, teamId: string, ids: readonly string[], now: number, prints?: readonly ContentPrint[]): Promise<ClaimOutcome[]> {
+  *claiming(teamId: string, ids: readonly string[], now: number, prints?: readonly ContentPrint[]): Steps<ClaimOutcome[]> {
     const today = claimDay(now);
     const days = [...(now % DAY_MS < OVERLAP_MS ? [claimDay(now - DAY_MS)] : []), today];
     const oldest = claimDay(now - this.windowDays * DAY_MS);
@@ -76,16 +90,16 @@ export class SharedIngestLog {
       const ask = next.value;
       let answer: unknown;
       if (ask.op === 'older') {
-        const rows = await sql.all<{ id: string }>(
+        const rows = yield* all<{ id: string }>(
           postgresOnly('SELECT DISTINCT id FROM ingest_claims WHERE team_id = $1 AND id = ANY($2::text[]) AND claim_day >= $3 AND claim_day < $4'),
           [ask.teamId, ask.ids, oldest, today],
         );
         answer = rows.map((r) => r.id);
       } else if (ask.op === 'insert') {
-        answer = await this.insert(sql, ask.teamId, ask.ids, ask.fps, days);
+        answer = yield* this.insert(ask.teamId, ask.ids, ask.fps, days);
       } else {
         // Newest day first: a claim made in two days (around midnight) has one print in both.
-        const rows = await sql.all<{ id: string; fp: string | null }>(
+        const rows = yield* all<{ id: string; fp: string | null }>(
           postgresOnly(`SELECT id, record_fp::text AS fp FROM ingest_claims WHERE team_id = $1 AND id = ANY($2::text[]) AND claim_day >= $3
                         ORDER BY claim_day DESC`),
           [ask.teamId, ask.ids, oldest],
@@ -103,10 +117,10 @@ export class SharedIngestLog {
    * Inserts the ids into each of `days` (the day before first, around midnight), sorted by id (a
    * repeat: its first row); returns the ids new in every one of them.
    */
-  private async insert(sql: Sql, teamId: string, ids: readonly string[], fps: readonly (string | null)[], days: readonly number[]): Promise<string[]> {
+  private *insert(teamId: string, ids: readonly string[], fps: readonly (string | null)[], days: readonly number[]): Steps<string[]> {
     let fresh: Set<string> | undefined;
     for (const day of days) {
-      const rows = await sql.all<{ id: string }>(
+      const rows = yield* all<{ id: string }>(
         postgresOnly(`INSERT INTO ingest_claims (team_id, id, claim_day, record_fp)
                      SELECT $1, u.id, $2, u.fp FROM unnest($3::text[], $4::bigint[]) WITH ORDINALITY AS u(id, fp, n) ORDER BY u.id, u.n
                      ON CONFLICT DO NOTHING RETURNING id`),
@@ -122,14 +136,14 @@ export class SharedIngestLog {
    * Appends one team's claimed rows in the caller's transaction, as chunks of at most
    * CHUNK_POSITIONS rows; each row's line is encoded with its position.
    */
-  async append<Row>(sql: Sql, teamId: string, rows: readonly Row[], encode: (row: Row, pos: number) => string, now: number): Promise<LogChunk[]> {
+  *appending<Row>(teamId: string, rows: readonly Row[], encode: (row: Row, pos: number) => string, now: number): Steps<LogChunk[]> {
     const chunks: LogChunk[] = [];
     for (let start = 0; start < rows.length; start += CHUNK_POSITIONS) {
       const part = rows.slice(start, start + CHUNK_POSITIONS);
-      const { pos } = (await sql.get<{ pos: number }>(postgresOnly("SELECT nextval('ingest_positions') AS pos")))!;
+      const { pos } = (yield* get<{ pos: number }>(postgresOnly("SELECT nextval('ingest_positions') AS pos")))!;
       const body = Buffer.from(part.map((row, i) => encode(row, pos + i)).join(''));
       const chunk: LogChunk = { firstPos: pos, lastPos: pos + part.length - 1, teamId, rows: part.length, bytes: body.length, committedAt: now };
-      await sql.run(
+      yield* run(
         postgresOnly('INSERT INTO ingest_chunks (first_pos, last_pos, team_id, rows, bytes, committed_at, body) VALUES ($1, $2, $3, $4, $5, $6, $7)'),
         [chunk.firstPos, chunk.lastPos, teamId, chunk.rows, chunk.bytes, now, body],
       );

@@ -10,7 +10,16 @@ export type PolicyAction = 'flag' | 'block';
  * decide when to reload the team's policies (all changes go through this module, in this process).
  */
 export const policyRevisions = new Map<string, number>();
-const changed = (sql: Sql, teamId: string) => sql.afterCommit(() => policyRevisions.set(teamId, (policyRevisions.get(teamId) ?? 0) + 1));
+
+/**
+ * After any change to a team's policies, in its transaction: the team's `policy_revision` rises
+ * (other instances sharing the store compare it, under a share lock, before they count records:
+ * src/evaluation/evaluator.ts), and this process's counter once it commits.
+ */
+async function changed(sql: Sql, teamId: string): Promise<void> {
+  await sql.run('UPDATE teams SET policy_revision = policy_revision + 1 WHERE id = ?', [teamId]);
+  sql.afterCommit(() => policyRevisions.set(teamId, (policyRevisions.get(teamId) ?? 0) + 1));
+}
 
 export interface Policy {
   id: string;
@@ -105,7 +114,7 @@ export async function createPolicy(sql: Sql, teamId: string, input: PolicyInput,
     [id, teamId, input.name, JSON.stringify(input.limits), input.action, input.timezone, input.active ? 1 : 0, now, now],
   );
   await setAgents(sql, teamId, id, input.agents);
-  changed(sql, teamId);
+  await changed(sql, teamId);
   return (await findPolicy(sql, teamId, id))!;
 }
 
@@ -139,13 +148,13 @@ export async function updatePolicy(sql: Sql, teamId: string, id: string, changes
     id,
   ]);
   if (changes.agents) await setAgents(sql, teamId, id, changes.agents);
-  changed(sql, teamId);
+  await changed(sql, teamId);
   return findPolicy(sql, teamId, id);
 }
 
 export async function deletePolicy(sql: Sql, teamId: string, id: string): Promise<boolean> {
   const deleted = (await sql.run('DELETE FROM policies WHERE team_id = ? AND id = ?', [teamId, id])) === 1;
-  if (deleted) changed(sql, teamId);
+  if (deleted) await changed(sql, teamId);
   return deleted;
 }
 

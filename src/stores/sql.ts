@@ -61,6 +61,11 @@ export function postgresOnly(text: string): Statement {
   return { sqlite: `SELECT "this statement is written for PostgreSQL only" FROM nowhere`, postgres: text };
 }
 
+/** A read that locks the rows it finds on PostgreSQL (SQLite's writes take turns anyway). */
+export function forUpdate(text: string): Statement {
+  return { sqlite: text, postgres: `${numberedPlaceholders(text)} FOR UPDATE` };
+}
+
 function textOf(statement: Statement, dialect: Dialect): string {
   return typeof statement === 'string' ? statement : statement[dialect];
 }
@@ -110,7 +115,10 @@ export type Step =
   | { readonly kind: 'all' | 'get' | 'run'; readonly statement: Statement; readonly params: readonly unknown[] }
   /** What caches and wake-ups are kept per (Sql.origin). */
   | { readonly kind: 'origin' }
-  | { readonly kind: 'afterCommit'; readonly fn: () => void };
+  | { readonly kind: 'dialect' }
+  | { readonly kind: 'afterCommit'; readonly fn: () => void }
+  /** Something else to wait for inside the transaction (PostgreSQL only: SQLite's never waits). */
+  | { readonly kind: 'await'; readonly fn: () => Promise<unknown> };
 
 export function* all<T = Record<string, unknown>>(statement: Statement, params: readonly unknown[] = []): Steps<T[]> {
   return (yield { kind: 'all', statement, params }) as T[];
@@ -125,6 +133,10 @@ export function* run(statement: Statement, params: readonly unknown[] = []): Ste
 export function* originOf(): Steps<object> {
   return (yield { kind: 'origin' }) as object;
 }
+/** Which database the steps run on, for a value that one of them cannot hold as the other does. */
+export function* dialectOf(): Steps<Dialect> {
+  return (yield { kind: 'dialect' }) as Dialect;
+}
 /**
  * Sql.afterCommit. Under performNow: when the event loop next turns, by which time the caller's
  * synchronous transaction is over; if it rolled back, `fn` runs all the same, so it must be
@@ -132,6 +144,39 @@ export function* originOf(): Steps<object> {
  */
 export function* afterCommit(fn: () => void): Steps<void> {
   yield { kind: 'afterCommit', fn };
+}
+
+/**
+ * Runs `steps` in a savepoint of the transaction they run in: if they throw, what they wrote is
+ * rolled back and the error goes on, and the transaction stays usable (on PostgreSQL a failed
+ * statement otherwise aborts the whole transaction).
+ */
+export function* savepoint<T>(steps: Steps<T>): Steps<T> {
+  yield* run('SAVEPOINT steps');
+  let result: T;
+  try {
+    result = yield* steps;
+  } catch (err) {
+    yield* run('ROLLBACK TO SAVEPOINT steps');
+    yield* run('RELEASE SAVEPOINT steps');
+    throw err;
+  }
+  yield* run('RELEASE SAVEPOINT steps');
+  return result;
+}
+
+/** Steps that need no statement: a synchronous result, for an interface whose other side does. */
+// eslint-disable-next-line require-yield
+export function* done<T>(value: T): Steps<T> {
+  return value;
+}
+
+/**
+ * Waits for `fn` inside the transaction. Only for steps that run on PostgreSQL: under performNow
+ * (SQLite's synchronous transactions) it throws.
+ */
+export function* awaited<T>(fn: () => Promise<T>): Steps<T> {
+  return (yield { kind: 'await', fn }) as T;
 }
 
 /** Runs `steps` on `sql`, one statement at a time. */
@@ -142,7 +187,9 @@ export async function perform<T>(sql: Sql, steps: Steps<T>): Promise<T> {
     let result: unknown;
     try {
       if (step.kind === 'origin') result = sql.origin;
+      else if (step.kind === 'dialect') result = sql.dialect;
       else if (step.kind === 'afterCommit') sql.afterCommit(step.fn);
+      else if (step.kind === 'await') result = await step.fn();
       else result = await sql[step.kind](step.statement, step.params);
     } catch (err) {
       next = steps.throw(err);
@@ -166,8 +213,10 @@ export function performNow<T>(db: Registry, steps: Steps<T>): T {
       let result: unknown;
       try {
         if (step.kind === 'origin') result = db;
+        else if (step.kind === 'dialect') result = 'sqlite';
         // The caller's transaction is synchronous: it is over when the event loop turns.
         else if (step.kind === 'afterCommit') committed.push(step.fn);
+        else if (step.kind === 'await') throw new Error('a synchronous SQLite transaction cannot wait for anything');
         else {
           const statement = prepared(db, step.statement);
           const params = step.params as unknown[];

@@ -218,7 +218,7 @@ describe('anomalies', () => {
     // A group commit of its own (other thresholds), on the shared log and loader.
     const evaluator = new Evaluator(deps.registry, deps.events, config, deps.logger, deps.ingest.awaitLoaded);
     const limits = { maxRows: deps.config.ingest.backlogMaxRows, maxBytes: deps.config.ingest.backlogMaxBytes };
-    const commit = new GroupCommit(deps.registry, deps.ingest.log, deps.ingest.freshness, limits, deps.logger, evaluator, new AgentActivity(deps.registry));
+    const commit = new GroupCommit(deps.registry, deps.ingest.log, deps.ingest.freshness, limits, deps.logger, evaluator, new AgentActivity());
     app = appWith([], { ingest: { ...deps.ingest, commit, ingestor: new Ingestor(deps.schemas, commit) } });
   });
 

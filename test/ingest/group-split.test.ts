@@ -5,6 +5,7 @@ import type { AckEvaluator } from '../../src/ingest/group-commit.js';
 import { GroupCommit } from '../../src/ingest/group-commit.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import type { EventRow } from '../../src/ingest/records.js';
+import { done } from '../../src/stores/sql.js';
 import { newTeam, testEnv } from '../helpers/context.js';
 import { event } from './fixtures.js';
 
@@ -23,11 +24,12 @@ describe('group commit size', () => {
     // An evaluator that records what each group's transaction evaluates.
     const recorder: AckEvaluator<{ rows: readonly EventRow[] }> = {
       prepare: async (rows) => ({ rows }),
-      apply: (plan) => {
+      // eslint-disable-next-line require-yield
+      apply: function* (plan) {
         groups.push({ rows: plan.rows.length, turn });
         return plan.rows.map(() => 0);
       },
-      decide: () => [],
+      decide: () => done([]),
       reset: () => {},
       release: () => false,
     };
@@ -57,8 +59,9 @@ describe('group commit size', () => {
     const decided: number[][] = [];
     const recorder: AckEvaluator<{ requests: readonly AuthorizationRequest[] }> = {
       prepare: async (_rows, _now, requests = []) => ({ requests }),
-      apply: () => [],
-      decide: (plan) => {
+      apply: () => done([]),
+      // eslint-disable-next-line require-yield
+      decide: function* (plan) {
         decided.push(plan.requests.map((r) => (r as unknown as { weight: number }).weight));
         return plan.requests.map(() => ({ unavailable: true as const }));
       },

@@ -126,11 +126,13 @@ describe('policies', () => {
   describe('GET /policies', () => {
     it('pages newest first with no duplicates or gaps, filters by agent and active', async () => {
       const team = await newTeam();
-      const ids: string[] = [];
+      const made: { id: string; createdAt: string }[] = [];
       for (let i = 0; i < 11; i++) {
         const agents = i % 3 === 0 ? [] : i % 3 === 1 ? ['a1'] : ['a2', 'a3'];
-        ids.push((await create(team, { name: `p${i}`, agents, limits: [{ kind: 'per_call', amount: `${i}` }], active: i !== 4 }).expect(201)).body.id);
+        made.push((await create(team, { name: `p${i}`, agents, limits: [{ kind: 'per_call', amount: `${i}` }], active: i !== 4 }).expect(201)).body);
       }
+      // Newest first; two made in one millisecond are ordered by id (descending), as documented.
+      const newestFirst = [...made].sort((a, b) => (a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1)).map((p) => p.id);
       await create((await newTeam()), EXAMPLE).expect(201); // another team's
       const seen: string[] = [];
       let cursor: string | null = null;
@@ -142,7 +144,7 @@ describe('policies', () => {
         seen.push(...res.body.data.map((p) => p.id));
         cursor = res.body.next_cursor;
       } while (cursor);
-      expect(seen).to.deep.equal([...ids].reverse());
+      expect(seen).to.deep.equal(newestFirst);
       const forA1 = await api().get('/api/v1/policies?agent=a1&limit=200').set(...team.auth).expect(200);
       expect(forA1.body.data.map((p: { name: string }) => p.name).sort()).to.deep.equal(['p0', 'p1', 'p10', 'p3', 'p4', 'p6', 'p7', 'p9']);
       const inactive = await api().get('/api/v1/policies?active=false').set(...team.auth).expect(200);
