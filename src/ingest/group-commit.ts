@@ -177,7 +177,8 @@ export class GroupCommit {
   constructor(
     db: Registry | CommitStore,
     private readonly log: GroupLog,
-    private readonly freshness: Freshness,
+    /** The unloaded backlog (the bound), told of each durable group: Freshness, or SharedFreshness. */
+    private readonly freshness: Pick<Freshness, 'backlog' | 'committed'>,
     readonly limits: BacklogLimits,
     private readonly logger: Logger,
     private readonly evaluator?: AckEvaluator<unknown>,

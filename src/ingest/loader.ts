@@ -34,6 +34,13 @@ const DATA_ERRORS = new Set([
   6, 26, 27, 32, 33, 38, 41, 53, 69, 70, 72, 117, 130, 131, 190, 321, 349, 407, 691,
 ]);
 
+/** Whether ClickHouse refused a block's rows (split it to find them), rather than being unavailable. */
+export function refusedForData(err: unknown): boolean {
+  if (err instanceof RollupInsertError) return false;
+  const code = clickHouseCode(err);
+  return code !== undefined && DATA_ERRORS.has(code);
+}
+
 function clickHouseCode(err: unknown): number | undefined {
   const code = (err as { code?: unknown })?.code;
   if (typeof code === 'string' && /^\d+$/.test(code)) return Number(code);
@@ -110,15 +117,17 @@ const ROLLUPS: Rollup[] = (['hour', 'day'] as const)
 export async function insertBlock(
   store: EventStore,
   logId: string,
-  block: { firstPos: number; lastPos: number },
+  block: BlockPositions,
   body: Buffer,
   legacyUntil = 0,
 ): Promise<void> {
-  const token = (name: string) => `${logId}:${block.firstPos}-${block.lastPos}:${name}`;
+  const token = (name: string) => `${logId}:${block.key ?? `${block.firstPos}-${block.lastPos}`}:${name}`;
   await store.insertTsv('events', TSV_COLUMNS, body, { insert_deduplication_token: token('events') });
   // Positions are integers of our own: inlined, so the statement does not queue behind
   // parameterised reads (the embedded engine serialises those).
-  const rows = `log_pos BETWEEN ${block.firstPos} AND ${block.lastPos}`;
+  const rows = block.ranges
+    ? `(${block.ranges.map(([first, last]) => `log_pos BETWEEN ${Math.trunc(first)} AND ${Math.trunc(last)}`).join(' OR ')})`
+    : `log_pos BETWEEN ${block.firstPos} AND ${block.lastPos}`;
   const legacy = block.lastPos <= legacyUntil;
   for (const rollup of ROLLUPS) {
     const inserts: [string, string][] = !rollup.legacy
@@ -134,6 +143,18 @@ export async function insertBlock(
       }
     }
   }
+}
+
+/**
+ * A block's positions: one range (the SQLite log's blocks are cut from its gap-free positions), or
+ * several (the shared log's blocks are sets of chunks, whose positions interleave with other
+ * blocks'), then named by `key` in the deduplication tokens.
+ */
+export interface BlockPositions {
+  firstPos: number;
+  lastPos: number;
+  ranges?: readonly (readonly [number, number])[];
+  key?: string;
 }
 
 /** A rollup insert failed: the block is in events already, so it is never split, only retried whole. */
@@ -343,8 +364,7 @@ export class Loader {
     try {
       await insertBlock(this.store, this.logId, block, body, this.legacyUntil);
     } catch (err) {
-      const code = clickHouseCode(err);
-      if (err instanceof RollupInsertError || code === undefined || !DATA_ERRORS.has(code)) throw err;
+      if (!refusedForData(err)) throw err;
       await this.split(block, err);
       return;
     }

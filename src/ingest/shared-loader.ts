@@ -1,0 +1,382 @@
+/**
+ * The loader of the shared ingest log (PostgreSQL, several instances; issue 30), and what reads
+ * and back-pressure ask of it. Every instance runs one; one at a time loads: it holds the session
+ * advisory lock 'spendscope:loader' on a connection of its own, and the others try for it every
+ * second. When the loading instance dies its connection closes, the lock goes with it, and another
+ * instance takes over within about a second, starting with the blocks the first had recorded.
+ *
+ * A block is recorded (committed) before its insert, with its chunks and position ranges, and its
+ * deduplication token is made from the block's id: inserted again by whichever instance, events and
+ * every rollup keep it once. After ClickHouse confirms it, the block and its chunks are deleted.
+ * The inserts themselves are the SQLite loader's (insertBlock in ./loader.ts).
+ */
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import type { EventStore } from '../stores/clickhouse.js';
+import type { SharedStore } from '../stores/postgres.js';
+import { postgresOnly, type Database, type Sql } from '../stores/sql.js';
+import type { Backlog } from './freshness.js';
+import type { LogChunk } from './log.js';
+import { insertBlock, refusedForData, type LoaderObserver, type LoaderOptions } from './loader.js';
+import { teamAndIdOf } from './tsv.js';
+
+type Range = [number, number];
+
+interface RecordedBlock {
+  id: number;
+  origin: number;
+  ranges: Range[];
+}
+
+const LOCK = "hashtext('spendscope:loader')";
+/** Wakes the loading instance: a read (on any instance) waits for it. */
+const CHANNEL = 'spendscope_loader';
+const BACKOFF_MIN_MS = 200;
+const BACKOFF_MAX_MS = 5_000;
+
+const sizeOf = (ranges: readonly Range[]) => ranges.reduce((n, [first, last]) => n + last - first + 1, 0);
+
+/** Ranges cut in two of about equal positions (a block ClickHouse refused, halved to find the rows at fault). */
+function halve(ranges: readonly Range[]): [Range[], Range[]] {
+  let left = Math.floor(sizeOf(ranges) / 2);
+  const first: Range[] = [];
+  const second: Range[] = [];
+  for (const [a, b] of ranges) {
+    const n = b - a + 1;
+    if (left >= n) (first.push([a, b]), (left -= n));
+    else if (left > 0) (first.push([a, a + left - 1]), second.push([a + left, b]), (left = 0));
+    else second.push([a, b]);
+  }
+  return [first, second];
+}
+
+export class SharedLoader {
+  private stopped = false;
+  private running: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private failing = false;
+  private holding = false;
+  private urgent = false;
+  private logId: string | undefined;
+
+  constructor(
+    private readonly pool: SharedStore,
+    private readonly db: Database,
+    private readonly store: EventStore,
+    private readonly options: LoaderOptions,
+    private readonly logger: Logger,
+    private readonly observer?: LoaderObserver,
+    /** How often an instance that does not load tries for the lock. */
+    private readonly lockRetryMs = 1_000,
+  ) {}
+
+  /** Whether the last insert failed and has not succeeded since (this instance, while it loads). */
+  get isFailing(): boolean {
+    return this.failing;
+  }
+
+  /** Whether this instance is the one loading. */
+  get isLoading(): boolean {
+    return this.holding;
+  }
+
+  start(): void {
+    this.running ??= this.run();
+  }
+
+  /** Stops after the block in progress, and gives the lock up. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.running;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      let client: pg.PoolClient | undefined;
+      let lost = false;
+      try {
+        client = await this.pool.connect();
+        // A connection that drops while this instance loads ends its turn: the lock went with it.
+        client.on('error', () => {
+          lost = true;
+          this.wake?.();
+        });
+        const { rows } = await client.query<{ got: boolean }>(`SELECT pg_try_advisory_lock(${LOCK}) AS got`);
+        if (!rows[0]!.got) {
+          client.release();
+          client = undefined;
+          await this.sleep(this.lockRetryMs);
+          continue;
+        }
+        this.holding = true;
+        this.logger.info('this instance loads the shared ingest log into ClickHouse');
+        client.on('notification', () => {
+          this.urgent = true;
+          this.wake?.();
+        });
+        await client.query(`LISTEN ${CHANNEL}`);
+        this.logId ??= (await this.db.get<{ log_id: string }>(postgresOnly('SELECT log_id FROM ingest_loader WHERE id = 1')))!.log_id;
+        await this.loadWhile(() => !this.stopped && !lost, client);
+      } catch (err) {
+        this.logger.error({ err }, 'the shared loader lost its connection; trying again');
+        lost = true;
+        await this.sleep(this.lockRetryMs);
+      } finally {
+        this.holding = false;
+        // Destroyed, not returned to the pool: the session (and its lock) ends now.
+        client?.release(lost || this.stopped ? true : undefined);
+      }
+    }
+  }
+
+  private async loadWhile(holding: () => boolean, client: pg.PoolClient): Promise<void> {
+    let backoff = BACKOFF_MIN_MS;
+    while (holding()) {
+      try {
+        // Blocks recorded but not confirmed (a crash, a takeover, a failed insert) go first, as they were.
+        const pending = await this.recorded();
+        if (pending.length > 0) {
+          for (const block of pending) await this.load(block);
+        } else if (await this.due(holding)) {
+          const block = await this.nextBlock();
+          if (block) await this.load(block);
+        }
+        // Still the holder? A lock lost with its connection must not load on.
+        await client.query('SELECT 1');
+        this.failing = false;
+        backoff = BACKOFF_MIN_MS;
+      } catch (err) {
+        this.failing = true;
+        this.observer?.insertFailed();
+        this.logger.error({ err, retryInMs: backoff }, 'loading the shared ingest log into ClickHouse failed; will retry the same block');
+        await this.sleep(backoff);
+        backoff = Math.min(BACKOFF_MAX_MS, backoff * 2);
+        await client.query('SELECT 1');
+      }
+    }
+  }
+
+  private async recorded(): Promise<RecordedBlock[]> {
+    const rows = await this.db.all<{ id: number; origin: number; ranges: string }>(postgresOnly('SELECT id, origin, ranges FROM ingest_blocks ORDER BY id'));
+    return rows.map((r) => ({ id: r.id, origin: r.origin, ranges: JSON.parse(r.ranges) as Range[] }));
+  }
+
+  /** Waits until a block is due: a full block waits, the oldest chunk is intervalMs old, a reader waits; false when stopping. */
+  private async due(holding: () => boolean): Promise<boolean> {
+    while (holding()) {
+      const backlog = await sharedBacklog(this.db);
+      if (backlog.oldestCommittedAt !== null) {
+        if (backlog.rows >= this.options.blockRows || this.urgent) {
+          this.urgent = false;
+          return true;
+        }
+        const wait = backlog.oldestCommittedAt + this.options.intervalMs - Date.now();
+        if (wait <= 0) return true;
+        if (await this.sleep(wait)) return true;
+      } else {
+        this.urgent = false;
+        await this.sleep(this.options.intervalMs);
+      }
+    }
+    return false;
+  }
+
+  /** Takes the oldest unblocked chunks, up to about blockRows records (whole chunks), into a block recorded now. */
+  private async nextBlock(): Promise<RecordedBlock | undefined> {
+    return this.db.transaction(async (sql) => {
+      const chunks = await sql.all<{ first_pos: number; last_pos: number; rows: number }>(
+        postgresOnly('SELECT first_pos, last_pos, rows FROM ingest_chunks WHERE block_id IS NULL ORDER BY first_pos LIMIT 10000'),
+      );
+      const taken: Range[] = [];
+      let rows = 0;
+      for (const c of chunks) {
+        if (taken.length > 0 && rows + c.rows > this.options.blockRows) break;
+        taken.push([c.first_pos, c.last_pos]);
+        rows += c.rows;
+      }
+      if (taken.length === 0) return undefined;
+      const { id } = (await sql.get<{ id: number }>(
+        postgresOnly(`WITH n AS (SELECT nextval('ingest_blocks_id_seq') AS id)
+                      INSERT INTO ingest_blocks (id, origin, ranges, made_at) SELECT id, id, $1, $2 FROM n RETURNING id`),
+        [JSON.stringify(taken), Date.now()],
+      ))!;
+      await sql.run(postgresOnly('UPDATE ingest_chunks SET block_id = $1 WHERE first_pos = ANY($2::bigint[])'), [id, taken.map(([first]) => first)]);
+      return { id, origin: id, ranges: taken };
+    });
+  }
+
+  /** The TSV of a block's positions: its chunks whole, or cut by line where a split block covers part of one. */
+  private async body(block: RecordedBlock): Promise<Buffer> {
+    const chunks = await this.db.all<{ first_pos: number; last_pos: number; body: Buffer }>(
+      postgresOnly('SELECT first_pos, last_pos, body FROM ingest_chunks WHERE block_id = $1 ORDER BY first_pos'),
+      [block.origin],
+    );
+    const parts: Buffer[] = [];
+    let rows = 0;
+    for (const chunk of chunks) {
+      const inside = block.ranges.filter(([a, b]) => b >= chunk.first_pos && a <= chunk.last_pos);
+      if (inside.length === 0) continue;
+      if (inside.length === 1 && inside[0]![0] <= chunk.first_pos && inside[0]![1] >= chunk.last_pos) {
+        parts.push(chunk.body);
+        rows += chunk.last_pos - chunk.first_pos + 1;
+        continue;
+      }
+      const lines = chunk.body.toString('utf8').split('\n');
+      lines.pop();
+      lines.forEach((line, i) => {
+        const pos = chunk.first_pos + i;
+        if (!inside.some(([a, b]) => pos >= a && pos <= b)) return;
+        parts.push(Buffer.from(`${line}\n`));
+        rows++;
+      });
+    }
+    if (rows !== sizeOf(block.ranges)) throw new Error(`shared ingest log block ${block.id} should hold ${sizeOf(block.ranges)} records, holds ${rows}: the log is damaged`);
+    return Buffer.concat(parts);
+  }
+
+  /** Inserts one recorded block and confirms it; splits it when ClickHouse refuses its data. */
+  private async load(block: RecordedBlock): Promise<void> {
+    const body = await this.body(block);
+    const started = performance.now();
+    const positions = { firstPos: block.ranges[0]![0], lastPos: block.ranges.at(-1)![1], ranges: block.ranges, key: `b${block.id}` };
+    try {
+      await insertBlock(this.store, this.logId!, positions, body);
+    } catch (err) {
+      if (!refusedForData(err)) throw err;
+      await this.split(block, err);
+      return;
+    }
+    this.observer?.blockLoaded(sizeOf(block.ranges), (performance.now() - started) / 1000);
+    await this.db.transaction((sql) => this.forget(sql, block));
+  }
+
+  /** The block is in ClickHouse: forget it, and its chunks once no block of their origin is left. */
+  private async forget(sql: Sql, block: RecordedBlock): Promise<void> {
+    await sql.run(postgresOnly('DELETE FROM ingest_blocks WHERE id = $1'), [block.id]);
+    await sql.run(postgresOnly('DELETE FROM ingest_chunks WHERE block_id = $1 AND NOT EXISTS (SELECT 1 FROM ingest_blocks WHERE origin = $1)'), [block.origin]);
+  }
+
+  /** Halves a refused block (both halves recorded before either is tried); a lone refused row is set aside. */
+  private async split(block: RecordedBlock, err: unknown): Promise<void> {
+    if (sizeOf(block.ranges) === 1) {
+      const line = (await this.body(block)).toString('utf8');
+      const { teamId, id } = teamAndIdOf(line);
+      const message = err instanceof Error ? err.message : String(err);
+      await this.db.transaction(async (sql) => {
+        await sql.run(
+          postgresOnly('INSERT INTO ingest_rejects (pos, team_id, id, line, error, rejected_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING'),
+          [block.ranges[0]![0], teamId, id, Buffer.from(line), message.slice(0, 2000), Date.now()],
+        );
+        await this.forget(sql, block);
+      });
+      this.observer?.rowsSetAside(1);
+      this.logger.error({ teamId, id, pos: block.ranges[0]![0], err: message.slice(0, 500) }, 'ClickHouse refused a record; set aside in ingest_rejects');
+      return;
+    }
+    this.logger.warn({ block: block.id, rows: sizeOf(block.ranges) }, 'ClickHouse refused a block for its data; splitting it to find the records at fault');
+    const halves = await this.db.transaction(async (sql) => {
+      await sql.run(postgresOnly('DELETE FROM ingest_blocks WHERE id = $1'), [block.id]);
+      const made: RecordedBlock[] = [];
+      for (const ranges of halve(block.ranges)) {
+        const { id } = (await sql.get<{ id: number }>(postgresOnly('INSERT INTO ingest_blocks (origin, ranges, made_at) VALUES ($1, $2, $3) RETURNING id'), [
+          block.origin,
+          JSON.stringify(ranges),
+          Date.now(),
+        ]))!;
+        made.push({ id, origin: block.origin, ranges });
+      }
+      return made;
+    });
+    for (const half of halves) await this.load(half);
+  }
+
+  /** Sleeps up to `ms`; true when woken early (a reader waits, the lock's connection dropped, or stop). */
+  private sleep(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve(false);
+      }, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve(true);
+      };
+    });
+  }
+}
+
+/** The unloaded part of the shared log. */
+export async function sharedBacklog(sql: Sql): Promise<Backlog> {
+  const row = (await sql.get<{ rows: number; bytes: number; oldest: number | null }>(
+    postgresOnly('SELECT coalesce(sum(rows), 0)::bigint AS rows, coalesce(sum(bytes), 0)::bigint AS bytes, min(committed_at) AS oldest FROM ingest_chunks'),
+  ))!;
+  return { rows: Number(row.rows), bytes: Number(row.bytes), oldestCommittedAt: row.oldest === null ? null : Number(row.oldest) };
+}
+
+/**
+ * What reads and back-pressure ask of the shared log, on every instance: whether what was
+ * acknowledged before (on any instance) is in ClickHouse yet, and how far behind the loader is.
+ * The backlog is read at most every `refreshMs` (the bound it guards is coarse; a read per request
+ * would not be).
+ */
+export class SharedFreshness {
+  private last: Backlog = { rows: 0, bytes: 0, oldestCommittedAt: null };
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly db: Database,
+    private readonly refreshMs = 500,
+  ) {}
+
+  /** Starts refreshing the backlog. */
+  async start(): Promise<void> {
+    await this.refresh();
+    this.timer ??= setInterval(() => void this.refresh().catch(() => {}), this.refreshMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private async refresh(): Promise<void> {
+    this.last = await sharedBacklog(this.db);
+  }
+
+  backlog(): Backlog {
+    return this.last;
+  }
+
+  /** Nothing to track here: the chunks are in the shared store, which the loader reads. */
+  committed(_chunks: readonly LogChunk[]): void {}
+
+  /**
+   * Resolves true once every chunk committed before this call (of the team, or of all teams) is
+   * loaded, false after `timeoutMs`. Chunks committed before are exactly those visible now, on
+   * whichever instance they were acknowledged.
+   */
+  async waitFor(teamId: string | undefined, timeoutMs: number): Promise<boolean> {
+    const until = Date.now() + timeoutMs;
+    const latest = await this.db.get<{ pos: number | null }>(
+      teamId === undefined ? postgresOnly('SELECT max(first_pos) AS pos FROM ingest_chunks') : postgresOnly('SELECT max(first_pos) AS pos FROM ingest_chunks WHERE team_id = $1'),
+      teamId === undefined ? [] : [teamId],
+    );
+    const pos = latest?.pos;
+    if (pos === null || pos === undefined) return true;
+    await this.db.run(postgresOnly(`SELECT pg_notify('${CHANNEL}', '')`));
+    for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
+      const left = await this.db.get(
+        teamId === undefined
+          ? postgresOnly('SELECT 1 FROM ingest_chunks WHERE first_pos <= $1 LIMIT 1')
+          : postgresOnly('SELECT 1 FROM ingest_chunks WHERE team_id = $2 AND first_pos <= $1 LIMIT 1'),
+        teamId === undefined ? [pos] : [pos, teamId],
+      );
+      if (!left) return true;
+      if (Date.now() + wait > until) return false;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+}
