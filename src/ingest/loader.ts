@@ -189,8 +189,46 @@ export async function backfillRollups(db: Registry, store: EventStore, logId: st
   return legacyUntil;
 }
 
-const BACKOFF_MIN_MS = 200;
-const BACKOFF_MAX_MS = 5_000;
+export const BACKOFF_MIN_MS = 200;
+export const BACKOFF_MAX_MS = 5_000;
+
+/** A loader's sleep between blocks, which a waiting reader (or stop) cuts short. */
+export class Nap {
+  private waking: (() => void) | undefined;
+
+  /** Sleeps up to `ms`; true when woken early. */
+  sleep(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waking = undefined;
+        resolve(false);
+      }, ms);
+      this.waking = () => {
+        clearTimeout(timer);
+        this.waking = undefined;
+        resolve(true);
+      };
+    });
+  }
+
+  wake(): void {
+    this.waking?.();
+  }
+}
+
+/**
+ * The lines of a log chunk (TSV, one record a line, positions from `firstPos`) whose position
+ * `wanted` accepts: a block split inside a chunk takes part of it.
+ */
+export function linesOf(firstPos: number, body: Buffer, wanted: (pos: number) => boolean): Buffer[] {
+  const lines = body.toString('utf8').split('\n');
+  lines.pop(); // the text after the last '\n' is empty
+  const parts: Buffer[] = [];
+  lines.forEach((line, i) => {
+    if (wanted(firstPos + i)) parts.push(Buffer.from(`${line}\n`));
+  });
+  return parts;
+}
 
 /**
  * Copies the ingest log into ClickHouse in large blocks, over its own engine session. A block's
@@ -203,7 +241,7 @@ const BACKOFF_MAX_MS = 5_000;
 export class Loader {
   private stopped = false;
   private running: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
+  private readonly nap = new Nap();
   private failing = false;
   /** A reader (or evaluation) waits: the next block goes without waiting for its interval. */
   private urgent = false;
@@ -232,7 +270,7 @@ export class Loader {
     };
     freshness.wakeLoader = () => {
       this.urgent = true;
-      this.wake?.();
+      this.nap.wake();
     };
   }
 
@@ -260,7 +298,7 @@ export class Loader {
   /** Stops after the block in progress; what is not loaded stays in the log for the next start. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.wake?.();
+    this.nap.wake();
     await this.running;
   }
 
@@ -286,7 +324,7 @@ export class Loader {
         this.failing = true;
         this.observer?.insertFailed();
         this.logger.error({ err, retryInMs: backoff }, 'loading the ingest log into ClickHouse failed; will retry the same block');
-        await this.sleep(backoff);
+        await this.nap.sleep(backoff);
         backoff = Math.min(BACKOFF_MAX_MS, backoff * 2);
       }
     }
@@ -307,27 +345,13 @@ export class Loader {
         }
         const wait = backlog.oldestCommittedAt + this.options.intervalMs - Date.now();
         if (wait <= 0) return true;
-        if (await this.sleep(wait)) return true; // woken by a reader
+        if (await this.nap.sleep(wait)) return true; // woken by a reader
       } else {
-        await this.sleep(this.options.intervalMs);
+        await this.nap.sleep(this.options.intervalMs);
       }
     }
   }
 
-  /** Sleeps up to `ms`; true when woken early (a reader waits, or stop). */
-  private sleep(ms: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wake = undefined;
-        resolve(false);
-      }, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        this.wake = undefined;
-        resolve(true);
-      };
-    });
-  }
 
   /**
    * The TSV of positions firstPos..lastPos, read from the log: whole chunks as they are (the usual
@@ -342,14 +366,9 @@ export class Loader {
         rows += chunk.lastPos - chunk.firstPos + 1;
         continue;
       }
-      const lines = chunk.body.toString('utf8').split('\n');
-      lines.pop(); // the text after the last '\n' is empty
-      lines.forEach((line, i) => {
-        const pos = chunk.firstPos + i;
-        if (pos < block.firstPos || pos > block.lastPos) return;
-        parts.push(Buffer.from(`${line}\n`));
-        rows++;
-      });
+      const lines = linesOf(chunk.firstPos, chunk.body, (pos) => pos >= block.firstPos && pos <= block.lastPos);
+      parts.push(...lines);
+      rows += lines.length;
     }
     if (rows !== block.lastPos - block.firstPos + 1) {
       throw new Error(`ingest log positions ${block.firstPos}..${block.lastPos} hold ${rows} records: the log is damaged`);

@@ -17,7 +17,7 @@ import type { SharedStore } from '../stores/postgres.js';
 import { postgresOnly, type Database, type Sql } from '../stores/sql.js';
 import type { Backlog } from './freshness.js';
 import type { LogChunk } from './log.js';
-import { insertBlock, refusedForData, type LoaderObserver, type LoaderOptions } from './loader.js';
+import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, insertBlock, linesOf, Nap, refusedForData, type LoaderObserver, type LoaderOptions } from './loader.js';
 import { teamAndIdOf } from './tsv.js';
 
 type Range = [number, number];
@@ -31,8 +31,6 @@ interface RecordedBlock {
 const LOCK = "hashtext('spendscope:loader')";
 /** Wakes the loading instance: a read (on any instance) waits for it. */
 const CHANNEL = 'spendscope_loader';
-const BACKOFF_MIN_MS = 200;
-const BACKOFF_MAX_MS = 5_000;
 
 const sizeOf = (ranges: readonly Range[]) => ranges.reduce((n, [first, last]) => n + last - first + 1, 0);
 
@@ -53,7 +51,7 @@ function halve(ranges: readonly Range[]): [Range[], Range[]] {
 export class SharedLoader {
   private stopped = false;
   private running: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
+  private readonly nap = new Nap();
   private failing = false;
   private holding = false;
   private urgent = false;
@@ -87,7 +85,7 @@ export class SharedLoader {
   /** Stops after the block in progress, and gives the lock up. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.wake?.();
+    this.nap.wake();
     await this.running;
   }
 
@@ -100,20 +98,20 @@ export class SharedLoader {
         // A connection that drops while this instance loads ends its turn: the lock went with it.
         client.on('error', () => {
           lost = true;
-          this.wake?.();
+          this.nap.wake();
         });
         const { rows } = await client.query<{ got: boolean }>(`SELECT pg_try_advisory_lock(${LOCK}) AS got`);
         if (!rows[0]!.got) {
           client.release();
           client = undefined;
-          await this.sleep(this.lockRetryMs);
+          await this.nap.sleep(this.lockRetryMs);
           continue;
         }
         this.holding = true;
         this.logger.info('this instance loads the shared ingest log into ClickHouse');
         client.on('notification', () => {
           this.urgent = true;
-          this.wake?.();
+          this.nap.wake();
         });
         await client.query(`LISTEN ${CHANNEL}`);
         this.logId ??= (await this.db.get<{ log_id: string }>(postgresOnly('SELECT log_id FROM ingest_loader WHERE id = 1')))!.log_id;
@@ -121,7 +119,7 @@ export class SharedLoader {
       } catch (err) {
         this.logger.error({ err }, 'the shared loader lost its connection; trying again');
         lost = true;
-        await this.sleep(this.lockRetryMs);
+        await this.nap.sleep(this.lockRetryMs);
       } finally {
         this.holding = false;
         // Destroyed, not returned to the pool: the session (and its lock) ends now.
@@ -150,7 +148,7 @@ export class SharedLoader {
         this.failing = true;
         this.observer?.insertFailed();
         this.logger.error({ err, retryInMs: backoff }, 'loading the shared ingest log into ClickHouse failed; will retry the same block');
-        await this.sleep(backoff);
+        await this.nap.sleep(backoff);
         backoff = Math.min(BACKOFF_MAX_MS, backoff * 2);
         await client.query('SELECT 1');
       }
@@ -173,10 +171,10 @@ export class SharedLoader {
         }
         const wait = backlog.oldestCommittedAt + this.options.intervalMs - Date.now();
         if (wait <= 0) return true;
-        if (await this.sleep(wait)) return true;
+        if (await this.nap.sleep(wait)) return true;
       } else {
         this.urgent = false;
-        await this.sleep(this.options.intervalMs);
+        await this.nap.sleep(this.options.intervalMs);
       }
     }
     return false;
@@ -222,14 +220,9 @@ export class SharedLoader {
         rows += chunk.last_pos - chunk.first_pos + 1;
         continue;
       }
-      const lines = chunk.body.toString('utf8').split('\n');
-      lines.pop();
-      lines.forEach((line, i) => {
-        const pos = chunk.first_pos + i;
-        if (!inside.some(([a, b]) => pos >= a && pos <= b)) return;
-        parts.push(Buffer.from(`${line}\n`));
-        rows++;
-      });
+      const lines = linesOf(chunk.first_pos, chunk.body, (pos) => inside.some(([a, b]) => pos >= a && pos <= b));
+      parts.push(...lines);
+      rows += lines.length;
     }
     if (rows !== sizeOf(block.ranges)) throw new Error(`shared ingest log block ${block.id} should hold ${sizeOf(block.ranges)} records, holds ${rows}: the log is damaged`);
     return Buffer.concat(parts);
@@ -291,20 +284,6 @@ export class SharedLoader {
     for (const half of halves) await this.load(half);
   }
 
-  /** Sleeps up to `ms`; true when woken early (a reader waits, the lock's connection dropped, or stop). */
-  private sleep(ms: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wake = undefined;
-        resolve(false);
-      }, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        this.wake = undefined;
-        resolve(true);
-      };
-    });
-  }
 }
 
 /** The unloaded part of the shared log. */
