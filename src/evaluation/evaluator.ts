@@ -599,8 +599,12 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       if (order % 64 === 63) await yieldNow();
     }
     await yieldNow();
-    // Scopes stay once needed: their totals keep growing even while no policy reads them.
-    const scopes = current?.scopes ?? new ScopeTable();
+    // One process: scopes stay once needed, their totals growing even while no policy reads them.
+    // Shared: only the scopes policies read now, as on every instance, each tracked from this
+    // reload: a policy change deletes the totals of scopes left unread (in its transaction), and
+    // this instance may not have seen that one, so a missing row of an earlier window is read
+    // from ClickHouse, never assumed empty.
+    const scopes = this.shared || !current ? new ScopeTable() : current.scopes;
     for (const policy of policies) {
       for (const limit of policy.limits) {
         if (limit.scope === null || scopes.has(limit.scope)) continue;

@@ -62,6 +62,18 @@ function compileLimit(l: Limit, timezone: string): CompiledLimit {
   return compiled;
 }
 
+/** The scopes of the running totals these policies read (as stored: limits JSON, timezone null for UTC). */
+export function scopesRead(policies: readonly { limits: string; timezone: string | null }[]): string[] {
+  const scopes = new Set<string>();
+  for (const p of policies) {
+    for (const l of JSON.parse(p.limits) as Limit[]) {
+      const scope = limitScope(l.kind, p.timezone ?? 'UTC', l.endpoint);
+      if (scope !== null) scopes.add(scope);
+    }
+  }
+  return [...scopes];
+}
+
 /** The scope of the running total a limit reads; null for per_call (the payment alone). */
 function limitScope(kind: LimitKind, timezone: string, endpoint: string | undefined): string | null {
   switch (kind) {

@@ -1,5 +1,6 @@
 import { lockTeam } from '../teams/repository.js';
-import { numberedPlaceholders, type Sql } from '../stores/sql.js';
+import { numberedPlaceholders, postgresOnly, type Sql } from '../stores/sql.js';
+import { scopesRead } from '../evaluation/policies.js';
 import { newId } from '../teams/keys.js';
 import type { Limit } from './limits.js';
 
@@ -14,10 +15,20 @@ export const policyRevisions = new Map<string, number>();
 /**
  * After any change to a team's policies, in its transaction: the team's `policy_revision` rises
  * (other instances sharing the store compare it, under a share lock, before they count records:
- * src/evaluation/evaluator.ts), and this process's counter once it commits.
+ * src/evaluation/evaluator.ts), and this process's counter once it commits. The team's row is
+ * locked first (the UPDATE), then its totals, the order the group commit takes them in.
  */
 async function changed(sql: Sql, teamId: string): Promise<void> {
   await sql.run('UPDATE teams SET policy_revision = policy_revision + 1 WHERE id = ?', [teamId]);
+  if (sql.dialect === 'postgres') {
+    // Shared running totals of scopes no active policy reads any more go now: no instance counts
+    // them while unread, so a scope read again later starts from ClickHouse, not from a row that
+    // missed the records between (src/evaluation/evaluator.ts, lockTotals).
+    await sql.run(postgresOnly('DELETE FROM spend_totals WHERE team_id = $1 AND NOT (window_kind = ANY($2::text[]))'), [
+      teamId,
+      scopesRead(await activePolicyRows(sql, teamId)),
+    ]);
+  }
   sql.afterCommit(() => policyRevisions.set(teamId, (policyRevisions.get(teamId) ?? 0) + 1));
 }
 

@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { AgentActivity } from '../../src/agents/activity.js';
+import { Evaluator } from '../../src/evaluation/evaluator.js';
 import { GroupCommit, sharedCommits } from '../../src/ingest/group-commit.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import { insertBlock } from '../../src/ingest/loader.js';
@@ -16,6 +17,7 @@ import { SCHEMA_DIR } from '../../src/paths.js';
 import { migrateSharedStore } from '../../src/stores/migrations.js';
 import { openSharedStore, type SharedStore } from '../../src/stores/postgres.js';
 import { postgresDatabase, type Database } from '../../src/stores/sql.js';
+import { createPolicy, updatePolicy } from '../../src/policies/repository.js';
 import { createTeam } from '../../src/teams/repository.js';
 import { testEnv } from '../helpers/context.js';
 import { freshDatabase } from '../helpers/postgres.js';
@@ -26,6 +28,8 @@ interface Instance {
   freshness: SharedFreshness;
   loader: SharedLoader;
 }
+
+const ANOMALIES = { spikeFactor: 1e9, spikeBaseline: 1e9, loopCalls: 1e9, loopSeconds: 60, newPayeeLearningHours: 0 };
 
 const record = () => ({ id: crypto.randomBytes(8).toString('hex'), agent_id: 'bot', endpoint: 'https://api.example.com/v1/search', method: 'GET', amount: '0.25' });
 
@@ -38,8 +42,8 @@ describe('shared ingest log loader (PostgreSQL)', function () {
     await Promise.all(pools.splice(0).map((p) => p.end()));
   });
 
-  /** Three instances on one fresh database, their loaders not started. */
-  async function threeInstances(): Promise<Instance[]> {
+  /** Three instances on one fresh database, their loaders not started; `evaluate`: with policies, as the service runs. */
+  async function threeInstances(evaluate = false): Promise<Instance[]> {
     const { deps } = testEnv();
     const url = await freshDatabase('loader');
     const instances: Instance[] = [];
@@ -52,7 +56,8 @@ describe('shared ingest log loader (PostgreSQL)', function () {
       await log.rollPartitions(db, Date.now());
       const freshness = new SharedFreshness(db, 100);
       await freshness.start();
-      const commit = new GroupCommit(sharedCommits(db), log, freshness, { maxRows: 1e9, maxBytes: 1024 ** 4 }, deps.logger, undefined, new AgentActivity());
+      const evaluator = evaluate ? new Evaluator(undefined, deps.events, ANOMALIES, deps.logger, () => freshness.waitFor(undefined, 10_000), undefined, db) : undefined;
+      const commit = new GroupCommit(sharedCommits(db), log, freshness, { maxRows: 1e9, maxBytes: 1024 ** 4 }, deps.logger, evaluator, new AgentActivity());
       const loader = new SharedLoader(pool, db, deps.loaderEvents, { blockRows: 50, intervalMs: 50 }, deps.logger, undefined, 100);
       const instance = { db, ingestor: new Ingestor(deps.schemas, commit), freshness, loader };
       instances.push(instance);
@@ -129,5 +134,25 @@ describe('shared ingest log loader (PostgreSQL)', function () {
     expect(Date.now() - died, 'takeover within seconds').to.be.below(5_000);
     expect(await others[1]!.freshness.waitFor(team.id, 20_000)).to.equal(true);
     expect(await inClickHouse(team.id)).to.deep.equal({ events: 70, ids: 70, minutely: 70, daily: 70 });
+  });
+
+  it('a daily total stays the sum of the day while its policy is turned off and on, through an instance that never saw it on', async () => {
+    const [a, b, c] = await threeInstances(true);
+    for (const i of [a!, b!, c!]) i.loader.start();
+    const { team } = await createTeam(a!.db, 'scope-gap');
+    const paid = (n: number) => Array.from({ length: n }, () => ({ ...record(), amount: '1' }));
+    const policy = await a!.db.transaction((sql) =>
+      createPolicy(sql, team.id, { name: 'ten a day', agents: [], limits: [{ kind: 'daily', amount: '10' }], action: 'flag', active: true, timezone: null }),
+    );
+    await a!.ingestor.ingest(team.id, paid(2), 'events');
+    await b!.ingestor.ingest(team.id, paid(1), 'events');
+    await a!.db.transaction((sql) => updatePolicy(sql, team.id, policy.id, { active: false }));
+    // c starts now: it has never seen the policy on, and counts nothing while it is off.
+    await c!.ingestor.ingest(team.id, paid(3), 'events');
+    await a!.db.transaction((sql) => updatePolicy(sql, team.id, policy.id, { active: true }));
+    await a!.ingestor.ingest(team.id, paid(1), 'events');
+    const total = await a!.db.get<{ spent: string }>("SELECT spent::text AS spent FROM spend_totals WHERE team_id = ? AND subject = 'bot' AND window_kind = 'd:UTC'", [team.id]);
+    // 2 + 1 + 3 + 1: the row left unread was deleted, and read again from ClickHouse (4 without).
+    expect(total!.spent).to.equal((7n * 10n ** 18n).toString());
   });
 });
