@@ -7,6 +7,12 @@ import type { RateDefaults } from './limits/rate-limiter.js';
 import { parseKey, type SecretsKey, type SecretsKeys } from './stores/secrets.js';
 
 /** Typed configuration, built once at start from the environment. */
+export interface SharedDatabaseConfig {
+  url: string;
+  /** Connections of this instance's pool (DATABASE_POOL_MAX). */
+  poolMax: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -14,6 +20,11 @@ export interface Config {
   publicUrl: string;
   dataDir: string;
   clickhouse: ClickHouseConfig;
+  /**
+   * The shared store of several instances (DATABASE_URL, PostgreSQL): every piece of state the
+   * instances share lives there instead of the SQLite registry under DATA_DIR. Undefined: SQLite.
+   */
+  database: SharedDatabaseConfig | undefined;
   logLevel: LogLevel;
   /** json, pretty, or auto: readable lines when stdout is a terminal (src/http/log-format.ts). */
   logFormat: LogFormat;
@@ -347,6 +358,22 @@ export function loadConfig(env: Env = process.env): Config {
       }
     : { mode: 'embedded', path: path.join(dataDir, 'clickhouse'), database };
 
+  const databaseUrl = text('DATABASE_URL', '', (v) => {
+    try {
+      const u = new URL(v);
+      return u.protocol === 'postgres:' || u.protocol === 'postgresql:' ? null : 'must be a postgres:// URL';
+    } catch {
+      return 'must be a postgres:// URL';
+    }
+  });
+  const shared: SharedDatabaseConfig | undefined = databaseUrl ? { url: databaseUrl, poolMax: integer('DATABASE_POOL_MAX', 10, 2, 1000) } : undefined;
+  if (shared && clickhouse.mode === 'embedded') {
+    problems.push('DATABASE_URL: needs CLICKHOUSE_URL as well: instances that share PostgreSQL must share one ClickHouse server (the embedded engine belongs to one process)');
+  }
+  if (shared && !secretsKeys.current) {
+    problems.push('DATABASE_URL: needs SECRETS_KEY (or SECRETS_KEY_FILE), the same on every instance: each would otherwise make its own key and could not open the webhook secrets the others sealed');
+  }
+
   const biPort = env.BI_HTTP_PORT?.trim() ? integer('BI_HTTP_PORT', 0, 0, 65535) : undefined;
   if (biPort !== undefined && clickhouse.mode === 'server') {
     problems.push("BI_HTTP_PORT: the BI interface serves the embedded engine; with CLICKHOUSE_URL, BI tools connect to that server (its users and row policies scope them)");
@@ -390,6 +417,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl,
     dataDir,
     clickhouse,
+    database: shared,
     logLevel,
     logFormat,
     bootstrapApiKey: bootstrap && { key: bootstrap.value, variable: bootstrap.variable },

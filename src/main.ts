@@ -5,7 +5,7 @@ import { ConfigError, loadConfig } from './config.js';
 import { SchemaRegistry } from './http/validation.js';
 import { SCHEMA_DIR } from './paths.js';
 import { EventStoreOpenError } from './stores/clickhouse.js';
-import { openStores } from './stores/open.js';
+import { openSharedStores, openStores } from './stores/open.js';
 import { openSecretBox, SealedValueError, SecretsKeyError } from './stores/secrets.js';
 import { resealEndpointSecrets } from './webhooks/repository.js';
 import { MigrationError } from './stores/migrations.js';
@@ -13,7 +13,7 @@ import { bootstrapDefaultTeam } from './teams/bootstrap.js';
 import { startServer } from './server.js';
 import { banner, logDestination } from './http/log-format.js';
 import { freshReads } from './ingest/freshness.js';
-import { startIngestPipeline } from './ingest/pipeline.js';
+import { startIngestPipeline, startSharedIngestPipeline } from './ingest/pipeline.js';
 import { Metrics } from './metrics/metrics.js';
 import { Dispatcher } from './webhooks/dispatcher.js';
 import { startBiServer, teamScopedInterface } from './clickhouse-http/interface.js';
@@ -26,23 +26,27 @@ async function main(): Promise<void> {
   const logger = destination ? pino({ level: config.logLevel }, destination) : pino({ level: config.logLevel });
   // Compile the API schemas before touching any store: a broken schema file must not half-start.
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
-  const { registry, events, loaderEvents } = await openStores(config, logger);
+  const stores = config.database ? await openSharedStores({ ...config, database: config.database }, logger) : await openStores(config, logger);
+  const { events, loaderEvents } = stores;
+  const db = 'registry' in stores ? sqliteDatabase(stores.registry) : stores.db;
   const secrets = openSecretBox(config.secretsKeys, config.dataDir);
-  const db = sqliteDatabase(registry);
   const resealed = await resealEndpointSecrets(db, secrets);
   if (resealed) logger.info({ resealed, keyId: secrets.currentKeyId }, 'webhook secrets encrypted under the current key');
   const bannerLines: string[] = [];
   await bootstrapDefaultTeam(db, config, (line) => bannerLines.push(line));
   if (bannerLines.length > 0) process.stdout.write(banner(bannerLines));
   const metrics = new Metrics();
-  const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger, metrics });
+  const ingest =
+    'registry' in stores
+      ? startIngestPipeline({ config, registry: stores.registry, events, loaderEvents, schemas, logger, metrics })
+      : await startSharedIngestPipeline({ config, pool: stores.pool, db, events, loaderEvents, schemas, logger, metrics });
   const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
-  const webhooks = new Dispatcher(registry, secrets, config.webhooks, logger, { publicUrl: config.publicUrl });
+  const webhooks = new Dispatcher(db, secrets, config.webhooks, logger, { publicUrl: config.publicUrl });
   webhooks.start();
   // One limiter for the API and the BI interface: a holder's buckets are the same whichever it uses.
   const rateLimiter = new RateLimiter(config.rateLimits);
   const clickhouseHttp = teamScopedInterface({ config, db, events, rateLimiter });
-  const deps = { config, registry, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
+  const deps = { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
   const app = createApp(deps);
 
   const running = await startServer(app, deps);
@@ -68,7 +72,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   logger.info(
-    { host: config.host, port: running.port, dataDir: config.dataDir, clickhouse: config.clickhouse.mode, biPort: bi?.port },
+    { host: config.host, port: running.port, dataDir: config.dataDir, clickhouse: config.clickhouse.mode, registry: config.database ? 'postgres' : 'sqlite', biPort: bi?.port },
     `spendscope listening on http://${config.host}:${running.port}`,
   );
   if (bi) logger.info({ host: config.host, port: bi.port }, `ClickHouse HTTP interface for BI tools on http://${config.host}:${bi.port}`);

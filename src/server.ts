@@ -13,7 +13,7 @@ export interface RunningServer {
 /** Listens with the app and returns the means to stop it gracefully. */
 export async function startServer(
   app: Express,
-  deps: Pick<AppDeps, 'config' | 'registry' | 'events' | 'loaderEvents' | 'ingest' | 'webhooks'>,
+  deps: Pick<AppDeps, 'config' | 'db' | 'events' | 'loaderEvents' | 'ingest' | 'webhooks'>,
 ): Promise<RunningServer> {
   const { config } = deps;
   const server: Server = createHttpServer(app, config.http);
@@ -36,7 +36,7 @@ export async function startServer(
           .close()
           .then(() => deps.ingest.close())
           .then(async () => {
-            deps.registry.close();
+            await deps.db.close();
             await deps.events.close();
             await deps.loaderEvents.close();
           })

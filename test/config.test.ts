@@ -38,6 +38,16 @@ describe('config', () => {
     });
   });
 
+  it('DATABASE_URL puts shared state in PostgreSQL, and needs CLICKHOUSE_URL and SECRETS_KEY: instances share neither an embedded engine nor a generated key', () => {
+    expect(loadConfig({}).database).to.equal(undefined);
+    const key = Buffer.alloc(32, 7).toString('base64');
+    const shared = loadConfig({ DATABASE_URL: 'postgres://svc:pw@db:5432/spendscope', CLICKHOUSE_URL: 'http://clickhouse:8123', SECRETS_KEY: key, DATABASE_POOL_MAX: '20' });
+    expect(shared.database).to.deep.equal({ url: 'postgres://svc:pw@db:5432/spendscope', poolMax: 20 });
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://db/x', SECRETS_KEY: key })).to.throw(ConfigError, /DATABASE_URL: needs CLICKHOUSE_URL/);
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://db/x', CLICKHOUSE_URL: 'http://clickhouse:8123' })).to.throw(ConfigError, /DATABASE_URL: needs SECRETS_KEY/);
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://db/x', CLICKHOUSE_URL: 'http://clickhouse:8123', SECRETS_KEY: key })).to.throw(ConfigError, /DATABASE_URL: must be a postgres:\/\/ URL/);
+  });
+
   it('reads every variable it documents', () => {
     const config = loadConfig({
       PORT: '9000',

@@ -1,6 +1,5 @@
 import { errorBody } from '../http/errors.js';
 import { definePublicRoute } from '../http/routes.js';
-import { pingRegistry } from '../stores/sqlite.js';
 import { readiness } from './readiness.js';
 
 /** A store that takes longer than this to answer SELECT 1 counts as down for a load balancer. */
@@ -112,7 +111,7 @@ export const health = definePublicRoute<unknown, { live?: string }>({
     if (query.live !== undefined) return { body: alive() };
     const stores = { registry: 'ok', clickhouse: 'ok' };
     try {
-      pingRegistry(deps.registry);
+      await withTimeout(deps.db.get('SELECT 1'), PING_TIMEOUT_MS);
     } catch (err) {
       stores.registry = describe(err);
     }

@@ -17,13 +17,21 @@ export const MAX_ARRAY_ITEMS = 100_000;
  */
 export const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
+/**
+ * No string of the API may hold NUL (U+0000): PostgreSQL's text cannot store it, so one such
+ * string would fail the statement (and, in a group commit, other teams' records with it). Refused
+ * everywhere, whichever store runs, so the two behave alike.
+ */
+export const NUL_REFUSED = 'contains a NUL character (\\u0000), which cannot be stored';
+export const hasNul = (value: unknown): boolean => typeof value === 'string' && value.includes('\u0000');
+
 /** The field path of a key below `path`, as the validation messages write it. */
 const child = (path: string, key: string) => (/^[A-Za-z_$][\w$-]*$/.test(key) ? (path ? `${path}.${key}` : key) : `${path}[${JSON.stringify(key)}]`);
 
 /**
  * The first place a value breaks the limits, as a field path, or undefined. Iterative: no stack to
- * overflow. Reserved keys are looked for only where `reservedKeys` says (a batch's records are
- * checked one by one instead, so that one bad record does not refuse the batch).
+ * overflow. Reserved keys and NUL in strings are looked for only where `reservedKeys` says (a
+ * batch's records are checked one by one instead, so that one bad record does not refuse the batch).
  */
 export function shapeProblem(body: unknown, reservedKeys: (path: string) => boolean = () => true, root = ''): FieldError | undefined {
   const stack: { value: unknown; path: string; depth: number }[] = [{ value: body, path: root, depth: 0 }];
@@ -33,8 +41,10 @@ export function shapeProblem(body: unknown, reservedKeys: (path: string) => bool
     if (depth >= MAX_BODY_DEPTH) return { field: path || 'body', message: `nests deeper than ${MAX_BODY_DEPTH} levels` };
     if (Array.isArray(value)) {
       if (value.length > MAX_ARRAY_ITEMS) return { field: path || 'body', message: `has more than ${MAX_ARRAY_ITEMS} items` };
+      const checkStrings = reservedKeys(path);
       for (let i = 0; i < value.length; i++) {
         const item: unknown = value[i];
+        if (checkStrings && hasNul(item)) return { field: `${path}[${i}]`, message: NUL_REFUSED };
         if (item !== null && typeof item === 'object') stack.push({ value: item, path: `${path}[${i}]`, depth: depth + 1 });
       }
     } else {
@@ -42,6 +52,7 @@ export function shapeProblem(body: unknown, reservedKeys: (path: string) => bool
       for (const key of Object.keys(value)) {
         if (checkKeys && RESERVED_KEYS.has(key)) return { field: child(path, key), message: 'is a reserved name (no field is called that)' };
         const item = (value as Record<string, unknown>)[key];
+        if (checkKeys && (hasNul(key) || hasNul(item))) return { field: child(path, key), message: NUL_REFUSED };
         if (item !== null && typeof item === 'object') stack.push({ value: item, path: child(path, key), depth: depth + 1 });
       }
     }

@@ -1,3 +1,4 @@
+import { sharedStoreUnavailable } from '../stores/postgres.js';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 
 /** Every machine code an error response can carry, and its HTTP status: the one place they map. */
@@ -111,13 +112,23 @@ function fromExpress(err: { status?: unknown; message?: string }): ApiError | un
   return new ApiError(code, err.message ?? 'Bad request', code === 'validation_failed' ? [{ field: 'request', message: err.message ?? 'is invalid' }] : undefined);
 }
 
+/** PostgreSQL not answering (a restart, a failover): 503, and the client retries (logged, without a stack). */
+function fromSharedStore(err: unknown): ApiError | undefined {
+  if (!sharedStoreUnavailable(err)) return undefined;
+  return new ApiError('store_unavailable', 'The shared store is not answering; retry shortly', undefined, { 'Retry-After': '2' });
+}
+
 /** The last middleware: turns anything thrown into the error shape; only 5xx are logged with a stack. */
 export function errorHandler(maxBodyBytes: number): ErrorRequestHandler {
   return (err, req, res, next) => {
     if (res.headersSent) return next(err);
     const apiError =
-      err instanceof ApiError ? err : (fromBodyParser(err as { type?: string }, maxBodyBytes) ?? fromExpress(err as { status?: unknown }));
+      err instanceof ApiError
+        ? err
+        : (fromBodyParser(err as { type?: string }, maxBodyBytes) ?? fromExpress(err as { status?: unknown }) ?? fromSharedStore(err));
     if (apiError) {
+      // What the store said goes to the log, not to the client.
+      if (apiError !== err && apiError.status >= 500) res.err = err as Error;
       res.set(apiError.headers);
       res.status(apiError.status).json(errorBody(apiError.code, apiError.message, req.id, apiError.details));
       return;

@@ -2,29 +2,26 @@ import express, { type Express, type Request, type RequestHandler, type Response
 import type { Logger } from 'pino';
 import type { ClickHouseHttpHandler } from '../clickhouse-http/interface.js';
 import type { Config } from '../config.js';
-import type { IngestPipeline } from '../ingest/pipeline.js';
+import type { IngestPath } from '../ingest/pipeline.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Dispatcher } from '../webhooks/dispatcher.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { SecretBox } from '../stores/secrets.js';
 import type { Database } from '../stores/sql.js';
-import type { Registry } from '../stores/sqlite.js';
 import type { KeyOwner, Scope } from '../teams/repository.js';
 import { limitRecords, limitRequests, precheckRecords } from '../limits/http.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import { authenticate, requireScope } from './auth.js';
-import { checkBodyShape, scanBodyShape } from './body-shape.js';
+import { checkBodyShape, hasNul, NUL_REFUSED, scanBodyShape } from './body-shape.js';
 import { ApiError, allowedMethods, methodNotAllowed } from './errors.js';
 import type { SchemaRegistry } from './validation.js';
 
 /** What handlers need: the stores main.ts opened, the config, the compiled schemas. */
 export interface AppDeps {
   config: Config;
-  /** The registry's SQLite connection, for the stores not yet moved to `db`. */
-  registry: Registry;
   /**
-   * The registry's tables through src/stores/sql.ts, as every store will reach them (the SQLite
-   * file of one instance today; PostgreSQL shared by several with DATABASE_URL, issue 30).
+   * The registry's tables through src/stores/sql.ts: the SQLite file of one instance, or
+   * PostgreSQL shared by several (DATABASE_URL).
    */
   db: Database;
   /** The read session of the event store (health checks; reads of events go through readEvents). */
@@ -34,7 +31,7 @@ export interface AppDeps {
   schemas: SchemaRegistry;
   logger: Logger;
   /** The write path: log, group commit, loader; closed at shutdown before the stores. */
-  ingest: IngestPipeline;
+  ingest: IngestPath;
   /**
    * The event store for a read of a team's events, once it holds every record the team had
    * acknowledged when the read began (503 when the loader cannot get there in time).
@@ -224,9 +221,18 @@ function requireJson(spec: RouteSpec): RequestHandler {
   };
 }
 
+/** A path or query parameter holding NUL, which no store keeps (NUL_REFUSED), named as a field. */
+function nulParameter(req: Request): string | undefined {
+  for (const [name, value] of Object.entries(req.params)) if (hasNul(value)) return name;
+  for (const [name, value] of Object.entries(req.query)) if (hasNul(value) || (Array.isArray(value) && value.some(hasNul))) return name;
+  return undefined;
+}
+
 function runHandler(spec: RouteSpec, deps: AppDeps, options: MountOptions): RequestHandler {
   return async (req: Request, res: Response) => {
     const requestId = String(req.id);
+    const nul = nulParameter(req);
+    if (nul) throw new ApiError('validation_failed', `${nul} ${NUL_REFUSED}`, [{ field: nul, message: NUL_REFUSED }]);
     const ctx: AuthedContext<unknown, unknown> = {
       body: spec.body ? deps.schemas.body(spec.body, req.body) : undefined,
       query: spec.query ? deps.schemas.query(spec.query, req.query as Record<string, unknown>) : {},

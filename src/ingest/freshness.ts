@@ -115,17 +115,22 @@ export class Freshness {
    */
   async caughtUp(teamId: string, timeoutMs: number): Promise<void> {
     if (await this.waitForTeam(teamId, timeoutMs)) return;
-    throw new ApiError(
-      'store_unavailable',
-      `Records acknowledged before this read are not in the event store yet (backlog ${this.rows} records); retry shortly`,
-      undefined,
-      { 'Retry-After': '5' },
-    );
+    throw behind(this.rows);
   }
 }
 
+/** A read that cannot wait longer for the loader (ClickHouse down or far behind): 503 with Retry-After. */
+export function behind(backlogRows: number): ApiError {
+  return new ApiError(
+    'store_unavailable',
+    `Records acknowledged before this read are not in the event store yet (backlog ${backlogRows} records); retry shortly`,
+    undefined,
+    { 'Retry-After': '5' },
+  );
+}
+
 /** `AppDeps.readEvents`: the read session, after the team's acknowledged records are loaded. */
-export function freshReads(events: EventStore, freshness: Freshness, waitMs: number): (teamId: string) => Promise<EventStore> {
+export function freshReads(events: EventStore, freshness: Pick<Freshness, 'caughtUp'>, waitMs: number): (teamId: string) => Promise<EventStore> {
   return async (teamId) => {
     await freshness.caughtUp(teamId, waitMs);
     return events;

@@ -5,26 +5,44 @@ import { Evaluator } from '../evaluation/evaluator.js';
 import type { SchemaRegistry } from '../http/validation.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { EventStore } from '../stores/clickhouse.js';
+import type { SharedStore } from '../stores/postgres.js';
+import { postgresOnly, type Database } from '../stores/sql.js';
 import type { Registry } from '../stores/sqlite.js';
-import { Freshness } from './freshness.js';
-import { GroupCommit } from './group-commit.js';
+import { Freshness, type Backlog } from './freshness.js';
+import { GroupCommit, sharedCommits } from './group-commit.js';
 import { decimalsWith } from './assets.js';
 import { Ingestor } from './ingestor.js';
 import { Loader } from './loader.js';
 import { IngestLog } from './log.js';
+import { SharedFreshness, SharedLoader } from './shared-loader.js';
+import { SharedIngestLog } from './shared-log.js';
 
-/** The write path, assembled: routes -> ingestor -> group commit into the log -> loader -> ClickHouse. */
-export interface IngestPipeline {
-  log: IngestLog;
-  freshness: Freshness;
+/**
+ * The write path as the routes see it, whichever store holds the log: routes -> ingestor -> group
+ * commit into the log -> loader -> ClickHouse.
+ */
+export interface IngestPath {
+  freshness: {
+    /** What is not in ClickHouse yet (the bound of GroupCommit.write; GET /healthz). */
+    backlog(): Backlog;
+    /** For a read: resolves once the team's acknowledged records are in ClickHouse; a 503 otherwise. */
+    caughtUp(teamId: string, timeoutMs: number): Promise<void>;
+  };
+  loader: { readonly isFailing: boolean };
   commit: GroupCommit;
-  loader: Loader;
   ingestor: Ingestor;
   evaluator: Evaluator | undefined;
   /** For evaluation: resolves true once ClickHouse holds what these teams acknowledged (false: not soon). */
   awaitLoaded(): Promise<boolean>;
   /** Refuses new writes, commits what is queued, stops the loader after its current block. */
   close(): Promise<void>;
+}
+
+/** The write path of one instance, its log in the SQLite registry. */
+export interface IngestPipeline extends IngestPath {
+  log: IngestLog;
+  freshness: Freshness;
+  loader: Loader;
 }
 
 export interface IngestPipelineDeps {
@@ -90,6 +108,71 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
       await commit.close();
       await loader.stop();
       log.stop();
+    },
+  };
+}
+
+export interface SharedIngestPipelineDeps extends Omit<IngestPipelineDeps, 'registry'> {
+  pool: SharedStore;
+  db: Database;
+}
+
+/** How often the claims' day partitions are made ahead and the unread totals pruned. */
+const UPKEEP_MS = 3_600_000;
+/** Totals of windows that ended this long ago are deleted: no record can count into them any more. */
+const TOTALS_KEPT_MS = 2 * 86_400_000;
+
+/**
+ * The write path of an instance that shares PostgreSQL with others (DATABASE_URL): the same
+ * ingestor, group commit and evaluator, on the shared log (./shared-log.ts), loaded by whichever
+ * instance holds the loader's lock (./shared-loader.ts), the running totals in `spend_totals`.
+ */
+export async function startSharedIngestPipeline(deps: SharedIngestPipelineDeps): Promise<IngestPath> {
+  const { config, db, logger } = deps;
+  const log = new SharedIngestLog(config.ingest.dedupWindowDays);
+  // Today's and tomorrow's claim partitions before the first claim; then hourly, well before midnight.
+  const upkeep = async () => {
+    await log.rollPartitions(db, Date.now());
+    await db.run(postgresOnly('DELETE FROM spend_totals WHERE window_end < $1'), [Date.now() - TOTALS_KEPT_MS]);
+  };
+  await upkeep();
+  const timer = setInterval(() => void upkeep().catch((err: unknown) => logger.error({ err }, 'shared store upkeep failed; retrying within the hour')), UPKEEP_MS);
+  timer.unref();
+  const freshness = new SharedFreshness(db);
+  await freshness.start();
+  deps.metrics?.watchBacklog(freshness);
+  const loader = new SharedLoader(deps.pool, db, deps.loaderEvents, { blockRows: config.ingest.loadBlockRows, intervalMs: config.ingest.loadIntervalMs }, logger, deps.metrics);
+  // Every chunk committed before, on any instance (see the SQLite pipeline's awaitLoaded).
+  const awaitLoaded = () => freshness.waitFor(undefined, Math.min(2_000, config.ingest.readWaitMs));
+  const evaluator = new Evaluator(undefined, deps.events, config.anomalies, logger, awaitLoaded, config.evaluation, db);
+  const commit = new GroupCommit(
+    sharedCommits(db),
+    log,
+    freshness,
+    { maxRows: config.ingest.backlogMaxRows, maxBytes: config.ingest.backlogMaxBytes },
+    logger,
+    evaluator,
+    new AgentActivity(),
+    deps.metrics,
+    { groupMaxRows: config.ingest.groupMaxRows },
+  );
+  const ingestor = new Ingestor(deps.schemas, commit, deps.metrics, {
+    decimalsOf: decimalsWith(config.ingest.assetDecimals),
+    eventsTtlDays: config.retention.eventsTtlDays,
+  });
+  loader.start();
+  return {
+    freshness,
+    commit,
+    loader,
+    ingestor,
+    evaluator,
+    awaitLoaded,
+    async close() {
+      clearInterval(timer);
+      await commit.close();
+      await loader.stop();
+      freshness.stop();
     },
   };
 }

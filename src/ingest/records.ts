@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { RESERVED_KEYS } from '../http/body-shape.js';
+import { hasNul, NUL_REFUSED, RESERVED_KEYS } from '../http/body-shape.js';
 import type { FieldError } from '../http/errors.js';
 import type { SchemaRegistry } from '../http/validation.js';
 import { assetDecimals, rawToAmount, type DecimalsOf } from './assets.js';
@@ -144,12 +144,13 @@ const ILL_FORMED = 'is not well-formed Unicode (a lone UTF-16 surrogate such as 
 
 /**
  * The first place in a record that cannot be stored as sent, or undefined: a string (or object
- * key) that is not well-formed Unicode (it would be replaced on the way to UTF-8), or a key named
+ * key) that is not well-formed Unicode (it would be replaced on the way to UTF-8) or holds NUL
+ * (NUL_REFUSED), or a key named
  * `__proto__`, `constructor` or `prototype` (RESERVED_KEYS: the body check leaves a batch's
  * records to this one walk). The record is refused, naming the field.
  */
 function unstorable(value: unknown, field: string, depth = 0): FieldError | undefined {
-  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? { field, message: ILL_FORMED } : undefined;
+  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? { field, message: ILL_FORMED } : hasNul(value) ? { field, message: NUL_REFUSED } : undefined;
   if (value === null || typeof value !== 'object' || depth > 64) return undefined;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
@@ -160,6 +161,7 @@ function unstorable(value: unknown, field: string, depth = 0): FieldError | unde
   }
   for (const [key, inner] of Object.entries(value)) {
     if (LONE_SURROGATE.test(key)) return { field: field ? `${field} (a key)` : 'record (a key)', message: ILL_FORMED };
+    if (hasNul(key)) return { field: field ? `${field} (a key)` : 'record (a key)', message: NUL_REFUSED };
     const path = field ? `${field}.${key}` : key;
     if (RESERVED_KEYS.has(key)) return { field: path, message: 'is a reserved name (no field is called that)' };
     const found = unstorable(inner, path, depth + 1);

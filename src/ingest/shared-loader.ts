@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { SharedStore } from '../stores/postgres.js';
 import { postgresOnly, type Database, type Sql } from '../stores/sql.js';
-import type { Backlog } from './freshness.js';
+import { behind, type Backlog } from './freshness.js';
 import type { LogChunk } from './log.js';
 import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, insertBlock, linesOf, Nap, refusedForData, type LoaderObserver, type LoaderOptions } from './loader.js';
 import { teamAndIdOf } from './tsv.js';
@@ -331,6 +331,12 @@ export class SharedFreshness {
 
   /** Nothing to track here: the chunks are in the shared store, which the loader reads. */
   committed(_chunks: readonly LogChunk[]): void {}
+
+  /** For a read (IngestPath.freshness): the team's acknowledged records in ClickHouse, or a 503. */
+  async caughtUp(teamId: string, timeoutMs: number): Promise<void> {
+    if (await this.waitFor(teamId, timeoutMs)) return;
+    throw behind(this.last.rows);
+  }
 
   /**
    * Resolves true once every chunk committed before this call (of the team, or of all teams) is

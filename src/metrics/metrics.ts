@@ -64,7 +64,7 @@ export class Metrics implements LoaderObserver {
   }
 
   /** Backlog gauges, read from the log's state at each scrape. */
-  watchBacklog(freshness: Freshness): void {
+  watchBacklog(freshness: Pick<Freshness, 'backlog'>): void {
     const gauges: [string, string, (b: Backlog) => number][] = [
       ['spendscope_ingest_backlog_rows', 'Acknowledged records the loader has not inserted into ClickHouse yet', (b) => b.rows],
       ['spendscope_ingest_backlog_bytes', 'Their size in the ingest log', (b) => b.bytes],

@@ -1,28 +1,74 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
+import type { Config, SharedDatabaseConfig } from '../config.js';
 import { SCHEMA_DIR } from '../paths.js';
 import { createEventStore, ensureDatabase, type EventStore } from './clickhouse.js';
-import { migrateEventStore, migrateRegistry } from './migrations.js';
+import { migrateEventStore, migrateRegistry, migrateSharedStore } from './migrations.js';
+import { openSharedStore, type SharedStore } from './postgres.js';
 import { applyRetention } from './retention.js';
+import { postgresDatabase, type Database } from './sql.js';
 import { openRegistry, type Registry } from './sqlite.js';
 
-export interface Stores {
-  registry: Registry;
+export interface EventStores {
   /** Reads (routes, evaluation) and migrations. */
   events: EventStore;
   /** The ingest loader's own session or client, so a read never queues behind an insert. */
   loaderEvents: EventStore;
 }
 
+export interface Stores extends EventStores {
+  registry: Registry;
+}
+
+/** The stores of an instance that shares its state with others (DATABASE_URL). */
+export interface SharedStores extends EventStores {
+  pool: SharedStore;
+  db: Database;
+}
+
 /** Opens both stores and brings their schemas up to date; closes what it opened on failure. */
 export async function openStores(config: Config, logger: Logger): Promise<Stores> {
+  // The scripts that call this work on one instance's own files; with PostgreSQL they would
+  // quietly work on a SQLite registry nobody reads.
+  if (config.database) throw new Error('this works on the SQLite registry under DATA_DIR; unset DATABASE_URL');
   const registry = openRegistry(config.dataDir);
-  let events: EventStore | undefined;
-  let loaderEvents: EventStore | undefined;
   try {
     const applied = migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
     if (applied.length) logger.info({ applied }, 'registry migrations applied');
+    return { registry, ...(await openEventStores(config, logger)) };
+  } catch (err) {
+    registry.close();
+    throw err;
+  }
+}
+
+/**
+ * Opens PostgreSQL (migrated under an advisory lock: instances starting together apply each
+ * migration once) and ClickHouse; closes what it opened on failure.
+ */
+export async function openSharedStores(config: Config & { database: SharedDatabaseConfig }, logger: Logger): Promise<SharedStores> {
+  const pool = openSharedStore(config.database.url, { max: config.database.poolMax });
+  try {
+    const applied = await migrateSharedStore(pool, path.join(SCHEMA_DIR, 'postgres'));
+    if (applied.length) logger.info({ applied }, 'PostgreSQL migrations applied');
+    // ClickHouse's migrations are recorded in ClickHouse, which has no transactions: one instance at a time.
+    const client = await pool.connect();
+    try {
+      await client.query("SELECT pg_advisory_lock(hashtext('spendscope:clickhouse migrations'))");
+      return { pool, db: postgresDatabase(pool), ...(await openEventStores(config, logger)) };
+    } finally {
+      client.release(true);
+    }
+  } catch (err) {
+    await pool.end().catch(() => {});
+    throw err;
+  }
+}
+
+async function openEventStores(config: Config, logger: Logger): Promise<EventStores> {
+  let events: EventStore | undefined;
+  let loaderEvents: EventStore | undefined;
+  try {
     events = createEventStore(config.clickhouse);
     await ensureDatabase(events, config.clickhouse);
     const appliedCh = await migrateEventStore(events, path.join(SCHEMA_DIR, 'clickhouse'));
@@ -30,9 +76,8 @@ export async function openStores(config: Config, logger: Logger): Promise<Stores
     await applyRetention(events, config.retention, logger);
     loaderEvents = createEventStore(config.clickhouse);
     await ensureDatabase(loaderEvents, config.clickhouse);
-    return { registry, events, loaderEvents };
+    return { events, loaderEvents };
   } catch (err) {
-    registry.close();
     await events?.close().catch(() => undefined);
     await loaderEvents?.close().catch(() => undefined);
     throw err;

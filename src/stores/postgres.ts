@@ -66,3 +66,21 @@ export async function inTransaction<T>(store: SharedStore, fn: (client: pg.PoolC
     client.release();
   }
 }
+
+/** SQLSTATE classes and codes of a server that is gone, restarting, or too busy to answer now. */
+const UNAVAILABLE_STATES = /^(08|53|57P0[1-3]$|57014$)/;
+const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const UNAVAILABLE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended|Query read timeout)/;
+
+/**
+ * Whether an error says PostgreSQL cannot answer now (down, restarting, out of connections, a
+ * statement past its timeout), as opposed to a fault of the request or of the code: the API
+ * answers the first with 503 and Retry-After, and the client's retry finds it back.
+ */
+export function sharedStoreUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && (UNAVAILABLE_STATES.test(code) || UNAVAILABLE_ERRNOS.has(code))) return true;
+  if (err instanceof AggregateError) return err.errors.some(sharedStoreUnavailable);
+  return UNAVAILABLE_MESSAGES.test(err.message);
+}

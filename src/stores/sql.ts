@@ -43,6 +43,8 @@ export interface Sql {
 export interface Database extends Sql {
   /** `fn`'s statements commit together if it resolves, and none of them if it throws. */
   transaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
+  /** Closes the connection (SQLite) or the pool (PostgreSQL), once what is in progress is done. */
+  close(): Promise<void>;
 }
 
 /** A transaction on SQLite waited for I/O: see the comment at the top. */
@@ -271,6 +273,10 @@ function newSqliteDatabase(db: Registry): Database {
     get: (s, p) => inTurn(() => sql.get(s, p)),
     run: (s, p) => inTurn(() => sql.run(s, p)),
     afterCommit: (fn) => fn(),
+    close: () =>
+      inTurn(async () => {
+        db.close();
+      }),
     transaction: <T>(fn: (sql: Sql) => Promise<T>) =>
       inTurn(
         () =>
@@ -342,6 +348,7 @@ function postgresSql(client: pg.Pool | pg.PoolClient, origin: object): Sql {
 export function postgresDatabase(pool: SharedStore): Database {
   return {
     ...postgresSql(pool, pool),
+    close: () => pool.end(),
     transaction: async (fn) => {
       const committed: (() => void)[] = [];
       const result = await inTransaction(pool, (client) => fn({ ...postgresSql(client, pool), afterCommit: (f) => committed.push(f) }));

@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { Database } from '../stores/sql.js';
-import { countTeams, createTeam, type Team } from './repository.js';
+import { countTeams, createTeam, TeamNameTaken, type Team } from './repository.js';
 
 /**
  * First start: with no team at all, create `default`, keyed by BOOTSTRAP_API_KEY(_FILE) when set,
@@ -16,7 +16,15 @@ export async function bootstrapDefaultTeam(
   const given = config.bootstrapApiKey;
   config.bootstrapApiKey = undefined;
   if ((await countTeams(db)) > 0) return undefined;
-  const { team, key } = await createTeam(db, 'default', given?.key);
+  let made: Awaited<ReturnType<typeof createTeam>>;
+  try {
+    made = await createTeam(db, 'default', given?.key);
+  } catch (err) {
+    // Several instances starting together on an empty PostgreSQL: one of them creates it.
+    if (err instanceof TeamNameTaken) return undefined;
+    throw err;
+  }
+  const { team, key } = made;
   if (given) {
     print(`Created team "default" (${team.id}) with the key from ${given.variable}.`);
   } else {

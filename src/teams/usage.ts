@@ -13,7 +13,7 @@ export function calendarMonth(now: Date): { start: Date; end: Date } {
 }
 
 /** `usage` of GET /team: what the team used this month, and what it has now. */
-export async function teamUsage(deps: Pick<AppDeps, 'registry' | 'db' | 'readEvents'>, teamId: string, now = new Date()) {
+export async function teamUsage(deps: Pick<AppDeps, 'db' | 'readEvents'>, teamId: string, now = new Date()) {
   const month = calendarMonth(now);
   const { current } = await spendByDimensions(await deps.readEvents(teamId), teamId, { from: month.start.getTime(), to: month.end.getTime() }, [], 1);
   return {

@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import type { WebhookConfig } from '../config.js';
 import { SecretBox, type SecretsKey } from '../stores/secrets.js';
 import type { FromSender, ToSender } from './dispatcher.js';
-import { Sender, type SenderOptions } from './sender.js';
+import { Sender, sqliteOutbox, type SenderOptions } from './sender.js';
 
 interface SenderWorkerData {
   registryPath: string;
@@ -29,7 +29,7 @@ db.pragma('query_only = ON');
 db.pragma('busy_timeout = 5000');
 
 const sender = new Sender(
-  db,
+  sqliteOutbox(db, box),
   box,
   config,
   { error: (obj, msg) => post({ kind: 'log', level: 'error', obj, msg }) },
@@ -49,7 +49,10 @@ port.on('message', (message: ToSender) => {
       sender.recorded(message.ids);
       break;
     case 'attempt':
-      if (!sender.attemptNow(message.deliveryId)) post({ kind: 'unknown', deliveryId: message.deliveryId });
+      void sender.attemptNow(message.deliveryId).then(
+        (taken) => taken === true || post({ kind: taken, deliveryId: message.deliveryId }),
+        () => post({ kind: 'unknown', deliveryId: message.deliveryId }),
+      );
       break;
     case 'close':
       void sender.close(message.waitMs).then(() => {

@@ -9,7 +9,7 @@ import type { Registry } from '../stores/sqlite.js';
 import { isPrivateAddress, systemResolver, urlProblem, type Resolver } from './address.js';
 import type { WebhookEvent } from './outbox.js';
 import { endpointOf, signingSecrets, type WebhookEndpoint } from './repository.js';
-import { performNow } from '../stores/sql.js';
+import { perform, performNow, postgresOnly, type Database } from '../stores/sql.js';
 import { slackMessage } from './slack.js';
 
 export interface SenderOptions {
@@ -51,6 +51,24 @@ export interface Attempt {
   at: number;
 }
 
+/**
+ * Where the sender finds deliveries. SQLite (one instance): read on the sender's own read-only
+ * connection; what is in flight is known to this process alone (Sender.inFlight). PostgreSQL
+ * (several instances): each delivery taken is leased to this instance (`leased_until`) in the same
+ * statement that finds it (`FOR UPDATE SKIP LOCKED`), so no other instance attempts it meanwhile;
+ * writing the outcome ends the lease. An instance that dies mid-attempt leaves its lease to run
+ * out, and another sends the delivery again, with the same event id (`webhook-id`).
+ */
+export interface Outbox {
+  /** Due deliveries, oldest due first, at most `limit`. */
+  due(now: number, limit: number): Promise<DueRow[]>;
+  /** One delivery to send now (test, retry): 'busy' while another instance has it leased. */
+  delivery(id: string, now: number): Promise<DueRow | 'busy' | undefined>;
+  /** Gives back leases of deliveries taken and then not sent (this endpoint was at its limit). */
+  release(ids: readonly string[], now: number): Promise<void>;
+  endpoint(teamId: string, endpointId: string): Promise<WebhookEndpoint | undefined>;
+}
+
 export interface SenderLog {
   error(obj: Record<string, unknown>, msg: string): void;
 }
@@ -81,11 +99,10 @@ export class Sender {
   private readonly clock: () => number;
   private readonly resolver: Resolver;
   private readonly agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
-  /** Prepared once: they run for every attempt, and preparing costs more than running. */
-  private readonly sql: ReturnType<typeof prepareStatements>;
+  private ticking = false;
 
   constructor(
-    db: Registry,
+    private readonly outbox: Outbox,
     /** Opens the endpoints' URLs and secrets, sealed at rest. */
     private readonly box: SecretBox,
     private readonly config: WebhookConfig,
@@ -100,7 +117,6 @@ export class Sender {
     this.pollMs = options.pollMs ?? 1_000;
     this.clock = options.clock ?? Date.now;
     this.resolver = options.resolver ?? systemResolver;
-    this.sql = prepareStatements(db);
   }
 
   start(): void {
@@ -129,14 +145,17 @@ export class Sender {
   }
 
   /**
-   * Sends one delivery now, whatever its schedule (POST /webhooks/:id/test, and .../retry). False
-   * when there is no such delivery. A delivery already in flight is not sent twice: its attempt's
-   * report is the answer.
+   * Sends one delivery now, whatever its schedule (POST /webhooks/:id/test, and .../retry):
+   * 'unknown' when there is no such delivery, 'busy' when another instance is sending it. A
+   * delivery already in flight here is not sent twice: its attempt's report is the answer.
    */
-  attemptNow(deliveryId: string): boolean {
+  async attemptNow(deliveryId: string): Promise<true | 'busy' | 'unknown'> {
     if (this.inFlight.has(deliveryId)) return true;
-    const row = this.sql.delivery.get(deliveryId) as DueRow | undefined;
-    if (!row) return false;
+    const row = await this.outbox.delivery(deliveryId, this.clock());
+    if (!row) return 'unknown';
+    // Another instance is sending it: its outcome is written to the row, where the caller reads it.
+    if (row === 'busy') return 'busy';
+    if (this.inFlight.has(deliveryId)) return true;
     this.begin(row);
     return true;
   }
@@ -148,22 +167,29 @@ export class Sender {
   }
 
   private tick(): void {
-    if (!this.running) return;
-    try {
-      const room = this.total - this.sending;
-      if (room > 0) {
-        // Rows in flight may still read as pending: ask for enough to see `room` others.
-        const due = this.sql.due.all(this.clock(), room + this.inFlight.size) as DueRow[];
-        for (const row of due) {
-          if (this.sending >= this.total) break;
-          if (this.inFlight.has(row.id) || (this.perEndpointInFlight.get(row.endpoint_id) ?? 0) >= this.perEndpoint) continue;
-          this.begin(row);
-        }
-      }
-    } catch (err) {
-      this.log.error({ err: String(err) }, 'webhooks: looking for due deliveries failed');
+    if (!this.running || this.ticking) return;
+    this.ticking = true;
+    void this.takeDue()
+      .catch((err: unknown) => this.log.error({ err: String(err) }, 'webhooks: looking for due deliveries failed'))
+      .finally(() => {
+        this.ticking = false;
+        if (this.running) this.schedule(this.pollMs);
+      });
+  }
+
+  private async takeDue(): Promise<void> {
+    const room = this.total - this.sending;
+    if (room <= 0) return;
+    const now = this.clock();
+    // Rows in flight may still read as pending (SQLite): ask for enough to see `room` others.
+    const due = await this.outbox.due(now, room + this.inFlight.size);
+    const unsent: string[] = [];
+    for (const row of due) {
+      if (this.inFlight.has(row.id)) continue;
+      if (this.sending >= this.total || (this.perEndpointInFlight.get(row.endpoint_id) ?? 0) >= this.perEndpoint) unsent.push(row.id);
+      else this.begin(row);
     }
-    if (this.running) this.schedule(this.pollMs);
+    if (unsent.length > 0) await this.outbox.release(unsent, now);
   }
 
   private begin(row: DueRow): void {
@@ -182,7 +208,7 @@ export class Sender {
     let body = '';
     try {
       // A secret that does not open (changed in the file) throws: the attempt fails, nothing is sent unsigned.
-      const endpoint = performNow(this.sql.db, endpointOf(this.box, row.team_id, row.endpoint_id));
+      const endpoint = await this.outbox.endpoint(row.team_id, row.endpoint_id);
       if (!endpoint) throw new Error('the endpoint was deleted');
       const problem = await urlProblem(endpoint.url, this.config, this.resolver);
       if (problem) throw new Error(`url ${problem}`);
@@ -273,16 +299,55 @@ export class Sender {
   }
 }
 
-function prepareStatements(db: Registry) {
+const DUE_COLUMNS = 'id, team_id, endpoint_id, event_id, payload, attempts';
+
+/** The outbox in the SQLite file, read on the sender's own connection (Outbox). */
+export function sqliteOutbox(db: Registry, box: SecretBox): Outbox {
+  const due = db.prepare(
+    `SELECT d.id, d.team_id, d.endpoint_id, d.event_id, d.payload, d.attempts
+       FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+      WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND e.active = 1 AND e.disabled_at IS NULL
+      ORDER BY d.next_attempt_at LIMIT ?`,
+  );
+  const delivery = db.prepare(`SELECT ${DUE_COLUMNS} FROM webhook_deliveries WHERE id = ?`);
   return {
-    db,
-    due: db.prepare(
-      `SELECT d.id, d.team_id, d.endpoint_id, d.event_id, d.payload, d.attempts
-         FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-        WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND e.active = 1 AND e.disabled_at IS NULL
-        ORDER BY d.next_attempt_at LIMIT ?`,
-    ),
-    delivery: db.prepare('SELECT id, team_id, endpoint_id, event_id, payload, attempts FROM webhook_deliveries WHERE id = ?'),
+    due: async (now, limit) => due.all(now, limit) as DueRow[],
+    delivery: async (id) => delivery.get(id) as DueRow | undefined,
+    release: async () => {},
+    endpoint: async (teamId, endpointId) => performNow(db, endpointOf(box, teamId, endpointId)),
+  };
+}
+
+/**
+ * The outbox in PostgreSQL, shared by every instance (Outbox): deliveries are leased for as long
+ * as an attempt may take (its timeout) and then some, for the outcome to be written.
+ */
+export function sharedOutbox(db: Database, box: SecretBox, timeoutMs: number): Outbox {
+  const leaseMs = timeoutMs + 30_000;
+  return {
+    due: (now, limit) =>
+      db.all<DueRow>(
+        postgresOnly(`UPDATE webhook_deliveries d SET leased_until = $2
+                        FROM (SELECT d2.seq FROM webhook_deliveries d2 JOIN webhook_endpoints e ON e.id = d2.endpoint_id
+                               WHERE d2.status = 'pending' AND d2.next_attempt_at <= $1 AND (d2.leased_until IS NULL OR d2.leased_until <= $1)
+                                 AND e.active = 1 AND e.disabled_at IS NULL
+                               ORDER BY d2.next_attempt_at LIMIT $3 FOR UPDATE OF d2 SKIP LOCKED) due
+                       WHERE d.seq = due.seq
+                   RETURNING d.id, d.team_id, d.endpoint_id, d.event_id, d.payload, d.attempts`),
+        [now, now + leaseMs, limit],
+      ),
+    delivery: async (id, now) => {
+      const leased = await db.get<DueRow>(
+        postgresOnly(`UPDATE webhook_deliveries SET leased_until = $3 WHERE id = $1 AND (leased_until IS NULL OR leased_until <= $2) RETURNING ${DUE_COLUMNS}`),
+        [id, now, now + leaseMs],
+      );
+      if (leased) return leased;
+      return (await db.get(postgresOnly('SELECT 1 FROM webhook_deliveries WHERE id = $1'), [id])) ? 'busy' : undefined;
+    },
+    release: async (ids) => {
+      await db.run(postgresOnly('UPDATE webhook_deliveries SET leased_until = NULL WHERE id = ANY($1::text[])'), [ids]);
+    },
+    endpoint: (teamId, endpointId) => perform(db, endpointOf(box, teamId, endpointId)),
   };
 }
 

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import path from 'node:path';
 import { createEventStore } from '../../src/stores/clickhouse.js';
+import { sqliteDatabase } from '../../src/stores/sql.js';
 import { openRegistry } from '../../src/stores/sqlite.js';
 import { api, appWith, errorOf } from '../helpers/context.js';
 import { tempDir } from '../helpers/processes.js';
@@ -31,7 +32,7 @@ describe('GET /healthz', () => {
   it('answers 503 naming the registry when SQLite cannot answer', async () => {
     const registry = openRegistry(path.join(tempDir('closed-registry')));
     registry.close();
-    const res = await api(appWith([], { registry })).get('/healthz').expect(503);
+    const res = await api(appWith([], { db: sqliteDatabase(registry) })).get('/healthz').expect(503);
     expect(res.body.stores).to.deep.include({ clickhouse: 'ok' });
     expect(res.body.stores.registry).to.match(/^failed: /);
     expect(errorOf(res.body).code).to.equal('store_unavailable');

@@ -14,6 +14,7 @@ import { IngestLog } from '../../src/ingest/log.js';
 import { SCHEMA_DIR } from '../../src/paths.js';
 import { createEventStore } from '../../src/stores/clickhouse.js';
 import { migrateRegistry } from '../../src/stores/migrations.js';
+import { sqliteDatabase } from '../../src/stores/sql.js';
 import { openRegistry } from '../../src/stores/sqlite.js';
 import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
 import { tempDir } from '../helpers/processes.js';
@@ -155,7 +156,7 @@ describe('readiness and liveness', function () {
     const registry = openRegistry(tempDir('livez-closed'));
     registry.close();
     try {
-      const app = appWith([], { events, registry });
+      const app = appWith([], { events, db: sqliteDatabase(registry) });
       await expectAlive(app);
       const res = await api(app).get('/healthz').expect(503);
       expect(reasonsOf(res.body)).to.deep.equal(['stores.registry', 'stores.clickhouse']);

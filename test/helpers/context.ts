@@ -27,10 +27,13 @@ import { openSecretBox } from '../../src/stores/secrets.js';
 import { resealEndpointSecrets } from '../../src/webhooks/repository.js';
 import { createTeam } from '../../src/teams/repository.js';
 import { freshReads } from '../../src/ingest/freshness.js';
-import { startIngestPipeline } from '../../src/ingest/pipeline.js';
+import { startIngestPipeline, type IngestPipeline } from '../../src/ingest/pipeline.js';
 import { Dispatcher } from '../../src/webhooks/dispatcher.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 import { sqliteDatabase } from '../../src/stores/sql.js';
+
+/** The app's deps as the tests build them: on SQLite, its connection and the log's own parts at hand. */
+export type TestDeps = AppDeps & { registry: Registry; ingest: IngestPipeline };
 
 export interface TestEnv {
   dataDir: string;
@@ -41,7 +44,7 @@ export interface TestEnv {
   schemas: SchemaRegistry;
   /** Every log line written by the apps of this run, parsed. */
   logLines: Record<string, unknown>[];
-  deps: AppDeps;
+  deps: TestDeps;
   app: Express;
 }
 
@@ -98,7 +101,7 @@ export async function startTestEnv(): Promise<void> {
   const rateLimiter = new RateLimiter(config.rateLimits);
   const db = sqliteDatabase(registry);
   const clickhouseHttp = teamScopedInterface({ config, db, events, rateLimiter });
-  const deps: AppDeps = { config, registry, db, events, loaderEvents, schemas, logger, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
+  const deps: TestDeps = { config, registry, db, events, loaderEvents, schemas, logger, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
   env = { dataDir, config, registry, events, loaderEvents, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };
 }
 
@@ -114,7 +117,7 @@ export async function stopTestEnv(): Promise<void> {
 }
 
 /** The service app with extra routes mounted (for error paths no real route has yet). */
-export function appWith(routes: readonly RouteSpec[], deps: Partial<AppDeps> = {}): Express {
+export function appWith(routes: readonly RouteSpec[], deps: Partial<TestDeps> = {}): Express {
   const e = testEnv();
   return createApp({ ...e.deps, ...deps }, { validateResponses: true }, [...ROUTES, ...routes]);
 }

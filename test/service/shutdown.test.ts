@@ -62,7 +62,7 @@ describe('graceful shutdown', () => {
     const webhooks = new Dispatcher(registry, testEnv().deps.secrets, config.webhooks, logger, { publicUrl: 'http://spendscope.test' });
     webhooks.start();
     const app = appWith([slow], { config, registry, db, events, loaderEvents: events, ingest, webhooks });
-    const running = await startServer(app, { config, registry, events, loaderEvents: events, ingest, webhooks });
+    const running = await startServer(app, { config, db, events, loaderEvents: events, ingest, webhooks });
 
     const inFlight = get(running.port, '/api/v1/test/slow', key.apiKey);
     await handlerStarted;

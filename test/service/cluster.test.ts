@@ -1,0 +1,124 @@
+/**
+ * Three instances of the built service on one PostgreSQL and one ClickHouse (DATABASE_URL,
+ * CLICKHOUSE_URL), each request to any of them, as behind a load balancer: the answers are those
+ * of one service.
+ */
+import { expect } from 'chai';
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { call, startCluster, type Cluster } from '../helpers/cluster.js';
+
+const sdkId = () => crypto.randomBytes(8).toString('hex');
+const record = (agent: string, amount: string, at = Date.now() - 1_000) => ({
+  id: sdkId(),
+  agent_id: agent,
+  endpoint: 'https://api.example.com/v1/search',
+  method: 'GET',
+  amount,
+  timestamp: new Date(at).toISOString(),
+});
+
+describe('several instances on PostgreSQL (spawned)', function () {
+  this.timeout(180_000);
+  let cluster: Cluster;
+
+  before(async () => {
+    cluster = await startCluster('three', 3, { WEBHOOK_ALLOW_HTTP: '1', WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s' });
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  const on = (n: number, method: string, path: string, body?: unknown) => call(cluster.instances[n % 3]!, cluster.key, method, path, body);
+
+  it('a batch sent to two instances (a client retrying after a timeout) is stored and counted once, and a read on the third sees it', async () => {
+    const batch = Array.from({ length: 20 }, () => record('retrier', '0.25'));
+    const [first, second] = await Promise.all([on(0, 'POST', '/api/v1/audit/batch', { records: batch }), on(1, 'POST', '/api/v1/audit/batch', { records: batch })]);
+    expect([first.status, second.status]).to.deep.equal([200, 200]);
+    expect(first.body.ingested - first.body.duplicates + second.body.ingested - second.body.duplicates).to.equal(20);
+    const from = Date.now() - 3_600_000;
+    const summary = await on(2, 'GET', `/api/v1/analytics/summary?from=${from}&to=${Date.now() + 60_000}&agent=retrier`);
+    expect(summary.status, JSON.stringify(summary.body)).to.equal(200);
+    expect(summary.body.count).to.equal(20);
+    expect(summary.body.totalSpend).to.match(/^5(\.0+)?$/);
+  });
+
+  it('300 authorizations at once over three instances, against a block limit that fits 50, approve exactly 50', async () => {
+    const policy = await on(0, 'POST', '/api/v1/policies', { name: 'fifty', agents: ['buyer'], limits: [{ kind: 'daily', amount: '5' }], action: 'block' });
+    expect(policy.status, JSON.stringify(policy.body)).to.be.oneOf([200, 201]);
+    const answers = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => on(i, 'POST', '/api/v1/authorizations', { agent_id: 'buyer', endpoint: 'https://api.example.com/v1/x', amount: '0.1' })),
+    );
+    for (const a of answers) expect(a.status, JSON.stringify(a.body)).to.equal(200);
+    expect(answers.filter((a) => a.body.decision === 'approved')).to.have.length(50);
+  });
+
+  it('records of one agent crossing a daily limit through three instances at once, each batch sent twice, raise exactly one alert', async () => {
+    const policy = await on(0, 'POST', '/api/v1/policies', { name: 'ten a day', agents: ['crosser'], limits: [{ kind: 'daily', amount: '10' }], action: 'flag' });
+    expect(policy.status, JSON.stringify(policy.body)).to.be.oneOf([200, 201]);
+    const batches = Array.from({ length: 30 }, () => Array.from({ length: 10 }, () => record('crosser', '0.05')));
+    const answers = await Promise.all(
+      batches.flatMap((batch, b) => [on(b, 'POST', '/api/v1/audit/batch', { records: batch }), on(b + 1, 'POST', '/api/v1/audit/batch', { records: batch })]),
+    );
+    for (const a of answers) expect(a.status, JSON.stringify(a.body)).to.equal(200);
+    expect(answers.reduce((n, a) => n + a.body.ingested - a.body.duplicates, 0)).to.equal(300);
+    const alerts = await on(2, 'GET', '/api/v1/alerts?agent=crosser');
+    expect(alerts.status, JSON.stringify(alerts.body)).to.equal(200);
+    const daily = alerts.body.data.filter((a: { kind: string }) => a.kind === 'daily');
+    expect(daily, JSON.stringify(alerts.body)).to.have.length(1);
+  });
+
+  it('a key revoked through one instance is refused by every other within a second', async () => {
+    const made = await on(0, 'POST', '/api/v1/keys', { name: 'short-lived', scopes: ['read'] });
+    expect(made.status, JSON.stringify(made.body)).to.equal(201);
+    const use = (n: number) => call(cluster.instances[n]!, made.body.apiKey, 'GET', '/api/v1/team');
+    for (const n of [0, 1, 2]) expect((await use(n)).status).to.equal(200);
+    const revoked = await on(0, 'DELETE', `/api/v1/keys/${made.body.id}`);
+    expect(revoked.status, JSON.stringify(revoked.body)).to.be.oneOf([200, 204]);
+    const at = Date.now();
+    for (const n of [1, 2]) {
+      let status = 0;
+      while ((status = (await use(n)).status) !== 401 && Date.now() - at < 1_000) await new Promise((r) => setTimeout(r, 20));
+      expect(status, `instance ${n}`).to.equal(401);
+    }
+    expect(Date.now() - at).to.be.below(1_000);
+  });
+
+  it('webhooks: every event is delivered by one instance, at least once, with one webhook-id on every attempt', async () => {
+    // The receiver fails each event's first attempt, so every event is sent twice: both attempts must carry its id.
+    const attempts = new Map<string, number>();
+    const receiver = http.createServer((req, res) => {
+      const id = String(req.headers['webhook-id']);
+      req.resume();
+      req.on('end', () => {
+        const n = (attempts.get(id) ?? 0) + 1;
+        attempts.set(id, n);
+        res.statusCode = n === 1 ? 503 : 200;
+        res.end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+      const endpoint = await on(0, 'POST', '/api/v1/webhooks', { url, events: ['alert.opened'] });
+      expect(endpoint.status, JSON.stringify(endpoint.body)).to.equal(201);
+      const policy = await on(1, 'POST', '/api/v1/policies', { name: 'one per call', agents: [], limits: [{ kind: 'per_call', amount: '1' }], action: 'flag' });
+      expect(policy.status).to.be.oneOf([200, 201]);
+      // Twenty agents each break the limit once, through the three instances: twenty alerts opened.
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => on(i, 'POST', '/api/v1/audit/batch', { records: [record(`hooked-${i}`, '2')] })));
+      expect(answers.reduce((n, a) => n + a.body.alerts_created, 0)).to.equal(20);
+      const deadline = Date.now() + 30_000;
+      while ([...attempts.values()].filter((n) => n >= 2).length < 20 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      // A little longer: a second delivery of any event would show now.
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(attempts.size, 'events received').to.equal(20);
+      expect([...attempts.values()], 'attempts per event: one failed, one delivered').to.deep.equal(Array(20).fill(2));
+      const deliveries = await on(2, 'GET', `/api/v1/webhooks/${endpoint.body.id}/deliveries?limit=100`);
+      const rows = deliveries.body.data;
+      expect(rows.filter((d: { status: string }) => d.status === 'delivered')).to.have.length(20);
+    } finally {
+      receiver.close();
+    }
+  });
+});
