@@ -25,7 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { rateLimitHeaders } from '../src/limits/http.js';
-import { RateLimiter } from '../src/limits/rate-limiter.js';
+import { RateLimiter, type LimitOutcome } from '../src/limits/rate-limiter.js';
 import { checkStore } from './check-store.js';
 import { callService, startChildService, startNullServer } from './service.js';
 
@@ -368,8 +368,8 @@ function limiterShare(results: LevelResult[]): void {
   const rounds = 1_000_000;
   const t0 = process.hrtime.bigint();
   for (let i = 0; i < rounds; i++) {
-    const outcome = limiter.precheck(keys[i % 100]!, 'records', rates)!;
-    const taken = limiter.take(keys[i % 100]!, 'records', rates, 1)!;
+    const outcome = limiter.precheck(keys[i % 100]!, 'records', rates) as LimitOutcome;
+    const taken = limiter.take(keys[i % 100]!, 'records', rates, 1) as LimitOutcome;
     sink += rateLimitHeaders(outcome).RateLimit.length + rateLimitHeaders(taken).RateLimit.length;
   }
   const nsPerRequest = Number(process.hrtime.bigint() - t0) / rounds;

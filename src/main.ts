@@ -17,7 +17,7 @@ import { startIngestPipeline, startSharedIngestPipeline } from './ingest/pipelin
 import { Metrics } from './metrics/metrics.js';
 import { Dispatcher } from './webhooks/dispatcher.js';
 import { startBiServer, teamScopedInterface } from './clickhouse-http/interface.js';
-import { RateLimiter } from './limits/rate-limiter.js';
+import { RateLimiter, sharedRateLedger } from './limits/rate-limiter.js';
 import { sqliteDatabase } from './stores/sql.js';
 
 async function main(): Promise<void> {
@@ -44,7 +44,8 @@ async function main(): Promise<void> {
   const webhooks = new Dispatcher(db, secrets, config.webhooks, logger, { publicUrl: config.publicUrl });
   webhooks.start();
   // One limiter for the API and the BI interface: a holder's buckets are the same whichever it uses.
-  const rateLimiter = new RateLimiter(config.rateLimits);
+  // With PostgreSQL, instances lease from buckets they share: a key's rate holds across them.
+  const rateLimiter = new RateLimiter(config.rateLimits, Date.now, db.dialect === 'postgres' ? sharedRateLedger(db) : undefined, logger);
   const clickhouseHttp = teamScopedInterface({ config, db, events, rateLimiter });
   const deps = { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
   const app = createApp(deps);

@@ -98,7 +98,7 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
       throw new ClickHouseException(516, 'AUTHENTICATION_FAILED', `${request.credentials.user}: Authentication failed: password is incorrect, or the key lacks the read scope`);
     }
     // One query is one request of the key's holder, in the bucket its HTTP requests draw on.
-    const rate = this.limiter.take(owner.holderId, 'requests', owner.rates, 1);
+    const rate = await this.limiter.take(owner.holderId, 'requests', owner.rates, 1);
     if (rate && !rate.allowed) {
       throw new ClickHouseException(201, 'QUOTA_EXCEEDED', `This API key is over its limit of ${rate.rate} requests a second; retry after ${rate.retryAfterSeconds} s`);
     }

@@ -1,4 +1,4 @@
-import type { Request, RequestHandler, Response } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ApiError } from '../http/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { KeyOwner } from '../teams/repository.js';
@@ -57,12 +57,34 @@ function refundOn503(res: Response, limiter: RateLimiter, holderId: string, kind
   } as Response['writeHead'];
 }
 
-/** Takes `cost` tokens, answers 429 when refused, and gives them back if the answer is a 503. */
-function take(res: Response, limiter: RateLimiter, metrics: Metrics, kind: LimitKind, cost: number): void {
+/**
+ * Takes `cost` tokens, answers 429 when refused, and gives them back if the answer is a 503; then
+ * calls `next`. At once with one instance; once the lease is in with a shared bucket.
+ */
+function take(res: Response, limiter: RateLimiter, metrics: Metrics, kind: LimitKind, cost: number, next: NextFunction): void {
   const owner = res.locals.team as KeyOwner;
-  const outcome = limiter.take(owner.holderId, kind, owner.rates, cost);
-  answer(res, outcome, metrics);
-  if (outcome?.allowed) refundOn503(res, limiter, owner.holderId, kind, owner.rates, cost);
+  const settle = (outcome: LimitOutcome | undefined) => {
+    answer(res, outcome, metrics);
+    if (outcome?.allowed) refundOn503(res, limiter, owner.holderId, kind, owner.rates, cost);
+  };
+  whenKnown(limiter.take(owner.holderId, kind, owner.rates, cost), settle, next);
+}
+
+/** Runs `settle` on an outcome, now or once its promise resolves, then `next` (with what it threw). */
+function whenKnown(outcome: LimitOutcome | undefined | Promise<LimitOutcome | undefined>, settle: (o: LimitOutcome | undefined) => void, next: NextFunction): void {
+  if (outcome instanceof Promise) {
+    outcome.then((o) => {
+      try {
+        settle(o);
+      } catch (err) {
+        return next(err);
+      }
+      next();
+    }, next);
+    return;
+  }
+  settle(outcome);
+  next();
 }
 
 /**
@@ -71,18 +93,14 @@ function take(res: Response, limiter: RateLimiter, metrics: Metrics, kind: Limit
  * it is answered 503.
  */
 export function limitRequests(limiter: RateLimiter, metrics: Metrics): RequestHandler {
-  return (_req, res, next) => {
-    take(res, limiter, metrics, 'requests', 1);
-    next();
-  };
+  return (_req, res, next) => take(res, limiter, metrics, 'requests', 1, next);
 }
 
 /** Ingest, before the body is read: an empty records bucket refuses without parsing anything. */
 export function precheckRecords(limiter: RateLimiter, metrics: Metrics): RequestHandler {
   return (_req, res, next) => {
     const owner = res.locals.team as KeyOwner;
-    answer(res, limiter.precheck(owner.holderId, 'records', owner.rates), metrics);
-    next();
+    whenKnown(limiter.precheck(owner.holderId, 'records', owner.rates), (o) => answer(res, o, metrics), next);
   };
 }
 
@@ -95,7 +113,6 @@ export function limitRecords(limiter: RateLimiter, metrics: Metrics, batchField:
   return (req: Request, res, next) => {
     const body = req.body as Record<string, unknown> | undefined;
     const records = body && typeof body === 'object' ? body[batchField] : undefined;
-    take(res, limiter, metrics, 'records', Array.isArray(records) ? Math.max(1, records.length) : 1);
-    next();
+    take(res, limiter, metrics, 'records', Array.isArray(records) ? Math.max(1, records.length) : 1, next);
   };
 }

@@ -1,3 +1,4 @@
+import { postgresOnly, type Sql } from '../stores/sql.js';
 import { TokenBucket } from './token-bucket.js';
 
 /** The two buckets of a key's holder: records sent to the ingest routes, and every other request. */
@@ -32,17 +33,47 @@ export interface LimitOutcome {
 const SWEEP_AT = 10_000;
 
 /**
+ * The buckets every instance draws on (PostgreSQL: rate_lease in schema/postgres/007): takes
+ * `need` tokens, and up to `extra` more when they are there, or nothing when the bucket cannot
+ * admit `need`; answers what it granted and what the bucket holds after.
+ */
+export interface RateLedger {
+  lease(holderId: string, kind: LimitKind, rate: number, need: number, extra: number, now: number): Promise<{ granted: number; remaining: number }>;
+}
+
+/** Tokens an instance leases beyond what a request needs: 50 ms of the rate (at least one). */
+const leaseExtra = (rate: number) => Math.max(1, Math.ceil(rate / 20));
+
+/** What one instance holds of a shared bucket: tokens leased and not yet spent. */
+interface Allowance {
+  rate: number;
+  tokens: number;
+  /** What the shared bucket held after this instance's last lease. */
+  shared: number;
+  /** The lease in progress: requests of the holder queue behind it rather than each lease. */
+  leasing: Promise<unknown> | undefined;
+}
+
+/**
  * Token buckets per key holder (`KeyOwner.holderId`: a key and the keys its rotations issued share
- * one), in memory: a restart refills them, which only ever errs towards serving. One process serves
- * the API (the embedded engine allows one), so one map is the whole truth: main.ts builds one
- * limiter for the routes and the BI interface alike.
+ * one). One instance (SQLite): in memory, the whole truth; a restart refills them, which only ever
+ * errs towards serving. main.ts builds one limiter for the routes and the BI interface alike.
+ *
+ * Several instances (a `ledger`: PostgreSQL): the bucket is shared, and each instance leases tokens
+ * from it in batches (what a request needs and 50 ms of the rate more), spending them from memory,
+ * so most requests cost no write and what all instances admit together stays within the rate (less
+ * the few leased tokens an instance may leave unspent). take() and precheck() then answer with a
+ * promise when they must lease; the single instance's answers stay synchronous.
  */
 export class RateLimiter {
   private readonly buckets = new Map<string, TokenBucket>();
+  private readonly allowances = new Map<string, Allowance>();
 
   constructor(
     private readonly defaults: RateDefaults,
     private readonly clock: () => number = Date.now,
+    private readonly ledger?: RateLedger,
+    private readonly logger?: { error(obj: object, msg: string): void },
   ) {}
 
   /** The rate a key has for a kind of request; 0: not limited. */
@@ -51,7 +82,8 @@ export class RateLimiter {
   }
 
   /** Takes `cost` from the holder's bucket of this kind; undefined when the key is not limited for it. */
-  take(holderId: string, kind: LimitKind, rates: KeyRates, cost: number): LimitOutcome | undefined {
+  take(holderId: string, kind: LimitKind, rates: KeyRates, cost: number): LimitOutcome | undefined | Promise<LimitOutcome | undefined> {
+    if (this.ledger) return this.takeShared(holderId, kind, rates, cost, cost);
     const bucket = this.bucket(holderId, kind, rates);
     if (!bucket) return undefined;
     const now = this.clock();
@@ -65,6 +97,14 @@ export class RateLimiter {
    * admitted for that request. Returns the bucket's state after, for the answer's headers.
    */
   refund(holderId: string, kind: LimitKind, rates: KeyRates, cost: number): LimitOutcome | undefined {
+    if (this.ledger) {
+      // Kept by this instance for the holder's next requests: the shared bucket is not written for it.
+      const rate = this.rateOf(kind, rates);
+      const allowance = rate > 0 ? this.allowance(holderId, kind, rate) : undefined;
+      if (!allowance) return undefined;
+      allowance.tokens += cost;
+      return this.sharedOutcome(kind, allowance, true, 0);
+    }
     const bucket = this.bucket(holderId, kind, rates);
     if (!bucket) return undefined;
     const now = this.clock();
@@ -76,12 +116,70 @@ export class RateLimiter {
    * Refuses early, before a body is read, when the bucket holds not even one token: whatever the
    * request's cost, it would be refused. Takes nothing.
    */
-  precheck(holderId: string, kind: LimitKind, rates: KeyRates): LimitOutcome | undefined {
+  precheck(holderId: string, kind: LimitKind, rates: KeyRates): LimitOutcome | undefined | Promise<LimitOutcome | undefined> {
+    // Shared: one token leased now is one the body's take() need not lease.
+    if (this.ledger) return this.takeShared(holderId, kind, rates, 0, 1);
     const bucket = this.bucket(holderId, kind, rates);
     if (!bucket) return undefined;
     const now = this.clock();
     const allowed = bucket.hasAny(now);
     return this.outcome(kind, bucket, allowed, allowed ? 0 : Math.max(1, bucket.secondsUntil(1, now)), now);
+  }
+
+  /**
+   * take() on a shared bucket: spends `cost` of this instance's allowance, leasing more when the
+   * allowance holds less than `holding` (cost, or 1 for a precheck, which spends nothing).
+   */
+  private async takeShared(holderId: string, kind: LimitKind, rates: KeyRates, cost: number, holding: number): Promise<LimitOutcome | undefined> {
+    const rate = this.rateOf(kind, rates);
+    if (rate <= 0) return undefined;
+    const allowance = this.allowance(holderId, kind, rate);
+    while (allowance.leasing) await allowance.leasing;
+    if (allowance.tokens >= holding) {
+      allowance.tokens -= cost;
+      return this.sharedOutcome(kind, allowance, true, 0);
+    }
+    const need = holding - allowance.tokens;
+    const leasing = this.ledger!.lease(holderId, kind, rate, need, leaseExtra(rate), this.clock());
+    allowance.leasing = leasing.catch(() => {});
+    try {
+      const { granted, remaining } = await leasing;
+      allowance.shared = remaining;
+      if (granted <= 0) return this.sharedOutcome(kind, allowance, false, Math.max(1, Math.ceil((Math.min(need, rate) - remaining) / rate)));
+      allowance.tokens += granted - cost;
+      return this.sharedOutcome(kind, allowance, true, 0);
+    } catch (err) {
+      // The shared store not answering is not the client's excess: served, and the store's own
+      // failure answers the request if it needs the store.
+      this.logger?.error({ err }, 'rate limits: leasing tokens failed; this request is not limited');
+      return undefined;
+    } finally {
+      allowance.leasing = undefined;
+    }
+  }
+
+  private allowance(holderId: string, kind: LimitKind, rate: number): Allowance {
+    const id = `${kind} ${holderId}`;
+    let allowance = this.allowances.get(id);
+    if (!allowance || allowance.rate !== rate) {
+      // Unspent leases are few (50 ms of a rate each): forgotten with the map when it grows past its bound.
+      if (this.allowances.size >= SWEEP_AT) this.allowances.clear();
+      allowance = { rate, tokens: 0, shared: rate, leasing: undefined };
+      this.allowances.set(id, allowance);
+    }
+    return allowance;
+  }
+
+  private sharedOutcome(kind: LimitKind, allowance: Allowance, allowed: boolean, retryAfterSeconds: number): LimitOutcome {
+    const left = Math.max(0, allowance.shared) + Math.max(0, allowance.tokens);
+    return {
+      kind,
+      allowed,
+      rate: allowance.rate,
+      remaining: Math.floor(Math.min(allowance.rate, left)),
+      resetSeconds: Math.max(0, Math.ceil((allowance.rate - left) / allowance.rate)),
+      retryAfterSeconds,
+    };
   }
 
   private outcome(kind: LimitKind, bucket: TokenBucket, allowed: boolean, retryAfterSeconds: number, now: number): LimitOutcome {
@@ -112,4 +210,21 @@ export class RateLimiter {
     const now = this.clock();
     for (const [id, bucket] of this.buckets) if (bucket.isFull(now)) this.buckets.delete(id);
   }
+}
+
+/** The ledger of every instance's buckets in PostgreSQL (schema/postgres/007). */
+export function sharedRateLedger(db: Pick<Sql, 'get'>): RateLedger {
+  return {
+    async lease(holderId, kind, rate, need, extra, now) {
+      const row = await db.get<{ granted: number; remaining: number }>(postgresOnly('SELECT granted, remaining FROM rate_lease($1, $2, $3, $4, $5, $6)'), [
+        holderId,
+        kind,
+        rate,
+        need,
+        extra,
+        now,
+      ]);
+      return { granted: Number(row!.granted), remaining: Number(row!.remaining) };
+    },
+  };
 }

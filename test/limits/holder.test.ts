@@ -125,7 +125,7 @@ describe('rate limits follow the key holder', function () {
     const key = await keyWith(team, { requests_per_second: 2 });
     const { rateLimiter } = testEnv().deps;
     // What a BI query will do: take from the holder's requests bucket through the shared instance.
-    expect(rateLimiter.take(await holderOf(key), 'requests', { requestsPerSecond: 2, recordsPerSecond: null }, 2)!.allowed).to.equal(true);
+    expect((await rateLimiter.take(await holderOf(key), 'requests', { requestsPerSecond: 2, recordsPerSecond: null }, 2))!.allowed).to.equal(true);
     await read(key).expect(429);
   });
 

@@ -1,6 +1,6 @@
 /** Per-key rate limits: token buckets for records (ingest) and requests (everything else). */
 import { expect } from 'chai';
-import { RateLimiter } from '../../src/limits/rate-limiter.js';
+import { RateLimiter, type LimitOutcome } from '../../src/limits/rate-limiter.js';
 import { TokenBucket } from '../../src/limits/token-bucket.js';
 import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
 
@@ -51,15 +51,15 @@ describe('rate limits per key', function () {
       let now = 0;
       const limiter = new RateLimiter({ requestsPerSecond: 2, recordsPerSecond: 0 }, () => now);
       const own = { requestsPerSecond: null, recordsPerSecond: null };
-      expect(limiter.take('k1', 'requests', own, 1)!.allowed).to.equal(true);
-      expect(limiter.take('k1', 'requests', own, 1)!.allowed).to.equal(true);
-      const refused = limiter.take('k1', 'requests', own, 1)!;
+      expect((limiter.take('k1', 'requests', own, 1) as LimitOutcome).allowed).to.equal(true);
+      expect((limiter.take('k1', 'requests', own, 1) as LimitOutcome).allowed).to.equal(true);
+      const refused = (limiter.take('k1', 'requests', own, 1) as LimitOutcome);
       expect(refused).to.include({ allowed: false, rate: 2, remaining: 0, retryAfterSeconds: 1 });
-      expect(limiter.take('k2', 'requests', own, 1)!.allowed).to.equal(true);
+      expect((limiter.take('k2', 'requests', own, 1) as LimitOutcome).allowed).to.equal(true);
       expect(limiter.take('k1', 'records', own, 1_000_000)).to.equal(undefined);
-      expect(limiter.take('k1', 'records', { requestsPerSecond: null, recordsPerSecond: 5 }, 5)!.allowed).to.equal(true);
+      expect((limiter.take('k1', 'records', { requestsPerSecond: null, recordsPerSecond: 5 }, 5) as LimitOutcome).allowed).to.equal(true);
       now = 500;
-      expect(limiter.take('k1', 'requests', own, 1)!.allowed).to.equal(true);
+      expect((limiter.take('k1', 'requests', own, 1) as LimitOutcome).allowed).to.equal(true);
     });
   });
 

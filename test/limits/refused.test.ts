@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { GroupCommit } from '../../src/ingest/group-commit.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import { TokenBucket } from '../../src/limits/token-bucket.js';
-import { RateLimiter } from '../../src/limits/rate-limiter.js';
+import { RateLimiter, type LimitOutcome } from '../../src/limits/rate-limiter.js';
 import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
 import { event, storedCount } from '../ingest/fixtures.js';
 
@@ -40,11 +40,11 @@ describe('a request answered 503 costs no rate-limit token', function () {
     let now = 0;
     const limiter = new RateLimiter({ requestsPerSecond: 0, recordsPerSecond: 10 }, () => now);
     const rates = { requestsPerSecond: null, recordsPerSecond: null };
-    expect(limiter.take('h', 'records', rates, 10)!.remaining).to.equal(0);
+    expect((limiter.take('h', 'records', rates, 10) as LimitOutcome).remaining).to.equal(0);
     expect(limiter.refund('h', 'records', rates, 10)).to.include({ remaining: 10, allowed: true });
     expect(limiter.refund('h', 'requests', rates, 1)).to.equal(undefined); // not limited: nothing to give back
     now = 50;
-    expect(limiter.take('h', 'records', rates, 10)!.allowed).to.equal(true);
+    expect((limiter.take('h', 'records', rates, 10) as LimitOutcome).allowed).to.equal(true);
   });
 
   it('during a backlog outage a client retrying a batch past its records budget gets only 503s, never a 429; after recovery the limit applies as before', async () => {

@@ -121,4 +121,29 @@ describe('several instances on PostgreSQL (spawned)', function () {
       receiver.close();
     }
   });
+
+  it("a key's rate limit holds across the instances: requests to all three for 10 s admit the rate's worth, within 20%", async () => {
+    const made = await on(0, 'POST', '/api/v1/keys', { name: 'limited', scopes: ['read'], rate_limit: { requests_per_second: 40 } });
+    expect(made.status, JSON.stringify(made.body)).to.equal(201);
+    const started = Date.now();
+    let admitted = 0;
+    let limited = 0;
+    // Six clients, two per instance, each sending as fast as it is answered.
+    await Promise.all(
+      Array.from({ length: 6 }, async (_, c) => {
+        while (Date.now() - started < 10_000) {
+          const res = await call(cluster.instances[c % 3]!, made.body.apiKey, 'GET', '/api/v1/team');
+          if (res.status === 200) admitted++;
+          else if (res.status === 429) limited++;
+          else throw new Error(`unexpected ${res.status}`);
+        }
+      }),
+    );
+    const seconds = (Date.now() - started) / 1000;
+    // A full bucket (one second's worth) and then the rate: 40 + 40 a second. Each instance on its
+    // own would admit three times that.
+    const allowed = 40 + 40 * seconds;
+    expect(limited, 'requests refused').to.be.above(0);
+    expect(admitted, `admitted in ${seconds} s`).to.be.within(0.8 * allowed, 1.2 * allowed);
+  });
 });
