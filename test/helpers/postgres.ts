@@ -16,6 +16,8 @@ interface Server {
   /** A URL of the server; a test's database replaces its path. */
   base: string;
   stop(): Promise<void>;
+  /** Stops the server, runs `whileDown`, and starts it again on the same data (embedded only). */
+  restart?(whileDown: () => Promise<void>): Promise<void>;
 }
 
 /** The databases this run made, dropped at its end (on a server given by TEST_DATABASE_URL they would pile up). */
@@ -60,7 +62,8 @@ async function startEmbedded(): Promise<Server> {
     port,
     user: 'postgres',
     password,
-    persistent: false,
+    // Kept across a restart (restartTestPostgres); stop() removes the folder.
+    persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     // Tests need no durability: a crash of the test run throws the folder away.
     postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200'],
@@ -82,7 +85,26 @@ async function startEmbedded(): Promise<Server> {
       await postgres.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
+    async restart(whileDown) {
+      await postgres.stop();
+      try {
+        await whileDown();
+      } finally {
+        await Promise.race([postgres.start(), timeout('start again')]);
+      }
+    },
   };
+}
+
+/**
+ * Stops the run's PostgreSQL, runs `whileDown`, and starts it again, as a restart or a failover
+ * looks to its clients. False (nothing done) on a server given by TEST_DATABASE_URL.
+ */
+export async function restartTestPostgres(whileDown: () => Promise<void>): Promise<boolean> {
+  const started = await testServer();
+  if (!started.restart) return false;
+  await started.restart(whileDown);
+  return true;
 }
 
 function testServer(): Promise<Server> {
