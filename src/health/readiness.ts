@@ -46,18 +46,21 @@ export interface Readiness {
 const short = (text: string) => (text.length > 200 ? `${text.slice(0, 200)}…` : text);
 
 /**
- * Whether this instance can acknowledge ingest now, and if not, why. Not ready: a store does not
- * answer; the backlog is at its bound (the same test as GroupCommit.write, so a ready answer and a
+ * Whether this instance can acknowledge ingest now, and if not, why. Not ready: the registry does
+ * not answer; the backlog is at its bound (the same test as GroupCommit.write, so a ready answer and a
  * refused batch never disagree); the last group commit failed (disk full, I/O error) and none has
  * succeeded since, for up to LOG_FAILURE_HOLD_MS; the service is shutting down. A failing loader
- * with the backlog under its bound is ready: records are still acknowledged (`loader: "failing"`).
+ * or ClickHouse not answering, with the backlog under its bound, is ready: records are still
+ * acknowledged (`loader: "failing"`, `stores.clickhouse` saying what failed).
  */
 export function readiness(state: ReadinessState): Readiness {
   const { backlog, limits, now } = state;
   const reasons: FieldError[] = [];
-  for (const [name, outcome] of Object.entries(state.stores)) {
-    if (outcome !== 'ok') reasons.push({ field: `stores.${name}`, message: `is not answering (${outcome})` });
-  }
+  // Every acknowledgement is a write to the registry (SQLite or PostgreSQL): without it, nothing can
+  // be acknowledged. ClickHouse is not: records wait in the ingest log while it is down, as with a
+  // failing loader, and the backlog bound below decides. Unready on a ClickHouse outage would take
+  // every instance out of a load balancer at once, and ingest with them.
+  if (state.stores.registry !== 'ok') reasons.push({ field: 'stores.registry', message: `is not answering (${state.stores.registry})` });
   if (state.closed) reasons.push({ field: 'status', message: 'the service is shutting down: it takes no new writes' });
   if (backlog.rows >= limits.maxRows) {
     reasons.push({

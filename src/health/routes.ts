@@ -46,20 +46,22 @@ export const health = definePublicRoute<unknown, { live?: string }>({
   public: true,
   prefixes: [''],
   operationId: 'health',
-  summary: 'Readiness: this instance can acknowledge ingest (and both stores answer)',
+  summary: 'Readiness: this instance can acknowledge ingest',
   description:
     'For a readiness probe or a load balancer\'s health check. 503 (the error shape beside the usual fields, ' +
-    '`error.details` naming each reason) when this instance cannot acknowledge a batch: SQLite or ClickHouse does ' +
-    'not answer, the loader\'s backlog is at its bound (`INGEST_BACKLOG_MAX_*`: ingest answers 503 until ClickHouse ' +
+    '`error.details` naming each reason) when this instance cannot acknowledge a batch: the registry (SQLite or ' +
+    'PostgreSQL) does not answer, the loader\'s backlog is at its bound (`INGEST_BACKLOG_MAX_*`: ingest answers 503 until ClickHouse ' +
     'catches up), the last write to the ingest log failed and none has succeeded since (disk full, I/O error; for ' +
-    'at most 30 s when no write comes to prove it either way), or the service is shutting down. A failing loader ' +
-    'with the backlog under its bound is still ready: records are acknowledged (`ingest.loader: "failing"`). ' +
+    'at most 30 s when no write comes to prove it either way), or the service is shutting down. A failing loader, ' +
+    'or ClickHouse not answering, with the backlog under its bound is still ready: records are acknowledged and ' +
+    'wait in the ingest log (`ingest.loader: "failing"`, `stores.clickhouse` saying what failed); reads answer 503 ' +
+    'meanwhile. ' +
     'With `?live` (any value) it answers as GET /livez instead.',
   tag: 'operations',
   query: 'health-query.json',
   responses: {
     200: {
-      description: 'Ready: both stores answer and ingest is acknowledged (or, with ?live, the liveness answer)',
+      description: 'Ready: ingest is acknowledged (or, with ?live, the liveness answer); `stores` says whether each store answers',
       schema: 'health.json',
       example: {
         status: 'ok',

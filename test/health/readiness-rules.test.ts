@@ -43,6 +43,13 @@ describe('readiness rules', () => {
       logFailure: { at: 999, message: 'disk I/O error' },
       closed: true,
     });
-    expect(fields(all)).to.deep.equal(['stores.registry', 'stores.clickhouse', 'status', 'ingest.backlogRows', 'ingest.backlogBytes', 'ingest.log']);
+    expect(fields(all)).to.deep.equal(['stores.registry', 'status', 'ingest.backlogRows', 'ingest.backlogBytes', 'ingest.log']);
+  });
+
+  it('ClickHouse not answering is ready under the bound (records wait in the log) and unready at it; the registry not answering is unready', () => {
+    const down = { registry: 'ok', clickhouse: 'failed: connect ECONNREFUSED' };
+    expect(fields(state({ stores: down, loaderFailing: true }))).to.deep.equal([]);
+    expect(fields(state({ stores: down, loaderFailing: true, backlog: { rows: 100, bytes: 0, oldestCommittedAt: 0 } }))).to.deep.equal(['ingest.backlogRows']);
+    expect(fields(state({ stores: { registry: 'failed: Connection terminated', clickhouse: 'ok' } }))).to.deep.equal(['stores.registry']);
   });
 });

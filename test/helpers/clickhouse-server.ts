@@ -9,7 +9,16 @@ import type { AddressInfo } from 'node:net';
 import { serveClickHouseHttp, settingStatements } from '../../src/clickhouse-http/protocol.js';
 import { testEnv } from './context.js';
 
-export async function startClickHouseServer(): Promise<{ url: string; close: () => Promise<void> }> {
+export interface TestClickHouseServer {
+  url: string;
+  /** Stops answering (connections cut, the port closed), as a ClickHouse server going down. */
+  stop(): Promise<void>;
+  /** Answers again on the same port. */
+  resume(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startClickHouseServer(): Promise<TestClickHouseServer> {
   const { config } = testEnv();
   if (config.clickhouse.mode !== 'embedded') throw new Error('the test ClickHouse server needs the embedded engine');
   const enginePath = config.clickhouse.path;
@@ -21,14 +30,20 @@ export async function startClickHouseServer(): Promise<{ url: string; close: () 
       policy: { prepare: (request) => ({ setup: settingStatements(request.settings) }) },
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const listen = (port: number) => new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  await listen(0);
   const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      if (!server.listening) return resolve();
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return { url: `http://127.0.0.1:${port}`, stop, resume: () => listen(port), close: stop };
 }

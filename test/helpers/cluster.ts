@@ -4,7 +4,7 @@
  * server, a database of its own), as a deployment behind a load balancer runs them.
  */
 import crypto from 'node:crypto';
-import { startClickHouseServer } from './clickhouse-server.js';
+import { startClickHouseServer, type TestClickHouseServer } from './clickhouse-server.js';
 import { freshDatabase } from './postgres.js';
 import { startService, tempDir, type RunningService } from './processes.js';
 
@@ -12,6 +12,8 @@ export interface Cluster {
   key: string;
   databaseUrl: string;
   instances: RunningService[];
+  /** The ClickHouse server the instances share (a test may stop it and resume it). */
+  clickhouse: TestClickHouseServer;
   /** Starts another instance on the same stores (a replacement after a kill). */
   start(extra?: Record<string, string>): Promise<RunningService>;
   stop(): Promise<void>;
@@ -43,6 +45,7 @@ export async function startCluster(label: string, count: number, extra: Record<s
     key,
     databaseUrl,
     instances,
+    clickhouse,
     start,
     async stop() {
       for (const s of all) s.child.kill('SIGKILL');

@@ -1,7 +1,7 @@
 /**
  * Faults of a deployment of several instances on PostgreSQL (spawned, as in cluster.test.ts): an
- * instance killed with SIGKILL under load while clients retry on the others, and PostgreSQL
- * restarting under the instances.
+ * instance killed with SIGKILL under load while clients retry on the others, PostgreSQL
+ * restarting under the instances, and ClickHouse down while ingest goes on.
  */
 import { expect } from 'chai';
 import crypto from 'node:crypto';
@@ -124,5 +124,69 @@ describe('several instances on PostgreSQL: faults (spawned)', function () {
     const summary = await call(c.instances[1]!, c.key, 'GET', `/api/v1/analytics/summary?from=${Date.now() - 3_600_000}&to=${Date.now() + 60_000}&agent=steady`);
     expect(summary.status, JSON.stringify(summary.body)).to.equal(200);
     expect(summary.body.count).to.equal(3);
+  });
+
+  it('ClickHouse down: ingest keeps acknowledging into PostgreSQL up to the backlog bound, instances stay ready until it, reads answer 503; then it drains by itself', async () => {
+    cluster = await startCluster('clickhouse-down', 2, { INGEST_BACKLOG_MAX_ROWS: '200', READ_WAIT_MS: '500' });
+    const c = cluster;
+    const summaryPath = () => `/api/v1/analytics/summary?from=${Date.now() - 3_600_000}&to=${Date.now() + 60_000}&agent=patient`;
+    expect((await call(c.instances[0]!, c.key, 'POST', '/api/v1/audit/batch', { records: [record('patient', '1')] })).status).to.equal(200);
+    expect((await call(c.instances[1]!, c.key, 'GET', summaryPath())).body.count).to.equal(1);
+
+    await c.clickhouse.stop();
+    // Batches of 25 through either instance, acknowledged while the shared backlog is under 200. Each
+    // instance reads that backlog every 500 ms (a coarse bound): batches are paced past it.
+    const acknowledged: string[] = ['1'];
+    let refused: { status: number; body: any; retryAfter: string | null } | undefined;
+    for (let b = 0; b < 20 && !refused; b++) {
+      const batch = Array.from({ length: 25 }, (_, i) => record('patient', `0.${(b * 25 + i) % 10}1`));
+      const res = await call(c.instances[b % 2]!, c.key, 'POST', '/api/v1/audit/batch', { records: batch });
+      if (res.status === 200) acknowledged.push(...batch.map((r) => r.amount));
+      else refused = { status: res.status, body: res.body, retryAfter: res.headers.get('retry-after') };
+      await sleep(600);
+      if (b === 1) {
+        // Under the bound, both instances stay in rotation, saying ClickHouse does not answer.
+        for (const instance of c.instances) {
+          const health = await call(instance, c.key, 'GET', '/healthz');
+          expect(health.status, JSON.stringify(health.body)).to.equal(200);
+          expect(health.body.stores.clickhouse).to.match(/^failed: /);
+          expect(health.body.ingest.backlogRows).to.be.at.least(50);
+        }
+      }
+    }
+    // The bound counts the shared backlog (records through both instances), not one instance's.
+    expect(acknowledged.length - 1, 'records acknowledged with ClickHouse down').to.be.within(200, 224);
+    expect(refused?.status, JSON.stringify(refused?.body)).to.equal(503);
+    expect(refused!.retryAfter).to.not.equal(null);
+    for (const instance of c.instances) {
+      const health = await call(instance, c.key, 'GET', '/healthz');
+      expect(health.status).to.equal(503);
+      expect(health.body.stores.clickhouse).to.match(/^failed: /);
+      expect(health.body.error.details.map((d: { field: string }) => d.field)).to.deep.equal(['ingest.backlogRows']);
+    }
+    const read = await call(c.instances[1]!, c.key, 'GET', summaryPath());
+    expect(read.status, JSON.stringify(read.body)).to.equal(503);
+    expect(read.headers.get('retry-after')).to.not.equal(null);
+
+    // Back: the loader drains the backlog by itself and every acknowledged record is counted once.
+    await c.clickhouse.resume();
+    const deadline = Date.now() + 60_000;
+    let summary = await call(c.instances[0]!, c.key, 'GET', summaryPath());
+    while (summary.status !== 200 && Date.now() < deadline) {
+      await sleep(500);
+      summary = await call(c.instances[0]!, c.key, 'GET', summaryPath());
+    }
+    expect(summary.status, JSON.stringify(summary.body)).to.equal(200);
+    expect(summary.body.count).to.equal(acknowledged.length);
+    expect(micros(summary.body.totalSpend)).to.equal(acknowledged.reduce((sum, a) => sum + micros(a), 0n));
+    // Ready again once the instance's view of the backlog (read every 500 ms) has it drained.
+    let health = await call(c.instances[1]!, c.key, 'GET', '/healthz');
+    while (health.status !== 200 && Date.now() < deadline) {
+      await sleep(200);
+      health = await call(c.instances[1]!, c.key, 'GET', '/healthz');
+    }
+    expect(health.status, JSON.stringify(health.body)).to.equal(200);
+    expect(health.body.stores.clickhouse).to.equal('ok');
+    expect(health.body.ingest.backlogRows).to.equal(0);
   });
 });
