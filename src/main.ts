@@ -5,20 +5,14 @@ import { ConfigError, loadConfig } from './config.js';
 import { SchemaRegistry } from './http/validation.js';
 import { SCHEMA_DIR } from './paths.js';
 import { EventStoreOpenError } from './stores/clickhouse.js';
+import { SealedValueError, SecretsKeyError } from './stores/secrets.js';
 import { openSharedStores, openStores } from './stores/open.js';
-import { openSecretBox, SealedValueError, SecretsKeyError } from './stores/secrets.js';
-import { resealEndpointSecrets } from './webhooks/repository.js';
 import { MigrationError } from './stores/migrations.js';
 import { bootstrapDefaultTeam } from './teams/bootstrap.js';
 import { startServer } from './server.js';
+import { assembleDeps } from './deps.js';
 import { banner, logDestination } from './http/log-format.js';
-import { freshReads } from './ingest/freshness.js';
-import { startIngestPipeline, startSharedIngestPipeline } from './ingest/pipeline.js';
-import { Metrics } from './metrics/metrics.js';
-import { Dispatcher } from './webhooks/dispatcher.js';
-import { startBiServer, teamScopedInterface } from './clickhouse-http/interface.js';
-import { RateLimiter, sharedRateLedger } from './limits/rate-limiter.js';
-import { sqliteDatabase } from './stores/sql.js';
+import { startBiServer } from './clickhouse-http/interface.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -27,31 +21,14 @@ async function main(): Promise<void> {
   // Compile the API schemas before touching any store: a broken schema file must not half-start.
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
   const stores = config.database ? await openSharedStores({ ...config, database: config.database }, logger) : await openStores(config, logger);
-  const { events, loaderEvents } = stores;
-  const db = 'registry' in stores ? sqliteDatabase(stores.registry) : stores.db;
-  const secrets = openSecretBox(config.secretsKeys, config.dataDir);
-  const resealed = await resealEndpointSecrets(db, secrets);
-  if (resealed) logger.info({ resealed, keyId: secrets.currentKeyId }, 'webhook secrets encrypted under the current key');
+  const deps = await assembleDeps(config, stores, schemas, logger);
   const bannerLines: string[] = [];
-  await bootstrapDefaultTeam(db, config, (line) => bannerLines.push(line));
+  await bootstrapDefaultTeam(deps.db, config, (line) => bannerLines.push(line));
   if (bannerLines.length > 0) process.stdout.write(banner(bannerLines));
-  const metrics = new Metrics();
-  const ingest =
-    'registry' in stores
-      ? startIngestPipeline({ config, registry: stores.registry, events, loaderEvents, schemas, logger, metrics })
-      : await startSharedIngestPipeline({ config, pool: stores.pool, db, events, loaderEvents, schemas, logger, metrics });
-  const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
-  const webhooks = new Dispatcher(db, secrets, config.webhooks, logger, { publicUrl: config.publicUrl });
-  webhooks.start();
-  // One limiter for the API and the BI interface: a holder's buckets are the same whichever it uses.
-  // With PostgreSQL, instances lease from buckets they share: a key's rate holds across them.
-  const rateLimiter = new RateLimiter(config.rateLimits, Date.now, db.dialect === 'postgres' ? sharedRateLedger(db) : undefined, logger);
-  const clickhouseHttp = teamScopedInterface({ config, db, events, rateLimiter });
-  const deps = { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
   const app = createApp(deps);
 
   const running = await startServer(app, deps);
-  const bi = clickhouseHttp && config.bi.port !== undefined ? await startBiServer(clickhouseHttp, config, config.bi.port) : undefined;
+  const bi = deps.clickhouseHttp && config.bi.port !== undefined ? await startBiServer(deps.clickhouseHttp, config, config.bi.port) : undefined;
   const stop = (signal: string) => {
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     // BI queries first: their engine sessions must end before the stores close.

@@ -1,3 +1,4 @@
+import BigNumber from 'bignumber.js';
 import { dialectOf, get, numberedPlaceholders, perform, run, type Sql, type Steps } from '../stores/sql.js';
 import { newId } from '../teams/keys.js';
 import { enqueueAlertEvent } from '../webhooks/outbox.js';
@@ -100,21 +101,22 @@ const OCCURRENCE_SQL = {
   // Locked on PostgreSQL: instances updating one open alert at once take turns, each reading what
   // the one before wrote (its samples, its severity: an escalation is announced once).
   findOpen: {
-    sqlite: `SELECT id, sample_event_ids, last_seen, severity FROM alerts WHERE team_id = ? AND dedup_key = ? AND status = 'open'`,
-    postgres: `SELECT id, sample_event_ids, last_seen, severity FROM alerts WHERE team_id = $1 AND dedup_key = $2 AND status = 'open' FOR UPDATE`,
+    sqlite: `SELECT id, sample_event_ids, last_seen, observed, severity FROM alerts WHERE team_id = ? AND dedup_key = ? AND status = 'open'`,
+    postgres: `SELECT id, sample_event_ids, last_seen, observed, severity FROM alerts WHERE team_id = $1 AND dedup_key = $2 AND status = 'open' FOR UPDATE`,
   },
   escalate: 'UPDATE alerts SET severity = ? WHERE id = ?',
   byId: 'SELECT * FROM alerts WHERE id = ?',
   // Written per dialect: SQLite's two-argument min and max are PostgreSQL's least and greatest.
+  // Observed, message and details are given (not null) only when this occurrence is the latest.
   update: {
     sqlite: `UPDATE alerts SET count = count + ?, first_seen = min(first_seen, ?), last_seen = max(last_seen, ?),
-              observed = CASE WHEN ? >= last_seen THEN ? ELSE observed END, message = CASE WHEN ? >= last_seen THEN ? ELSE message END,
-              details = CASE WHEN ? >= last_seen THEN ? ELSE details END, sample_event_ids = ?, updated_at = ?
+              observed = coalesce(?, observed), message = coalesce(?, message), details = coalesce(?, details),
+              sample_event_ids = ?, updated_at = ?
         WHERE id = ?`,
     postgres: `UPDATE alerts SET count = count + $1, first_seen = least(first_seen, $2), last_seen = greatest(last_seen, $3),
-              observed = CASE WHEN $4 >= last_seen THEN $5 ELSE observed END, message = CASE WHEN $6 >= last_seen THEN $7 ELSE message END,
-              details = CASE WHEN $8 >= last_seen THEN $9 ELSE details END, sample_event_ids = $10, updated_at = $11
-        WHERE id = $12`,
+              observed = coalesce($4, observed), message = coalesce($5, message), details = coalesce($6, details),
+              sample_event_ids = $7, updated_at = $8
+        WHERE id = $9`,
   },
   insert: `INSERT INTO alerts (id, team_id, dedup_key, type, kind, severity, status, agent_id, policy_id, window_start, window_end,
                            observed, limit_value, subject, details, message, sample_event_ids, count, first_seen, last_seen,
@@ -122,6 +124,17 @@ const OCCURRENCE_SQL = {
        VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (team_id, dedup_key) WHERE status = 'open' DO NOTHING`,
 } as const;
+
+/**
+ * Whether an occurrence's observed value, message and details replace the open alert's. A window's
+ * spend only grows, so the larger total is the latest, whatever the order in which records (of
+ * other instances, of groups committed at once) reached the alert. Otherwise (a payment, a count),
+ * the occurrence seen last by event time.
+ */
+function isLatest(o: Occurrence, open: { last_seen: number | string; observed: string | null }): boolean {
+  if (o.window && o.observed !== null && open.observed !== null) return new BigNumber(o.observed).gte(open.observed);
+  return o.lastSeen >= Number(open.last_seen);
+}
 
 /**
  * Records occurrences: each updates the open alert of its breach, or opens one. Returns, per
@@ -135,7 +148,7 @@ const OCCURRENCE_SQL = {
  */
 export function* recordOccurrences(occurrences: readonly Occurrence[], now = Date.now()): Steps<boolean[]> {
   const opened = new Array<boolean>(occurrences.length).fill(false);
-  type OpenRow = { id: string; sample_event_ids: string; last_seen: number; severity: Severity };
+  type OpenRow = { id: string; sample_event_ids: string; last_seen: number | string; observed: string | null; severity: Severity };
   // In key order: the open alerts are locked as they are read (PostgreSQL), and two instances
   // locking the same ones in one order never deadlock.
   const byKey = occurrences.map((o, index) => ({ o, index }));
@@ -178,7 +191,8 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
     // A full sample list (the usual case for a busy alert) does not change.
     const known = JSON.parse(open.sample_event_ids) as string[];
     const samples = known.length >= MAX_SAMPLES ? open.sample_event_ids : JSON.stringify([...new Set([...known, ...o.eventIds])].slice(0, MAX_SAMPLES));
-    yield* run(OCCURRENCE_SQL.update, [o.count, o.firstSeen, o.lastSeen, o.lastSeen, o.observed, o.lastSeen, o.message, o.lastSeen, details, samples, now, open.id]);
+    const latest = isLatest(o, open);
+    yield* run(OCCURRENCE_SQL.update, [o.count, o.firstSeen, o.lastSeen, latest ? o.observed : null, latest ? o.message : null, latest ? details : null, samples, now, open.id]);
     if (SEVERITY_RANK[o.severity] > SEVERITY_RANK[open.severity]) {
       yield* run(OCCURRENCE_SQL.escalate, [o.severity, open.id]);
       yield* enqueueAlertEvent(o.teamId, function* () {

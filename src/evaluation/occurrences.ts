@@ -190,7 +190,9 @@ export class OccurrenceMerger {
     for (let j = 0; j < merging; j++) {
       const entry = recorded[j]!;
       this.merge(entry, row);
-      if (row.event_time >= entry.occurrence.lastSeen) entry.latestBreach = { breach: { ...entry.breach!, observed }, row, amount, now };
+      // A window's total only grows: the record counted last shows the largest (as recordOccurrences
+      // keeps it); a payment, the one seen last by event time.
+      if (window !== null || row.event_time >= entry.occurrence.lastSeen) entry.latestBreach = { breach: { ...entry.breach!, observed }, row, amount, now };
     }
     let j = recorded.length;
     while (j < broken && this.storms.admit(row.team_id, index, row)) {

@@ -33,12 +33,13 @@ export interface LimitOutcome {
 const SWEEP_AT = 10_000;
 
 /**
- * The buckets every instance draws on (PostgreSQL: rate_lease in schema/postgres/007): takes
+ * The buckets every instance draws on (PostgreSQL: rate_lease in schema/postgres/008): takes
  * `need` tokens, and up to `extra` more when they are there, or nothing when the bucket cannot
- * admit `need`; answers what it granted and what the bucket holds after.
+ * admit `need` on top of the `held` tokens the instance already holds toward the same request;
+ * answers what it granted and what the bucket holds after.
  */
 export interface RateLedger {
-  lease(holderId: string, kind: LimitKind, rate: number, need: number, extra: number, now: number): Promise<{ granted: number; remaining: number }>;
+  lease(holderId: string, kind: LimitKind, rate: number, need: number, extra: number, held: number, now: number): Promise<{ granted: number; remaining: number }>;
 }
 
 /** Tokens an instance leases beyond what a request needs: 50 ms of the rate (at least one). */
@@ -140,7 +141,9 @@ export class RateLimiter {
       return this.sharedOutcome(kind, allowance, true, 0);
     }
     const need = holding - allowance.tokens;
-    const leasing = this.ledger!.lease(holderId, kind, rate, need, leaseExtra(rate), this.clock());
+    // What this instance holds counts toward the request, as it would in one bucket: a batch larger
+    // than the burst is admitted by a full bucket even after a precheck leased a few of its tokens.
+    const leasing = this.ledger!.lease(holderId, kind, rate, need, leaseExtra(rate), Math.max(0, allowance.tokens), this.clock());
     allowance.leasing = leasing.catch(() => {});
     try {
       const { granted, remaining } = await leasing;
@@ -171,12 +174,13 @@ export class RateLimiter {
   }
 
   private sharedOutcome(kind: LimitKind, allowance: Allowance, allowed: boolean, retryAfterSeconds: number): LimitOutcome {
-    const left = Math.max(0, allowance.shared) + Math.max(0, allowance.tokens);
+    // What the shared bucket held after the last lease (negative: in debt) and this instance still holds.
+    const left = allowance.shared + Math.max(0, allowance.tokens);
     return {
       kind,
       allowed,
       rate: allowance.rate,
-      remaining: Math.floor(Math.min(allowance.rate, left)),
+      remaining: Math.max(0, Math.floor(Math.min(allowance.rate, left))),
       resetSeconds: Math.max(0, Math.ceil((allowance.rate - left) / allowance.rate)),
       retryAfterSeconds,
     };
@@ -212,16 +216,17 @@ export class RateLimiter {
   }
 }
 
-/** The ledger of every instance's buckets in PostgreSQL (schema/postgres/007). */
+/** The ledger of every instance's buckets in PostgreSQL (schema/postgres/007, 008). */
 export function sharedRateLedger(db: Pick<Sql, 'get'>): RateLedger {
   return {
-    async lease(holderId, kind, rate, need, extra, now) {
-      const row = await db.get<{ granted: number; remaining: number }>(postgresOnly('SELECT granted, remaining FROM rate_lease($1, $2, $3, $4, $5, $6)'), [
+    async lease(holderId, kind, rate, need, extra, held, now) {
+      const row = await db.get<{ granted: number; remaining: number }>(postgresOnly('SELECT granted, remaining FROM rate_lease($1, $2, $3, $4, $5, $6, $7)'), [
         holderId,
         kind,
         rate,
         need,
         extra,
+        held,
         now,
       ]);
       return { granted: Number(row!.granted), remaining: Number(row!.remaining) };

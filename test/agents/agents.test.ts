@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import BigNumber from 'bignumber.js';
-import { api, errorOf, newTeam } from '../helpers/context.js';
+import { api, errorOf, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 
 type Team = Awaited<ReturnType<typeof newTeam>>;
 
@@ -17,7 +17,7 @@ async function send(team: Team, events: object[]) {
   await api().post('/api/v1/events').set(...team.auth).send({ events }).expect(200);
 }
 
-describe('agents', () => {
+describeOnEachRegistry('agents', () => {
   describe('POST /agents', () => {
     it('creates an agent: 201 with its summary, zero statistics and a Location', async () => {
       const team = await newTeam();

@@ -4,7 +4,7 @@ import { AgentActivity } from '../../src/agents/activity.js';
 import { Evaluator } from '../../src/evaluation/evaluator.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import { GroupCommit } from '../../src/ingest/group-commit.js';
-import { api, appWith, newTeam, testEnv } from '../helpers/context.js';
+import { api, appWith, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 
 type Team = Awaited<ReturnType<typeof newTeam>>;
 const HOUR = 3_600_000;
@@ -43,7 +43,7 @@ async function policy(team: Team, limits: object[], extra: object = {}) {
 /** The start of yesterday's UTC day, plus an offset: windows that closed (late records) and were read from the store. */
 const yesterday = (offset: number) => Math.floor(Date.now() / DAY) * DAY - DAY + offset;
 
-describe('policy evaluation at ingest', () => {
+describeOnEachRegistry('policy evaluation at ingest', () => {
   // Each kind: just under, exactly at, then just over its limit of 2.5, by 10^-18.
   const kinds: [string, object][] = [
     ['per_call', { kind: 'per_call', amount: '2.5' }],
@@ -152,6 +152,18 @@ describe('policy evaluation at ingest', () => {
     const list = await alerts(team);
     expect(list).to.have.length(1);
     expect(list[0]).to.include({ count: 30, observed: '40' }); // records 11 to 40 are over 10
+  });
+
+  it("a window's alert shows the largest total it reached, also when a later record has an earlier event time; a payment's, the latest by event time", async () => {
+    const team = await newTeam();
+    await policy(team, [{ kind: 'daily', amount: '10' }, { kind: 'per_call', amount: '1' }]);
+    const t = yesterday(12 * HOUR);
+    await ingest(team, [{ amount: '11', created_at: t }]);
+    // Later in arrival, earlier in time: the day's total is now 13, and its payment is not the latest.
+    await ingest(team, [{ amount: '2', created_at: t - HOUR }]);
+    const byKind = Object.fromEntries((await alerts(team)).map((a) => [a.kind, a]));
+    expect(byKind.daily).to.include({ observed: '13', count: 2 });
+    expect(byKind.per_call).to.include({ observed: '11', count: 2 });
   });
 
   it('a retried batch changes nothing', async () => {
@@ -271,7 +283,7 @@ describe('anomalies', () => {
   });
 });
 
-describe('alerts API', () => {
+describeOnEachRegistry('alerts API', () => {
   it('filters by status, type, severity, agent and time; pages with no duplicates or gaps', async () => {
     const team = await newTeam();
     await policy(team, [{ kind: 'per_call', amount: '1' }], { action: 'block' });

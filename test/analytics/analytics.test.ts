@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import BigNumber from 'bignumber.js';
-import { api, errorOf, newTeam } from '../helpers/context.js';
+import { api, errorOf, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -80,7 +80,7 @@ const total = (events: Ev[]) => events.reduce((s, e) => s.plus(e.amount), new Bi
 const same = (actual: string, expected: BigNumber, what: string) =>
   expect(new BigNumber(actual).isEqualTo(expected), `${what}: ${actual} != ${expected.toFixed()}`).to.equal(true);
 
-describe('analytics', function () {
+describeOnEachRegistry('analytics', function () {
   this.timeout(60_000);
   const now = Date.now();
   const end = now - HOUR;

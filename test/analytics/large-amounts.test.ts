@@ -4,13 +4,13 @@
  * asked for the sum of such records and must give it exactly.
  */
 import { expect } from 'chai';
-import { api, newTeam } from '../helpers/context.js';
+import { api, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 
 const MAX = '99999999999999999999.999999999999999999';
 const TWICE = '199999999999999999999.999999999999999998';
 const THRICE = '299999999999999999999.999999999999999997';
 
-describe('the largest accepted amount, summed, in every aggregate route', function () {
+describeOnEachRegistry('the largest accepted amount, summed, in every aggregate route', function () {
   this.timeout(60_000);
   let team: Awaited<ReturnType<typeof newTeam>>;
   const now = Date.now();

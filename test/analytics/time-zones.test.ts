@@ -3,9 +3,9 @@
  * of its daylight-saving changes, and each record falls in the bucket of its local date.
  */
 import { expect } from 'chai';
-import { api, newTeam } from '../helpers/context.js';
+import { api, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 
-describe('timeseries weeks and months in a time zone, across DST changes', function () {
+describeOnEachRegistry('timeseries weeks and months in a time zone, across DST changes', function () {
   this.timeout(60_000);
   let team: Awaited<ReturnType<typeof newTeam>>;
   const at = (iso: string) => Date.parse(iso);

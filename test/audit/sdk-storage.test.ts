@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiStorage, MemoryStorage } from '@x402sentinel/x402';
-import { api, errorOf, newTeam, testEnv } from '../helpers/context.js';
+import { api, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 
 type AuditRecord = Parameters<MemoryStorage['write']>[0];
 type AuditQuery = Parameters<MemoryStorage['query']>[0];
@@ -75,7 +75,7 @@ function makeRecords(count: number): AuditRecord[] {
   });
 }
 
-describe('remote storage for the published SDK (ApiStorage against its MemoryStorage)', function () {
+describeOnEachRegistry('remote storage for the published SDK (ApiStorage against its MemoryStorage)', function () {
   this.timeout(60_000);
   let server: http.Server;
   let base: string;
@@ -270,7 +270,7 @@ describe('remote storage for the published SDK (ApiStorage against its MemorySto
   });
 });
 
-describe('records sent without the SDK fields read back in the SDK shape', () => {
+describeOnEachRegistry('records sent without the SDK fields read back in the SDK shape', () => {
   it('a record sent without amount_raw reads back with "0", as the SDK sends it; one sent with a value keeps it', async () => {
     const team = await newTeam();
     const base = { agent_id: 'a1', endpoint: 'https://api.example.com/x', method: 'POST', amount: '0.25', created_at: Date.now() - 1000 };

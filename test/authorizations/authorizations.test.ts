@@ -1,7 +1,7 @@
 /** Authorizations against the real group commit, evaluator, registry and event store of the run. */
 import { expect } from 'chai';
 import { ApiStorage, AuditLogger } from '@x402sentinel/x402';
-import { api, errorOf, listenOnce, newTeam, testEnv } from '../helpers/context.js';
+import { api, errorOf, listenOnce, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import { authorize } from '../helpers/authorizations.js';
 
 type Team = Awaited<ReturnType<typeof newTeam>>;
@@ -18,7 +18,7 @@ async function ingest(team: Team, records: Record<string, unknown>[]): Promise<v
     .expect(200);
 }
 
-describe('authorizations', function () {
+describeOnEachRegistry('authorizations', function () {
   this.timeout(30_000);
 
   it('per_call: approves up to the limit, declines over it, and says why', async () => {
@@ -224,14 +224,14 @@ describe('authorizations', function () {
     const team = await newTeam();
     await policy(team, { name: 'day', limits: [{ kind: 'daily', amount: '10' }] });
     const asked = await authorize(team, { amount: '4' });
-    const row = testEnv().registry.prepare('SELECT checks FROM authorizations WHERE id = ?').get(asked.id) as { checks: string };
+    const row = (await testEnv().deps.db.get<{ checks: string }>('SELECT checks FROM authorizations WHERE id = ?', [asked.id]))!;
     expect(JSON.parse(row.checks)[0]).to.be.an('array');
     const read = (await api().get(`/api/v1/authorizations/${asked.id}`).set(...team.auth).expect(200)).body;
     expect(read.checks).to.deep.equal(asked.checks);
     expect(read.checks[0]).to.deep.include({ kind: 'daily', limit: '10', spent: '0', held: '0', remaining: '10', breaks: false });
     // A row in the earlier format, checks as the API's objects.
     const old = [{ ...asked.checks[0], spent: '1.5', remaining: '8.5' }];
-    testEnv().registry.prepare('UPDATE authorizations SET checks = ? WHERE id = ?').run(JSON.stringify(old), asked.id);
+    await testEnv().deps.db.run('UPDATE authorizations SET checks = ? WHERE id = ?', [JSON.stringify(old), asked.id]);
     expect((await api().get(`/api/v1/authorizations/${asked.id}`).set(...team.auth).expect(200)).body.checks).to.deep.equal(old);
   });
 

@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { ApiStorage, MemoryStorage, wrapWithSentinel } from '@x402sentinel/x402';
-import { api, errorOf, listenOnce, newTeam } from '../helpers/context.js';
+import { api, errorOf, listenOnce, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 import { authorize } from '../helpers/authorizations.js';
 
 type Team = Awaited<ReturnType<typeof newTeam>>;
@@ -13,7 +13,7 @@ async function summary(team: Team): Promise<{ totalSpend: string; count: number 
   return (await api().get('/api/v1/analytics/summary').set(...team.auth).expect(200)).body;
 }
 
-describe('authorizations: capture and void', function () {
+describeOnEachRegistry('authorizations: capture and void', function () {
   this.timeout(120_000);
 
   it('300 capture/void pairs sent at once: exactly one of each pair wins, and spend is the captures that answered 200', async () => {

@@ -7,7 +7,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serveClickHouseHttp, settingStatements } from '../../src/clickhouse-http/protocol.js';
-import { testEnv } from './context.js';
+import { embeddedEnv } from './context.js';
 
 export interface TestClickHouseServer {
   url: string;
@@ -19,7 +19,7 @@ export interface TestClickHouseServer {
 }
 
 export async function startClickHouseServer(): Promise<TestClickHouseServer> {
-  const { config } = testEnv();
+  const { config } = embeddedEnv();
   if (config.clickhouse.mode !== 'embedded') throw new Error('the test ClickHouse server needs the embedded engine');
   const enginePath = config.clickhouse.path;
   const server = http.createServer((req, res) => {

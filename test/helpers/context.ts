@@ -1,8 +1,12 @@
 /**
- * The one test environment of a run: a temporary data directory with a real SQLite registry and a
- * real embedded ClickHouse engine. The engine allows one data directory per process, so every
- * test shares it and isolates itself by creating its own team.
+ * The test environments of a run. The first, always started: a temporary data directory with a
+ * real SQLite registry and a real embedded ClickHouse engine. The engine allows one data directory
+ * per process, so every test shares it and isolates itself by creating its own team. The second,
+ * started when a suite asks for it (describeOnEachRegistry): the same service assembled on PostgreSQL (a
+ * fresh database of the run's server) with ClickHouse reached over HTTP (the test ClickHouse server
+ * over the same engine, a database of its own), as an instance of a deployment runs.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,54 +18,71 @@ import { pino } from 'pino';
 import supertest from 'supertest';
 import { createApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
+import { assembleDeps } from '../../src/deps.js';
 import type { AppDeps, RouteSpec } from '../../src/http/routes.js';
 import { SchemaRegistry } from '../../src/http/validation.js';
 import { SCHEMA_DIR } from '../../src/paths.js';
 import { ROUTES } from '../../src/routes.js';
-import { createEventStore, ensureDatabase, type EventStore } from '../../src/stores/clickhouse.js';
-import { teamScopedInterface } from '../../src/clickhouse-http/interface.js';
-import { RateLimiter } from '../../src/limits/rate-limiter.js';
-import { migrateEventStore, migrateRegistry } from '../../src/stores/migrations.js';
-import { openRegistry, type Registry } from '../../src/stores/sqlite.js';
-import { openSecretBox } from '../../src/stores/secrets.js';
-import { resealEndpointSecrets } from '../../src/webhooks/repository.js';
+import type { EventStore } from '../../src/stores/clickhouse.js';
+import { openSharedStores, openStores } from '../../src/stores/open.js';
+import type { Dialect } from '../../src/stores/sql.js';
+import type { Registry } from '../../src/stores/sqlite.js';
 import { createTeam } from '../../src/teams/repository.js';
-import { freshReads } from '../../src/ingest/freshness.js';
-import { startIngestPipeline, type IngestPipeline } from '../../src/ingest/pipeline.js';
-import { Dispatcher } from '../../src/webhooks/dispatcher.js';
-import { Metrics } from '../../src/metrics/metrics.js';
-import { sqliteDatabase } from '../../src/stores/sql.js';
+import type { IngestPipeline } from '../../src/ingest/pipeline.js';
+import { startClickHouseServer, type TestClickHouseServer } from './clickhouse-server.js';
+import { freshDatabase } from './postgres.js';
 
-/** The app's deps as the tests build them: on SQLite, its connection and the log's own parts at hand. */
+/**
+ * The app's deps as the tests build them, with the SQLite registry's connection and the local log's
+ * parts at hand. On PostgreSQL those two are not there: `registry` throws, saying the test is one
+ * for SQLite only, and `ingest` is the shared write path.
+ */
 export type TestDeps = AppDeps & { registry: Registry; ingest: IngestPipeline };
 
 export interface TestEnv {
+  dialect: Dialect;
   dataDir: string;
   config: Config;
+  /** The SQLite registry (throws on PostgreSQL). */
   registry: Registry;
   events: EventStore;
   loaderEvents: EventStore;
   schemas: SchemaRegistry;
-  /** Every log line written by the apps of this run, parsed. */
+  /** Every log line written by this environment's app, parsed. */
   logLines: Record<string, unknown>[];
   deps: TestDeps;
   app: Express;
 }
 
-let env: TestEnv | undefined;
-
-export function testEnv(): TestEnv {
-  if (!env) throw new Error('test environment not started: is test/helpers/hooks.js required?');
-  return env;
+interface Started {
+  env: TestEnv;
+  stop(): Promise<void>;
 }
 
-export async function startTestEnv(): Promise<void> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-test-'));
-  // A slow loader interval: a read right after an ingest finds its records only because reads wait
-  // for the loader (and wake it), which every test that reads what it sent then exercises.
-  // Raw events kept forever: tests with fixed dates must not age past the retention (its own test sets one).
-  // Webhooks go to local receivers (http, loopback), retried quickly.
-  const config = loadConfig({
+let embedded: Started | undefined;
+let shared: Promise<Started> | undefined;
+/** The environment of the suite being run: the SQLite one, or PostgreSQL's inside describeOnEachRegistry. */
+let current: TestEnv | undefined;
+
+export function testEnv(): TestEnv {
+  if (!current) throw new Error('test environment not started: is test/helpers/hooks.js required?');
+  return current;
+}
+
+/** The SQLite environment, whichever the current suite runs on (its engine serves the others). */
+export function embeddedEnv(): TestEnv {
+  if (!embedded) throw new Error('test environment not started: is test/helpers/hooks.js required?');
+  return embedded.env;
+}
+
+/**
+ * The settings both environments share. A slow loader interval: a read right after an ingest finds
+ * its records only because reads wait for the loader (and wake it), which every test that reads
+ * what it sent then exercises. Raw events kept forever: tests with fixed dates must not age past the
+ * retention (its own test sets one). Webhooks go to local receivers (http, loopback), retried quickly.
+ */
+function testConfig(dataDir: string, more: Record<string, string> = {}): Config {
+  return loadConfig({
     DATA_DIR: dataDir,
     LOG_LEVEL: 'info',
     LOAD_INTERVAL_MS: '2000',
@@ -72,18 +93,12 @@ export async function startTestEnv(): Promise<void> {
     WEBHOOK_RETRY_SCHEDULE: '200ms,200ms,200ms',
     // BI queries over their time limit stop (a test): 2 s, not 5 minutes.
     BI_MAX_EXECUTION_TIME_S: '2',
+    ...more,
   });
-  const registry = openRegistry(dataDir);
-  migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
-  // As main.ts does: no key given, so one is generated into the data directory.
-  const secrets = openSecretBox(config.secretsKeys, dataDir);
-  await resealEndpointSecrets(sqliteDatabase(registry), secrets);
-  const events = createEventStore(config.clickhouse);
-  await ensureDatabase(events, config.clickhouse);
-  await migrateEventStore(events, path.join(SCHEMA_DIR, 'clickhouse'));
-  const loaderEvents = createEventStore(config.clickhouse);
-  await ensureDatabase(loaderEvents, config.clickhouse);
-  const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
+}
+
+/** A logger whose lines are kept, parsed, for the tests that read them. */
+function collectingLogger(): { logger: pino.Logger; logLines: Record<string, unknown>[] } {
   const logLines: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -91,29 +106,100 @@ export async function startTestEnv(): Promise<void> {
       done();
     },
   });
-  const logger = pino({ level: 'info' }, sink);
-  const metrics = new Metrics();
-  const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger, metrics });
-  const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
-  const webhooks = new Dispatcher(registry, secrets, config.webhooks, logger, { publicUrl: 'http://spendscope.test', pollMs: 100 });
-  webhooks.start();
-  // As main.ts: one limiter shared by the routes and the BI interface.
-  const rateLimiter = new RateLimiter(config.rateLimits);
-  const db = sqliteDatabase(registry);
-  const clickhouseHttp = teamScopedInterface({ config, db, events, rateLimiter });
-  const deps: TestDeps = { config, registry, db, events, loaderEvents, schemas, logger, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
-  env = { dataDir, config, registry, events, loaderEvents, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };
+  return { logger: pino({ level: 'info' }, sink), logLines };
+}
+
+const DISPATCH = { publicUrl: 'http://spendscope.test', pollMs: 100 };
+
+export async function startTestEnv(): Promise<void> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-test-'));
+  const config = testConfig(dataDir);
+  const { logger, logLines } = collectingLogger();
+  // As main.ts does: the same opening and assembly.
+  const stores = await openStores(config, logger);
+  const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
+  const deps = { ...(await assembleDeps(config, stores, schemas, logger, DISPATCH)), registry: stores.registry } as TestDeps;
+  const env: TestEnv = { dialect: 'sqlite', dataDir, config, registry: stores.registry, events: stores.events, loaderEvents: stores.loaderEvents, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };
+  embedded = { env, stop: async () => stopDeps(deps).then(() => fs.rmSync(dataDir, { recursive: true, force: true })) };
+  current = env;
+}
+
+async function stopDeps(deps: AppDeps): Promise<void> {
+  await deps.webhooks.close();
+  await deps.ingest.close();
+  await deps.db.close();
+  await deps.events.close();
+  await deps.loaderEvents.close();
+}
+
+async function startSharedEnv(): Promise<Started> {
+  const clickhouse: TestClickHouseServer = await startClickHouseServer();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-test-pg-'));
+  const config = testConfig(dataDir, {
+    DATABASE_URL: await freshDatabase('routes'),
+    CLICKHOUSE_URL: clickhouse.url,
+    CLICKHOUSE_DATABASE: `routes_${crypto.randomBytes(4).toString('hex')}`,
+    SECRETS_KEY: crypto.randomBytes(32).toString('base64'),
+  });
+  const { logger, logLines } = collectingLogger();
+  const stores = await openSharedStores({ ...config, database: config.database! }, logger);
+  const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
+  const assembled = await assembleDeps(config, stores, schemas, logger, DISPATCH);
+  const sqliteOnly = (): never => {
+    throw new Error('this test reaches the SQLite registry: it cannot run on PostgreSQL (declare it outside describeOnEachRegistry)');
+  };
+  const deps = Object.defineProperty({ ...assembled }, 'registry', { get: sqliteOnly }) as TestDeps;
+  const env = Object.defineProperty(
+    { dialect: 'postgres', dataDir, config, events: stores.events, loaderEvents: stores.loaderEvents, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) },
+    'registry',
+    { get: sqliteOnly },
+  ) as TestEnv;
+  return {
+    env,
+    async stop() {
+      await stopDeps(deps);
+      await clickhouse.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A describe whose tests are declared twice: on the SQLite registry and on PostgreSQL (the service
+ * assembled on each), so the two cannot drift apart (issue 30). Inside, testEnv(), api(), newTeam()
+ * and the rest are the environment of the branch being run. The PostgreSQL one is started once, by
+ * the first suite that asks, and kept for the run.
+ */
+export function describeOnEachRegistry(title: string, body: (this: Mocha.Suite, dialect: Dialect) => void): void {
+  describe(title, () => {
+    describe('on SQLite', function () {
+      body.call(this, 'sqlite');
+    });
+    describe('on PostgreSQL', function () {
+      before(async function () {
+        this.timeout(120_000);
+        shared ??= startSharedEnv();
+        current = (await shared).env;
+      });
+      after(() => {
+        current = embedded?.env;
+      });
+      body.call(this, 'postgres');
+    });
+  });
 }
 
 export async function stopTestEnv(): Promise<void> {
-  if (!env) return;
-  await env.deps.webhooks.close();
-  await env.deps.ingest.close();
-  env.registry.close();
-  await env.events.close();
-  await env.loaderEvents.close();
-  fs.rmSync(env.dataDir, { recursive: true, force: true });
-  env = undefined;
+  const starting = shared;
+  shared = undefined;
+  try {
+    const started = await starting?.catch(() => undefined);
+    await started?.stop();
+  } finally {
+    await embedded?.stop();
+    embedded = undefined;
+    current = undefined;
+  }
 }
 
 /** The service app with extra routes mounted (for error paths no real route has yet). */

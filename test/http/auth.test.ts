@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { api, errorOf, newTeam, testEnv } from '../helpers/context.js';
+import { api, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 
-describe('auth', () => {
+describeOnEachRegistry('auth', () => {
   it('accepts a valid key under both path forms', async () => {
     const team = await newTeam();
     for (const prefix of ['/api/v1', '/v1']) {
@@ -27,7 +27,7 @@ describe('auth', () => {
 
   it('stores keys only as SHA-256 hashes with a short visible prefix', async () => {
     const team = await newTeam();
-    const rows = testEnv().registry.prepare('SELECT * FROM api_keys WHERE team_id = ?').all(team.teamId) as Record<string, unknown>[];
+    const rows = await testEnv().deps.db.all('SELECT * FROM api_keys WHERE team_id = ?', [team.teamId]);
     expect(rows).to.have.length(1);
     const stored = JSON.stringify(rows);
     expect(stored).not.to.include(team.apiKey);

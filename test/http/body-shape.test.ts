@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { MAX_ARRAY_ITEMS, MAX_BODY_DEPTH, scanShapeProblem, shapeProblem } from '../../src/http/body-shape.js';
-import { api, errorOf, newTeam } from '../helpers/context.js';
+import { api, errorOf, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 
 /** CPU time (user + system, ms) this process spends on `work`, server side and client side. */
 async function cpuMsOf<T>(work: () => Promise<T>): Promise<{ result: T; cpuMs: number }> {
@@ -63,7 +63,7 @@ const nearTheLimit: fc.Arbitrary<unknown> = fc
     }, inner),
   );
 
-describe('body shape limits, checked before JSON.parse', function () {
+describeOnEachRegistry('body shape limits, checked before JSON.parse', function () {
   this.timeout(60_000);
   let team: Awaited<ReturnType<typeof newTeam>>;
   before(async () => {

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { ApiError } from '../../src/http/errors.js';
 import { defineRoute } from '../../src/http/routes.js';
 import { SchemaRegistry } from '../../src/http/validation.js';
-import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
+import { api, appWith, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { SCHEMA_DIR } from '../../src/paths.js';
@@ -66,7 +66,7 @@ const conflict = defineRoute({
   },
 });
 
-describe('errors', () => {
+describeOnEachRegistry('errors', () => {
   const app = () => appWith([echo, boom, conflict], { schemas: schemasWithProbe() });
 
   it('accepts a valid JSON body', async () => {

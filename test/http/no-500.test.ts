@@ -10,7 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ERROR_STATUS, type ErrorCode } from '../../src/http/errors.js';
 import { ROUTES } from '../../src/routes.js';
-import { api, loadedEvents, newTeam, testEnv } from '../helpers/context.js';
+import { api, loadedEvents, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import { requestArb, type RawRequest } from './bad-input.js';
 
 const RUNS = 5_000;
@@ -59,7 +59,7 @@ function problemWith(answer: Answer): string | undefined {
   return undefined;
 }
 
-describe('no 500 for any input', function () {
+describeOnEachRegistry('no 500 for any input', function () {
   this.timeout(300_000);
   let server: http.Server;
   let port: number;

@@ -4,10 +4,10 @@
  * silent 0 spend).
  */
 import { expect } from 'chai';
-import { api, newTeam, testEnv } from '../helpers/context.js';
+import { api, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import { event, sdkRecord, storedCount, storedRows } from './fixtures.js';
 
-describe('ingest batch sizes', function () {
+describeOnEachRegistry('ingest batch sizes', function () {
   this.timeout(60_000);
 
   it('POST /audit/batch stores 1,000 SDK records in one batch under the default MAX_BODY_BYTES', async () => {
@@ -35,7 +35,7 @@ describe('ingest batch sizes', function () {
   });
 });
 
-describe('amounts in assets of unknown decimals', () => {
+describeOnEachRegistry('amounts in assets of unknown decimals', () => {
   it('are stored, warned about, and counted as unpriced in the analytics summary, not as spend', async () => {
     const team = await newTeam();
     const now = Date.now();

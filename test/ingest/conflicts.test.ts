@@ -11,7 +11,7 @@ import { contentPrint, derivedId, IngestLog, type ContentPrint } from '../../src
 import { SCHEMA_DIR } from '../../src/paths.js';
 import { migrateRegistry } from '../../src/stores/migrations.js';
 import { openRegistry, type Registry } from '../../src/stores/sqlite.js';
-import { api, listenOnce, newTeam, testEnv } from '../helpers/context.js';
+import { api, listenOnce, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import { tempDir } from '../helpers/processes.js';
 import { event, sdkRecord, storedCount, storedRows } from './fixtures.js';
 
@@ -31,7 +31,7 @@ async function totalSpend(team: Awaited<ReturnType<typeof newTeam>>): Promise<st
   return (await api().get('/api/v1/analytics/summary').query(range).set(...team.auth).expect(200)).body.totalSpend;
 }
 
-describe('ingest: a known id with other content', () => {
+describeOnEachRegistry('ingest: a known id with other content', () => {
   describe('is a conflict: reported, not stored', () => {
     const routes: [string, 'events' | 'records'][] = [
       ['/api/v1/events', 'events'],
@@ -198,6 +198,10 @@ describe('ingest: a known id with other content', () => {
     });
   });
 
+});
+
+// The log's own rules, on a SQLite registry of their own (the shared log has its in test/ingest/shared-log.test.ts).
+describe('ingest: a known id with other content, in the log', () => {
   describe('the log (a registry of its own)', () => {
     const NOON = Date.UTC(2026, 10, 22, 12);
     const DAY = 86_400_000;

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { api, errorOf, loadedEvents, newTeam, testEnv } from '../helpers/context.js';
+import { api, errorOf, loadedEvents, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import { event, sdkRecord, storedCount, storedRows } from './fixtures.js';
 
-describe('ingest', () => {
+describeOnEachRegistry('ingest', () => {
   describe('routes', () => {
     const routes: [string, string][] = [
       ['/api/v1/events', 'events'],
@@ -360,25 +360,28 @@ describe('ingest', () => {
       const other = await newTeam();
       await api().post('/api/v1/events').set(...team.auth).send({ events: [event({ agent_id: 'alpha' }), event({ agent_id: 'beta' })] }).expect(200);
       await api().post('/audit/batch').set(...team.auth).send({ records: [sdkRecord({ agent_id: 'alpha' })] }).expect(200);
-      const agents = testEnv().registry
-        .prepare('SELECT external_id, name, authorized_by, created_via FROM agents WHERE team_id = ? ORDER BY external_id')
-        .all(team.teamId);
+      const { db } = testEnv().deps;
+      const agents = await db.all('SELECT external_id, name, authorized_by, created_via FROM agents WHERE team_id = ? ORDER BY external_id', [team.teamId]);
       expect(agents).to.deep.equal([
         { external_id: 'alpha', name: 'alpha', authorized_by: null, created_via: 'events' },
         { external_id: 'beta', name: 'beta', authorized_by: null, created_via: 'events' },
       ]);
-      const none = testEnv().registry.prepare('SELECT count(*) AS n FROM agents WHERE team_id = ?').get(other.teamId);
-      expect(none).to.deep.equal({ n: 0 });
+      const none = await db.get<{ n: number | string }>('SELECT count(*) AS n FROM agents WHERE team_id = ?', [other.teamId]);
+      expect(Number(none!.n)).to.equal(0);
     });
 
     it('an invalid record creates no agent', async () => {
       const team = await newTeam();
       await api().post('/api/v1/events').set(...team.auth).send({ events: [event({ agent_id: 'ghost', amount: '-1' }), event({ agent_id: 'real' })] }).expect(200);
-      const agents = testEnv().registry.prepare('SELECT external_id FROM agents WHERE team_id = ?').all(team.teamId);
+      const agents = await testEnv().deps.db.all('SELECT external_id FROM agents WHERE team_id = ?', [team.teamId]);
       expect(agents).to.deep.equal([{ external_id: 'real' }]);
     });
   });
 
+});
+
+// A full disk under the SQLite log (PostgreSQL refusing writes is a 503 too: test/service/cluster-faults.test.ts).
+describe('ingest on SQLite', () => {
   describe('when the ingest log cannot be written', () => {
     it('answers 503 with Retry-After, acknowledges and claims nothing (disk full)', async () => {
       const team = await newTeam();

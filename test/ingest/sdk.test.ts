@@ -8,11 +8,11 @@ import type { AddressInfo } from 'node:net';
 import { ApiStorage, AuditLogger } from '@x402sentinel/x402';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { newTeam, testEnv } from '../helpers/context.js';
+import { newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import { run } from '../helpers/processes.js';
 import { storedRows } from './fixtures.js';
 
-describe('ingest from the published SDK (ApiStorage)', function () {
+describeOnEachRegistry('ingest from the published SDK (ApiStorage)', function () {
   this.timeout(30_000);
   let server: http.Server;
   let base: string;

@@ -7,7 +7,7 @@ import { migrateRegistry, readMigrations } from '../../src/stores/migrations.js'
 import { openRegistry } from '../../src/stores/sqlite.js';
 import { generateApiKey, hashApiKey, visiblePrefix } from '../../src/teams/keys.js';
 import { findKeyOwner } from '../../src/teams/repository.js';
-import { api, errorOf, newTeam, testEnv } from '../helpers/context.js';
+import { api, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import { tempDir } from '../helpers/processes.js';
 import { sqliteDatabase } from '../../src/stores/sql.js';
 
@@ -36,7 +36,7 @@ let idCounter = 0;
 const events = (n: number) =>
   Array.from({ length: n }, () => ({ id: `holder-${process.pid}-${++idCounter}`, agent_id: 'a1', endpoint: 'https://api.example.com/x', method: 'GET', amount: '0.01' }));
 
-describe('rate limits follow the key holder', function () {
+describeOnEachRegistry('rate limits follow the key holder', function () {
   this.timeout(60_000);
 
   it('a key that rotates between reads keeps its requests bucket: 429 once it is empty', async () => {
@@ -113,7 +113,7 @@ describe('rate limits follow the key holder', function () {
     expect(await holderOf(second)).to.equal(first.id);
     const third = await rotate(second);
     expect(await holderOf(third)).to.equal(first.id);
-    const row = testEnv().registry.prepare('SELECT holder_id FROM api_keys WHERE id = ?').get(third.id);
+    const row = await testEnv().deps.db.get('SELECT holder_id FROM api_keys WHERE id = ?', [third.id]);
     expect(row).to.deep.equal({ holder_id: first.id });
     await read(third).expect(429);
     // The team's first key, made with the team, is its own holder.

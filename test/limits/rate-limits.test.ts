@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import { RateLimiter, type LimitOutcome } from '../../src/limits/rate-limiter.js';
 import { TokenBucket } from '../../src/limits/token-bucket.js';
-import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
+import { api, appWith, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 
 type Team = Awaited<ReturnType<typeof newTeam>>;
 const bearer = (key: string): [string, string] => ['Authorization', `Bearer ${key}`];
@@ -27,7 +27,7 @@ const events = (n: number) =>
     amount: '0.01',
   }));
 
-describe('rate limits per key', function () {
+describeOnEachRegistry('rate limits per key', function () {
   this.timeout(60_000);
 
   describe('token bucket', () => {

@@ -1,12 +1,12 @@
 /** MAX_ACTIVE_POLICIES_PER_TEAM: creating or re-activating a policy past it is a 409 naming `active`. */
 import { expect } from 'chai';
 import type { Express } from 'express';
-import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
+import { api, appWith, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 
 type Team = Awaited<ReturnType<typeof newTeam>>;
 const LIMITS = [{ kind: 'daily', amount: '10' }];
 
-describe('the bound on active policies per team', () => {
+describeOnEachRegistry('the bound on active policies per team', () => {
   let app: Express;
   before(() => {
     const { config } = testEnv();

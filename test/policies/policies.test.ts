@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { api, errorOf, newTeam } from '../helpers/context.js';
+import { api, errorOf, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 
 type Team = Awaited<ReturnType<typeof newTeam>>;
 
@@ -19,7 +19,7 @@ const EXAMPLE = {
 const create = (team: Team, body: object) => api().post('/api/v1/policies').set(...team.auth).send(body);
 const fields = (body: unknown) => (errorOf(body).details as { field: string }[]).map((d) => d.field);
 
-describe('policies', () => {
+describeOnEachRegistry('policies', () => {
   describe('POST /policies', () => {
     it('creates the interface example: 201, amounts kept as sent, Location', async () => {
       const team = await newTeam();

@@ -4,7 +4,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiStorage } from '@x402sentinel/x402';
 import Database from 'better-sqlite3';
-import { api, errorOf, newTeam, testEnv } from '../helpers/context.js';
+import pg from 'pg';
+import { api, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import { sdkRecord } from '../ingest/fixtures.js';
 
 type Team = Awaited<ReturnType<typeof newTeam>>;
@@ -16,7 +17,7 @@ async function createKey(team: Team, body: object): Promise<{ apiKey: string; id
   return res.body;
 }
 
-describe('API keys with scopes', function () {
+describeOnEachRegistry('API keys with scopes', function (dialect) {
   this.timeout(60_000);
 
   it('the first key of a team is an admin key named default; POST /keys issues named keys, GET /keys lists metadata only', async () => {
@@ -149,12 +150,23 @@ describe('API keys with scopes', function () {
     // Found once, so the service has it in memory.
     await api().get('/api/v1/keys').set(...team.auth).expect(200);
     await api().get('/api/v1/agents').set(...bearer(reader.apiKey)).expect(200);
-    const other = new Database(testEnv().registry.name);
-    try {
-      other.pragma('busy_timeout = 5000');
-      expect(other.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ?').run(Date.now(), reader.id).changes).to.equal(1);
-    } finally {
-      other.close();
+    if (dialect === 'sqlite') {
+      const other = new Database(testEnv().registry.name);
+      try {
+        other.pragma('busy_timeout = 5000');
+        expect(other.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ?').run(Date.now(), reader.id).changes).to.equal(1);
+      } finally {
+        other.close();
+      }
+    } else {
+      // Another instance's connection: the change reaches this one through PostgreSQL alone.
+      const other = new pg.Client({ connectionString: testEnv().config.database!.url });
+      await other.connect();
+      try {
+        expect((await other.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2', [Date.now(), reader.id])).rowCount).to.equal(1);
+      } finally {
+        await other.end();
+      }
     }
     const refused = await api().get('/api/v1/agents').set(...bearer(reader.apiKey)).expect(401);
     expect(errorOf(refused.body).code).to.equal('unauthorized');

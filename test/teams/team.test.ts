@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { api, errorOf, newTeam } from '../helpers/context.js';
+import { api, errorOf, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 
-describe('team endpoints', () => {
+describeOnEachRegistry('team endpoints', () => {
   describe('GET /team', () => {
     it('returns the team of the key with its usage', async () => {
       const team = await newTeam('acme');

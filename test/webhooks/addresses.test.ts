@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { addressBytes, isPrivateAddress, urlProblem } from '../../src/webhooks/address.js';
 import { Dispatcher } from '../../src/webhooks/dispatcher.js';
-import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
+import { api, appWith, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import { parkedDelivery } from './parked.js';
 
 /** Each way of carrying an IPv4 address in IPv6, as written with that IPv4 inside. */
@@ -36,7 +36,7 @@ const PUBLIC_V4 = ['8.8.8.8', '1.1.1.1'];
 const strictApp = () =>
   appWith([], { config: { ...testEnv().deps.config, webhooks: { ...testEnv().deps.config.webhooks, allowHttp: false, allowPrivate: false } } });
 
-describe('webhook addresses', function () {
+describeOnEachRegistry('webhook addresses', function () {
   this.timeout(30_000);
 
   describe('isPrivateAddress', () => {
@@ -122,7 +122,7 @@ describe('webhook addresses', function () {
         [(n: number) => (n === 1 ? ['93.184.216.34'] : ['::127.0.0.1']), 'no public address'],
       ] as const) {
         let lookups = 0;
-        const dispatcher = new Dispatcher(env.registry, env.deps.secrets, strict, env.deps.logger, {
+        const dispatcher = new Dispatcher(env.deps.db, env.deps.secrets, strict, env.deps.logger, {
           publicUrl: 'http://spendscope.test',
           thread: 'main',
           resolver: async () => answers(++lookups),

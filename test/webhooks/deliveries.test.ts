@@ -1,7 +1,7 @@
 /** Webhook deliveries to real local receivers: signed, retried, logged, once per event. */
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
-import { api, newTeam } from '../helpers/context.js';
+import { api, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 import { Receiver } from './receiver.js';
 
 type Team = Awaited<ReturnType<typeof newTeam>>;
@@ -30,7 +30,7 @@ const signed = (r: { headers: Record<string, unknown> }) => ({
   'webhook-signature': String(r.headers['webhook-signature']),
 });
 
-describe('webhook deliveries', function () {
+describeOnEachRegistry('webhook deliveries', function () {
   this.timeout(60_000);
   let receiver: Receiver;
   beforeEach(async () => (receiver = await new Receiver().start()));

@@ -1,7 +1,7 @@
 /** Webhook endpoints: create with a secret shown once, list, change, delete, rotate; safe URLs only. */
 import { expect } from 'chai';
 import { isPrivateAddress, urlProblem } from '../../src/webhooks/address.js';
-import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
+import { api, appWith, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 
 type Team = Awaited<ReturnType<typeof newTeam>>;
 
@@ -13,7 +13,7 @@ function create(team: Team, body: object, app = localApp()) {
   return api(app).post('/api/v1/webhooks').set(...team.auth).send(body);
 }
 
-describe('webhook endpoints', function () {
+describeOnEachRegistry('webhook endpoints', function () {
   this.timeout(30_000);
 
   it('a standard endpoint gets a whsec_ secret shown once; GET never shows it; list, change, delete', async () => {
@@ -55,14 +55,14 @@ describe('webhook endpoints', function () {
     const rotated = await api(app).post(`/api/v1/webhooks/${created.id}/rotate-secret`).set(...team.auth).expect(200);
     expect(rotated.body.secret).to.match(/^whsec_/).and.not.equal(created.secret);
     expect(Date.parse(rotated.body.secretRotatedAt)).to.be.closeTo(Date.now(), 5_000);
-    const row = testEnv().registry.prepare('SELECT previous_secret, previous_secret_until FROM webhook_endpoints WHERE id = ?').get(created.id) as {
-      previous_secret: string;
-      previous_secret_until: number;
-    };
+    const row = (await testEnv().deps.db.get<{ previous_secret: string; previous_secret_until: number | string }>(
+      'SELECT previous_secret, previous_secret_until FROM webhook_endpoints WHERE id = ?',
+      [created.id],
+    ))!;
     // Stored sealed (src/stores/secrets.ts): it opens, for this row and column, to the secret before.
     expect(row.previous_secret).to.match(/^enc:v1:[0-9a-f]{8}:/).and.not.include(created.secret.slice(6));
     expect(testEnv().deps.secrets.open(row.previous_secret, `webhook_endpoints/${created.id}/previous_secret`)).to.equal(created.secret);
-    expect(row.previous_secret_until - Date.parse(rotated.body.secretRotatedAt)).to.equal(24 * 3_600_000);
+    expect(Number(row.previous_secret_until) - Date.parse(rotated.body.secretRotatedAt)).to.equal(24 * 3_600_000);
 
     const slack = (await create(team, { url: 'http://127.0.0.1:9/slack', events: ['alert.opened'], format: 'slack' }, app).expect(201)).body;
     expect(slack).to.not.have.property('secret');

@@ -1,11 +1,11 @@
 /** Webhooks that must not be sent, or must stop: private addresses at delivery time, endpoints failing for 24 hours. */
 import { expect } from 'chai';
 import { Dispatcher } from '../../src/webhooks/dispatcher.js';
-import { api, newTeam, testEnv } from '../helpers/context.js';
+import { api, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import { parkedDelivery } from './parked.js';
 import { Receiver } from './receiver.js';
 
-describe('webhook safety', function () {
+describeOnEachRegistry('webhook safety', function () {
   this.timeout(30_000);
   let receiver: Receiver;
   beforeEach(async () => (receiver = await new Receiver().start()));
@@ -17,7 +17,7 @@ describe('webhook safety', function () {
     // The name resolved to a public address when it was checked; it now resolves to this machine.
     const { hook, deliveryId } = await parkedDelivery(`http://hooks.example.com:${receiver.port}/hook`);
     let lookups = 0;
-    const rebinding = new Dispatcher(env.registry, env.deps.secrets, strict, env.deps.logger, {
+    const rebinding = new Dispatcher(env.deps.db, env.deps.secrets, strict, env.deps.logger, {
       publicUrl: 'http://spendscope.test',
       thread: 'main',
       resolver: async () => (++lookups === 1 ? ['93.184.216.34'] : ['127.0.0.1']),
@@ -29,13 +29,13 @@ describe('webhook safety', function () {
     expect(lookups).to.equal(2); // checked, then checked again as the connection was made
     expect(receiver.received).to.have.length(0);
 
-    const direct = new Dispatcher(env.registry, env.deps.secrets, strict, env.deps.logger, { publicUrl: 'http://spendscope.test' });
+    const direct = new Dispatcher(env.deps.db, env.deps.secrets, strict, env.deps.logger, { publicUrl: 'http://spendscope.test' });
     const { deliveryId: second } = await parkedDelivery(receiver.url());
     const refused = await direct.attemptNow(second);
     await direct.close();
     expect(refused!.error).to.include('127.0.0.1').and.include('WEBHOOK_ALLOW_PRIVATE');
     expect(receiver.received).to.have.length(0);
-    const stored = env.registry.prepare('SELECT status, attempts, last_error FROM webhook_deliveries WHERE id = ?').get(deliveryId) as { status: string; attempts: number; last_error: string };
+    const stored = await env.deps.db.get<{ status: string; attempts: number; last_error: string }>('SELECT status, attempts, last_error FROM webhook_deliveries WHERE id = ?', [deliveryId]);
     expect(stored).to.include({ status: 'pending', attempts: 1 });
     expect(hook.url).to.include('hooks.example.com');
   });
@@ -44,7 +44,7 @@ describe('webhook safety', function () {
     const env = testEnv();
     const { deliveryId } = await parkedDelivery(receiver.url());
     // A dispatcher of its own, not started: it sends only what it is asked for, on a worker thread.
-    const dispatcher = new Dispatcher(env.registry, env.deps.secrets, env.config.webhooks, env.deps.logger, { publicUrl: 'http://spendscope.test' });
+    const dispatcher = new Dispatcher(env.deps.db, env.deps.secrets, env.config.webhooks, env.deps.logger, { publicUrl: 'http://spendscope.test' });
     const [first, second] = await Promise.all([dispatcher.attemptNow(deliveryId), dispatcher.attemptNow(deliveryId)]);
     const unknown = await dispatcher.attemptNow('dlv_nosuchdelivery');
     await dispatcher.close();
@@ -52,16 +52,15 @@ describe('webhook safety', function () {
     expect(first).to.include({ deliveryId, delivered: true, statusCode: 200 });
     expect(second).to.deep.equal(first);
     expect(unknown).to.equal(undefined);
-    const stored = env.registry.prepare('SELECT status, attempts FROM webhook_deliveries WHERE id = ?').get(deliveryId);
+    const stored = await env.deps.db.get('SELECT status, attempts FROM webhook_deliveries WHERE id = ?', [deliveryId]);
     expect(stored).to.deep.equal({ status: 'delivered', attempts: 1 });
   });
 
   it('an endpoint that has failed every attempt for 24 hours is disabled, and the team gets a system alert', async () => {
     const team = await newTeam();
     const hook = (await api().post('/api/v1/webhooks').set(...team.auth).send({ url: receiver.url(), events: ['test', 'alert.opened'] }).expect(201)).body;
-    const db = testEnv().registry;
     // It has been failing since 25 hours ago; this attempt fails too.
-    db.prepare('UPDATE webhook_endpoints SET failing_since = ? WHERE id = ?').run(Date.now() - 25 * 3_600_000, hook.id);
+    await testEnv().deps.db.run('UPDATE webhook_endpoints SET failing_since = ? WHERE id = ?', [Date.now() - 25 * 3_600_000, hook.id]);
     receiver.answers = [500];
     const test = await api().post(`/api/v1/webhooks/${hook.id}/test`).set(...team.auth).expect(200);
     expect(test.body).to.include({ delivered: false, statusCode: 500 });
@@ -93,9 +92,10 @@ describe('webhook safety', function () {
     const hook = (await api().post('/api/v1/webhooks').set(...team.auth).send({ url: receiver.url(), events: ['test'] }).expect(201)).body;
     receiver.answers = [500];
     await api().post(`/api/v1/webhooks/${hook.id}/test`).set(...team.auth).expect(200);
-    const row = () => testEnv().registry.prepare('SELECT failing_since FROM webhook_endpoints WHERE id = ?').get(hook.id) as { failing_since: number | null };
-    expect(row().failing_since).to.be.a('number');
+    const failingSince = async () =>
+      (await testEnv().deps.db.get<{ failing_since: number | string | null }>('SELECT failing_since FROM webhook_endpoints WHERE id = ?', [hook.id]))!.failing_since;
+    expect(Number(await failingSince())).to.be.closeTo(Date.now(), 60_000);
     await api().post(`/api/v1/webhooks/${hook.id}/test`).set(...team.auth).expect(200);
-    expect(row().failing_since).to.equal(null);
+    expect(await failingSince()).to.equal(null);
   });
 });

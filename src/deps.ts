@@ -1,0 +1,47 @@
+import type { Logger } from 'pino';
+import { teamScopedInterface } from './clickhouse-http/interface.js';
+import type { Config } from './config.js';
+import type { AppDeps } from './http/routes.js';
+import type { SchemaRegistry } from './http/validation.js';
+import { freshReads } from './ingest/freshness.js';
+import { startIngestPipeline, startSharedIngestPipeline } from './ingest/pipeline.js';
+import { RateLimiter, sharedRateLedger } from './limits/rate-limiter.js';
+import { Metrics } from './metrics/metrics.js';
+import type { SharedStores, Stores } from './stores/open.js';
+import { openSecretBox } from './stores/secrets.js';
+import { sqliteDatabase } from './stores/sql.js';
+import { Dispatcher, type DispatcherOptions } from './webhooks/dispatcher.js';
+import { resealEndpointSecrets } from './webhooks/repository.js';
+
+/**
+ * The service's parts, assembled once from its opened stores, on either registry: main.ts serves
+ * them, and the tests build the very same on SQLite and on PostgreSQL (one assembly, so the two
+ * cannot differ in what they start). The webhook dispatcher is started.
+ */
+export async function assembleDeps(
+  config: Config,
+  stores: Stores | SharedStores,
+  schemas: SchemaRegistry,
+  logger: Logger,
+  dispatcher: Partial<DispatcherOptions> = {},
+): Promise<AppDeps> {
+  const { events, loaderEvents } = stores;
+  const db = 'registry' in stores ? sqliteDatabase(stores.registry) : stores.db;
+  // SQLite: no key given, so one is generated into the data directory (one instance reads it).
+  const secrets = openSecretBox(config.secretsKeys, config.dataDir);
+  const resealed = await resealEndpointSecrets(db, secrets);
+  if (resealed) logger.info({ resealed, keyId: secrets.currentKeyId }, 'webhook secrets encrypted under the current key');
+  const metrics = new Metrics();
+  const ingest =
+    'registry' in stores
+      ? startIngestPipeline({ config, registry: stores.registry, events, loaderEvents, schemas, logger, metrics })
+      : await startSharedIngestPipeline({ config, pool: stores.pool, db, events, loaderEvents, schemas, logger, metrics });
+  const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
+  const webhooks = new Dispatcher(db, secrets, config.webhooks, logger, { publicUrl: config.publicUrl, ...dispatcher });
+  webhooks.start();
+  // One limiter for the API and the BI interface: a holder's buckets are the same whichever it uses.
+  // With PostgreSQL, instances lease from buckets they share: a key's rate holds across them.
+  const rateLimiter = new RateLimiter(config.rateLimits, Date.now, db.dialect === 'postgres' ? sharedRateLedger(db) : undefined, logger);
+  const clickhouseHttp = teamScopedInterface({ config, db, events, rateLimiter });
+  return { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
+}
