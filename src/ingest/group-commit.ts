@@ -9,7 +9,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import { perform, performNow, savepoint, type Database, type Steps } from '../stores/sql.js';
 import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.js';
 import type { Freshness } from './freshness.js';
-import { contentPrint, type GroupLog, type LogChunk } from './log.js';
+import { contentPrint, type ClaimOutcome, type GroupLog, type LogChunk } from './log.js';
 import type { EventRow } from './records.js';
 import { rowToTsv } from './tsv.js';
 
@@ -357,16 +357,20 @@ export class GroupCommit {
         this.log.rolledBack(endPos);
         this.evaluator?.reset();
         this.agents?.reset();
-        if (attempt < GROUP_ATTEMPTS && this.store.retryable(err)) {
+        const retryable = this.store.retryable(err);
+        if (attempt < GROUP_ATTEMPTS && retryable) {
           this.logger.info({ err, attempt }, 'group commit rolled back; trying it again');
           originals?.forEach((row, i) => {
             const tried = all[i]! as unknown as Record<string, unknown>;
             for (const key of Object.keys(tried)) if (!(key in row)) delete tried[key];
             Object.assign(tried, row);
           });
+          // A moment apart, at random: two groups that met do not meet again in step.
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
           continue;
         }
-        this.fail(group, err, decisions, operations);
+        if (retryable) this.contended(group, err, decisions, operations);
+        else this.fail(group, err, decisions, operations);
         return { acknowledged: Promise.resolve() };
       }
     }
@@ -448,6 +452,17 @@ export class GroupCommit {
     );
   }
 
+  /**
+   * A group that kept meeting other instances' transactions (a deadlock, policies changed under it)
+   * past its tries: answered 503, to be sent again. The log is writable, so readiness is unchanged:
+   * an instance that is merely busy stays in the load balancer.
+   */
+  private contended(group: PendingWrite[], err: unknown, decisions: PendingDecision[], operations: PendingOperation[]): void {
+    this.logger.warn({ err, rows: group.reduce((n, p) => n + p.rows.length, 0), authorizations: decisions.length }, 'group commit kept meeting other writers; answered 503 to be sent again');
+    const busy = new ApiError('store_unavailable', 'The records met concurrent writes of other instances; nothing was stored, retry', undefined, { 'Retry-After': '1' });
+    for (const pending of [...group, ...decisions, ...operations]) pending.reject(busy);
+  }
+
   private fail(group: PendingWrite[], err: unknown, decisions: PendingDecision[] = [], operations: PendingOperation[] = []): void {
     this.writeFailure = { at: Date.now(), message: err instanceof Error ? err.message : String(err) };
     this.metrics?.storeErrors.inc({ store: 'ingest_log' });
@@ -461,14 +476,40 @@ export class GroupCommit {
     for (const pending of operations) pending.reject(unavailable);
   }
 
+  /**
+   * Claims the ids of these requests: one claim per team, in team order, each over every request
+   * of that team in request order (the first of an id repeated across requests is the one stored).
+   * On PostgreSQL a claim takes row locks in id order (shared-log.ts), so every group takes all of
+   * its claims' locks in one order, (team, id): two instances' groups holding the same batches in
+   * other orders (a client's retry sent to another instance) wait for each other, never deadlock.
+   */
+  private *claimByTeam(pendings: PendingWrite[], now: number): Steps<Map<PendingWrite, ClaimOutcome[]>> {
+    const byTeam = new Map<string, PendingWrite[]>();
+    for (const pending of pendings) (byTeam.get(pending.teamId) ?? byTeam.set(pending.teamId, []).get(pending.teamId)!).push(pending);
+    const claims = new Map<PendingWrite, ClaimOutcome[]>();
+    for (const teamId of [...byTeam.keys()].sort()) {
+      const requests = byTeam.get(teamId)!;
+      const rows = requests.length === 1 ? requests[0]!.rows : requests.flatMap((pending) => pending.rows);
+      const claimed = yield* this.log.claiming(teamId, rows.map((r) => r.id), now, rows.map(contentPrint));
+      let offset = 0;
+      for (const pending of requests) {
+        claims.set(pending, requests.length === 1 ? claimed : claimed.slice(offset, offset + pending.rows.length));
+        offset += pending.rows.length;
+      }
+    }
+    return claims;
+  }
+
   /** The body of the transaction: claim, append per team, evaluate, record agents. */
   private *claimAndAppend(group: PendingWrite[], all: EventRow[], plan: unknown, now: number): Steps<{ chunks: LogChunk[]; outcomes: CommitOutcome[] }> {
     const fresh: boolean[] = [];
     const rowsByTeam = new Map<string, EventRow[]>();
     const conflicting = new Set<EventRow>();
     const outcomes: CommitOutcome[] = [];
+    const claims = yield* this.claimByTeam(group.filter((pending) => !pending.captureOnly), now);
     for (const pending of group) {
-      // The capture route's record is stored only while its authorization is held (or it is a retry).
+      // The capture route's record is stored only while its authorization is held (or it is a retry):
+      // asked, then claimed, in request order, after an earlier capture of the group.
       let admitted = true;
       if (pending.captureOnly) for (const row of pending.rows) admitted &&= yield* admitsCapture(row, now);
       if (!admitted) {
@@ -476,7 +517,7 @@ export class GroupCommit {
         outcomes.push({ stored: 0, duplicates: 0, conflicts: [], alertsCreated: 0, warnings: [], refused: pending.rows.length });
         continue;
       }
-      const claimed = yield* this.log.claiming(pending.teamId, pending.rows.map((r) => r.id), now, pending.rows.map(contentPrint));
+      const claimed = claims.get(pending) ?? (yield* this.log.claiming(pending.teamId, pending.rows.map((r) => r.id), now, pending.rows.map(contentPrint)));
       let duplicates = 0;
       const conflicts: CommitOutcome['conflicts'] = [];
       const warnings: RowWarning[] = [];

@@ -11,12 +11,13 @@ import type { AuthorizationRequest } from '../../src/authorizations/decision.js'
 import { voidAuthorization } from '../../src/authorizations/capture.js';
 import { Evaluator } from '../../src/evaluation/evaluator.js';
 import { Freshness } from '../../src/ingest/freshness.js';
-import { GroupCommit, sharedCommits } from '../../src/ingest/group-commit.js';
+import { GroupCommit, sharedCommits, type CommitStore } from '../../src/ingest/group-commit.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import { IngestLog } from '../../src/ingest/log.js';
 import { SharedIngestLog } from '../../src/ingest/shared-log.js';
 import { createPolicy } from '../../src/policies/repository.js';
-import type { Database } from '../../src/stores/sql.js';
+import { postgresOnly, run, type Database } from '../../src/stores/sql.js';
+import { ApiError } from '../../src/http/errors.js';
 import type { Registry } from '../../src/stores/sqlite.js';
 import { createTeam } from '../../src/teams/repository.js';
 import { testEnv } from '../helpers/context.js';
@@ -122,6 +123,31 @@ describe('group commit on a shared store, on SQLite and PostgreSQL', function ()
       }
     });
 
+    it('the same batches in other orders in two instances\' groups (retries sent elsewhere) are stored once, with no deadlock between the groups', async () => {
+      const { db, instances } = await threeInstances();
+      const { team } = await createTeam(db, 'crossed');
+      const { logLines } = testEnv();
+      const linesBefore = logLines.length;
+      const batch = () => Array.from({ length: 10 }, () => ({ id: sdkId(), agent_id: 'bot', endpoint: 'https://api.example.com/v1/search', method: 'GET', amount: '0.01' }));
+      let stored = 0;
+      for (let round = 0; round < 10; round++) {
+        const [x, y] = [batch(), batch()];
+        // One group of [x, y] on the first instance, one of [y, x] on the second, at once.
+        const results = await Promise.all([
+          instances[0]!.ingestor.ingest(team.id, x, 'events'),
+          instances[0]!.ingestor.ingest(team.id, y, 'events'),
+          instances[1]!.ingestor.ingest(team.id, y, 'events'),
+          instances[1]!.ingestor.ingest(team.id, x, 'events'),
+        ]);
+        stored += results.reduce((n, r) => n + r.ingested - r.duplicates, 0);
+      }
+      expect(stored, 'each record stored once').to.equal(200);
+      // Without one lock order over the whole group, each round's two groups deadlock (40P01), and
+      // one is rolled back and tried again after PostgreSQL's deadlock_timeout.
+      const retried = logLines.slice(linesBefore).filter((l) => l.msg === 'group commit rolled back; trying it again');
+      expect(retried.map((l) => (l.err as { code?: string } | undefined)?.code)).to.deep.equal([]);
+    });
+
     it('a hold is captured or voided once: a record and a void of one authorization sent to two instances at once; after five rounds the totals hold each record once and no hold', async () => {
       const { db, instances } = await threeInstances();
       const { team } = await createTeam(db, 'holds');
@@ -150,6 +176,46 @@ describe('group commit on a shared store, on SQLite and PostgreSQL', function ()
       const [stored] = JSON.parse(check.checks) as [string, string, string, string, number, number, string, string, string][];
       expect(stored![7], 'spent').to.equal('5');
       expect(stored![8], 'held').to.equal('0');
+    });
+  });
+});
+
+describe('group commit on PostgreSQL: a group that keeps meeting other writers', function () {
+  this.timeout(60_000);
+  forEachDialect('contended', (open, dialect) => {
+    if (dialect !== 'postgres') return;
+    it('is answered 503 with Retry-After: 1 after its tries and leaves the instance ready (the log is writable); fewer failures than tries are absorbed', async () => {
+      const { db } = await open();
+      const { team } = await createTeam(db, 'contended');
+      const real = sharedCommits(db);
+      // PostgreSQL's own deadlock error, raised inside the group's transaction: what a group meeting
+      // another instance's locks gets, the first `failing` times.
+      let failing = 3;
+      const store: CommitStore = {
+        retryable: real.retryable,
+        transact: (steps) =>
+          real.transact(function* () {
+            if (failing-- > 0) yield* run(postgresOnly("DO $$ BEGIN RAISE EXCEPTION 'as a deadlock' USING ERRCODE = 'deadlock_detected'; END $$"));
+            return yield* steps();
+          }),
+      };
+      const log = new SharedIngestLog(7);
+      await log.rollPartitions(db, Date.now());
+      const { deps } = testEnv();
+      const commit = new GroupCommit(store, log, new Freshness(0), LIMITS, deps.logger);
+      const ingestor = new Ingestor(deps.schemas, commit);
+      const record = () => ({ id: sdkId(), agent_id: 'bot', endpoint: 'https://api.example.com/v1/search', method: 'GET', amount: '1' });
+      const refused = await ingestor.ingest(team.id, [record()], 'events').then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(refused).to.be.instanceOf(ApiError);
+      expect((refused as ApiError).status).to.equal(503);
+      expect((refused as ApiError).headers).to.deep.equal({ 'Retry-After': '1' });
+      expect(commit.lastWriteFailure, 'readiness').to.equal(undefined);
+      failing = 2;
+      expect((await ingestor.ingest(team.id, [record()], 'events')).ingested).to.equal(1);
+      expect(Number((await db.get<{ n: string }>('SELECT count(*) AS n FROM ingest_claims WHERE team_id = ?', [team.id]))!.n)).to.equal(1);
     });
   });
 });
