@@ -16,12 +16,11 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { serveClickHouseHttp, settingStatements } from '../src/clickhouse-http/protocol.js';
+import { serveEmbeddedClickHouse } from './clickhouse-endpoint.js';
 import { embeddedPostgres } from './embedded-postgres.js';
 import { callService, startChildService, type ChildService } from './service.js';
 import { percentile } from './stats.js';
@@ -159,11 +158,8 @@ async function main(): Promise<void> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-cluster-'));
   fs.chmodSync(work, 0o755);
   const enginePath = path.join(work, 'clickhouse');
-  const clickhouse = http.createServer((req, res) => {
-    void serveClickHouseHttp(req, res, { enginePath, maxBodyBytes: 256 * 1024 ** 2, policy: { prepare: (request) => ({ setup: settingStatements(request.settings) }) } });
-  });
-  await new Promise<void>((resolve) => clickhouse.listen(0, '127.0.0.1', resolve));
-  const chUrl = `http://127.0.0.1:${(clickhouse.address() as AddressInfo).port}`;
+  const clickhouse = await serveEmbeddedClickHouse(enginePath);
+  const chUrl = clickhouse.url;
   console.log(`bench:cluster: ${os.cpus().length} cores; ${CONCURRENCY} clients, batches of ${BATCH} SDK-id records; ${SECONDS} s a phase; claims index prefilled with ${fmt(PREFILL)} ids`);
   const phases: Phase[] = [];
   try {
@@ -218,8 +214,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    clickhouse.closeAllConnections();
-    clickhouse.close();
+    await clickhouse.close();
     fs.rmSync(work, { recursive: true, force: true });
   }
   print(phases);

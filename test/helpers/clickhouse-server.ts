@@ -1,12 +1,12 @@
 /**
- * A ClickHouse server for the tests: the service's own ClickHouse HTTP protocol module over the
- * run's embedded engine, with no restrictions, on a loopback port. Lets the suite run the service
- * in server mode (CLICKHOUSE_URL) against a real engine. Test helpers only: nothing in the
- * service's configuration can start it.
+ * A ClickHouse server for the tests: scripts/clickhouse-endpoint.ts (the service's ClickHouse HTTP
+ * protocol module, unrestricted) over the run's embedded engine, on a loopback port, as
+ * clickhouse-server is to a deployment. Lets the suite run the service in server mode
+ * (CLICKHOUSE_URL) against a real engine, and stop and start it under the instances. It is served
+ * from the test run's process, which holds the engine (one process per data directory); the
+ * instances reach it over HTTP from theirs.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { serveClickHouseHttp, settingStatements } from '../../src/clickhouse-http/protocol.js';
+import { serveEmbeddedClickHouse, type ClickHouseEndpoint } from '../../scripts/clickhouse-endpoint.js';
 import { embeddedEnv } from './context.js';
 
 export interface TestClickHouseServer {
@@ -22,28 +22,20 @@ export async function startClickHouseServer(): Promise<TestClickHouseServer> {
   const { config } = embeddedEnv();
   if (config.clickhouse.mode !== 'embedded') throw new Error('the test ClickHouse server needs the embedded engine');
   const enginePath = config.clickhouse.path;
-  const server = http.createServer((req, res) => {
-    void serveClickHouseHttp(req, res, {
-      enginePath,
-      maxBodyBytes: 256 * 1024 * 1024,
-      // Everything the client asks for, as a ClickHouse server's default user may.
-      policy: { prepare: (request) => ({ setup: settingStatements(request.settings) }) },
-    });
-  });
-  const listen = (port: number) => new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  await listen(0);
-  const { port } = server.address() as AddressInfo;
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      if (!server.listening) return resolve();
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
-  return { url: `http://127.0.0.1:${port}`, stop, resume: () => listen(port), close: stop };
+  let running: ClickHouseEndpoint | undefined = await serveEmbeddedClickHouse(enginePath);
+  const { url } = running;
+  const port = Number(new URL(url).port);
+  const stop = async () => {
+    const was = running;
+    running = undefined;
+    await was?.close();
+  };
+  return {
+    url,
+    stop,
+    async resume() {
+      running ??= await serveEmbeddedClickHouse(enginePath, port);
+    },
+    close: stop,
+  };
 }

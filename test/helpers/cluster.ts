@@ -1,7 +1,7 @@
 /**
  * Several instances of the built service on loopback, sharing one PostgreSQL (a fresh database of
- * the run's server) and one ClickHouse (the run's embedded engine behind the test ClickHouse
- * server, a database of its own), as a deployment behind a load balancer runs them.
+ * the run's server) and one ClickHouse (the test ClickHouse server: the run's embedded engine behind
+ * the protocol module, a database of its own), as a deployment behind a load balancer runs them.
  */
 import crypto from 'node:crypto';
 import { startClickHouseServer, type TestClickHouseServer } from './clickhouse-server.js';
