@@ -45,3 +45,17 @@ export async function assembleDeps(
   const clickhouseHttp = teamScopedInterface({ config, db, events, rateLimiter });
   return { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, webhooks, clickhouseHttp, rateLimiter };
 }
+
+/**
+ * Closes what assembleDeps started and the stores under it, in the order that loses nothing:
+ * webhook attempts in flight finish (or are sent again at the next start), then the ingest path
+ * (every answered request's rows are in the log already; what the loader has not copied stays
+ * there), then the stores.
+ */
+export async function closeDeps(deps: Pick<AppDeps, 'webhooks' | 'ingest' | 'db' | 'events' | 'loaderEvents'>): Promise<void> {
+  await deps.webhooks.close();
+  await deps.ingest.close();
+  await deps.db.close();
+  await deps.events.close();
+  await deps.loaderEvents.close();
+}

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { Express } from 'express';
 import { createHttpServer, listen } from './http/listen.js';
 import type { AppDeps } from './http/routes.js';
+import { closeDeps } from './deps.js';
 
 export interface RunningServer {
   server: Server;
@@ -29,18 +30,7 @@ export async function startServer(
       deadline.unref();
       server.close(() => {
         clearTimeout(deadline);
-        // Every answered request's rows are in the log already; what the loader has not copied yet
-        // stays there and is loaded at the next start.
-        // Webhook attempts in flight finish (or are sent again at the next start), then the log closes.
-        deps.webhooks
-          .close()
-          .then(() => deps.ingest.close())
-          .then(async () => {
-            await deps.db.close();
-            await deps.events.close();
-            await deps.loaderEvents.close();
-          })
-          .then(resolve, reject);
+        closeDeps(deps).then(resolve, reject);
       });
       // Keep-alive connections with no request in progress would hold close() open until they time out.
       server.closeIdleConnections();

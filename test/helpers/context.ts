@@ -18,7 +18,7 @@ import { pino } from 'pino';
 import supertest from 'supertest';
 import { createApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
-import { assembleDeps } from '../../src/deps.js';
+import { assembleDeps, closeDeps } from '../../src/deps.js';
 import type { AppDeps, RouteSpec } from '../../src/http/routes.js';
 import { SchemaRegistry } from '../../src/http/validation.js';
 import { SCHEMA_DIR } from '../../src/paths.js';
@@ -120,16 +120,8 @@ export async function startTestEnv(): Promise<void> {
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
   const deps = { ...(await assembleDeps(config, stores, schemas, logger, DISPATCH)), registry: stores.registry } as TestDeps;
   const env: TestEnv = { dialect: 'sqlite', dataDir, config, registry: stores.registry, events: stores.events, loaderEvents: stores.loaderEvents, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) };
-  embedded = { env, stop: async () => stopDeps(deps).then(() => fs.rmSync(dataDir, { recursive: true, force: true })) };
+  embedded = { env, stop: async () => closeDeps(deps).then(() => fs.rmSync(dataDir, { recursive: true, force: true })) };
   current = env;
-}
-
-async function stopDeps(deps: AppDeps): Promise<void> {
-  await deps.webhooks.close();
-  await deps.ingest.close();
-  await deps.db.close();
-  await deps.events.close();
-  await deps.loaderEvents.close();
 }
 
 async function startSharedEnv(): Promise<Started> {
@@ -149,15 +141,24 @@ async function startSharedEnv(): Promise<Started> {
     throw new Error('this test reaches the SQLite registry: it cannot run on PostgreSQL (declare it outside describeOnEachRegistry)');
   };
   const deps = Object.defineProperty({ ...assembled }, 'registry', { get: sqliteOnly }) as TestDeps;
-  const env = Object.defineProperty(
-    { dialect: 'postgres', dataDir, config, events: stores.events, loaderEvents: stores.loaderEvents, schemas, logLines, deps, app: createApp(deps, { validateResponses: true }) },
-    'registry',
-    { get: sqliteOnly },
-  ) as TestEnv;
+  const env: TestEnv = {
+    dialect: 'postgres',
+    dataDir,
+    config,
+    get registry() {
+      return deps.registry;
+    },
+    events: stores.events,
+    loaderEvents: stores.loaderEvents,
+    schemas,
+    logLines,
+    deps,
+    app: createApp(deps, { validateResponses: true }),
+  };
   return {
     env,
     async stop() {
-      await stopDeps(deps);
+      await closeDeps(deps);
       await clickhouse.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
