@@ -4,7 +4,7 @@ import type { Config, SharedDatabaseConfig } from '../config.js';
 import { SCHEMA_DIR } from '../paths.js';
 import { createEventStore, ensureDatabase, type EventStore } from './clickhouse.js';
 import { migrateEventStore, migrateRegistry, migrateSharedStore } from './migrations.js';
-import { openSharedStore, type SharedStore } from './postgres.js';
+import { openSharedStore, withConnection, type SharedStore } from './postgres.js';
 import { applyRetention } from './retention.js';
 import { postgresDatabase, type Database } from './sql.js';
 import { openRegistry, type Registry } from './sqlite.js';
@@ -52,13 +52,15 @@ export async function openSharedStores(config: Config & { database: SharedDataba
     const applied = await migrateSharedStore(pool, path.join(SCHEMA_DIR, 'postgres'));
     if (applied.length) logger.info({ applied }, 'PostgreSQL migrations applied');
     // ClickHouse's migrations are recorded in ClickHouse, which has no transactions: one instance at a time.
-    const client = await pool.connect();
-    try {
-      await client.query("SELECT pg_advisory_lock(hashtext('spendscope:clickhouse migrations'))");
-      return { pool, db: postgresDatabase(pool), ...(await openEventStores(config, logger)) };
-    } finally {
-      client.release(true);
-    }
+    // The session's lock ends with it: the connection is destroyed, not returned to the pool.
+    return await withConnection(
+      pool,
+      async (client) => {
+        await client.query("SELECT pg_advisory_lock(hashtext('spendscope:clickhouse migrations'))");
+        return { pool, db: postgresDatabase(pool), ...(await openEventStores(config, logger)) };
+      },
+      true,
+    );
   } catch (err) {
     await pool.end().catch(() => {});
     throw err;

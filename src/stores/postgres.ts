@@ -51,20 +51,49 @@ export function openSharedStore(url: string, options: SharedStoreOptions = {}): 
   return pool;
 }
 
-/** Runs `fn` in a transaction on one connection: committed if it returns, rolled back if it throws. */
-export async function inTransaction<T>(store: SharedStore, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+/**
+ * Runs `fn` on one connection checked out of the pool. The pool listens for errors only on idle
+ * connections: a server that goes away (a restart, a failover) under a checked-out one emits an
+ * 'error' that, with no listener, would end the process. Here it is heard while the connection is
+ * out (the caller learns of it from its query), and a connection that failed is destroyed rather
+ * than returned.
+ */
+export async function withConnection<T>(
+  store: SharedStore,
+  fn: (client: pg.PoolClient) => Promise<T>,
+  /** Destroyed whatever happens: a session whose locks must end with it. */
+  destroy = false,
+): Promise<T> {
   const client = await store.connect();
+  let failed: unknown;
+  const onError = (err: unknown) => {
+    failed = err;
+  };
+  client.on('error', onError);
   try {
-    await client.query('BEGIN');
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
+    return await fn(client);
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
+    if (sharedStoreUnavailable(err)) failed ??= err;
     throw err;
   } finally {
-    client.release();
+    client.off('error', onError);
+    client.release(destroy || failed !== undefined ? true : undefined);
   }
+}
+
+/** Runs `fn` in a transaction on one connection: committed if it returns, rolled back if it throws. */
+export async function inTransaction<T>(store: SharedStore, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return withConnection(store, async (client) => {
+    await client.query('BEGIN');
+    try {
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    }
+  });
 }
 
 /** SQLSTATE classes and codes of a server that is gone, restarting, or too busy to answer now. */

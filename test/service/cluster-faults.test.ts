@@ -29,7 +29,13 @@ const micros = (amount: string) => {
 describe('several instances on PostgreSQL: faults (spawned)', function () {
   this.timeout(240_000);
   let cluster: Cluster | undefined;
-  afterEach(async () => {
+  afterEach(async function () {
+    // A failed test shows what the instances said last (one that exited shows why).
+    if (this.currentTest?.state === 'failed') {
+      for (const [i, s] of (cluster?.instances ?? []).entries()) {
+        process.stderr.write(`--- instance ${i} (exit ${String(s.child.exitCode)}), last output:\n${(s.stdout() + s.stderr()).slice(-3000)}\n`);
+      }
+    }
     await cluster?.stop();
     cluster = undefined;
   });
@@ -48,6 +54,7 @@ describe('several instances on PostgreSQL: faults (spawned)', function () {
     const acknowledged = new Map<string, string>();
     let stop = false;
     let errors = 0;
+    const answered = new Map<RunningService, number>();
     // Six clients sending batches of 25 as the SDK does: a batch not answered 200 (connection
     // refused or reset, a 503) is sent again, as it was, to another instance.
     const client = async (n: number) => {
@@ -55,8 +62,12 @@ describe('several instances on PostgreSQL: faults (spawned)', function () {
         const batch = Array.from({ length: 25 }, (_, i) => record(i % 5 === 0 ? 'storm' : `agent-${n}`, `0.0${(b + i) % 9}1`));
         for (let attempt = 0; ; attempt++) {
           try {
-            const res = await call(pick(n + attempt), c.key, 'POST', '/api/v1/audit/batch', { records: batch });
-            if (res.status === 200) break;
+            const to = pick(n + attempt);
+            const res = await call(to, c.key, 'POST', '/api/v1/audit/batch', { records: batch });
+            if (res.status === 200) {
+              answered.set(to, (answered.get(to) ?? 0) + 1);
+              break;
+            }
             if (res.status !== 503) throw new Error(`answered ${res.status}: ${JSON.stringify(res.body)}`);
           } catch (err) {
             if ((err as Error).message.startsWith('answered')) throw err;
@@ -78,7 +89,9 @@ describe('several instances on PostgreSQL: faults (spawned)', function () {
     await sleep(3_000);
     stop = true;
     await Promise.all(clients);
-    expect(errors, 'requests cut by the kill').to.be.above(0);
+    // The killed instance was taking its share of the load until the kill (requests in flight to it
+    // then, if any, failed and were sent again elsewhere: `errors`).
+    expect(answered.get(victim) ?? 0, `batches the killed instance answered (${errors} requests cut by the kill)`).to.be.above(10);
 
     // Reads on a survivor wait for every acknowledged record (the loader taken over meanwhile).
     const survivor = [...alive][0]!;

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import fs from 'node:fs';
 import path from 'node:path';
 import { MigrationError, migrateSharedStore } from '../../src/stores/migrations.js';
-import { inTransaction, openSharedStore, type SharedStore } from '../../src/stores/postgres.js';
+import { inTransaction, openSharedStore, sharedStoreUnavailable, type SharedStore } from '../../src/stores/postgres.js';
 import { freshDatabase } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/processes.js';
 
@@ -93,5 +93,37 @@ describe('shared store (PostgreSQL) migrations', function () {
       throw new Error('changed my mind');
     }).catch(() => {});
     expect((await store.query('SELECT n FROM t')).rows).to.deep.equal([{ n: 1 }]);
+  });
+});
+
+describe('shared store (PostgreSQL) connections', function () {
+  this.timeout(30_000);
+
+  it('a connection the server drops while it is checked out (a restart mid-transaction) fails the transaction, not the process, and is not reused', async () => {
+    const pool = openSharedStore(await freshDatabase('dropped'));
+    const admin = openSharedStore(await freshDatabase('dropped-admin'));
+    try {
+      let pid = 0;
+      const outcome = await inTransaction(pool, async (client) => {
+        pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+        await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+        // Between two queries: the pool no longer listens on this connection, so its 'error'
+        // event, with no listener, would end the process (mocha reports it as this test's failure).
+        await new Promise((r) => setTimeout(r, 300));
+        await client.query('SELECT 1');
+        return 'committed';
+      }).then(
+        (value) => value,
+        (err: unknown) => err,
+      );
+      expect(outcome).to.be.instanceOf(Error);
+      expect(sharedStoreUnavailable(outcome), String(outcome)).to.equal(true);
+      // The next transaction gets a live connection, not the dropped one.
+      const next = await inTransaction(pool, async (client) => (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
+      expect(next).to.not.equal(pid);
+    } finally {
+      await pool.end();
+      await admin.end();
+    }
   });
 });
