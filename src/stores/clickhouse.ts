@@ -148,3 +148,36 @@ function clientStore(client: ClickHouseClient, config: ClickHouseConfig, embedde
     },
   };
 }
+
+/**
+ * ClickHouse's answers that mean "not now" rather than "not this": the server too busy or short of
+ * memory, a timeout, a read-only replica, the network. The API answers them 503 with Retry-After,
+ * as it does when ClickHouse does not answer at all; anything else it says is a fault of ours (500).
+ * By number, since the embedded engine and the HTTP client word them alike ("Code: 241. ...").
+ */
+const UNAVAILABLE_CODES = new Set([
+  159, // TIMEOUT_EXCEEDED
+  160, // TOO_SLOW
+  202, // TOO_MANY_SIMULTANEOUS_QUERIES
+  209, // SOCKET_TIMEOUT
+  210, // NETWORK_ERROR
+  241, // MEMORY_LIMIT_EXCEEDED
+  242, // TABLE_IS_READ_ONLY
+  252, // TOO_MANY_PARTS
+  279, // ALL_CONNECTION_TRIES_FAILED
+  439, // CANNOT_SCHEDULE_TASK
+  745, // SERVER_OVERLOADED
+  999, // KEEPER_EXCEPTION
+]);
+
+/** The HTTP client's own timeout (request_timeout passed without an answer). */
+const CLIENT_TIMEOUT = /^Timeout error\.$/;
+
+/** Whether an error of the event store says ClickHouse cannot answer now (503), not that the query is wrong. */
+export function eventStoreUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  if (CLIENT_TIMEOUT.test(err.message)) return true;
+  const { code } = err as { code?: unknown };
+  const number = typeof code === 'string' && /^\d+$/.test(code) ? Number(code) : /^Code: (\d+)\./.exec(err.message)?.[1];
+  return number !== undefined && UNAVAILABLE_CODES.has(Number(number));
+}

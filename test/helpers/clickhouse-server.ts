@@ -1,41 +1,49 @@
 /**
  * A ClickHouse server for the tests: scripts/clickhouse-endpoint.ts (the service's ClickHouse HTTP
- * protocol module, unrestricted) over the run's embedded engine, on a loopback port, as
- * clickhouse-server is to a deployment. Lets the suite run the service in server mode
- * (CLICKHOUSE_URL) against a real engine, and stop and start it under the instances. It is served
- * from the test run's process, which holds the engine (one process per data directory); the
- * instances reach it over HTTP from theirs.
+ * protocol module, unrestricted) over an embedded engine of its own, run as a process of its own on
+ * a loopback port, as clickhouse-server is to a deployment (issue 30). Lets the suite run the
+ * service in server mode (CLICKHOUSE_URL) against a real engine, and stop it under the instances
+ * (kill -9: connections cut, the port closed) and start it again on the same port and data.
  */
-import { serveEmbeddedClickHouse, type ClickHouseEndpoint } from '../../scripts/clickhouse-endpoint.js';
-import { embeddedEnv } from './context.js';
+import fs from 'node:fs';
+import { spawnClickHouseEndpoint, type ClickHouseEndpointProcess } from '../../scripts/clickhouse-endpoint.js';
+import { tempDir } from './processes.js';
 
 export interface TestClickHouseServer {
   url: string;
-  /** Stops answering (connections cut, the port closed), as a ClickHouse server going down. */
+  /** Stops answering (the process killed: connections cut, the port closed), as a server going down. */
   stop(): Promise<void>;
-  /** Answers again on the same port. */
+  /** Answers again on the same port, over the same data. */
   resume(): Promise<void>;
+  /** What the processes wrote to stderr (for a failed test). */
+  errors(): string;
   close(): Promise<void>;
 }
 
 export async function startClickHouseServer(): Promise<TestClickHouseServer> {
-  const { config } = embeddedEnv();
-  if (config.clickhouse.mode !== 'embedded') throw new Error('the test ClickHouse server needs the embedded engine');
-  const enginePath = config.clickhouse.path;
-  let running: ClickHouseEndpoint | undefined = await serveEmbeddedClickHouse(enginePath);
+  const dataDir = tempDir('clickhouse');
+  const earlier: string[] = [];
+  let running: ClickHouseEndpointProcess | undefined = await spawnClickHouseEndpoint(dataDir);
   const { url } = running;
   const port = Number(new URL(url).port);
-  const stop = async () => {
+  const kill = async (signal: NodeJS.Signals) => {
     const was = running;
     running = undefined;
-    await was?.close();
+    if (!was) return;
+    was.child.kill(signal);
+    await was.exited;
+    earlier.push(was.errors());
   };
   return {
     url,
-    stop,
+    stop: () => kill('SIGKILL'),
     async resume() {
-      running ??= await serveEmbeddedClickHouse(enginePath, port);
+      running ??= await spawnClickHouseEndpoint(dataDir, port);
     },
-    close: stop,
+    errors: () => [...earlier, running?.errors() ?? ''].join(''),
+    async close() {
+      await kill('SIGTERM');
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
   };
 }

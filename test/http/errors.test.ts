@@ -66,8 +66,38 @@ const conflict = defineRoute({
   },
 });
 
+/**
+ * A query the run's real ClickHouse refuses for being too big to answer now (a memory limit far
+ * below what it needs: MEMORY_LIMIT_EXCEEDED), as a busy server refuses a read; or refuses as
+ * wrong (an unknown table: a fault of ours).
+ */
+const overloaded = defineRoute({
+  method: 'get',
+  path: '/test/overloaded',
+  operationId: 'testOverloaded',
+  summary: 'ClickHouse refuses for now',
+  tag: 'test',
+  responses: { 200: { description: 'never' } },
+  handler: async ({ deps }) => {
+    await deps.events.query('SELECT length(groupArray(number)) AS n FROM numbers(20000000)', {}, { max_memory_usage: '10000000' });
+    return { body: {} };
+  },
+});
+const wrongQuery = defineRoute({
+  method: 'get',
+  path: '/test/wrong-query',
+  operationId: 'testWrongQuery',
+  summary: 'ClickHouse refuses as wrong',
+  tag: 'test',
+  responses: { 200: { description: 'never' } },
+  handler: async ({ deps }) => {
+    await deps.events.query('SELECT count() FROM no_such_table_here');
+    return { body: {} };
+  },
+});
+
 describeOnEachRegistry('errors', () => {
-  const app = () => appWith([echo, boom, conflict], { schemas: schemasWithProbe() });
+  const app = () => appWith([echo, boom, conflict, overloaded, wrongQuery], { schemas: schemasWithProbe() });
 
   it('accepts a valid JSON body', async () => {
     const team = await newTeam();
@@ -167,5 +197,16 @@ describeOnEachRegistry('errors', () => {
     expect(line, 'request log line').to.not.equal(undefined);
     expect(line!.level).to.equal(50);
     expect(JSON.stringify(line!.err)).to.include('secret internal detail').and.include('at ');
+  });
+
+  it('ClickHouse refusing a read for now (over a memory limit): 503 with Retry-After, not 500; a query it finds wrong is still a 500', async () => {
+    const team = await newTeam();
+    const res = await api(app()).get('/api/v1/test/overloaded').set(...team.auth).expect(503);
+    expect(errorOf(res.body).code).to.equal('store_unavailable');
+    expect(res.headers['retry-after']).to.equal('2');
+    const line = testEnv().logLines.find((l) => (l.req as { id?: string } | undefined)?.id === errorOf(res.body).requestId);
+    expect(JSON.stringify(line?.err), 'the log keeps what ClickHouse said').to.match(/Code: 241\.|"code":"241"/);
+    const wrong = await api(app()).get('/api/v1/test/wrong-query').set(...team.auth).expect(500);
+    expect(errorOf(wrong.body).code).to.equal('internal_error');
   });
 });

@@ -35,6 +35,7 @@ describe('several instances on PostgreSQL: faults (spawned)', function () {
       for (const [i, s] of (cluster?.instances ?? []).entries()) {
         process.stderr.write(`--- instance ${i} (exit ${String(s.child.exitCode)}), last output:\n${(s.stdout() + s.stderr()).slice(-3000)}\n`);
       }
+      if (cluster) process.stderr.write(`--- the ClickHouse server's errors:\n${cluster.clickhouse.errors().slice(-3000)}\n`);
     }
     await cluster?.stop();
     cluster = undefined;
