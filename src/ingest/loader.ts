@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { EventStore } from '../stores/clickhouse.js';
+import { clickHouseErrorCode, type EventStore } from '../stores/clickhouse.js';
 import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.js';
 import type { Freshness } from './freshness.js';
 import type { LogChunk } from './log.js';
@@ -37,15 +37,8 @@ const DATA_ERRORS = new Set([
 /** Whether ClickHouse refused a block's rows (split it to find them), rather than being unavailable. */
 export function refusedForData(err: unknown): boolean {
   if (err instanceof RollupInsertError) return false;
-  const code = clickHouseCode(err);
+  const code = clickHouseErrorCode(err);
   return code !== undefined && DATA_ERRORS.has(code);
-}
-
-function clickHouseCode(err: unknown): number | undefined {
-  const code = (err as { code?: unknown })?.code;
-  if (typeof code === 'string' && /^\d+$/.test(code)) return Number(code);
-  const match = /Code: (\d+)\./.exec(err instanceof Error ? err.message : String(err));
-  return match ? Number(match[1]) : undefined;
 }
 
 /** Dimensions of the by-dimension rollups: every event counts once in each. */

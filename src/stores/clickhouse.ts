@@ -1,6 +1,4 @@
 import { ClickHouseLogLevel, createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
-
-export type { ClickHouseSettings };
 import { createChdbConnection } from 'chdb/connection';
 import { Readable } from 'node:stream';
 import type { ClickHouseConfig } from '../config.js';
@@ -12,8 +10,13 @@ import type { ClickHouseConfig } from '../config.js';
 export interface EventStore {
   readonly mode: ClickHouseConfig['mode'];
   readonly database: string;
-  /** Runs a SELECT and returns its rows; 64-bit integers and Decimals come back as strings. */
-  query<Row>(sql: string, params?: Record<string, unknown>, settings?: ClickHouseSettings): Promise<Row[]>;
+  /**
+   * Runs a SELECT and returns its rows; 64-bit integers and Decimals come back as strings. No
+   * settings argument: the embedded connection applies a query's settings with SET on the shared
+   * session, where they would stay for every later query. A query that needs one says it in its
+   * own SETTINGS clause.
+   */
+  query<Row>(sql: string, params?: Record<string, unknown>): Promise<Row[]>;
   /** Runs a statement that returns no rows (DDL, ALTER, INSERT ... SELECT). */
   command(sql: string, params?: Record<string, unknown>): Promise<void>;
   /** Inserts objects as JSONEachRow (small, occasional writes: migrations records). */
@@ -115,8 +118,8 @@ function clientStore(client: ClickHouseClient, config: ClickHouseConfig, embedde
   return {
     mode: config.mode,
     database: config.database,
-    async query<Row>(sql: string, params?: Record<string, unknown>, settings?: ClickHouseSettings): Promise<Row[]> {
-      const result = await client.query({ query: sql, query_params: params, format: 'JSONEachRow', clickhouse_settings: settings });
+    async query<Row>(sql: string, params?: Record<string, unknown>): Promise<Row[]> {
+      const result = await client.query({ query: sql, query_params: params, format: 'JSONEachRow' });
       return result.json<Row>();
     },
     async command(sql: string, params?: Record<string, unknown>): Promise<void> {
@@ -177,7 +180,17 @@ const CLIENT_TIMEOUT = /^Timeout error\.$/;
 export function eventStoreUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   if (CLIENT_TIMEOUT.test(err.message)) return true;
-  const { code } = err as { code?: unknown };
-  const number = typeof code === 'string' && /^\d+$/.test(code) ? Number(code) : /^Code: (\d+)\./.exec(err.message)?.[1];
-  return number !== undefined && UNAVAILABLE_CODES.has(Number(number));
+  const code = clickHouseErrorCode(err);
+  return code !== undefined && UNAVAILABLE_CODES.has(code);
+}
+
+/**
+ * ClickHouse's error number of a failure of the event store: the HTTP client's `code`, or the
+ * engine's "Code: N." in the message; undefined when ClickHouse did not answer with an error.
+ */
+export function clickHouseErrorCode(err: unknown): number | undefined {
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code === 'string' && /^\d+$/.test(code)) return Number(code);
+  const match = /Code: (\d+)\./.exec(err instanceof Error ? err.message : String(err));
+  return match ? Number(match[1]) : undefined;
 }

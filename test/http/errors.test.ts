@@ -79,7 +79,8 @@ const overloaded = defineRoute({
   tag: 'test',
   responses: { 200: { description: 'never' } },
   handler: async ({ deps }) => {
-    await deps.events.query('SELECT length(groupArray(number)) AS n FROM numbers(20000000)', {}, { max_memory_usage: '10000000' });
+    // The limit in the query's own SETTINGS clause: it ends with the query (a SET would stay on the engine's session).
+    await deps.events.query('SELECT length(groupArray(number)) AS n FROM numbers(20000000) SETTINGS max_memory_usage = 10000000');
     return { body: {} };
   },
 });
