@@ -57,7 +57,7 @@ export interface Agent {
 }
 
 export interface Limit {
-  kind: 'per_call' | 'per_hour' | 'daily' | 'per_endpoint';
+  kind: 'per_call' | 'per_hour' | 'daily' | 'weekly' | 'monthly' | 'per_endpoint';
   amount: string;
   endpoint?: string;
 }

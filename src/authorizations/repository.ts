@@ -5,6 +5,7 @@
  */
 import { formatUnits, toUnits } from '../evaluation/money.js';
 import { all, forUpdate, get, perform, run, type Sql, type Steps } from '../stores/sql.js';
+import type { LimitKind } from '../policies/limits.js';
 
 export type AuthorizationState = 'held' | 'captured' | 'voided' | 'declined';
 export type AuthorizationStatus = AuthorizationState | 'expired';
@@ -13,7 +14,7 @@ export interface Check {
   policy_id: string;
   policy_name: string;
   action: 'flag' | 'block';
-  kind: 'per_call' | 'per_hour' | 'daily' | 'per_endpoint';
+  kind: LimitKind;
   window: { start: string; end: string } | null;
   limit: string;
   spent: string;

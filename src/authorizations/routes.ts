@@ -73,8 +73,8 @@ export const createAuthorizationRoute = defineRoute<AuthorizationCreate>({
   operationId: 'createAuthorization',
   summary: 'Ask whether an agent may pay, and hold the amount if it may',
   description:
-    "Decides at once against the team's active policies for the agent, as ingest evaluates them (per_call, per_hour, daily " +
-    "in the policy's time zone, per_endpoint), counting what the agent spent in each window plus what its open " +
+    "Decides at once against the team's active policies for the agent, as ingest evaluates them (per_call, per_hour, daily, weekly " +
+    "and monthly in the policy's time zone, per_endpoint), counting what the agent spent in each window plus what its open " +
     'authorizations hold. A block policy that would be broken declines (and raises or updates that breach\'s alert, with ' +
     '`details.declined`); a flag policy approves and says so in `reasons`. An approval holds its amount until it is ' +
     'captured, voided or expires (`expires_in_s`, default 300, at most 3600). Decisions for one agent are serialised ' +

@@ -20,9 +20,9 @@ import { formatUnits, toUnits } from './money.js';
 import { OccurrenceMerger, Storms } from './occurrences.js';
 import { breachKey, breachOccurrence, compilePolicy, scopeKey, scopeOf, type Breach, type CompiledLimit, type CompiledPolicy, type WindowScope } from './policies.js';
 import { brokenCount, PolicyIndex } from './policy-index.js';
-import { utcDay, utcHour, zonedDay, type Window } from './windows.js';
+import { LONGEST_WINDOW_MS, utcDay, utcHour, zonedDay, zonedMonth, zonedWeek, type Window } from './windows.js';
 
-/** A running total a team's policies need: `h`, `d:<zone>` or `e:<pattern>` (see policies.ts). */
+/** A running total a team's policies need: `h`, `d:<zone>`, `w:<zone>`, `m:<zone>` or `e:<pattern>` (see policies.ts). */
 interface ScopeSpec {
   scope: string;
   window: (t: number) => Window;
@@ -118,6 +118,8 @@ const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 /** Totals of windows that ended this long ago are dropped from memory (and re-read if needed). */
 const KEEP_WINDOWS_MS = 2 * DAY;
+/** How long a window of a scope may last, by the scope's first letter: a day and a DST hour unless longer. */
+const longestOf = (scope: string) => (scope.startsWith('w:') ? 7 * DAY + HOUR : scope.startsWith('m:') ? LONGEST_WINDOW_MS : DAY + HOUR);
 
 /**
  * Evaluates every stored event against its team's active policies, the anomaly checks and the
@@ -614,7 +616,11 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
             ? { scope: limit.scope, window: utcHour }
             : limit.kind === 'daily'
               ? { scope: limit.scope, window: (t) => zonedDay(t, zone) }
-              : { scope: limit.scope, window: utcDay, pattern: limit.endpoint!, matches: endpointMatcher(limit.endpoint!) };
+              : limit.kind === 'weekly'
+                ? { scope: limit.scope, window: (t) => zonedWeek(t, zone) }
+                : limit.kind === 'monthly'
+                  ? { scope: limit.scope, window: (t) => zonedMonth(t, zone) }
+                  : { scope: limit.scope, window: utcDay, pattern: limit.endpoint!, matches: endpointMatcher(limit.endpoint!) };
         scopes.add({ ...spec, since: now });
       }
     }
@@ -715,9 +721,11 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     if (this.totals.size < 100_000) return;
     const horizon = now - KEEP_WINDOWS_MS;
     for (const key of this.totals.keys()) {
-      const start = Number(key.slice(key.lastIndexOf('\u0000') + 1));
-      // Windows are at most a day (plus a DST hour) long.
-      if (start + DAY + 3_600_000 < horizon) this.totals.delete(key);
+      const cut = key.lastIndexOf('\u0000');
+      const start = Number(key.slice(cut + 1));
+      const scope = key.slice(key.lastIndexOf('\u0000', cut - 1) + 1, cut);
+      // Only windows surely over (a month is kept until it ends).
+      if (start + longestOf(scope) < horizon) this.totals.delete(key);
     }
     this.droppedBefore = Math.max(this.droppedBefore, horizon);
     this.loadedWindows.clear(); // a dropped window is read again when needed

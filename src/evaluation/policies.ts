@@ -4,14 +4,14 @@ import type { Limit, LimitKind } from '../policies/limits.js';
 import type { Policy } from '../policies/repository.js';
 import { endpointMatcher } from './matchers.js';
 import { formatUnits, toUnits } from './money.js';
-import { utcDay, utcHour, zonedDay, type Window } from './windows.js';
+import { utcDay, utcHour, zonedDay, zonedMonth, zonedWeek, type Window } from './windows.js';
 
 /** A limit ready to check: amount in 10^-18 units, pattern as a function. */
 export interface CompiledLimit {
   kind: LimitKind;
   amount: bigint;
   amountText: string;
-  /** The running total it reads (`h`, `d:<zone>`, `e:<pattern>`, see WindowScope); null for per_call. */
+  /** The running total it reads (`h`, `d:<zone>`, `w:<zone>`, `m:<zone>`, `e:<pattern>`, see WindowScope); null for per_call. */
   scope: string | null;
   endpoint?: string;
   matches?: (domain: string, endpoint: string) => boolean;
@@ -42,11 +42,14 @@ export function compilePolicy(p: Pick<Policy, 'id' | 'name' | 'action' | 'timezo
   };
 }
 
+/** The kinds whose windows are calendar windows in the policy's time zone. */
+const ZONED = new Set<LimitKind>(['daily', 'weekly', 'monthly']);
+
 /** Compiled limits never change: policies with the same limit (one template over many agents) share one. */
 const compiledLimits = new Map<string, CompiledLimit>();
 
 function compileLimit(l: Limit, timezone: string): CompiledLimit {
-  const key = `${l.kind}\u0000${l.amount}\u0000${l.endpoint ?? ''}\u0000${l.kind === 'daily' ? timezone : ''}`;
+  const key = `${l.kind}\u0000${l.amount}\u0000${l.endpoint ?? ''}\u0000${ZONED.has(l.kind) ? timezone : ''}`;
   let compiled = compiledLimits.get(key);
   if (!compiled) {
     compiled = {
@@ -83,6 +86,10 @@ function limitScope(kind: LimitKind, timezone: string, endpoint: string | undefi
       return 'h';
     case 'daily':
       return `d:${timezone}`;
+    case 'weekly':
+      return `w:${timezone}`;
+    case 'monthly':
+      return `m:${timezone}`;
     case 'per_endpoint':
       return `e:${endpoint}`;
   }
@@ -90,8 +97,8 @@ function limitScope(kind: LimitKind, timezone: string, endpoint: string | undefi
 
 /**
  * What a windowed limit sums: an agent's spend in a window of some scope. Policies that share a
- * scope share one running total (`h` UTC hour, `d:<zone>` day in a zone, `e:<pattern>` UTC day to
- * matching endpoints).
+ * scope share one running total (`h` UTC hour; `d:<zone>`, `w:<zone>`, `m:<zone>` the day, ISO week
+ * or calendar month in a zone; `e:<pattern>` UTC day to matching endpoints).
  */
 export interface WindowScope {
   agentId: string;
@@ -112,6 +119,10 @@ export function scopeOf(policy: CompiledPolicy, limit: CompiledLimit, row: Event
       return { agentId: row.agent_id, scope: 'h', window: utcHour(row.event_time) };
     case 'daily':
       return { agentId: row.agent_id, scope: `d:${policy.timezone}`, window: zonedDay(row.event_time, policy.timezone) };
+    case 'weekly':
+      return { agentId: row.agent_id, scope: `w:${policy.timezone}`, window: zonedWeek(row.event_time, policy.timezone) };
+    case 'monthly':
+      return { agentId: row.agent_id, scope: `m:${policy.timezone}`, window: zonedMonth(row.event_time, policy.timezone) };
     case 'per_endpoint':
       return { agentId: row.agent_id, scope: `e:${limit.endpoint}`, window: utcDay(row.event_time), pattern: limit.endpoint };
   }
@@ -121,6 +132,8 @@ const KIND_TEXT: Record<LimitKind, string> = {
   per_call: 'per-call',
   per_hour: 'hourly',
   daily: 'daily',
+  weekly: 'weekly',
+  monthly: 'monthly',
   per_endpoint: 'per-endpoint daily',
 };
 

@@ -49,18 +49,58 @@ function localMidnightToInstant(zone: string, localMidnight: number): number {
   return instant;
 }
 
-// Day windows of a zone change only at local midnights, which fall on UTC quarter hours.
-const dayCache = new Map<string, Window>();
+/**
+ * The calendar windows of a zone change only at local midnights, which fall on UTC quarter hours:
+ * a window found once serves every instant of its quarter hour.
+ */
+const zonedCache = new Map<string, Window>();
 
-/** The calendar day in IANA `zone` that holds instant t. */
-export function zonedDay(t: number, zone: string): Window {
-  if (zone === 'UTC') return utcDay(t);
-  const key = `${zone}\u0000${Math.floor(t / (15 * MINUTE))}`;
-  const cached = dayCache.get(key);
+/** Local calendar bounds (UTC-labelled local midnights) of the window of this kind holding local midnight `localDay`. */
+type LocalBounds = (localDay: number) => [number, number];
+
+const DAY_BOUNDS: LocalBounds = (localDay) => [localDay, localDay + DAY];
+
+/** ISO weeks: Monday 00:00 to the next Monday 00:00. */
+const WEEK_BOUNDS: LocalBounds = (localDay) => {
+  const monday = localDay - ((new Date(localDay).getUTCDay() + 6) % 7) * DAY;
+  return [monday, monday + 7 * DAY];
+};
+
+/** Calendar months: the 1st 00:00 to the next month's 1st 00:00 (28 to 31 days). */
+const MONTH_BOUNDS: LocalBounds = (localDay) => {
+  const d = new Date(localDay);
+  return [Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1), Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1)];
+};
+
+function zoned(kind: string, bounds: LocalBounds, t: number, zone: string): Window {
+  if (zone === 'UTC') {
+    const [start, end] = bounds(Math.floor(t / DAY) * DAY);
+    return { start, end };
+  }
+  const key = `${kind}\u0000${zone}\u0000${Math.floor(t / (15 * MINUTE))}`;
+  const cached = zonedCache.get(key);
   if (cached && t >= cached.start && t < cached.end) return cached;
-  const localDay = Math.floor((t + offsetAt(zone, t)) / DAY) * DAY;
-  const window = { start: localMidnightToInstant(zone, localDay), end: localMidnightToInstant(zone, localDay + DAY) };
-  if (dayCache.size > 100_000) dayCache.clear();
-  dayCache.set(key, window);
+  const [start, end] = bounds(Math.floor((t + offsetAt(zone, t)) / DAY) * DAY);
+  const window = { start: localMidnightToInstant(zone, start), end: localMidnightToInstant(zone, end) };
+  if (zonedCache.size > 100_000) zonedCache.clear();
+  zonedCache.set(key, window);
   return window;
 }
+
+/** The calendar day in IANA `zone` that holds instant t (23 or 25 hours across a DST change). */
+export function zonedDay(t: number, zone: string): Window {
+  return zoned('d', DAY_BOUNDS, t, zone);
+}
+
+/** The ISO week (from Monday 00:00) in IANA `zone` that holds instant t. */
+export function zonedWeek(t: number, zone: string): Window {
+  return zoned('w', WEEK_BOUNDS, t, zone);
+}
+
+/** The calendar month in IANA `zone` that holds instant t. */
+export function zonedMonth(t: number, zone: string): Window {
+  return zoned('m', MONTH_BOUNDS, t, zone);
+}
+
+/** The longest a window of these kinds lasts: a month of 31 days and a DST hour. */
+export const LONGEST_WINDOW_MS = 31 * DAY + HOUR;

@@ -1,7 +1,7 @@
 import { ApiError, type FieldError } from '../http/errors.js';
 import { isTimeZone } from '../http/validation.js';
 
-export type LimitKind = 'per_call' | 'per_hour' | 'daily' | 'per_endpoint';
+export type LimitKind = 'per_call' | 'per_hour' | 'daily' | 'weekly' | 'monthly' | 'per_endpoint';
 
 /** A limit as stored and returned; amount is an exact decimal string. */
 export interface Limit {

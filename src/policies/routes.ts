@@ -81,8 +81,8 @@ const EXAMPLE_POLICY = {
 };
 
 const POLICY_DOC =
-  'Limits: per_call (one payment), per_hour and daily (an agent\'s spend in the calendar hour, or day in `timezone`, ' +
-  'default UTC), per_endpoint (an agent\'s spend per UTC day to endpoints matching a host, `*.host` or URL prefix). ' +
+  'Limits: per_call (one payment), per_hour (an agent\'s spend in the calendar hour, UTC), daily, weekly and monthly ' +
+  '(its spend in the calendar day, ISO week from Monday 00:00, or calendar month in `timezone`, default UTC), per_endpoint (an agent\'s spend per UTC day to endpoints matching a host, `*.host` or URL prefix). ' +
   'Amounts are decimal strings. `agents` empty or omitted: every agent of the team. `action` flag or block sets the ' +
   'severity of what a breach raises. A team has at most MAX_ACTIVE_POLICIES_PER_TEAM (1,000 by default) active ' +
   'policies: creating or re-activating one more is a 409 naming `active`.';

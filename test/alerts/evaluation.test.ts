@@ -4,6 +4,7 @@ import { AgentActivity } from '../../src/agents/activity.js';
 import { Evaluator } from '../../src/evaluation/evaluator.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import { GroupCommit } from '../../src/ingest/group-commit.js';
+import { zonedMonth, zonedWeek } from '../../src/evaluation/windows.js';
 import { api, appWith, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 
 type Team = Awaited<ReturnType<typeof newTeam>>;
@@ -112,6 +113,36 @@ describeOnEachRegistry('policy evaluation at ingest', () => {
     const [a] = await alerts(team);
     expect(a!.window).to.deep.equal({ start: new Date(midnight).toISOString(), end: new Date(midnight + DAY).toISOString() });
     expect(a!.observed).to.equal('10.000000000000000001');
+  });
+
+  it('monthly in a time zone: the records either side of a local month end count apart; the breach names the local month', async () => {
+    const team = await newTeam();
+    const zone = 'America/New_York';
+    await policy(team, [{ kind: 'monthly', amount: '10' }], { timezone: zone, action: 'block' });
+    // The start of last month in New York (a month whose both sides are in the past).
+    const last = zonedMonth(zonedMonth(Date.now(), zone).start - 1, zone);
+    expect((await ingest(team, [{ amount: '6', created_at: last.start - 60_000 }, { amount: '6', created_at: last.start }])).alerts_created).to.equal(0);
+    expect((await ingest(team, [{ amount: '4', created_at: last.end - 1 }])).alerts_created).to.equal(0); // exactly 10
+    expect((await ingest(team, [{ amount: '0.000000000000000001', created_at: last.start + DAY }])).alerts_created).to.equal(1);
+    const [a] = await alerts(team);
+    expect(a).to.include({ kind: 'monthly', observed: '10.000000000000000001', limit: '10' });
+    expect(a!.window).to.deep.equal({ start: new Date(last.start).toISOString(), end: new Date(last.end).toISOString() });
+  });
+
+  it('weekly: ISO weeks from Monday 00:00 in the zone; an authorization sees the week so far', async () => {
+    const team = await newTeam();
+    const zone = 'Europe/Berlin';
+    await policy(team, [{ kind: 'weekly', amount: '10' }], { timezone: zone, action: 'block' });
+    const week = zonedWeek(Date.now(), zone);
+    // Sunday before this week: not counted; this week: 9.5 so far.
+    await ingest(team, [{ amount: '50', created_at: week.start - 1 }, { amount: '9.5', created_at: Math.max(week.start, Date.now() - 60_000) }]);
+    const ask = (amount: string) => api().post('/api/v1/authorizations').set(...team.auth).send({ agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', amount }).expect(200);
+    const fits = await ask('0.5');
+    expect(fits.body.decision).to.equal('approved');
+    const check = fits.body.checks.find((c: { kind: string }) => c.kind === 'weekly');
+    expect(check).to.include({ spent: '9.5', limit: '10' });
+    expect(check.window).to.deep.equal({ start: new Date(week.start).toISOString(), end: new Date(week.end).toISOString() });
+    expect((await ask('0.000000000000000001')).body.decision).to.equal('declined'); // 9.5 + 0.5 held + 1e-18
   });
 
   it('per_endpoint sums matching endpoints per UTC day only', async () => {

@@ -52,7 +52,7 @@ describeOnEachRegistry('policies', () => {
       ['no name', { limits: EXAMPLE.limits }, 'name'],
       ['no limits', { name: 'x' }, 'limits'],
       ['empty limits', { name: 'x', limits: [] }, 'limits'],
-      ['an unknown kind', { name: 'x', limits: [{ kind: 'weekly', amount: '1' }] }, 'limits[0].kind'],
+      ['an unknown kind', { name: 'x', limits: [{ kind: 'fortnightly', amount: '1' }] }, 'limits[0].kind'],
       ['a number amount', { name: 'x', limits: [{ kind: 'daily', amount: 10 }] }, 'limits[0].amount'],
       ['a negative amount', { name: 'x', limits: [{ kind: 'daily', amount: '-1' }] }, 'limits[0].amount'],
       ['19 decimals', { name: 'x', limits: [{ kind: 'daily', amount: '0.0000000000000000001' }] }, 'limits[0].amount'],

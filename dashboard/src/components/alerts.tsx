@@ -20,6 +20,8 @@ const TITLES: Record<string, string> = {
   per_call: 'Payment over the per-payment limit',
   per_hour: 'Hourly limit broken',
   daily: 'Daily limit broken',
+  weekly: 'Weekly limit broken',
+  monthly: 'Monthly limit broken',
   per_endpoint: 'Daily endpoint limit broken',
   client_blocked: 'Payment blocked by the client',
   client_flagged: 'Payment flagged by the client',

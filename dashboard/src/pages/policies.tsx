@@ -21,6 +21,8 @@ const KIND_LABELS: Record<Limit['kind'], string> = {
   per_call: 'Per payment',
   per_hour: 'Per hour',
   daily: 'Per day',
+  weekly: 'Per week',
+  monthly: 'Per month',
   per_endpoint: 'Per endpoint per day',
 };
 
