@@ -1,4 +1,5 @@
 import type { Sql } from '../stores/sql.js';
+import { policiesChanged } from '../policies/repository.js';
 
 /** An agent as the registry keeps it; spend statistics come from ClickHouse (stats.ts). */
 export interface AgentRecord {
@@ -66,6 +67,8 @@ export async function updateAgent(
       WHERE team_id = ? AND external_id = ? RETURNING ${COLUMNS}`,
     [changes.name ?? null, changes.authorizedBy !== undefined ? 1 : 0, changes.authorizedBy ?? null, changes.status ?? null, teamId, externalId],
   );
+  // Evaluation reads which agents are suspended with the policies: every instance reloads them.
+  if (row && changes.status !== undefined) await policiesChanged(sql, teamId);
   return row && toRecord(row);
 }
 
@@ -74,7 +77,10 @@ export async function updateAgent(
  * discovered again, as any new one is. False when the team has no such agent.
  */
 export async function deleteAgent(sql: Sql, teamId: string, externalId: string): Promise<boolean> {
-  return (await sql.run('DELETE FROM agents WHERE team_id = ? AND external_id = ?', [teamId, externalId])) > 0;
+  const deleted = (await sql.run('DELETE FROM agents WHERE team_id = ? AND external_id = ?', [teamId, externalId])) > 0;
+  // A suspended agent removed is active when it is discovered again.
+  if (deleted) await policiesChanged(sql, teamId);
+  return deleted;
 }
 
 /** Where a page of the activity order ends: the next page starts after it. */

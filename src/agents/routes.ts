@@ -118,7 +118,10 @@ export const patchAgentRoute = defineRoute<{ name?: string; authorized_by?: stri
   path: '/agents/:id',
   operationId: 'patchAgent',
   summary: 'Change an agent: name, authorized_by, status (active or suspended)',
-  description: 'Fields left out keep their value. A suspended agent is listed as such; its events are still stored and counted.',
+  description:
+    'Fields left out keep their value. A suspended agent is stopped: its authorizations are declined (`reasons` says so) and its ' +
+    'records, still stored and counted, raise a critical `suspended` alert, one per agent and UTC day. Every instance sees the ' +
+    'change from its next request.',
   tag: 'agents',
   body: 'agent-patch.json',
   bodyExample: { status: 'suspended' },

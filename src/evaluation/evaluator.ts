@@ -103,6 +103,8 @@ interface TeamState {
   scopes: ScopeTable;
   /** Each compiled policy with what it was compiled from: an unchanged one is reused at the next reload. */
   compiled: Map<string, { source: string; policy: CompiledPolicy }>;
+  /** External ids of the team's suspended agents: declined, and their records raise an alert. */
+  suspended: Set<string>;
 }
 
 /** The evaluation bounds of EvaluationConfig it uses. */
@@ -268,6 +270,9 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const checks: StoredCheck[] = [];
     const reasons: string[] = [];
     const declines: Breach[] = [];
+    // A suspended agent is stopped whatever its budgets say.
+    const suspended = state.suspended.has(request.agentId);
+    if (suspended) reasons.push(`Declined: agent ${request.agentId} is suspended`);
     // What each scope's limits read, worked out once per scope (not per limit), from the windows
     // prepare computed for this probe: spend in the window, what open holds add, as text too.
     const windows = new Map(plan.probeTouched[i]!.map((t) => [t.spec.scope, t.window]));
@@ -318,7 +323,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         }
       }
     }
-    const approved = declines.length === 0;
+    const approved = declines.length === 0 && !suspended;
     const row: AuthorizationRow = {
       id: probe.id,
       team_id: request.teamId,
@@ -530,6 +535,10 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       }
       const verdict = clientVerdictKey(row);
       if (verdict) merged.add(i, row, verdict, () => clientReported(row, verdict));
+      if (state.suspended.size > 0 && state.suspended.has(row.agent_id)) {
+        const day = utcDay(row.event_time);
+        merged.add(i, row, `${row.agent_id}\u0000suspended\u0000${day.start}`, () => suspendedRecord(row, day));
+      }
       for (const occurrence of this.anomalies.check(row.team_id, row, amount)) merged.add(i, row, occurrence.dedupKey, () => occurrence);
     });
     for (const { row, occurrence } of yield* this.newPayees(rows, claimed, now)) merged.add(row, rows[row]!, occurrence.dedupKey, () => occurrence);
@@ -586,8 +595,9 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const compiled = new Map<string, { source: string; policy: CompiledPolicy }>();
     this.stale.delete(teamId);
     // One transaction: the policies, the agents they name and the revision, read as of one commit.
-    const { rows, storedRevision } = await this.db.transaction(async (sql) => ({
+    const { rows, suspended, storedRevision } = await this.db.transaction(async (sql) => ({
       rows: await activePolicyRows(sql, teamId),
+      suspended: new Set((await sql.all<{ external_id: string }>("SELECT external_id FROM agents WHERE team_id = ? AND status = 'suspended'", [teamId])).map((r) => r.external_id)),
       storedRevision: this.shared ? Number((await sql.get<{ r: number }>('SELECT policy_revision AS r FROM teams WHERE id = ?', [teamId]))?.r ?? 0) : 0,
     }));
     const policies: CompiledPolicy[] = [];
@@ -624,7 +634,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         scopes.add({ ...spec, since: now });
       }
     }
-    const state = { revision, storedRevision, index: new PolicyIndex(policies), scopes, compiled };
+    const state = { revision, storedRevision, index: new PolicyIndex(policies), scopes, compiled, suspended };
     this.teams.set(teamId, state);
     return state;
   }
@@ -808,6 +818,29 @@ function probeRow(request: AuthorizationRequest, now: number): EventRow {
 function clientVerdictKey(row: EventRow): string | undefined {
   if (row.policy_evaluation !== 'blocked' && row.policy_evaluation !== 'flagged') return undefined;
   return `${row.agent_id}\u0000client\u0000${row.policy_evaluation}\u0000${row.policy_id ?? row.domain}`;
+}
+
+/** A record from a suspended agent: a critical violation, one alert per agent and UTC day (counting the records). */
+function suspendedRecord(row: EventRow, day: Window): Occurrence {
+  return {
+    teamId: row.team_id,
+    dedupKey: `${row.agent_id}\u0000suspended\u0000${day.start}`,
+    type: 'violation',
+    kind: 'suspended',
+    severity: 'critical',
+    agentId: row.agent_id,
+    policyId: null,
+    window: day,
+    observed: row.amount,
+    limit: null,
+    subject: null,
+    details: { endpoint: row.endpoint },
+    message: `Agent ${row.agent_id} is suspended but paid ${row.amount} to ${row.endpoint}`,
+    eventIds: [row.id],
+    count: 1,
+    firstSeen: row.event_time,
+    lastSeen: row.event_time,
+  };
 }
 
 /** The client's own verdict: blocked is a critical violation, flagged a warning. */

@@ -13,12 +13,13 @@ export type PolicyAction = 'flag' | 'block';
 export const policyRevisions = new Map<string, number>();
 
 /**
- * After any change to a team's policies, in its transaction: the team's `policy_revision` rises
+ * After any change to what evaluation reads of a team (its policies, an agent suspended or
+ * resumed), in its transaction: the team's `policy_revision` rises
  * (other instances sharing the store compare it, under a share lock, before they count records:
  * src/evaluation/evaluator.ts), and this process's counter once it commits. The team's row is
  * locked first (the UPDATE), then its totals, the order the group commit takes them in.
  */
-async function changed(sql: Sql, teamId: string): Promise<void> {
+export async function policiesChanged(sql: Sql, teamId: string): Promise<void> {
   await sql.run('UPDATE teams SET policy_revision = policy_revision + 1 WHERE id = ?', [teamId]);
   if (sql.dialect === 'postgres') {
     // Shared running totals of scopes no active policy reads any more go now: no instance counts
@@ -125,7 +126,7 @@ export async function createPolicy(sql: Sql, teamId: string, input: PolicyInput,
     [id, teamId, input.name, JSON.stringify(input.limits), input.action, input.timezone, input.active ? 1 : 0, now, now],
   );
   await setAgents(sql, teamId, id, input.agents);
-  await changed(sql, teamId);
+  await policiesChanged(sql, teamId);
   return (await findPolicy(sql, teamId, id))!;
 }
 
@@ -159,13 +160,13 @@ export async function updatePolicy(sql: Sql, teamId: string, id: string, changes
     id,
   ]);
   if (changes.agents) await setAgents(sql, teamId, id, changes.agents);
-  await changed(sql, teamId);
+  await policiesChanged(sql, teamId);
   return findPolicy(sql, teamId, id);
 }
 
 export async function deletePolicy(sql: Sql, teamId: string, id: string): Promise<boolean> {
   const deleted = (await sql.run('DELETE FROM policies WHERE team_id = ? AND id = ?', [teamId, id])) === 1;
-  if (deleted) await changed(sql, teamId);
+  if (deleted) await policiesChanged(sql, teamId);
   return deleted;
 }
 

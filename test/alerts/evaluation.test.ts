@@ -145,6 +145,33 @@ describeOnEachRegistry('policy evaluation at ingest', () => {
     expect((await ask('0.000000000000000001')).body.decision).to.equal('declined'); // 9.5 + 0.5 held + 1e-18
   });
 
+  it('a suspended agent: its authorizations are declined saying so, its records raise one critical alert per day; resumed, it is approved again', async () => {
+    const team = await newTeam();
+    await policy(team, [{ kind: 'daily', amount: '1000' }]);
+    await api().post('/api/v1/agents').set(...team.auth).send({ external_id: 'bot', name: 'Bot' }).expect(201);
+    await api().post('/api/v1/agents').set(...team.auth).send({ external_id: 'other', name: 'Other' }).expect(201);
+    const ask = (agent: string) => api().post('/api/v1/authorizations').set(...team.auth).send({ agent_id: agent, endpoint: 'https://api.example.com/v1/x', amount: '0.5' }).expect(200);
+    expect((await ask('bot')).body.decision).to.equal('approved');
+    await api().patch('/api/v1/agents/bot').set(...team.auth).send({ status: 'suspended' }).expect(200);
+    const declined = (await ask('bot')).body;
+    expect(declined.decision).to.equal('declined');
+    expect(declined.reasons[0]).to.equal('Declined: agent bot is suspended');
+    expect((await ask('other')).body.decision, 'another agent is not stopped').to.equal('approved');
+    // Records: two batches today, one yesterday: two alerts (one per UTC day), today's counting two records.
+    const now = Date.now() - 60_000;
+    expect((await ingest(team, [{ amount: '0.1', created_at: now }])).alerts_created).to.equal(1);
+    expect((await ingest(team, [{ amount: '0.2', created_at: now + 1 }, { amount: '0.3', created_at: now, agent_id: 'other' }])).alerts_created).to.equal(0);
+    expect((await ingest(team, [{ amount: '0.4', created_at: now - DAY }])).alerts_created).to.equal(1);
+    const raised = (await alerts(team)).filter((a) => a.kind === 'suspended');
+    expect(raised.map((a) => [a.type, a.severity, a.agentId, a.count]).sort()).to.deep.equal([
+      ['violation', 'critical', 'bot', 1],
+      ['violation', 'critical', 'bot', 2],
+    ]);
+    await api().patch('/api/v1/agents/bot').set(...team.auth).send({ status: 'active' }).expect(200);
+    expect((await ask('bot')).body.decision).to.equal('approved');
+    expect((await ingest(team, [{ amount: '0.1', created_at: now + 2 }])).alerts_created).to.equal(0);
+  });
+
   it('per_endpoint sums matching endpoints per UTC day only', async () => {
     const team = await newTeam();
     await policy(team, [{ kind: 'per_endpoint', amount: '5', endpoint: '*.example.com' }]);

@@ -23,6 +23,7 @@ const TITLES: Record<string, string> = {
   weekly: 'Weekly limit broken',
   monthly: 'Monthly limit broken',
   per_endpoint: 'Daily endpoint limit broken',
+  suspended: 'Payment by a suspended agent',
   client_blocked: 'Payment blocked by the client',
   client_flagged: 'Payment flagged by the client',
   spike: 'Spending spike',
