@@ -18,9 +18,9 @@ import { AnomalyDetector } from './anomalies.js';
 import { endpointMatcher, PatternIndex } from './matchers.js';
 import { formatUnits, toUnits } from './money.js';
 import { OccurrenceMerger, Storms } from './occurrences.js';
-import { breachKey, breachOccurrence, compilePolicy, scopeKey, scopeOf, type Breach, type CompiledLimit, type CompiledPolicy, type WindowScope } from './policies.js';
+import { breachKey, breachOccurrence, compilePolicy, scopeKey, scopeOf, windowOf, type Breach, type CompiledLimit, type CompiledPolicy, type WindowScope } from './policies.js';
 import { brokenCount, PolicyIndex } from './policy-index.js';
-import { LONGEST_WINDOW_MS, utcDay, utcHour, zonedDay, zonedMonth, zonedWeek, type Window } from './windows.js';
+import { LONGEST_WINDOW_MS, utcDay, type Window } from './windows.js';
 
 /** A running total a team's policies need: `h`, `d:<zone>`, `w:<zone>`, `m:<zone>` or `e:<pattern>` (see policies.ts). */
 interface ScopeSpec {
@@ -537,7 +537,8 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       if (verdict) merged.add(i, row, verdict, () => clientReported(row, verdict));
       if (state.suspended.size > 0 && state.suspended.has(row.agent_id)) {
         const day = utcDay(row.event_time);
-        merged.add(i, row, `${row.agent_id}\u0000suspended\u0000${day.start}`, () => suspendedRecord(row, day));
+        const key = suspendedKey(row.agent_id, day);
+        merged.add(i, row, key, () => suspendedRecord(row, key, day));
       }
       for (const occurrence of this.anomalies.check(row.team_id, row, amount)) merged.add(i, row, occurrence.dedupKey, () => occurrence);
     });
@@ -620,18 +621,10 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     for (const policy of policies) {
       for (const limit of policy.limits) {
         if (limit.scope === null || scopes.has(limit.scope)) continue;
-        const zone = policy.timezone;
-        const spec: Omit<ScopeSpec, 'since'> =
-          limit.kind === 'per_hour'
-            ? { scope: limit.scope, window: utcHour }
-            : limit.kind === 'daily'
-              ? { scope: limit.scope, window: (t) => zonedDay(t, zone) }
-              : limit.kind === 'weekly'
-                ? { scope: limit.scope, window: (t) => zonedWeek(t, zone) }
-                : limit.kind === 'monthly'
-                  ? { scope: limit.scope, window: (t) => zonedMonth(t, zone) }
-                  : { scope: limit.scope, window: utcDay, pattern: limit.endpoint!, matches: endpointMatcher(limit.endpoint!) };
-        scopes.add({ ...spec, since: now });
+        if (limit.kind === 'per_call') continue;
+        const window = windowOf(limit.kind, policy.timezone);
+        const pattern = limit.endpoint === undefined ? {} : { pattern: limit.endpoint, matches: endpointMatcher(limit.endpoint) };
+        scopes.add({ scope: limit.scope, window, ...pattern, since: now });
       }
     }
     const state = { revision, storedRevision, index: new PolicyIndex(policies), scopes, compiled, suspended };
@@ -820,11 +813,14 @@ function clientVerdictKey(row: EventRow): string | undefined {
   return `${row.agent_id}\u0000client\u0000${row.policy_evaluation}\u0000${row.policy_id ?? row.domain}`;
 }
 
+/** One alert per suspended agent and UTC day. */
+const suspendedKey = (agentId: string, day: Window) => `${agentId}\u0000suspended\u0000${day.start}`;
+
 /** A record from a suspended agent: a critical violation, one alert per agent and UTC day (counting the records). */
-function suspendedRecord(row: EventRow, day: Window): Occurrence {
+function suspendedRecord(row: EventRow, dedupKey: string, day: Window): Occurrence {
   return {
     teamId: row.team_id,
-    dedupKey: `${row.agent_id}\u0000suspended\u0000${day.start}`,
+    dedupKey,
     type: 'violation',
     kind: 'suspended',
     severity: 'critical',

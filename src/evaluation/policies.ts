@@ -110,22 +110,27 @@ export interface WindowScope {
 
 export const scopeKey = (s: WindowScope) => `${s.agentId}\u0000${s.scope}\u0000${s.window.start}`;
 
+/** The window of a windowed limit's kind that holds an instant (per_endpoint: the UTC day). */
+export function windowOf(kind: Exclude<LimitKind, 'per_call'>, timezone: string): (t: number) => Window {
+  switch (kind) {
+    case 'per_hour':
+      return utcHour;
+    case 'daily':
+      return (t) => zonedDay(t, timezone);
+    case 'weekly':
+      return (t) => zonedWeek(t, timezone);
+    case 'monthly':
+      return (t) => zonedMonth(t, timezone);
+    case 'per_endpoint':
+      return utcDay;
+  }
+}
+
 /** The scope a windowed limit of a policy sums for an event, undefined for per_call. */
 export function scopeOf(policy: CompiledPolicy, limit: CompiledLimit, row: EventRow): WindowScope | undefined {
-  switch (limit.kind) {
-    case 'per_call':
-      return undefined;
-    case 'per_hour':
-      return { agentId: row.agent_id, scope: 'h', window: utcHour(row.event_time) };
-    case 'daily':
-      return { agentId: row.agent_id, scope: `d:${policy.timezone}`, window: zonedDay(row.event_time, policy.timezone) };
-    case 'weekly':
-      return { agentId: row.agent_id, scope: `w:${policy.timezone}`, window: zonedWeek(row.event_time, policy.timezone) };
-    case 'monthly':
-      return { agentId: row.agent_id, scope: `m:${policy.timezone}`, window: zonedMonth(row.event_time, policy.timezone) };
-    case 'per_endpoint':
-      return { agentId: row.agent_id, scope: `e:${limit.endpoint}`, window: utcDay(row.event_time), pattern: limit.endpoint };
-  }
+  if (limit.kind === 'per_call' || limit.scope === null) return undefined;
+  const window = windowOf(limit.kind, policy.timezone)(row.event_time);
+  return { agentId: row.agent_id, scope: limit.scope, window, ...(limit.endpoint ? { pattern: limit.endpoint } : {}) };
 }
 
 const KIND_TEXT: Record<LimitKind, string> = {
