@@ -1,5 +1,5 @@
 /**
- * npm run bench:ingest -- [--seconds 30] [--concurrency 1,4,16] [--batch 100] [--policies 100]
+ * npm run bench:ingest -- [--seconds 30] [--concurrency 1,4,16] [--batch 100] [--policies 100 [--budgets]]
  *
  * Starts the service on a temporary data directory (embedded ClickHouse), drives POST
  * /api/v1/events over HTTP with realistic batches at each concurrency for a fixed time, and prints
@@ -9,7 +9,8 @@
  * answer) for the ratio. With the server stopped, it checks that ClickHouse holds every
  * acknowledged record once, and that every rollup agrees with the raw events.
  *
- * --policies N runs everything twice, without and with N policies, and prints the ratio.
+ * --policies N runs everything twice, without and with N policies, and prints the ratio; --budgets
+ * makes them policies of the budget kinds (pools, filters, months, totals, call counts, thresholds).
  * The per-key rate limiter runs at its defaults (RATE_LIMIT_*), and every answer's RateLimit header
  * is read: the run prints the lowest `r` seen (a 429 would stop the run). It also times the limiter
  * in-process per request, against the server's CPU time per request.
@@ -36,6 +37,8 @@ const { values: args } = parseArgs({
     batch: { type: 'string', default: '100' },
     warmup: { type: 'string', default: '2' },
     policies: { type: 'string', default: '0' },
+    // With --policies: policies of the budget kinds (pools, filters, months, totals, call counts, thresholds).
+    budgets: { type: 'boolean', default: false },
     'limiter-pairs': { type: 'string', default: '0' },
     'server-log': { type: 'string' },
     // Writes a V8 CPU profile of the server to this folder (open it in Chrome DevTools).
@@ -43,6 +46,7 @@ const { values: args } = parseArgs({
   },
 });
 const SECONDS = Number(args.seconds);
+const BUDGETS = args.budgets === true;
 const LEVELS = args.concurrency!.split(',').map(Number);
 const BATCH = Number(args.batch);
 const API_KEY = 'bench-key-0123456789abcdef';
@@ -96,7 +100,7 @@ function record(now: number): Record<string, unknown> {
     metadata: { run: RUN },
     created_at: createdAt,
     settled_at: createdAt,
-    tags: [],
+    tags: pick([[], [], ['research'], ['ops', 'batch']]),
   };
 }
 
@@ -161,7 +165,7 @@ async function call<T>(port: number, method: string, path: string, body: string 
  */
 async function createPolicies(port: number, count: number): Promise<void> {
   for (let i = 0; i < count; i++) {
-    const policy = {
+    const policy = BUDGETS ? budgetPolicy(i) : {
       name: `bench policy ${i}`,
       agents: [AGENTS[(2 * i) % AGENTS.length], AGENTS[(2 * i + 1) % AGENTS.length]],
       limits: [
@@ -175,6 +179,40 @@ async function createPolicies(port: number, count: number): Promise<void> {
     };
     await call(port, 'POST', '/api/v1/policies', JSON.stringify(policy), 201);
   }
+}
+
+/**
+ * --budgets: policies of the kinds finance sets (issue 31), each with weekly, monthly and total
+ * limits, calls per hour and thresholds at 50% and 80%; every other one a pool (of two agents, or
+ * every fifth the whole team), and every third with a filter (networks, assets, categories, tags or
+ * endpoints in turn). Limits a busy window crosses, so thresholds and breaches are raised too.
+ */
+function budgetPolicy(i: number): Record<string, unknown> {
+  const filters = [
+    { networks: ['eip155:8453'] },
+    { assets: ['0x833589fcd6edb6e08f4c7c32d4f71b54bda02913'] },
+    { categories: ['llm', 'search'] },
+    { tags: ['research'] },
+    { endpoints: ['*.example.com'] },
+  ];
+  const pool = i % 2 === 1;
+  return {
+    name: `bench budget ${i}`,
+    agents: pool && i % 5 === 0 ? [] : [AGENTS[(2 * i) % AGENTS.length], AGENTS[(2 * i + 1) % AGENTS.length]],
+    scope: pool ? 'pool' : 'agent',
+    ...(i % 3 === 0 ? { match: filters[(i / 3) % filters.length] } : {}),
+    notify_at: [50, 80],
+    limits: [
+      { kind: 'per_call', amount: '0.049' },
+      { kind: 'daily', amount: '200' },
+      { kind: 'weekly', amount: '500' },
+      { kind: 'monthly', amount: '2000' },
+      { kind: 'total', amount: '5000' },
+      { kind: 'calls_per_hour', count: 5000 },
+    ],
+    action: i % 2 ? 'block' : 'flag',
+    ...(i % 10 === 0 ? { timezone: 'America/New_York' } : {}),
+  };
 }
 
 interface Target {

@@ -4,6 +4,7 @@ import { analyticsRoutes } from './analytics/routes.js';
 import { auditLogRoutes } from './audit-log/routes.js';
 import { auditRoutes } from './audit/routes.js';
 import { authorizationRoutes } from './authorizations/routes.js';
+import { budgetRoutes } from './budgets/routes.js';
 import { openApiRoute } from './docs/routes.js';
 import { healthRoutes } from './health/routes.js';
 import type { RouteSpec } from './http/routes.js';
@@ -23,6 +24,7 @@ export const ROUTES: readonly RouteSpec[] = [
   ...auditRoutes,
   ...agentRoutes,
   ...policyRoutes,
+  ...budgetRoutes,
   ...alertRoutes,
   ...analyticsRoutes,
   ...auditLogRoutes,

@@ -1,4 +1,5 @@
 import type { Alert } from './repository.js';
+import { shownEnd } from '../evaluation/policies.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -11,7 +12,8 @@ export const alertBody = (a: Alert) => ({
   status: a.status,
   agentId: a.agentId,
   policyId: a.policyId,
-  window: a.window && { start: iso(a.window.start), end: iso(a.window.end) },
+  // A `total` limit's window has no end.
+  window: a.window && { start: iso(a.window.start), end: shownEnd(a.window) === null ? null : iso(a.window.end) },
   observed: a.observed,
   limit: a.limit,
   subject: a.subject,

@@ -4,7 +4,7 @@ import { newId } from '../teams/keys.js';
 import { enqueueAlertEvent } from '../webhooks/outbox.js';
 
 /** system: a notice from the service itself (a webhook endpoint disabled after failing for 24 hours). */
-export type AlertType = 'violation' | 'anomaly' | 'system';
+export type AlertType = 'violation' | 'anomaly' | 'system' | 'threshold';
 export type Severity = 'info' | 'warning' | 'critical';
 export type AlertStatus = 'open' | 'resolved';
 

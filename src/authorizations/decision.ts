@@ -14,6 +14,9 @@ export interface AuthorizationRequest {
   asset: string | null;
   network: string | null;
   payeeAddress: string | null;
+  /** As a record to the endpoint would be classified (its category field, a known tag, the domain). */
+  category: string;
+  tags: string[];
   expiresInS: number;
   idempotencyKey: string | null;
 }

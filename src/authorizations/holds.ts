@@ -12,13 +12,14 @@
 import type { AuthorizationRow } from './repository.js';
 import type { Window } from '../evaluation/windows.js';
 import { toUnits } from '../evaluation/money.js';
+import type { RecordFacts } from '../evaluation/policies.js';
+import { categorize } from '../ingest/categories.js';
+import { caip2Network } from '../ingest/networks.js';
 
-export interface Hold {
+export interface Hold extends RecordFacts {
   id: string;
   teamId: string;
   agentId: string;
-  domain: string;
-  endpoint: string;
   amount: bigint;
   /** When it was approved: the windows it counts in are those of this instant. */
   at: number;
@@ -27,20 +28,37 @@ export interface Hold {
 
 const MINUTE = 60_000;
 
-/** What an agent's live holds to one endpoint, approved in one minute, add up to. */
+/** What an agent's live holds with the same facts (endpoint, category, asset, ...), approved in one minute, add up to. */
 interface EndpointSum {
-  domain: string;
-  endpoint: string;
+  facts: RecordFacts;
   sum: bigint;
   count: number;
 }
 
-/** Per agent: minute of approval → endpoint → sum. */
+/** Per agent: minute of approval → facts → sum. */
 type AgentSums = Map<number, Map<string, EndpointSum>>;
+
+const factsKey = (h: RecordFacts) => `${h.domain}\u0000${h.endpoint}\u0000${h.category}\u0000${h.asset ?? ''}\u0000${h.network ?? ''}\u0000${h.tags.join('\u0000')}`;
+
+/** What a filter reads of an authorization (asset and network undefined when not given). */
+export function authorizationFacts(row: Pick<AuthorizationRow, 'domain' | 'endpoint' | 'asset' | 'network' | 'category' | 'tags'>): RecordFacts {
+  const tags = row.tags ? (JSON.parse(row.tags) as string[]) : [];
+  return {
+    domain: row.domain,
+    endpoint: row.endpoint,
+    // Rows from before categories were kept: as a record to that endpoint without one is classified.
+    category: row.category ?? categorize(undefined, undefined, tags, row.domain),
+    asset: row.asset ?? undefined,
+    network: row.network ? (caip2Network(row.network) ?? row.network) : undefined,
+    tags,
+  };
+}
 
 export class Holds {
   private readonly byId = new Map<string, Hold>();
   private readonly byAgent = new Map<string, AgentSums>();
+  /** The agents of each team with live holds (what a whole-team pool sums). */
+  private readonly agentsOf = new Map<string, Set<string>>();
   /** Every live hold, soonest expiry first (a removed one is skipped when it comes up). */
   private readonly expiries = new ExpiryHeap();
 
@@ -52,8 +70,7 @@ export class Holds {
         id: row.id,
         teamId: row.team_id,
         agentId: row.agent_id,
-        domain: row.domain,
-        endpoint: row.endpoint,
+        ...authorizationFacts(row),
         amount: toUnits(row.amount),
         at: row.created_at,
         expiresAt: row.expires_at,
@@ -71,16 +88,21 @@ export class Holds {
     this.expiries.push(hold);
     const agentKey = `${hold.teamId}\u0000${hold.agentId}`;
     let minutes = this.byAgent.get(agentKey);
-    if (!minutes) this.byAgent.set(agentKey, (minutes = new Map()));
+    if (!minutes) {
+      this.byAgent.set(agentKey, (minutes = new Map()));
+      let agents = this.agentsOf.get(hold.teamId);
+      if (!agents) this.agentsOf.set(hold.teamId, (agents = new Set()));
+      agents.add(hold.agentId);
+    }
     const minute = hold.at - (hold.at % MINUTE);
     let endpoints = minutes.get(minute);
     if (!endpoints) minutes.set(minute, (endpoints = new Map()));
-    const endpointKey = `${hold.domain}\u0000${hold.endpoint}`;
+    const endpointKey = factsKey(hold);
     const entry = endpoints.get(endpointKey);
     if (entry) {
       entry.sum += hold.amount;
       entry.count++;
-    } else endpoints.set(endpointKey, { domain: hold.domain, endpoint: hold.endpoint, sum: hold.amount, count: 1 });
+    } else endpoints.set(endpointKey, { facts: hold, sum: hold.amount, count: 1 });
   }
 
   /** Releases a hold (captured or voided); false when there was none. */
@@ -92,14 +114,18 @@ export class Holds {
     const minutes = this.byAgent.get(agentKey)!;
     const minute = hold.at - (hold.at % MINUTE);
     const endpoints = minutes.get(minute)!;
-    const endpointKey = `${hold.domain}\u0000${hold.endpoint}`;
+    const endpointKey = factsKey(hold);
     const entry = endpoints.get(endpointKey)!;
     entry.sum -= hold.amount;
     if (--entry.count > 0) return true;
     endpoints.delete(endpointKey);
     if (endpoints.size > 0) return true;
     minutes.delete(minute);
-    if (minutes.size === 0) this.byAgent.delete(agentKey);
+    if (minutes.size > 0) return true;
+    this.byAgent.delete(agentKey);
+    const agents = this.agentsOf.get(hold.teamId)!;
+    agents.delete(hold.agentId);
+    if (agents.size === 0) this.agentsOf.delete(hold.teamId);
     return true;
   }
 
@@ -112,22 +138,42 @@ export class Holds {
   }
 
   /**
-   * What the agent's live holds add up to in a window (all of them when `window` is null), counting
-   * only those to endpoints `matches` accepts. Windows start and end on a whole minute (hours, and
-   * days in a time zone: every zone's offset is whole minutes), so a minute's sum is in or out whole.
+   * What live holds add up to in a window (all of them when `window` is null): the sum of their
+   * amounts, or (`calls`) how many there are. Holds of one agent, of a set of agents (a pool), or of
+   * every agent of the team (null); only those `test` accepts. Windows start and end on a whole
+   * minute (hours, days in a time zone: every zone's offset is whole minutes; a `total` starts on
+   * one), so a minute's sum is in or out whole.
    */
-  heldIn(teamId: string, agentId: string, now: number, window: Window | null, matches?: (domain: string, endpoint: string) => boolean): bigint {
+  heldIn(
+    teamId: string,
+    agents: string | ReadonlySet<string> | null,
+    now: number,
+    window: Window | null,
+    test?: (facts: RecordFacts) => boolean,
+    measure: 'spend' | 'calls' = 'spend',
+  ): bigint {
     this.expire(now);
-    const minutes = this.byAgent.get(`${teamId}\u0000${agentId}`);
-    if (!minutes) return 0n;
     if (window && (window.start % MINUTE !== 0 || window.end % MINUTE !== 0)) {
       throw new Error(`window ${window.start}..${window.end} does not start and end on a whole minute`);
     }
+    const ofAgent = (agentId: string) => {
+      const minutes = this.byAgent.get(`${teamId}\u0000${agentId}`);
+      if (!minutes) return 0n;
+      let sum = 0n;
+      for (const [minute, endpoints] of minutes) {
+        if (window && (minute < window.start || minute >= window.end)) continue;
+        for (const entry of endpoints.values()) if (!test || test(entry.facts)) sum += measure === 'calls' ? BigInt(entry.count) : entry.sum;
+      }
+      return sum;
+    };
+    if (typeof agents === 'string') return ofAgent(agents);
+    const holding = this.agentsOf.get(teamId);
+    if (!holding) return 0n;
     let sum = 0n;
-    for (const [minute, endpoints] of minutes) {
-      if (window && (minute < window.start || minute >= window.end)) continue;
-      for (const entry of endpoints.values()) if (!matches || matches(entry.domain, entry.endpoint)) sum += entry.sum;
-    }
+    // The smaller of the pool and the agents holding.
+    if (agents === null || agents.size > holding.size) {
+      for (const agentId of holding) if (agents === null || agents.has(agentId)) sum += ofAgent(agentId);
+    } else for (const agentId of agents) if (holding.has(agentId)) sum += ofAgent(agentId);
     return sum;
   }
 }

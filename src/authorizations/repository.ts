@@ -5,7 +5,7 @@
  */
 import { formatUnits, toUnits } from '../evaluation/money.js';
 import { all, forUpdate, get, perform, run, type Sql, type Steps } from '../stores/sql.js';
-import type { LimitKind } from '../policies/limits.js';
+import { isCallKind, type LimitKind } from '../policies/limits.js';
 
 export type AuthorizationState = 'held' | 'captured' | 'voided' | 'declined';
 export type AuthorizationStatus = AuthorizationState | 'expired';
@@ -15,7 +15,8 @@ export interface Check {
   policy_name: string;
   action: 'flag' | 'block';
   kind: LimitKind;
-  window: { start: string; end: string } | null;
+  /** end null: a `total`, which has none. */
+  window: { start: string; end: string | null } | null;
   limit: string;
   spent: string;
   held: string;
@@ -33,6 +34,9 @@ export interface AuthorizationRow {
   asset: string | null;
   network: string | null;
   payee_address: string | null;
+  /** What a policy's filter reads (match.categories, match.tags): as a record to the endpoint would be classified; tags JSON. */
+  category: string | null;
+  tags: string | null;
   decision: 'approved' | 'declined';
   state: AuthorizationState;
   /** JSON of StoredCheck tuples (encodeChecks); rows written before 2026-11-23 hold Check objects. */
@@ -65,17 +69,19 @@ function decodeChecks(text: string, amount: string): Check[] {
     if (!Array.isArray(c)) return c;
     const [policy_id, policy_name, action, kind, start, end, limit, spent, held] = c;
     const left = toUnits(limit) - toUnits(spent) - toUnits(held);
+    // A call limit counts this call as one; a money limit, the amount asked.
+    const wanted = isCallKind(kind) ? toUnits('1') : asked;
     return {
       policy_id,
       policy_name,
       action,
       kind,
-      window: start === null || end === null ? null : { start: iso(start)!, end: iso(end)! },
+      window: start === null ? null : { start: iso(start)!, end: iso(end) },
       limit,
       spent,
       held,
       remaining: formatUnits(left > 0n ? left : 0n),
-      breaks: asked > left,
+      breaks: wanted > left,
     };
   });
 }
@@ -108,9 +114,9 @@ export function authorizationBody(row: AuthorizationRow, now = Date.now()) {
   };
 }
 
-const INSERT = `INSERT INTO authorizations (id, team_id, agent_id, endpoint, domain, amount, asset, network, payee_address, decision, state,
+const INSERT = `INSERT INTO authorizations (id, team_id, agent_id, endpoint, domain, amount, asset, network, payee_address, category, tags, decision, state,
                                     checks, reasons, idempotency_key, created_at, expires_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT DO NOTHING`;
 
 /**
@@ -128,6 +134,8 @@ export function* insertAuthorization(row: AuthorizationRow): Steps<boolean> {
     row.asset,
     row.network,
     row.payee_address,
+    row.category,
+    row.tags,
     row.decision,
     row.state,
     row.checks,
@@ -176,8 +184,9 @@ export function* voidHeld(teamId: string, id: string, now: number): Steps<boolea
 }
 
 /** Holds still counting at `now`: all of them (read back at start-up), or those of some agents of a team. */
-export function* liveHolds(now: number, of?: { teamId: string; agentIds: readonly string[] }): Steps<AuthorizationRow[]> {
+export function* liveHolds(now: number, of?: { teamId: string; agentIds?: readonly string[] }): Steps<AuthorizationRow[]> {
   if (!of) return yield* all<AuthorizationRow>(`SELECT * FROM authorizations WHERE state = 'held' AND expires_at > ?`, [now]);
+  if (!of.agentIds) return yield* all<AuthorizationRow>(`SELECT * FROM authorizations WHERE state = 'held' AND expires_at > ? AND team_id = ?`, [now, of.teamId]);
   return yield* all<AuthorizationRow>(
     {
       sqlite: `SELECT * FROM authorizations WHERE state = 'held' AND expires_at > ? AND team_id = ? AND agent_id IN (SELECT value FROM json_each(?))`,

@@ -8,6 +8,7 @@ import { defineRoute, type RouteSpec } from '../http/routes.js';
 import { parseQueryTime } from '../http/validation.js';
 import { toUnits } from '../evaluation/money.js';
 import { caip2Network } from '../ingest/networks.js';
+import { categorize } from '../ingest/categories.js';
 import { DEFAULT_EXPIRES_IN_S, type AuthorizationRequest } from './decision.js';
 import { captureRecordId, voidAuthorization } from './capture.js';
 import {
@@ -27,6 +28,8 @@ interface AuthorizationCreate {
   asset?: string;
   network?: string;
   payee_address?: string;
+  category?: string;
+  tags?: string[];
   expires_in_s?: number;
   idempotency_key?: string;
 }
@@ -114,6 +117,8 @@ export const createAuthorizationRoute = defineRoute<AuthorizationCreate>({
       asset: body.asset ?? null,
       network: body.network ?? null,
       payeeAddress: body.payee_address ?? null,
+      category: categorize(body.category, undefined, body.tags ?? [], domain),
+      tags: body.tags ?? [],
       expiresInS: body.expires_in_s ?? DEFAULT_EXPIRES_IN_S,
       idempotencyKey: body.idempotency_key ?? null,
     };

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { recordOccurrences, type Occurrence } from '../alerts/repository.js';
 import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
-import { Holds } from '../authorizations/holds.js';
+import { authorizationFacts, Holds } from '../authorizations/holds.js';
 import { authorizationByKey, encodeChecks, insertAuthorization, liveHolds, type AuthorizationRow, type StoredCheck } from '../authorizations/repository.js';
 import { newId } from '../teams/keys.js';
 import type { AnomalyConfig, EvaluationConfig } from '../config.js';
@@ -13,54 +13,27 @@ import { ApiError } from '../http/errors.js';
 import type { AckEvaluator } from '../ingest/group-commit.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import { OVERLAP_MS } from '../ingest/shared-log.js';
+import { caip2Network } from '../ingest/networks.js';
 import type { Registry } from '../stores/sqlite.js';
 import { AnomalyDetector } from './anomalies.js';
-import { endpointMatcher, PatternIndex } from './matchers.js';
-import { formatUnits, toUnits } from './money.js';
+import { toUnits } from './money.js';
 import { OccurrenceMerger, Storms } from './occurrences.js';
-import { breachKey, breachOccurrence, compilePolicy, scopeKey, scopeOf, windowOf, type Breach, type CompiledLimit, type CompiledPolicy, type WindowScope } from './policies.js';
-import { brokenCount, PolicyIndex } from './policy-index.js';
+import {
+  breachKey,
+  breachOccurrence,
+  compilePolicy,
+  formatObserved,
+  shownEnd,
+  thresholdOccurrence,
+  windowPartOf,
+  type Breach,
+  type CompiledLimit,
+  type CompiledPolicy,
+  type RecordFacts,
+} from './policies.js';
+import { brokenCount, crossedRange, PolicyIndex } from './policy-index.js';
+import { readWindowSums, scopeSpecOf, ScopeTable, subjectFor, totalKey, type ScopeSpec } from './totals.js';
 import { LONGEST_WINDOW_MS, utcDay, type Window } from './windows.js';
-
-/** A running total a team's policies need: `h`, `d:<zone>`, `w:<zone>`, `m:<zone>` or `e:<pattern>` (see policies.ts). */
-interface ScopeSpec {
-  scope: string;
-  window: (t: number) => Window;
-  /** Per-endpoint scopes: the pattern, and the test of an event against it. */
-  pattern?: string;
-  matches?: (domain: string, endpoint: string) => boolean;
-  /** Since when every stored event of the team was added to this scope's totals (Unix ms). */
-  since: number;
-}
-
-/**
- * The running totals a team tracks, found for an event by a few look-ups: windowed scopes that
- * every event adds to (hour, day in a zone), and endpoint scopes by pattern (see PatternIndex).
- */
-class ScopeTable {
-  private readonly all = new Map<string, ScopeSpec>();
-  private readonly plain: ScopeSpec[] = [];
-  private readonly patterns = new PatternIndex<ScopeSpec>();
-
-  has(scope: string): boolean {
-    return this.all.has(scope);
-  }
-
-  add(spec: ScopeSpec): void {
-    if (this.all.has(spec.scope)) return;
-    this.all.set(spec.scope, spec);
-    if (spec.pattern === undefined) this.plain.push(spec);
-    else this.patterns.add(spec.pattern, spec);
-  }
-
-  /** The scopes an event adds to. */
-  matching(domain: string, endpoint: string): ScopeSpec[] {
-    if (this.patterns.size === 0) return this.plain;
-    const found = [...this.plain];
-    this.patterns.forEachMatch(domain, endpoint, (spec) => found.push(spec));
-    return found;
-  }
-}
 
 interface TouchedTotal {
   key: string;
@@ -80,7 +53,7 @@ export interface EvaluationPlan {
   /** Totals that could not be read (ClickHouse behind or down): not added to, not checked. */
   unknown: Set<string>;
   /** With a shared ledger: the totals as locked, to write back only what changed. */
-  locked?: Map<string, { teamId: string; agentId: string; scope: string; window: Window; spent: bigint; write: boolean }>;
+  locked?: Map<string, { teamId: string; kind: 'agent' | 'pool'; subject: string; scope: string; window: Window; spent: bigint; write: boolean }>;
 }
 
 /**
@@ -120,8 +93,14 @@ const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 /** Totals of windows that ended this long ago are dropped from memory (and re-read if needed). */
 const KEEP_WINDOWS_MS = 2 * DAY;
-/** How long a window of a scope may last, by the scope's first letter: a day and a DST hour unless longer. */
-const longestOf = (scope: string) => (scope.startsWith('w:') ? 7 * DAY + HOUR : scope.startsWith('m:') ? LONGEST_WINDOW_MS : DAY + HOUR);
+/** How long a window of a scope may last, by its window's letter: a day and a DST hour unless longer (a `total` never ends). */
+function longestOf(scope: string): number {
+  const window = windowPartOf(scope);
+  if (window.startsWith('w:')) return 7 * DAY + HOUR;
+  if (window.startsWith('m:')) return LONGEST_WINDOW_MS;
+  if (window.startsWith('t:')) return Infinity;
+  return DAY + HOUR;
+}
 
 /**
  * Evaluates every stored event against its team's active policies, the anomaly checks and the
@@ -201,9 +180,10 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     // policies have no scopes, and pay nothing here).
     const touchedBy = (row: EventRow) => {
       const keys: TouchedTotal[] = [];
-      for (const spec of states.get(row.team_id)!.scopes.matching(row.domain, row.endpoint)) {
+      for (const spec of states.get(row.team_id)!.scopes.matching(row)) {
         const window = spec.window(row.event_time);
-        keys.push({ key: this.totalKey(row.team_id, { agentId: row.agent_id, scope: spec.scope, window }), spec, window });
+        if (window === null) continue;
+        keys.push({ key: this.totalKey(row.team_id, subjectFor(spec, row.agent_id), spec.scope, window), spec, window });
       }
       return keys;
     };
@@ -273,28 +253,36 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     // A suspended agent is stopped whatever its budgets say.
     const suspended = state.suspended.has(request.agentId);
     if (suspended) reasons.push(`Declined: agent ${request.agentId} is suspended`);
-    // What each scope's limits read, worked out once per scope (not per limit), from the windows
-    // prepare computed for this probe: spend in the window, what open holds add, as text too.
-    const windows = new Map(plan.probeTouched[i]!.map((t) => [t.spec.scope, t.window]));
-    const perScope = new Map<string | null, { scope: WindowScope | undefined; spent: bigint; held: bigint; spentText: string; heldText: string }>();
+    // What each scope's limits read, worked out once per scope (not per limit), from the totals
+    // prepare found this probe touches: the total in its window, what open holds add, as text too.
+    // A windowed limit whose scope it does not touch does not apply (a filter it fails, a `total`
+    // not started yet).
+    const touched = new Map(plan.probeTouched[i]!.map((t) => [t.spec.scope, t]));
+    const perScope = new Map<string, { window: Window; spent: bigint; held: bigint; spentText: string; heldText: string }>();
     const factsOf = (policy: CompiledPolicy, limit: CompiledLimit) => {
-      let facts = perScope.get(limit.scope);
+      let facts = perScope.get(limit.scope!);
       if (!facts) {
-        const window = limit.scope === null ? undefined : windows.get(limit.scope);
-        const scope: WindowScope | undefined = window ? { agentId: request.agentId, scope: limit.scope!, window } : scopeOf(policy, limit, probe);
-        const spent = scope ? (this.totals.get(this.totalKey(request.teamId, scope)) ?? 0n) : 0n;
-        // One scope is one pattern: the same held amount for each of its limits.
-        const held = scope ? this.holds.heldIn(request.teamId, request.agentId, now, scope.window, limit.matches) : 0n;
-        facts = { scope, spent, held, spentText: formatUnits(spent), heldText: formatUnits(held) };
-        perScope.set(limit.scope, facts);
+        const total = touched.get(limit.scope!);
+        if (!total) return undefined;
+        const spent = this.totals.get(total.key) ?? 0n;
+        // One scope is one pattern, filter and pool: the same held amount for each of its limits.
+        const agents = total.spec.pool ? total.spec.pool.agents : request.agentId;
+        const test = total.spec.test || total.spec.matches ? (f: RecordFacts) => (!total.spec.matches || total.spec.matches(f.domain, f.endpoint)) && (!total.spec.test || total.spec.test(f)) : undefined;
+        const held = this.holds.heldIn(request.teamId, agents, now, total.window, test, total.spec.measure);
+        facts = { window: total.window, spent, held, spentText: formatObserved(limit, spent), heldText: formatObserved(limit, held) };
+        perScope.set(limit.scope!, facts);
       }
       return facts;
     };
     for (const policy of state.index.policiesOf(request.agentId)) {
+      if (policy.match && !policy.match(probe)) continue;
       for (const limit of policy.limits) {
         if (limit.matches && !limit.matches(probe.domain, probe.endpoint)) continue;
-        const { scope, spent, held, spentText, heldText } = factsOf(policy, limit);
-        const observed = spent + held + amount;
+        const facts = limit.scope === null ? undefined : factsOf(policy, limit);
+        if (limit.scope !== null && !facts) continue;
+        // This call: its amount, or one more call.
+        const asked = limit.measure === 'calls' ? 1n : amount;
+        const observed = (facts ? facts.spent + facts.held : 0n) + asked;
         const breaks = observed > limit.amount;
         const action = policy.severity === 'critical' ? 'block' : 'flag';
         checks.push([
@@ -302,21 +290,29 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
           policy.name,
           action,
           limit.kind,
-          scope ? scope.window.start : null,
-          scope ? scope.window.end : null,
+          facts ? facts.window.start : null,
+          facts ? shownEnd(facts.window) : null,
           limit.amountText,
-          spentText,
-          heldText,
+          facts ? facts.spentText : '0',
+          facts ? facts.heldText : '0',
         ]);
         if (!breaks) continue;
-        const what = limit.kind === 'per_call' ? `the payment of ${request.amount}` : `spend of ${spentText} and holds of ${heldText} plus ${request.amount}`;
-        reasons.push(`${action === 'block' ? 'Declined' : 'Flagged'} by policy "${policy.name}": ${what} would exceed its ${limit.kind} limit of ${limit.amountText}${limit.endpoint ? ` to ${limit.endpoint}` : ''}`);
+        const what =
+          limit.kind === 'per_call'
+            ? `the payment of ${request.amount}`
+            : limit.measure === 'calls'
+              ? `${facts!.spentText} calls and ${facts!.heldText} held plus this one`
+              : `spend of ${facts!.spentText} and holds of ${facts!.heldText} plus ${request.amount}`;
+        const whose = policy.scope === 'pool' ? ' (a pool)' : '';
+        reasons.push(
+          `${action === 'block' ? 'Declined' : 'Flagged'} by policy "${policy.name}"${whose}: ${what} would exceed its ${limit.kind} limit of ${limit.amountText}${limit.endpoint ? ` to ${limit.endpoint}` : ''}`,
+        );
         if (action === 'block') {
-          const window = scope?.window ?? null;
+          const window = facts?.window ?? null;
           declines.push({
             policy,
             limit,
-            observed: scope ? observed : amount,
+            observed: facts ? observed : amount,
             window,
             dedupKey: breachKey(request.agentId, policy, limit, window),
           });
@@ -334,6 +330,8 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       asset: request.asset,
       network: request.network,
       payee_address: request.payeeAddress,
+      category: request.category,
+      tags: request.tags.length > 0 ? JSON.stringify(request.tags) : null,
       decision: approved ? 'approved' : 'declined',
       state: approved ? 'held' : 'declined',
       checks: encodeChecks(checks),
@@ -374,7 +372,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       }
     }
     // Last, once nothing of this decision can fail: memory follows what is written.
-    if (approved) this.holds.add({ id: row.id, teamId: row.team_id, agentId: row.agent_id, domain: row.domain, endpoint: row.endpoint, amount, at: now, expiresAt: row.expires_at });
+    if (approved) this.holds.add({ id: row.id, teamId: row.team_id, agentId: row.agent_id, ...authorizationFacts(row), amount, at: now, expiresAt: row.expires_at });
     return { row };
   }
 
@@ -409,41 +407,42 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       for (const teamId of stale) this.stale.add(teamId);
       throw new StalePolicies(stale);
     }
-    const wanted = new Map<string, { teamId: string; agentId: string; spec: ScopeSpec; window: Window; spent: bigint }>();
+    const wanted = new Map<string, { teamId: string; kind: 'agent' | 'pool'; subject: string; spec: ScopeSpec; window: Window }>();
     const want = (row: EventRow, touched: readonly TouchedTotal[]) => {
-      for (const { key, spec, window } of touched) wanted.set(key, { teamId: row.team_id, agentId: row.agent_id, spec, window, spent: 0n });
+      for (const { key, spec, window } of touched) {
+        wanted.set(key, { teamId: row.team_id, kind: spec.pool ? 'pool' : 'agent', subject: subjectFor(spec, row.agent_id), spec, window });
+      }
     };
     plan.rows.forEach((row, i) => want(row, plan.touched[i]!));
     plan.probes.forEach((probe, i) => want(probe, plan.probeTouched[i]!));
     plan.locked = new Map();
     if (wanted.size > 0) {
       const list = [...wanted.values()];
-      const columns = [list.map((w) => w.teamId), list.map((w) => w.agentId), list.map((w) => w.spec.scope), list.map((w) => w.window.start)];
+      const columns = [list.map((w) => w.teamId), list.map((w) => w.kind), list.map((w) => w.subject), list.map((w) => w.spec.scope), list.map((w) => w.window.start)];
       // Rows nobody made yet: a window that began after its scope was tracked starts at 0 (every
       // instance counting since adds to it); an older one is made empty (NULL), locked, and filled
       // from ClickHouse below, never committed empty.
       const fresh = list.map((w) => (this.isTracked(w.teamId, w.spec, w.window) ? '0' : null));
       yield* run(
         postgresOnly(`INSERT INTO spend_totals (team_id, scope, subject, window_kind, window_start, window_end, spent)
-                      SELECT u.t, 'agent', u.s, u.k, u.ws, u.we, u.v::numeric
-                        FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[]) AS u(t, s, k, ws, we, v)
-                       ORDER BY u.t COLLATE "C", u.s COLLATE "C", u.k COLLATE "C", u.ws
+                      SELECT u.t, u.sc, u.s, u.k, u.ws, u.we, u.v::numeric
+                        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[]) AS u(t, sc, s, k, ws, we, v)
+                       ORDER BY u.t COLLATE "C", u.sc COLLATE "C", u.s COLLATE "C", u.k COLLATE "C", u.ws
                       ON CONFLICT DO NOTHING`),
         [...columns, list.map((w) => w.window.end), fresh],
       );
       const rows = yield* all<{ team_id: string; subject: string; window_kind: string; window_start: string | number; spent: string | null }>(
         postgresOnly(`SELECT t.team_id, t.subject, t.window_kind, t.window_start, t.spent::text AS spent
                         FROM spend_totals t
-                        JOIN unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS u(t, s, k, ws)
-                          ON t.team_id = u.t AND t.scope = 'agent' AND t.subject = u.s AND t.window_kind = u.k AND t.window_start = u.ws
-                       ORDER BY t.team_id COLLATE "C", t.subject COLLATE "C", t.window_kind COLLATE "C", t.window_start
+                        JOIN unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) AS u(t, sc, s, k, ws)
+                          ON t.team_id = u.t AND t.scope = u.sc AND t.subject = u.s AND t.window_kind = u.k AND t.window_start = u.ws
+                       ORDER BY t.team_id COLLATE "C", t.scope COLLATE "C", t.subject COLLATE "C", t.window_kind COLLATE "C", t.window_start
                          FOR UPDATE OF t`),
         columns,
       );
       const found = new Map<string, bigint | null>();
-      for (const r of rows) {
-        found.set(this.totalKey(r.team_id, { agentId: r.subject, scope: r.window_kind, window: { start: Number(r.window_start), end: 0 } }), r.spent === null ? null : BigInt(r.spent));
-      }
+      // A pool's scope names its policy, so (subject, scope) alone tells an agent's row from a pool's.
+      for (const r of rows) found.set(this.totalKey(r.team_id, r.subject, r.window_kind, { start: Number(r.window_start), end: 0 }), r.spent === null ? null : BigInt(r.spent));
       const empty = new Set([...wanted.keys()].filter((key) => found.get(key) === null));
       const unfilled = new Map<string, { teamId: string; spec: ScopeSpec; window: Window }>();
       for (const key of empty) {
@@ -468,13 +467,17 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         // Pruned between the insert and the lock (a window days old): the group is tried again.
         if (spent === undefined || spent === null) throw new Error(`the running total ${key.replaceAll('\u0000', '/')} vanished while it was locked`);
         this.totals.set(key, spent);
-        plan.locked.set(key, { teamId: w.teamId, agentId: w.agentId, scope: w.spec.scope, window: w.window, spent, write: empty.has(key) });
+        plan.locked.set(key, { teamId: w.teamId, kind: w.kind, subject: w.subject, scope: w.spec.scope, window: w.window, spent, write: empty.has(key) });
       }
     }
     const requested = new Map<string, Set<string>>();
     for (const r of plan.requests) (requested.get(r.teamId) ?? requested.set(r.teamId, new Set()).get(r.teamId)!).add(r.agentId);
     const held: AuthorizationRow[] = [];
-    for (const [teamId, agents] of requested) held.push(...(yield* liveHolds(now, { teamId, agentIds: [...agents] })));
+    for (const [teamId, agents] of requested) {
+      // A pool sums the holds of all its agents: a team with pools reads all its live holds.
+      const pooled = plan.states.get(teamId)!.index.policies.some((p) => p.scope === 'pool');
+      held.push(...(yield* liveHolds(now, pooled ? { teamId } : { teamId, agentIds: [...agents] })));
+    }
     this.holds = Holds.of(held);
   }
 
@@ -485,11 +488,12 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     if (changed.length === 0) return;
     yield* run(
       postgresOnly(`UPDATE spend_totals t SET spent = u.v::numeric
-                      FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[]) AS u(t, s, k, ws, v)
-                     WHERE t.team_id = u.t AND t.scope = 'agent' AND t.subject = u.s AND t.window_kind = u.k AND t.window_start = u.ws`),
+                      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[]) AS u(t, sc, s, k, ws, v)
+                     WHERE t.team_id = u.t AND t.scope = u.sc AND t.subject = u.s AND t.window_kind = u.k AND t.window_start = u.ws`),
       [
         changed.map(([, w]) => w.teamId),
-        changed.map(([, w]) => w.agentId),
+        changed.map(([, w]) => w.kind),
+        changed.map(([, w]) => w.subject),
         changed.map(([, w]) => w.scope),
         changed.map(([, w]) => w.window.start),
         changed.map(([key]) => this.totals.get(key)!.toString()),
@@ -518,20 +522,39 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       claimed.push(i);
       const state = states.get(row.team_id)!;
       const amount = toUnits(row.amount);
-      // Each scope's total grows once per event, however many policies read it. An unknown total
-      // stays absent (reads as 0: its limits are not checked) until it can be read whole.
-      for (const { key } of touched[i]!) if (!unknown.has(key)) this.totals.set(key, (this.totals.get(key) ?? 0n) + amount);
+      // Each scope's total grows once per event (by its amount, or by one call), however many
+      // policies read it. An unknown total stays absent (its limits are not checked) until it can
+      // be read whole. What it was before tells which thresholds this record crossed.
+      const rowTouched = touched[i]!;
+      const before = rowTouched.length > 0 ? new Array<bigint>(rowTouched.length) : undefined;
+      rowTouched.forEach(({ key, spec }, k) => {
+        if (unknown.has(key)) return;
+        const was = this.totals.get(key) ?? 0n;
+        before![k] = was;
+        this.totals.set(key, was + (spec.measure === 'calls' ? 1n : amount));
+      });
       // Per scope, the limits the total (or the payment, per_call) breaks are a prefix of the
       // scope's limits sorted by amount: one binary search each, whatever the number of policies.
       for (const set of state.index.setsOf(row.agent_id)) {
         if (set.perCall) merged.addBreaches(i, row, set.perCall, brokenCount(set.perCall, amount), null, amount, amount, now);
+        for (const { test, list } of set.perCallFiltered) if (test(row)) merged.addBreaches(i, row, list, brokenCount(list, amount), null, amount, amount, now);
         if (set.windowed.size === 0) continue;
-        for (const { key, spec, window } of touched[i]!) {
+        rowTouched.forEach(({ key, spec, window }, k) => {
+          if (unknown.has(key)) return;
+          const spent = this.totals.get(key)!;
           const list = set.windowed.get(spec.scope);
-          if (!list) continue;
-          const spent = this.totals.get(key) ?? 0n;
-          merged.addBreaches(i, row, list, brokenCount(list, spent), window, spent, amount, now);
-        }
+          if (list) merged.addBreaches(i, row, list, brokenCount(list, spent), window, spent, amount, now);
+          // Thresholds crossed: those above the total before and at most the total now, once
+          // each (the total only grows), so a restart, which reads the total whole, never repeats one.
+          const thresholds = set.thresholds.get(spec.scope);
+          if (!thresholds) return;
+          const [from, to] = crossedRange(thresholds, before![k]!, spent);
+          for (let j = from; j < to; j++) {
+            const { policy, limit, percent } = thresholds.entries[j]!;
+            const occurrence = thresholdOccurrence(row.team_id, { policy, limit, percent, observed: spent, window }, row);
+            merged.add(i, row, occurrence.dedupKey, () => occurrence);
+          }
+        });
       }
       const verdict = clientVerdictKey(row);
       if (verdict) merged.add(i, row, verdict, () => clientReported(row, verdict));
@@ -567,8 +590,8 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     this.anomalies = new AnomalyDetector(this.config);
   }
 
-  private totalKey(teamId: string, scope: WindowScope): string {
-    return `${teamId}\u0000${scopeKey(scope)}`;
+  private totalKey(teamId: string, subject: string, scope: string, window: Window): string {
+    return totalKey(teamId, subject, scope, window);
   }
 
   /** The team's active policies and scopes, unless its policies changed since they were loaded. */
@@ -603,7 +626,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     }));
     const policies: CompiledPolicy[] = [];
     for (const [order, row] of rows.entries()) {
-      const source = `${row.name}\u0000${row.action}\u0000${row.timezone}\u0000${row.limits}\u0000${row.agents.join('\u0000')}`;
+      const source = [row.name, row.action, row.timezone, row.scope, row.match, row.notifyAt.join(','), row.startsAt, row.limits, ...row.agents].join('\u0000');
       const known = current?.compiled.get(row.id);
       const policy = known && known.source === source ? known.policy : compilePolicy({ ...row, limits: JSON.parse(row.limits) as Limit[] }, order);
       policy.order = order;
@@ -622,9 +645,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       for (const limit of policy.limits) {
         if (limit.scope === null || scopes.has(limit.scope)) continue;
         if (limit.kind === 'per_call') continue;
-        const window = windowOf(limit.kind, policy.timezone);
-        const pattern = limit.endpoint === undefined ? {} : { pattern: limit.endpoint, matches: endpointMatcher(limit.endpoint) };
-        scopes.add({ scope: limit.scope, window, ...pattern, since: now });
+        scopes.add(scopeSpecOf(policy, limit, now)!);
       }
     }
     const state = { revision, storedRevision, index: new PolicyIndex(policies), scopes, compiled, suspended };
@@ -661,53 +682,10 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     return new Set();
   }
 
-  /**
-   * What the event store holds for these windows (each read whole, for every agent of its team, in
-   * one query): the total of each (agent, scope, window) found. Call once it holds every record
-   * acknowledged before.
-   */
+  /** What the event store holds for these windows (see readWindowSums); once it holds every record acknowledged before. */
   private async windowSums(missing: Map<string, { teamId: string; spec: ScopeSpec; window: Window }>): Promise<Map<string, bigint>> {
-    const byTeam = new Map<string, { spec: ScopeSpec; window: Window; index: number }[]>();
-    for (const m of missing.values()) byTeam.set(m.teamId, [...(byTeam.get(m.teamId) ?? []), { spec: m.spec, window: m.window, index: 0 }]);
-    const params: Record<string, unknown> = {};
-    const branches: string[] = [];
-    const teams = [...byTeam.entries()];
-    teams.forEach(([teamId, wanted], t) => {
-      // Distinct windows get an index; each event is counted once per window it falls in.
-      const windows = [...new Map(wanted.map((w) => [`${w.window.start}:${w.window.end}`, w.window])).values()];
-      const index = new Map(windows.map((w, i) => [`${w.start}:${w.end}`, i + 1]));
-      for (const w of wanted) w.index = index.get(`${w.window.start}:${w.window.end}`)!;
-      Object.assign(params, { [`team${t}`]: teamId, [`starts${t}`]: windows.map((w) => w.start), [`ends${t}`]: windows.map((w) => w.end) });
-      const hours = windows
-        .map((w) => {
-          const [first, last] = [Math.floor(w.start / HOUR) * HOUR, Math.floor((w.end - 1) / HOUR) * HOUR];
-          return `(toStartOfHour(event_time) >= toDateTime(${first / 1000}, 'UTC') AND toStartOfHour(event_time) <= toDateTime(${last / 1000}, 'UTC'))`;
-        })
-        .join(' OR ');
-      // URLs are needed only to match URL-prefix patterns; hosts are enough otherwise.
-      const urls = wanted.some((w) => w.spec.scope.startsWith('e:http'));
-      branches.push(`
-        SELECT ${t} AS t, agent_id, w, domain, ${urls ? 'endpoint' : "''"} AS url, toString(sum(toDecimal256(amount, 18))) AS spend
-          FROM events
-         ARRAY JOIN arrayFilter(i -> toUnixTimestamp64Milli(event_time) >= {starts${t}:Array(Int64)}[i]
-                                 AND toUnixTimestamp64Milli(event_time) < {ends${t}:Array(Int64)}[i], range(1, ${windows.length + 1})) AS w
-         WHERE team_id = {team${t}:String} AND (${hours})
-         GROUP BY agent_id, w, domain, url`);
-    });
-    const found = await this.store.query<{ t: number; agent_id: string; w: number; domain: string; url: string; spend: string }>(
-      branches.join('\nUNION ALL\n'),
-      params,
-    );
-    const sums = new Map<string, bigint>();
-    for (const r of found) {
-      const [teamId, wanted] = teams[Number(r.t)]!;
-      for (const { spec, window, index } of wanted) {
-        if (index !== Number(r.w) || (spec.matches && !spec.matches(r.domain, r.url))) continue;
-        const key = this.totalKey(teamId, { agentId: r.agent_id, scope: spec.scope, window });
-        sums.set(key, (sums.get(key) ?? 0n) + toUnits(r.spend));
-      }
-    }
-    this.logger.debug({ windows: missing.size, rows: found.length }, 'policy window totals read from the event store');
+    const sums = await readWindowSums(this.store, missing);
+    this.logger.debug({ windows: missing.size, totals: sums.size }, 'policy window totals read from the event store');
     return sums;
   }
 
@@ -804,6 +782,11 @@ function probeRow(request: AuthorizationRequest, now: number): EventRow {
     endpoint: request.endpoint,
     domain: request.domain,
     amount: request.amount,
+    // What filters read; an asset or network not given is undefined (checked by every filter on it).
+    category: request.category,
+    tags: request.tags,
+    asset: request.asset ?? undefined,
+    network: request.network ? (caip2Network(request.network) ?? request.network) : undefined,
   } as EventRow;
 }
 

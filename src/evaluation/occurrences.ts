@@ -182,7 +182,10 @@ export class OccurrenceMerger {
    */
   addBreaches(index: number, row: EventRow, list: LimitList, broken: number, window: Window | null, observed: bigint, amount: bigint, now: number): void {
     if (broken === 0) return;
-    const cursor = `${row.team_id}\u0000${row.agent_id}\u0000${list.id}\u0000${window?.start ?? ''}`;
+    // A windowed list is one scope: a pool's (one policy's, subject the policy) or agents' own.
+    const first = list.entries[0]!.policy;
+    const subject = window !== null && first.scope === 'pool' ? first.id : row.agent_id;
+    const cursor = `${row.team_id}\u0000${subject}\u0000${list.id}\u0000${window?.start ?? ''}`;
     let recorded = this.prefixes.get(cursor);
     if (!recorded) this.prefixes.set(cursor, (recorded = []));
     // Breaches this group already records: merged (no key, no text).
@@ -201,8 +204,10 @@ export class OccurrenceMerger {
       const key = `${row.team_id}\u0000${breach.dedupKey}`;
       let entry = this.entries.get(key);
       if (entry) {
-        // Not expected (a limit is in one list per agent), but never two occurrences of one key.
+        // A pool's per_call limit, broken by two of its agents (one alert per pool): never two
+        // occurrences of one key.
         this.merge(entry, row);
+        if (window !== null || row.event_time >= entry.occurrence.lastSeen) entry.latestBreach = { breach: { ...entry.breach!, observed }, row, amount, now };
         this.storms.unadmit(row.team_id);
       } else {
         entry = { row: index, occurrence: breachOccurrence(row.team_id, breach, row, amount, now), breach };

@@ -1,21 +1,37 @@
+import { createHash } from 'node:crypto';
 import type { EventRow } from '../ingest/records.js';
 import type { Occurrence } from '../alerts/repository.js';
-import type { Limit, LimitKind } from '../policies/limits.js';
+import { isCallKind, limitText, type Limit, type LimitKind, type PolicyMatch, type PolicyScope } from '../policies/limits.js';
 import type { Policy } from '../policies/repository.js';
 import { endpointMatcher } from './matchers.js';
 import { formatUnits, toUnits } from './money.js';
-import { utcDay, utcHour, zonedDay, zonedMonth, zonedWeek, type Window } from './windows.js';
+import { utcDay, utcHour, utcMinute, zonedDay, zonedMonth, zonedWeek, TOTAL_END, type Window } from './windows.js';
 
-/** A limit ready to check: amount in 10^-18 units, pattern as a function. */
+/** A limit ready to check: amount in 10^-18 units (or a count of calls), pattern as a function. */
 export interface CompiledLimit {
   kind: LimitKind;
+  /** spend: amounts add up; calls: each record adds 1. */
+  measure: 'spend' | 'calls';
+  /** spend: in 10^-18 units; calls: the count. */
   amount: bigint;
   amountText: string;
-  /** The running total it reads (`h`, `d:<zone>`, `w:<zone>`, `m:<zone>`, `e:<pattern>`, see WindowScope); null for per_call. */
+  /** The running total it reads (see limitScope); null for per_call. */
   scope: string | null;
   endpoint?: string;
   matches?: (domain: string, endpoint: string) => boolean;
 }
+
+/** What a policy's filter reads of a record (or of an authorization: asset or network undefined when not given). */
+export interface RecordFacts {
+  domain: string;
+  endpoint: string;
+  category: string;
+  asset: string | undefined;
+  network: string | undefined;
+  tags: readonly string[];
+}
+
+export type RecordTest = (facts: RecordFacts) => boolean;
 
 export interface CompiledPolicy {
   /** Its place among the team's active policies (created_at, id): checks list policies in this order. */
@@ -26,11 +42,30 @@ export interface CompiledPolicy {
   timezone: string;
   /** null: every agent of the team. */
   agents: Set<string> | null;
+  scope: PolicyScope;
+  /** The records it counts and checks (null: all), and the canonical filter's short hash. */
+  match: RecordTest | null;
+  matchKey: string | null;
+  /** Percentages of each windowed limit whose crossing raises a threshold alert, ascending. */
+  notifyAt: number[];
+  startsAt: number;
   limits: CompiledLimit[];
 }
 
-export function compilePolicy(p: Pick<Policy, 'id' | 'name' | 'action' | 'timezone' | 'agents' | 'limits'>, order = 0): CompiledPolicy {
+/** What compilePolicy reads of a policy (limits parsed; match as stored JSON or parsed). */
+export type PolicySource = Pick<Policy, 'id' | 'name' | 'action' | 'timezone' | 'agents' | 'limits'> &
+  Partial<Pick<Policy, 'scope' | 'notifyAt' | 'startsAt'>> & { match?: PolicyMatch | string | null };
+
+export function compilePolicy(p: PolicySource, order = 0): CompiledPolicy {
   const timezone = p.timezone ?? 'UTC';
+  const match = typeof p.match === 'string' ? (JSON.parse(p.match) as PolicyMatch) : (p.match ?? null);
+  const facts: ScopeFacts = {
+    id: p.id,
+    scope: p.scope ?? 'agent',
+    timezone,
+    matchKey: match ? matchKeyOf(match) : null,
+    startsAt: p.startsAt ?? 0,
+  };
   return {
     order,
     id: p.id,
@@ -38,25 +73,63 @@ export function compilePolicy(p: Pick<Policy, 'id' | 'name' | 'action' | 'timezo
     severity: p.action === 'block' ? 'critical' : 'warning',
     timezone,
     agents: p.agents.length ? new Set(p.agents) : null,
-    limits: p.limits.map((l) => compileLimit(l, timezone)),
+    scope: facts.scope,
+    match: match ? recordTest(match) : null,
+    matchKey: facts.matchKey,
+    notifyAt: [...(p.notifyAt ?? [])].sort((a, b) => a - b),
+    startsAt: facts.startsAt,
+    limits: p.limits.map((l) => compileLimit(l, facts)),
   };
 }
 
-/** The kinds whose windows are calendar windows in the policy's time zone. */
-const ZONED = new Set<LimitKind>(['daily', 'weekly', 'monthly']);
+/** What a limit's scope depends on besides the limit. */
+interface ScopeFacts {
+  id: string;
+  scope: PolicyScope;
+  timezone: string;
+  matchKey: string | null;
+  startsAt: number;
+}
+
+/** A filter's identity: policies with the same filter (and window) share running totals. */
+export function matchKeyOf(match: PolicyMatch): string {
+  return createHash('sha256').update(JSON.stringify(match)).digest('base64url').slice(0, 16);
+}
+
+/** A stored (canonical) filter as a test: every list given must hold one of the record's values. */
+export function recordTest(match: PolicyMatch): RecordTest {
+  const set = (values: string[] | undefined) => (values ? new Set(values) : undefined);
+  const categories = set(match.categories);
+  const networks = set(match.networks);
+  const assets = set(match.assets);
+  const tags = set(match.tags);
+  const endpoints = match.endpoints?.map(endpointMatcher);
+  return (f) =>
+    (!categories || categories.has(f.category)) &&
+    // An authorization that does not say its asset or network is checked against every budget
+    // that filters on them: leaving a field out never gets around a budget.
+    (!networks || f.network === undefined || networks.has(f.network)) &&
+    (!assets || f.asset === undefined || assets.has(f.asset.toLowerCase())) &&
+    (!tags || f.tags.some((t) => tags.has(t))) &&
+    (!endpoints || endpoints.some((m) => m(f.domain, f.endpoint)));
+}
 
 /** Compiled limits never change: policies with the same limit (one template over many agents) share one. */
 const compiledLimits = new Map<string, CompiledLimit>();
 
-function compileLimit(l: Limit, timezone: string): CompiledLimit {
-  const key = `${l.kind}\u0000${l.amount}\u0000${l.endpoint ?? ''}\u0000${ZONED.has(l.kind) ? timezone : ''}`;
+function compileLimit(l: Limit, facts: ScopeFacts): CompiledLimit {
+  const scope = limitScope(l.kind, facts, l.endpoint);
+  const text = limitText(l);
+  const key = `${l.kind}\u0000${text}\u0000${scope ?? ''}`;
   let compiled = compiledLimits.get(key);
   if (!compiled) {
+    const calls = isCallKind(l.kind);
     compiled = {
       kind: l.kind,
-      amount: toUnits(l.amount),
-      amountText: l.amount,
-      scope: limitScope(l.kind, timezone, l.endpoint),
+      measure: calls ? 'calls' : 'spend',
+      amount: calls ? BigInt(l.count!) : toUnits(l.amount!),
+      amountText: text,
+      scope,
       ...(l.endpoint ? { endpoint: l.endpoint, matches: endpointMatcher(l.endpoint) } : {}),
     };
     if (compiledLimits.size >= 100_000) compiledLimits.clear();
@@ -65,72 +138,112 @@ function compileLimit(l: Limit, timezone: string): CompiledLimit {
   return compiled;
 }
 
-/** The scopes of the running totals these policies read (as stored: limits JSON, timezone null for UTC). */
-export function scopesRead(policies: readonly { limits: string; timezone: string | null }[]): string[] {
+/** The scopes of the running totals these policies read (as loaded for evaluation). */
+export function scopesRead(
+  policies: readonly { id: string; limits: string; timezone: string | null; scope: PolicyScope; match: string | null; startsAt: number }[],
+): string[] {
   const scopes = new Set<string>();
   for (const p of policies) {
+    const facts: ScopeFacts = {
+      id: p.id,
+      scope: p.scope,
+      timezone: p.timezone ?? 'UTC',
+      matchKey: p.match === null ? null : matchKeyOf(JSON.parse(p.match) as PolicyMatch),
+      startsAt: p.startsAt,
+    };
     for (const l of JSON.parse(p.limits) as Limit[]) {
-      const scope = limitScope(l.kind, p.timezone ?? 'UTC', l.endpoint);
+      const scope = limitScope(l.kind, facts, l.endpoint);
       if (scope !== null) scopes.add(scope);
     }
   }
   return [...scopes];
 }
 
-/** The scope of the running total a limit reads; null for per_call (the payment alone). */
-function limitScope(kind: LimitKind, timezone: string, endpoint: string | undefined): string | null {
+/**
+ * The scope of the running total a limit reads; null for per_call (the payment alone). The window
+ * comes last: `h` (UTC hour), `n` (UTC minute), `d:<zone>`, `w:<zone>`, `m:<zone>` (day, ISO week,
+ * month in a zone), `t:<starts_at ms>` (since the policy's start), `e:<pattern>` (UTC day to
+ * matching endpoints). Before it, each of: `p:<policy id>|` a pool (one total for the policy's
+ * agents), `c|` a count of calls, `f:<filter hash>|` only records the filter matches. Limits
+ * without these read the scopes they always read, so existing totals stay valid.
+ */
+function limitScope(kind: LimitKind, p: ScopeFacts, endpoint: string | undefined): string | null {
+  if (kind === 'per_call') return null;
+  const prefix = (p.scope === 'pool' ? `p:${p.id}|` : '') + (isCallKind(kind) ? 'c|' : '') + (p.matchKey ? `f:${p.matchKey}|` : '');
+  return prefix + windowScope(kind, p, endpoint);
+}
+
+function windowScope(kind: Exclude<LimitKind, 'per_call'>, p: ScopeFacts, endpoint?: string): string {
   switch (kind) {
-    case 'per_call':
-      return null;
     case 'per_hour':
+    case 'calls_per_hour':
       return 'h';
+    case 'calls_per_minute':
+      return 'n';
     case 'daily':
-      return `d:${timezone}`;
+    case 'calls_per_day':
+      return `d:${p.timezone}`;
     case 'weekly':
-      return `w:${timezone}`;
+      return `w:${p.timezone}`;
     case 'monthly':
-      return `m:${timezone}`;
+      return `m:${p.timezone}`;
+    case 'total':
+      return `t:${p.startsAt}`;
     case 'per_endpoint':
       return `e:${endpoint}`;
   }
 }
 
-/**
- * What a windowed limit sums: an agent's spend in a window of some scope. Policies that share a
- * scope share one running total (`h` UTC hour; `d:<zone>`, `w:<zone>`, `m:<zone>` the day, ISO week
- * or calendar month in a zone; `e:<pattern>` UTC day to matching endpoints).
- */
-export interface WindowScope {
-  agentId: string;
-  scope: string;
-  window: Window;
-  /** Events that count: all of the agent's, or those to matching endpoints. */
-  pattern?: string;
+/** The window part of a scope (see limitScope): what follows its prefixes. */
+export function windowPartOf(scope: string): string {
+  let rest = scope;
+  for (;;) {
+    if (rest.startsWith('c|')) rest = rest.slice(2);
+    else if (rest.startsWith('p:') || rest.startsWith('f:')) rest = rest.slice(rest.indexOf('|') + 1);
+    else return rest;
+  }
 }
 
-export const scopeKey = (s: WindowScope) => `${s.agentId}\u0000${s.scope}\u0000${s.window.start}`;
+/**
+ * What a windowed limit sums: a subject's spend (or calls) in a window of some scope. Policies that
+ * share a scope share one running total. The subject is the agent, or for a pool the policy.
+ */
+export interface WindowScope {
+  subject: string;
+  scope: string;
+  window: Window;
+}
 
-/** The window of a windowed limit's kind that holds an instant (per_endpoint: the UTC day). */
-export function windowOf(kind: Exclude<LimitKind, 'per_call'>, timezone: string): (t: number) => Window {
+export const scopeKey = (s: WindowScope) => `${s.subject}\u0000${s.scope}\u0000${s.window.start}`;
+
+/** The subject of a policy's totals and alerts for an agent's record: the agent, or the pool's policy. */
+export const subjectOf = (policy: Pick<CompiledPolicy, 'scope' | 'id'>, agentId: string): string => (policy.scope === 'pool' ? policy.id : agentId);
+
+/**
+ * The window of a windowed limit's kind that holds an instant (per_endpoint: the UTC day), or null
+ * when it holds none (an instant before a `total` starts).
+ */
+export function windowOf(kind: Exclude<LimitKind, 'per_call'>, timezone: string, startsAt: number): (t: number) => Window | null {
   switch (kind) {
+    case 'calls_per_minute':
+      return utcMinute;
     case 'per_hour':
+    case 'calls_per_hour':
       return utcHour;
     case 'daily':
+    case 'calls_per_day':
       return (t) => zonedDay(t, timezone);
     case 'weekly':
       return (t) => zonedWeek(t, timezone);
     case 'monthly':
       return (t) => zonedMonth(t, timezone);
+    case 'total': {
+      const window = { start: startsAt, end: TOTAL_END };
+      return (t) => (t >= startsAt ? window : null);
+    }
     case 'per_endpoint':
       return utcDay;
   }
-}
-
-/** The scope a windowed limit of a policy sums for an event, undefined for per_call. */
-export function scopeOf(policy: CompiledPolicy, limit: CompiledLimit, row: EventRow): WindowScope | undefined {
-  if (limit.kind === 'per_call' || limit.scope === null) return undefined;
-  const window = windowOf(limit.kind, policy.timezone)(row.event_time);
-  return { agentId: row.agent_id, scope: limit.scope, window, ...(limit.endpoint ? { pattern: limit.endpoint } : {}) };
 }
 
 const KIND_TEXT: Record<LimitKind, string> = {
@@ -139,8 +252,18 @@ const KIND_TEXT: Record<LimitKind, string> = {
   daily: 'daily',
   weekly: 'weekly',
   monthly: 'monthly',
+  total: 'total',
   per_endpoint: 'per-endpoint daily',
+  calls_per_minute: 'calls-per-minute',
+  calls_per_hour: 'calls-per-hour',
+  calls_per_day: 'calls-per-day',
 };
+
+/** An observed value as its limit reads: money, or a count of calls. */
+export const formatObserved = (limit: Pick<CompiledLimit, 'measure'>, value: bigint): string => (limit.measure === 'calls' ? value.toString() : formatUnits(value));
+
+/** A window as alerts and decisions show it: a `total` has no end (null). */
+export const shownEnd = (window: Window): number | null => (window.end >= TOTAL_END ? null : window.end);
 
 /** A limit one event broke: the facts of its alert, before any text is built. */
 export interface Breach {
@@ -153,9 +276,9 @@ export interface Breach {
   dedupKey: string;
 }
 
-/** What makes two occurrences (or a declined authorization) the same breach: agent, policy, limit, window. */
+/** What makes two occurrences (or a declined authorization) the same breach: subject (agent or pool), policy, limit, window. */
 export function breachKey(agentId: string, policy: CompiledPolicy, limit: CompiledLimit, window: Window | null): string {
-  return `${agentId}\u0000policy\u0000${policy.id}\u0000${limit.kind}\u0000${limit.endpoint ?? ''}\u0000${window?.start ?? ''}`;
+  return `${subjectOf(policy, agentId)}\u0000policy\u0000${policy.id}\u0000${limit.kind}\u0000${limit.endpoint ?? ''}\u0000${window?.start ?? ''}`;
 }
 
 /** The alert occurrence of a breach: observed value, message and details as the alert shows them. */
@@ -165,9 +288,13 @@ export function breachOccurrence(teamId: string, breach: Breach, row: EventRow, 
   // A payment reads with the digits it was sent with ("2.00"), unless it counts at another amount
   // (a zero-amount record capturing its hold); a sum has no digits of its own.
   const paid = row.amount_text && toUnits(row.amount_text) === amount ? row.amount_text : formatUnits(amount);
-  const what = limit.kind === 'per_call' ? `a payment of ${paid}` : `spend of ${formatUnits(observed)}`;
+  const what = limit.kind === 'per_call' ? `a payment of ${paid}` : limit.measure === 'calls' ? `${observed} calls` : `spend of ${formatUnits(observed)}`;
   const where = limit.endpoint ? ` to ${limit.endpoint}` : '';
-  const span = window ? ` in the window ${new Date(window.start).toISOString()} to ${new Date(window.end).toISOString()}` : '';
+  const end = window && shownEnd(window);
+  const span = window ? (end === null ? ` since ${new Date(window.start).toISOString()}` : ` in the window ${new Date(window.start).toISOString()} to ${new Date(end).toISOString()}`) : '';
+  const who = policy.scope === 'pool' ? `The pool of policy "${policy.name}" (agent ${row.agent_id} paying)` : `Agent ${row.agent_id}`;
+  const whose = policy.scope === 'pool' ? 'its' : `the`;
+  const of = policy.scope === 'pool' ? '' : ` of policy "${policy.name}"`;
   return {
     teamId,
     dedupKey: breach.dedupKey,
@@ -177,14 +304,58 @@ export function breachOccurrence(teamId: string, breach: Breach, row: EventRow, 
     agentId: row.agent_id,
     policyId: policy.id,
     window,
-    observed: formatUnits(observed),
+    observed: formatObserved(limit, observed),
     limit: limit.amountText,
     subject: limit.endpoint ?? null,
-    details: { policyName: policy.name, ...(late ? { late: true } : {}) },
+    details: { policyName: policy.name, ...(policy.scope === 'pool' ? { scope: 'pool' } : {}), ...(late ? { late: true } : {}) },
     message:
-      `Agent ${row.agent_id} broke the ${KIND_TEXT[limit.kind]} limit of ${limit.amountText} of policy "${policy.name}": ` +
+      `${who} broke ${whose} ${KIND_TEXT[limit.kind]} limit of ${limit.amountText}${of}: ` +
       `${what}${where}${span}` +
       (late ? ` (a late record: this window closed at ${new Date(window.end).toISOString()})` : ''),
+    eventIds: [row.id],
+    count: 1,
+    firstSeen: row.event_time,
+    lastSeen: row.event_time,
+  };
+}
+
+/** A subject's total reached a percentage of a limit (notify_at): the facts of its threshold alert. */
+export interface Crossing {
+  policy: CompiledPolicy;
+  limit: CompiledLimit;
+  percent: number;
+  /** The total including the record that crossed. */
+  observed: bigint;
+  window: Window;
+}
+
+/** One threshold alert per subject, policy, limit, window and percentage. */
+export function thresholdKey(agentId: string, c: Pick<Crossing, 'policy' | 'limit' | 'window' | 'percent'>): string {
+  return `${subjectOf(c.policy, agentId)}\u0000threshold\u0000${c.policy.id}\u0000${c.limit.kind}\u0000${c.limit.endpoint ?? ''}\u0000${c.window.start}\u0000${c.percent}`;
+}
+
+export function thresholdOccurrence(teamId: string, c: Crossing, row: EventRow): Occurrence {
+  const { policy, limit, window, percent } = c;
+  const end = shownEnd(window);
+  const who = policy.scope === 'pool' ? `The pool of policy "${policy.name}"` : `Agent ${row.agent_id}`;
+  const span = end === null ? `since ${new Date(window.start).toISOString()}` : `in the window ${new Date(window.start).toISOString()} to ${new Date(end).toISOString()}`;
+  const used = limit.measure === 'calls' ? `${c.observed} calls` : `spend of ${formatUnits(c.observed)}`;
+  return {
+    teamId,
+    dedupKey: thresholdKey(row.agent_id, c),
+    type: 'threshold',
+    kind: limit.kind,
+    severity: 'info',
+    agentId: row.agent_id,
+    policyId: policy.id,
+    window,
+    observed: formatObserved(limit, c.observed),
+    limit: limit.amountText,
+    subject: limit.endpoint ?? null,
+    details: { policyName: policy.name, percent, ...(policy.scope === 'pool' ? { scope: 'pool' } : {}) },
+    message:
+      `${who} reached ${percent}% of ${policy.scope === 'pool' ? 'its' : 'the'} ${KIND_TEXT[limit.kind]} limit of ${limit.amountText}` +
+      `${limit.endpoint ? ` to ${limit.endpoint}` : ''}${policy.scope === 'pool' ? '' : ` of policy "${policy.name}"`}: ${used} ${span}`,
     eventIds: [row.id],
     count: 1,
     firstSeen: row.event_time,

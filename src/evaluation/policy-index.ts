@@ -10,7 +10,7 @@
  *   costs one search per scope, and a storm is counted without listing its breaches.
  */
 import type { LimitKind } from '../policies/limits.js';
-import type { CompiledLimit, CompiledPolicy } from './policies.js';
+import type { CompiledLimit, CompiledPolicy, RecordTest } from './policies.js';
 
 /** The limits of one scope in one set of policies, by amount ascending (ties in policy order). */
 export interface LimitList {
@@ -36,12 +36,38 @@ export function brokenCount(list: LimitList, observed: bigint): number {
   return lo;
 }
 
+/** The percentages (notify_at) of a scope's limits as amounts, ascending: a total crossing them. */
+export interface ThresholdList {
+  amounts: bigint[];
+  entries: { policy: CompiledPolicy; limit: CompiledLimit; percent: number }[];
+}
+
+/** The thresholds a total crossed going from `before` to `after` (amount <= after, not <= before): entries[from, to). */
+export function crossedRange(list: ThresholdList, before: bigint, after: bigint): [number, number] {
+  const atMost = (value: bigint) => {
+    let lo = 0;
+    let hi = list.amounts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (list.amounts[mid]! <= value) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  return [atMost(before), atMost(after)];
+}
+
 /** Some policies (team-wide, or those naming one agent), in order, with their limits by scope. */
 export interface PolicySet {
   policies: CompiledPolicy[];
+  /** per_call limits of policies without a filter. */
   perCall: LimitList | undefined;
-  /** Windowed limits by scope (`h`, `d:<zone>`, `e:<pattern>`). */
+  /** per_call limits of filtered policies, one list per filter: checked when the record matches. */
+  perCallFiltered: { test: RecordTest; list: LimitList }[];
+  /** Windowed limits by scope (see limitScope in policies.ts). */
   windowed: Map<string, LimitList>;
+  /** notify_at thresholds of windowed limits, by scope. */
+  thresholds: Map<string, ThresholdList>;
 }
 
 let nextListId = 0;
@@ -56,12 +82,25 @@ function limitList(kind: LimitKind, entries: { policy: CompiledPolicy; limit: Co
 
 export function policySet(policies: CompiledPolicy[]): PolicySet {
   const perCall: { policy: CompiledPolicy; limit: CompiledLimit }[] = [];
+  const perCallFiltered = new Map<string, { test: RecordTest; entries: { policy: CompiledPolicy; limit: CompiledLimit }[] }>();
   const byScope = new Map<string, { kind: LimitKind; entries: { policy: CompiledPolicy; limit: CompiledLimit }[] }>();
+  const thresholds = new Map<string, { policy: CompiledPolicy; limit: CompiledLimit; percent: number; amount: bigint }[]>();
   for (const policy of policies) {
     for (const limit of policy.limits) {
       if (limit.scope === null) {
-        perCall.push({ policy, limit });
+        if (policy.match === null) perCall.push({ policy, limit });
+        else {
+          let filtered = perCallFiltered.get(policy.matchKey!);
+          if (!filtered) perCallFiltered.set(policy.matchKey!, (filtered = { test: policy.match, entries: [] }));
+          filtered.entries.push({ policy, limit });
+        }
         continue;
+      }
+      for (const percent of policy.notifyAt) {
+        let list = thresholds.get(limit.scope);
+        if (!list) thresholds.set(limit.scope, (list = []));
+        // Reached when the total is at least percent% of the limit: the least whole unit that is.
+        list.push({ policy, limit, percent, amount: (limit.amount * BigInt(percent) + 99n) / 100n });
       }
       let scoped = byScope.get(limit.scope);
       if (!scoped) byScope.set(limit.scope, (scoped = { kind: limit.kind, entries: [] }));
@@ -71,11 +110,18 @@ export function policySet(policies: CompiledPolicy[]): PolicySet {
   return {
     policies,
     perCall: perCall.length > 0 ? limitList('per_call', perCall) : undefined,
+    perCallFiltered: [...perCallFiltered.values()].map(({ test, entries }) => ({ test, list: limitList('per_call', entries) })),
     windowed: new Map([...byScope].map(([scope, { kind, entries }]) => [scope, limitList(kind, entries)])),
+    thresholds: new Map(
+      [...thresholds].map(([scope, entries]) => {
+        entries.sort((a, b) => (a.amount < b.amount ? -1 : a.amount > b.amount ? 1 : 0));
+        return [scope, { amounts: entries.map((e) => e.amount), entries: entries.map(({ policy, limit, percent }) => ({ policy, limit, percent })) }];
+      }),
+    ),
   };
 }
 
-const EMPTY: PolicySet = { policies: [], perCall: undefined, windowed: new Map() };
+const EMPTY: PolicySet = { policies: [], perCall: undefined, perCallFiltered: [], windowed: new Map(), thresholds: new Map() };
 
 /** A team's active policies, by agent and by scope. */
 export class PolicyIndex {

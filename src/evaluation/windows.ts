@@ -8,6 +8,11 @@ export interface Window {
   end: number;
 }
 
+export function utcMinute(t: number): Window {
+  const start = Math.floor(t / MINUTE) * MINUTE;
+  return { start, end: start + MINUTE };
+}
+
 export function utcHour(t: number): Window {
   const start = Math.floor(t / HOUR) * HOUR;
   return { start, end: start + HOUR };
@@ -102,5 +107,8 @@ export function zonedMonth(t: number, zone: string): Window {
   return zoned('m', MONTH_BOUNDS, t, zone);
 }
 
-/** The longest a window of these kinds lasts: a month of 31 days and a DST hour. */
+/** Where a `total` window ends: never, in practice (2300-01-01). Shown as no end (null). */
+export const TOTAL_END = Date.UTC(2300, 0, 1);
+
+/** The longest a calendar window lasts: a month of 31 days and a DST hour. */
 export const LONGEST_WINDOW_MS = 31 * DAY + HOUR;

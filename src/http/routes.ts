@@ -43,6 +43,8 @@ export interface AppDeps {
   secrets: SecretBox;
   /** Sends queued webhook deliveries; closed at shutdown before the stores. */
   webhooks: Dispatcher;
+  /** Resolves threshold alerts whose window ended (src/alerts/window-end.ts). */
+  thresholdSweep?: { close(): Promise<void> };
   /** ClickHouse's HTTP interface for BI tools (embedded engine only), served under /clickhouse. */
   clickhouseHttp?: ClickHouseHttpHandler;
   /**

@@ -1,14 +1,41 @@
 import { ApiError, type FieldError } from '../http/errors.js';
 import { isTimeZone } from '../http/validation.js';
+import { caip2Network } from '../ingest/networks.js';
 
-export type LimitKind = 'per_call' | 'per_hour' | 'daily' | 'weekly' | 'monthly' | 'per_endpoint';
+/** Limits on money (`amount`, a decimal string). */
+export type SpendKind = 'per_call' | 'per_hour' | 'daily' | 'weekly' | 'monthly' | 'total' | 'per_endpoint';
+/** Limits on the number of calls (`count`, an integer). */
+export type CallKind = 'calls_per_minute' | 'calls_per_hour' | 'calls_per_day';
+export type LimitKind = SpendKind | CallKind;
 
-/** A limit as stored and returned; amount is an exact decimal string. */
+export const CALL_KINDS: ReadonlySet<LimitKind> = new Set<LimitKind>(['calls_per_minute', 'calls_per_hour', 'calls_per_day']);
+export const isCallKind = (kind: LimitKind): kind is CallKind => CALL_KINDS.has(kind);
+
+/** A limit as stored and returned: `amount` an exact decimal string, or `count` for the call kinds. */
 export interface Limit {
   kind: LimitKind;
-  amount: string;
+  amount?: string;
+  count?: number;
   endpoint?: string;
 }
+
+/** What a limit allows, as text: the amount, or the count of calls. */
+export const limitText = (l: Limit): string => (isCallKind(l.kind) ? String(l.count) : l.amount!);
+
+/**
+ * Which records a policy counts and checks: each list given narrows it (a record must match one
+ * entry of every list given). Stored canonical: lists sorted, networks CAIP-2, assets and hosts
+ * lowercase, endpoint patterns normalised.
+ */
+export interface PolicyMatch {
+  categories?: string[];
+  networks?: string[];
+  assets?: string[];
+  endpoints?: string[];
+  tags?: string[];
+}
+
+export type PolicyScope = 'agent' | 'pool';
 
 const LABEL = '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?';
 const HOST = new RegExp(`^(?=.{1,253}$)${LABEL}(\\.${LABEL})*$`);
@@ -36,16 +63,46 @@ export function normalizeEndpointPattern(pattern: string): { pattern: string } |
   return { pattern: host };
 }
 
+/** What checkPolicyFields gets: the body's fields it checks, as sent. */
+export interface PolicyFieldsInput {
+  limits?: Limit[];
+  timezone?: string | null;
+  match?: PolicyMatch | null;
+  notify_at?: number[];
+  starts_at?: string | null;
+}
+
+/** The same fields in stored form (undefined: not given). */
+export interface CheckedPolicyFields {
+  limits?: Limit[];
+  match?: PolicyMatch | null;
+  notifyAt?: number[];
+  startsAt?: number | null;
+}
+
+const MATCH_LISTS = ['categories', 'networks', 'assets', 'endpoints', 'tags'] as const;
+
 /**
- * Checks what the JSON schema cannot: endpoint only and always on per_endpoint, a valid pattern,
- * no limit given twice, a known time zone. Returns limits in stored form; throws a 400 naming fields.
+ * Checks what the JSON schema cannot: endpoint only and always on per_endpoint, `amount` on money
+ * limits and `count` on call limits, a valid pattern, no limit given twice, a known time zone,
+ * known networks and valid endpoint patterns in `match`, a `starts_at` on a whole minute. Returns
+ * the fields in stored form; throws a 400 naming fields.
  */
-export function checkPolicyFields(input: { limits?: Limit[]; timezone?: string | null }): Limit[] | undefined {
+export function checkPolicyFields(input: PolicyFieldsInput): CheckedPolicyFields {
   const problems: FieldError[] = [];
   const seen = new Set<string>();
   const limits = input.limits?.map((limit, i) => {
     const field = `limits[${i}]`;
-    let stored: Limit = { kind: limit.kind, amount: limit.amount };
+    let stored: Limit;
+    if (isCallKind(limit.kind)) {
+      if (limit.count === undefined) problems.push({ field: `${field}.count`, message: `is required for a ${limit.kind} limit` });
+      if (limit.amount !== undefined) problems.push({ field: `${field}.amount`, message: `is not allowed on a ${limit.kind} limit: it counts calls (give count)` });
+      stored = { kind: limit.kind, count: limit.count ?? 0 };
+    } else {
+      if (limit.amount === undefined) problems.push({ field: `${field}.amount`, message: `is required for a ${limit.kind} limit` });
+      if (limit.count !== undefined) problems.push({ field: `${field}.count`, message: `is only allowed on the calls_per_* limits` });
+      stored = { kind: limit.kind, amount: limit.amount ?? '0' };
+    }
     if (limit.kind === 'per_endpoint') {
       if (limit.endpoint === undefined) problems.push({ field: `${field}.endpoint`, message: 'is required for a per_endpoint limit' });
       else {
@@ -62,8 +119,40 @@ export function checkPolicyFields(input: { limits?: Limit[]; timezone?: string |
     return stored;
   });
   if (typeof input.timezone === 'string' && !isTimeZone(input.timezone)) problems.push({ field: 'timezone', message: 'is not an IANA time zone' });
+  let match: PolicyMatch | null | undefined = input.match === undefined ? undefined : null;
+  if (input.match) {
+    const canonical: PolicyMatch = {};
+    for (const list of MATCH_LISTS) {
+      const given = input.match[list];
+      if (given === undefined) continue;
+      const values = given.map((value, i) => {
+        const field = `match.${list}[${i}]`;
+        if (list === 'networks') {
+          const network = caip2Network(value);
+          if (network === undefined) problems.push({ field, message: 'must be CAIP-2 (<namespace>:<reference>) or a known x402 network name' });
+          return network ?? value;
+        }
+        if (list === 'endpoints') {
+          const checked = normalizeEndpointPattern(value);
+          if ('problem' in checked) problems.push({ field, message: checked.problem });
+          return 'problem' in checked ? value : checked.pattern;
+        }
+        return list === 'assets' || list === 'categories' ? value.toLowerCase() : value;
+      });
+      canonical[list] = [...new Set(values)].sort();
+    }
+    match = Object.keys(canonical).length > 0 ? canonical : null;
+  }
+  const notifyAt = input.notify_at === undefined ? undefined : [...new Set(input.notify_at)].sort((a, b) => a - b);
+  let startsAt: number | null | undefined = input.starts_at === undefined ? undefined : null;
+  if (typeof input.starts_at === 'string') {
+    startsAt = Date.parse(input.starts_at);
+    // Holds and totals count in whole minutes (src/authorizations/holds.ts).
+    if (!Number.isFinite(startsAt)) problems.push({ field: 'starts_at', message: 'is not an ISO 8601 date-time' });
+    else if (startsAt % 60_000 !== 0) problems.push({ field: 'starts_at', message: 'must fall on a whole minute (no seconds)' });
+  }
   if (problems.length > 0) {
     throw new ApiError('validation_failed', `Request body is invalid: ${problems[0]!.field} ${problems[0]!.message}`, problems);
   }
-  return limits;
+  return { limits, match, notifyAt, startsAt };
 }

@@ -2,7 +2,7 @@ import { lockTeam } from '../teams/repository.js';
 import { numberedPlaceholders, postgresOnly, type Sql } from '../stores/sql.js';
 import { scopesRead } from '../evaluation/policies.js';
 import { newId } from '../teams/keys.js';
-import type { Limit } from './limits.js';
+import type { Limit, PolicyMatch, PolicyScope } from './limits.js';
 
 export type PolicyAction = 'flag' | 'block';
 
@@ -41,13 +41,23 @@ export interface Policy {
   limits: Limit[];
   action: PolicyAction;
   active: boolean;
-  /** IANA zone of daily windows; null: UTC. */
+  /** IANA zone of daily, weekly and monthly windows; null: UTC. */
   timezone: string | null;
+  /** agent: each agent its own totals; pool: the policy's agents (or the whole team) share one. */
+  scope: PolicyScope;
+  /** Which records count toward its limits and are checked; null: every record. */
+  match: PolicyMatch | null;
+  /** Percentages of each limit whose crossing raises a threshold alert. */
+  notifyAt: number[];
+  /** Where its `total` limits start counting (Unix ms, a whole minute). */
+  startsAt: number;
   createdAt: number;
   updatedAt: number;
 }
 
-export type PolicyInput = Omit<Policy, 'id' | 'createdAt' | 'updatedAt'>;
+/** scope omitted: agent; match: none; notifyAt: none; startsAt null or omitted: the creation's minute. */
+export type PolicyInput = Omit<Policy, 'id' | 'createdAt' | 'updatedAt' | 'startsAt' | 'scope' | 'match' | 'notifyAt'> &
+  Partial<Pick<Policy, 'scope' | 'match' | 'notifyAt'>> & { startsAt?: number | null };
 
 interface PolicyRow {
   id: string;
@@ -55,6 +65,10 @@ interface PolicyRow {
   limits: string;
   action: PolicyAction;
   timezone: string | null;
+  scope: PolicyScope;
+  match_filter: string | null;
+  notify_at: string;
+  starts_at: number | null;
   active: number;
   created_at: number;
   updated_at: number;
@@ -63,10 +77,10 @@ interface PolicyRow {
 
 // Agents come along as a JSON array, so a page is one statement, not one per policy.
 const SELECT = {
-  sqlite: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.active, p.created_at, p.updated_at,
+  sqlite: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.scope, p.match_filter, p.notify_at, p.starts_at, p.active, p.created_at, p.updated_at,
        (SELECT json_group_array(external_id) FROM (SELECT external_id FROM policy_agents pa WHERE pa.policy_id = p.id ORDER BY external_id)) AS agents
   FROM policies p`,
-  postgres: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.active, p.created_at, p.updated_at,
+  postgres: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.scope, p.match_filter, p.notify_at, p.starts_at, p.active, p.created_at, p.updated_at,
        (SELECT coalesce(json_agg(external_id ORDER BY external_id), '[]')::text FROM policy_agents pa WHERE pa.policy_id = p.id) AS agents
   FROM policies p`,
 };
@@ -81,9 +95,17 @@ const toPolicy = (r: PolicyRow): Policy => ({
   action: r.action,
   active: r.active === 1,
   timezone: r.timezone,
+  scope: r.scope,
+  match: r.match_filter === null ? null : (JSON.parse(r.match_filter) as PolicyMatch),
+  notifyAt: JSON.parse(r.notify_at) as number[],
+  startsAt: startsAtOf(r.starts_at, Number(r.created_at)),
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
+
+/** Where a policy's `total` limits start: as stored, else (rows from before the field) its creation's minute. */
+export const startsAtOf = (stored: number | string | null, createdAt: number): number =>
+  stored === null ? createdAt - (createdAt % 60_000) : Number(stored);
 
 async function setAgents(sql: Sql, teamId: string, policyId: string, agents: readonly string[]): Promise<void> {
   await sql.run('DELETE FROM policy_agents WHERE policy_id = ?', [policyId]);
@@ -121,9 +143,23 @@ export async function createPolicy(sql: Sql, teamId: string, input: PolicyInput,
   const now = Date.now();
   if (input.active) await checkRoomForActive(sql, teamId, maxActive);
   await sql.run(
-    `INSERT INTO policies (id, team_id, name, limits, action, timezone, active, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [id, teamId, input.name, JSON.stringify(input.limits), input.action, input.timezone, input.active ? 1 : 0, now, now],
+    `INSERT INTO policies (id, team_id, name, limits, action, timezone, scope, match_filter, notify_at, starts_at, active, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [
+      id,
+      teamId,
+      input.name,
+      JSON.stringify(input.limits),
+      input.action,
+      input.timezone,
+      input.scope ?? 'agent',
+      input.match ? JSON.stringify(input.match) : null,
+      JSON.stringify(input.notifyAt ?? []),
+      input.startsAt ?? startsAtOf(null, now),
+      input.active ? 1 : 0,
+      now,
+      now,
+    ],
   );
   await setAgents(sql, teamId, id, input.agents);
   await policiesChanged(sql, teamId);
@@ -150,15 +186,23 @@ export async function updatePolicy(sql: Sql, teamId: string, id: string, changes
   if (!current) return undefined;
   if (changes.active === true && !current.active) await checkRoomForActive(sql, teamId, maxActive);
   const next = { ...current, ...changes };
-  await sql.run('UPDATE policies SET name = ?, limits = ?, action = ?, timezone = ?, active = ?, updated_at = ? WHERE id = ?', [
-    next.name,
-    JSON.stringify(next.limits),
-    next.action,
-    next.timezone,
-    next.active ? 1 : 0,
-    Math.max(Date.now(), current.updatedAt),
-    id,
-  ]);
+  await sql.run(
+    'UPDATE policies SET name = ?, limits = ?, action = ?, timezone = ?, scope = ?, match_filter = ?, notify_at = ?, starts_at = ?, active = ?, updated_at = ? WHERE id = ?',
+    [
+      next.name,
+      JSON.stringify(next.limits),
+      next.action,
+      next.timezone,
+      next.scope,
+      next.match ? JSON.stringify(next.match) : null,
+      JSON.stringify(next.notifyAt),
+      // null: back to the creation's minute.
+      next.startsAt ?? startsAtOf(null, current.createdAt),
+      next.active ? 1 : 0,
+      Math.max(Date.now(), current.updatedAt),
+      id,
+    ],
+  );
   if (changes.agents) await setAgents(sql, teamId, id, changes.agents);
   await policiesChanged(sql, teamId);
   return findPolicy(sql, teamId, id);
@@ -177,6 +221,11 @@ export interface ActivePolicyRow {
   limits: string;
   action: PolicyAction;
   timezone: string | null;
+  scope: PolicyScope;
+  /** JSON, as stored (null: every record). */
+  match: string | null;
+  notifyAt: number[];
+  startsAt: number;
   createdAt: number;
   /** External ids, sorted; empty: every agent of the team. */
   agents: string[];
@@ -189,8 +238,19 @@ export interface ActivePolicyRow {
  * instances); on SQLite changes take turns with it.
  */
 export async function activePolicyRows(sql: Sql, teamId: string): Promise<ActivePolicyRow[]> {
-  const policies = await sql.all<{ id: string; name: string; limits: string; action: PolicyAction; timezone: string | null; created_at: number }>(
-    'SELECT id, name, limits, action, timezone, created_at FROM policies WHERE team_id = ? AND active = 1 ORDER BY created_at, id',
+  const policies = await sql.all<{
+    id: string;
+    name: string;
+    limits: string;
+    action: PolicyAction;
+    timezone: string | null;
+    scope: PolicyScope;
+    match_filter: string | null;
+    notify_at: string;
+    starts_at: number | string | null;
+    created_at: number;
+  }>(
+    'SELECT id, name, limits, action, timezone, scope, match_filter, notify_at, starts_at, created_at FROM policies WHERE team_id = ? AND active = 1 ORDER BY created_at, id',
     [teamId],
   );
   const agents = await sql.all<{ policy_id: string; external_id: string }>(
@@ -199,7 +259,19 @@ export async function activePolicyRows(sql: Sql, teamId: string): Promise<Active
     [teamId],
   );
   const rows = policies.map(
-    (r): ActivePolicyRow => ({ id: r.id, name: r.name, limits: r.limits, action: r.action, timezone: r.timezone, createdAt: r.created_at, agents: [] }),
+    (r): ActivePolicyRow => ({
+      id: r.id,
+      name: r.name,
+      limits: r.limits,
+      action: r.action,
+      timezone: r.timezone,
+      scope: r.scope,
+      match: r.match_filter,
+      notifyAt: JSON.parse(r.notify_at) as number[],
+      startsAt: startsAtOf(r.starts_at, Number(r.created_at)),
+      createdAt: r.created_at,
+      agents: [],
+    }),
   );
   const byId = new Map(rows.map((r) => [r.id, r]));
   for (const { policy_id, external_id } of agents) byId.get(policy_id)?.agents.push(external_id);

@@ -2,7 +2,7 @@ import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
 import { audited } from '../audit-log/record.js';
 import { defineRoute } from '../http/routes.js';
-import { checkPolicyFields, type Limit } from './limits.js';
+import { checkPolicyFields, type CheckedPolicyFields, type Limit, type PolicyMatch, type PolicyScope } from './limits.js';
 import {
   createPolicy,
   deletePolicy,
@@ -23,6 +23,20 @@ interface PolicyBody {
   action?: PolicyAction;
   active?: boolean;
   timezone?: string | null;
+  scope?: PolicyScope;
+  match?: PolicyMatch | null;
+  notify_at?: number[];
+  starts_at?: string | null;
+}
+
+/** The body's new fields in stored form, only those given (a PATCH changes only what it sends). */
+function budgetFields(checked: CheckedPolicyFields, body: PolicyBody): Partial<PolicyInput> {
+  return {
+    ...(body.scope !== undefined ? { scope: body.scope } : {}),
+    ...(checked.match !== undefined ? { match: checked.match } : {}),
+    ...(checked.notifyAt !== undefined ? { notifyAt: checked.notifyAt } : {}),
+    ...(checked.startsAt !== undefined ? { startsAt: checked.startsAt } : {}),
+  };
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -34,12 +48,27 @@ const toBody = (p: Policy) => ({
   action: p.action,
   active: p.active,
   timezone: p.timezone,
+  scope: p.scope,
+  match: p.match,
+  notify_at: p.notifyAt,
+  starts_at: iso(p.startsAt),
   createdAt: iso(p.createdAt),
   updatedAt: iso(p.updatedAt),
 });
 
 /** What the audit log records of a policy: the fields a change can touch. */
-const settings = (p: Policy) => ({ name: p.name, agents: p.agents, limits: p.limits, action: p.action, active: p.active, timezone: p.timezone });
+const settings = (p: Policy) => ({
+  name: p.name,
+  agents: p.agents,
+  limits: p.limits,
+  action: p.action,
+  active: p.active,
+  timezone: p.timezone,
+  scope: p.scope,
+  match: p.match,
+  notify_at: p.notifyAt,
+  starts_at: iso(p.startsAt),
+});
 
 const notFound = (id: string) => new ApiError('not_found', `No policy "${id}" in this team`);
 
@@ -76,14 +105,22 @@ const EXAMPLE_POLICY = {
   id: 'pol_k3m9q4x7c1v8n5z6a0b2',
   ...EXAMPLE_BODY,
   timezone: null,
+  scope: 'agent',
+  match: null,
+  notify_at: [],
+  starts_at: '2026-11-21T10:00:00.000Z',
   createdAt: '2026-11-21T10:00:00.000Z',
   updatedAt: '2026-11-21T10:00:00.000Z',
 };
 
 const POLICY_DOC =
-  'Limits: per_call (one payment), per_hour (an agent\'s spend in the calendar hour, UTC), daily, weekly and monthly ' +
-  '(its spend in the calendar day, ISO week from Monday 00:00, or calendar month in `timezone`, default UTC), per_endpoint (an agent\'s spend per UTC day to endpoints matching a host, `*.host` or URL prefix). ' +
-  'Amounts are decimal strings. `agents` empty or omitted: every agent of the team. `action` flag or block sets the ' +
+  'Limits: per_call (one payment), per_hour (spend in the calendar hour, UTC), daily, weekly and monthly ' +
+  '(spend in the calendar day, ISO week from Monday 00:00, or calendar month in `timezone`, default UTC), total (spend since `starts_at`, ' +
+  'default the creation\'s minute), per_endpoint (spend per UTC day to endpoints matching a host, `*.host` or URL prefix); ' +
+  'calls_per_minute, calls_per_hour and calls_per_day take `count` (calls) instead of `amount`. Amounts are decimal strings. ' +
+  '`scope` agent (default): each agent its own totals; pool: the policy\'s agents share one. `match` ({categories, networks, assets, ' +
+  'endpoints, tags}) keeps only matching records: without `assets`, amounts of every asset add up. `notify_at` (percentages 1-99) raises a ' +
+  '`threshold` alert once per window, subject and percentage. `agents` empty or omitted: every agent of the team. `action` flag or block sets the ' +
   'severity of what a breach raises. A team has at most MAX_ACTIVE_POLICIES_PER_TEAM (1,000 by default) active ' +
   'policies: creating or re-activating one more is a 409 naming `active`.';
 
@@ -102,14 +139,15 @@ export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits
   },
   async handler(ctx) {
     const { body, team, deps } = ctx;
-    const limits = checkPolicyFields(body)!;
+    const checked = checkPolicyFields(body);
     const input: PolicyInput = {
       name: body.name,
       agents: body.agents ?? [],
-      limits,
+      limits: checked.limits!,
       action: body.action ?? 'flag',
       active: body.active ?? true,
       timezone: body.timezone ?? null,
+      ...budgetFields(checked, body),
     };
     const policy = await withActiveBound(() =>
       audited(ctx, async (sql) => {
@@ -150,8 +188,17 @@ export const updatePolicyRoute = defineRoute<PolicyBody>({
   },
   async handler(ctx) {
     const { params, body, team, deps } = ctx;
-    const limits = checkPolicyFields(body);
-    const changes: Partial<PolicyInput> = { ...body, ...(limits ? { limits } : {}) };
+    const checked = checkPolicyFields(body);
+    const { name, agents, action, active, timezone } = body;
+    const changes: Partial<PolicyInput> = {
+      ...(name !== undefined ? { name } : {}),
+      ...(agents !== undefined ? { agents } : {}),
+      ...(action !== undefined ? { action } : {}),
+      ...(active !== undefined ? { active } : {}),
+      ...(timezone !== undefined ? { timezone } : {}),
+      ...(checked.limits ? { limits: checked.limits } : {}),
+      ...budgetFields(checked, body),
+    };
     const policy = await withActiveBound(() =>
       audited(ctx, async (sql) => {
         const before = await findPolicy(sql, team.teamId, params.id!, true);

@@ -8,7 +8,21 @@ const HOUR = 60 * MINUTE;
 
 let next = 0;
 function hold(fields: Partial<Hold>): Hold {
-  return { id: `auth_${next++}`, teamId: 'team_a', agentId: 'bot', domain: 'api.example.com', endpoint: 'https://api.example.com/x', amount: 1_000_000n, at: T0, expiresAt: T0 + 5 * MINUTE, ...fields };
+  return {
+    id: `auth_${next++}`,
+    teamId: 'team_a',
+    agentId: 'bot',
+    domain: 'api.example.com',
+    endpoint: 'https://api.example.com/x',
+    category: 'api',
+    asset: 'USDC',
+    network: 'eip155:8453',
+    tags: [],
+    amount: 1_000_000n,
+    at: T0,
+    expiresAt: T0 + 5 * MINUTE,
+    ...fields,
+  };
 }
 
 describe('open holds', () => {
@@ -23,7 +37,7 @@ describe('open holds', () => {
     expect(holds.heldIn('team_a', 'bot', T0 + MINUTE, hour)).to.equal(5_000_000n);
     expect(holds.heldIn('team_a', 'bot', T0 + MINUTE, { start: T0 - HOUR, end: T0 })).to.equal(5_000_000n);
     expect(holds.heldIn('team_a', 'bot', T0 + MINUTE, null)).to.equal(10_000_000n);
-    expect(holds.heldIn('team_a', 'bot', T0 + MINUTE, hour, (domain) => domain === 'api.other.com')).to.equal(3_000_000n);
+    expect(holds.heldIn('team_a', 'bot', T0 + MINUTE, hour, (f) => f.domain === 'api.other.com')).to.equal(3_000_000n);
     expect(holds.heldIn('team_a', 'nobody', T0 + MINUTE, null)).to.equal(0n);
   });
 
@@ -73,9 +87,27 @@ describe('open holds', () => {
         live.push(h);
       }
       const window = { start: now - (now % HOUR), end: now - (now % HOUR) + HOUR };
-      const matches = (domain: string) => domain !== 'd1';
-      const expected = live.filter((h) => h.expiresAt > now && h.at >= window.start && h.at < window.end && matches(h.domain)).reduce((s, h) => s + h.amount, 0n);
+      const matches = (f: { domain: string }) => f.domain !== 'd1';
+      const expected = live.filter((h) => h.expiresAt > now && h.at >= window.start && h.at < window.end && matches(h)).reduce((s, h) => s + h.amount, 0n);
       expect(holds.heldIn('team_a', 'bot', now, window, matches)).to.equal(expected);
     }
+  });
+
+  it('sums a pool (a set of agents, or the whole team), counts calls, and filters on category, asset and tags', () => {
+    const holds = new Holds();
+    holds.add(hold({ amount: 1_000_000n, agentId: 'a' }));
+    holds.add(hold({ amount: 2_000_000n, agentId: 'b', category: 'llm', tags: ['research'] }));
+    holds.add(hold({ amount: 4_000_000n, agentId: 'c', asset: 'EURC' }));
+    holds.add(hold({ amount: 8_000_000n, agentId: 'd', teamId: 'team_b' }));
+    const now = T0 + MINUTE;
+    expect(holds.heldIn('team_a', null, now, null)).to.equal(7_000_000n);
+    expect(holds.heldIn('team_a', new Set(['a', 'b', 'x']), now, null)).to.equal(3_000_000n);
+    expect(holds.heldIn('team_a', new Set(['a', 'b', 'c']), now, null, undefined, 'calls')).to.equal(3n);
+    expect(holds.heldIn('team_a', null, now, null, (f) => f.category === 'llm')).to.equal(2_000_000n);
+    expect(holds.heldIn('team_a', null, now, null, (f) => f.asset === 'USDC', 'calls')).to.equal(2n);
+    expect(holds.heldIn('team_a', null, now, null, (f) => f.tags.includes('research'))).to.equal(2_000_000n);
+    // Released: the team's agent list forgets an agent with nothing held.
+    holds.remove(holds['byId'].keys().next().value!);
+    expect(holds.heldIn('team_a', null, now, null)).to.equal(6_000_000n);
   });
 });

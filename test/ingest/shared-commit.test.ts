@@ -63,6 +63,8 @@ function request(teamId: string, amount: string): AuthorizationRequest {
     asset: 'USDC',
     network: 'eip155:8453',
     payeeAddress: null,
+    category: 'api',
+    tags: [],
     expiresInS: 300,
     idempotencyKey: null,
   };
