@@ -68,7 +68,8 @@ interface PolicyRow {
   scope: PolicyScope;
   match_filter: string | null;
   notify_at: string;
-  starts_at: number | null;
+  /** bigint on PostgreSQL: text there. */
+  starts_at: number | string | null;
   active: number;
   created_at: number;
   updated_at: number;
@@ -238,18 +239,7 @@ export interface ActivePolicyRow {
  * instances); on SQLite changes take turns with it.
  */
 export async function activePolicyRows(sql: Sql, teamId: string): Promise<ActivePolicyRow[]> {
-  const policies = await sql.all<{
-    id: string;
-    name: string;
-    limits: string;
-    action: PolicyAction;
-    timezone: string | null;
-    scope: PolicyScope;
-    match_filter: string | null;
-    notify_at: string;
-    starts_at: number | string | null;
-    created_at: number;
-  }>(
+  const policies = await sql.all<Omit<PolicyRow, 'active' | 'updated_at' | 'agents'>>(
     'SELECT id, name, limits, action, timezone, scope, match_filter, notify_at, starts_at, created_at FROM policies WHERE team_id = ? AND active = 1 ORDER BY created_at, id',
     [teamId],
   );

@@ -56,19 +56,11 @@ const toBody = (p: Policy) => ({
   updatedAt: iso(p.updatedAt),
 });
 
-/** What the audit log records of a policy: the fields a change can touch. */
-const settings = (p: Policy) => ({
-  name: p.name,
-  agents: p.agents,
-  limits: p.limits,
-  action: p.action,
-  active: p.active,
-  timezone: p.timezone,
-  scope: p.scope,
-  match: p.match,
-  notify_at: p.notifyAt,
-  starts_at: iso(p.startsAt),
-});
+/** What the audit log records of a policy: the fields a change can touch (its body, less id and times). */
+const settings = (p: Policy) => {
+  const { id: _id, createdAt: _created, updatedAt: _updated, ...fields } = toBody(p);
+  return fields;
+};
 
 const notFound = (id: string) => new ApiError('not_found', `No policy "${id}" in this team`);
 
