@@ -9,7 +9,7 @@
  */
 import { liveHolds } from '../authorizations/repository.js';
 import { Holds } from '../authorizations/holds.js';
-import { compilePolicy, formatObserved, shownEnd, subjectOf, type CompiledLimit, type CompiledPolicy, type RecordFacts } from '../evaluation/policies.js';
+import { compilePolicy, formatObserved, shownEnd, type CompiledLimit, type CompiledPolicy, type RecordFacts } from '../evaluation/policies.js';
 import { readWindowSums, scopeSpecOf, totalKey, type ScopeSpec } from '../evaluation/totals.js';
 import { TOTAL_END, type Window } from '../evaluation/windows.js';
 import type { Limit, LimitKind, PolicyScope } from '../policies/limits.js';
@@ -112,7 +112,7 @@ export async function budgetStatus(
     const { policy, limit, spec, window } = w;
     const test = spec.test || spec.matches ? (f: RecordFacts) => (!spec.matches || spec.matches(f.domain, f.endpoint)) && (!spec.test || spec.test(f)) : undefined;
     for (const agentId of w.subjects) {
-      const subject = agentId === null ? policy.id : subjectOf(policy, agentId);
+      const subject = agentId === null ? policy.poolKey! : agentId;
       const spent = w.started ? (sums.get(totalKey(teamId, subject, spec.scope, window)) ?? 0n) : 0n;
       const held = w.started ? holds.heldIn(teamId, agentId ?? policy.agents, now, window, test, spec.measure) : 0n;
       const left = limit.amount - spent - held;

@@ -32,14 +32,8 @@ import {
   type RecordFacts,
 } from './policies.js';
 import { brokenCount, crossedRange, PolicyIndex } from './policy-index.js';
-import { readWindowSums, scopeSpecOf, ScopeTable, subjectFor, totalKey, type ScopeSpec } from './totals.js';
+import { readWindowSums, scopeSpecOf, ScopeTable, subjectFor, totalKey, type ScopeSpec, type TouchedTotal } from './totals.js';
 import { LONGEST_WINDOW_MS, utcDay, type Window } from './windows.js';
-
-interface TouchedTotal {
-  key: string;
-  spec: ScopeSpec;
-  window: Window;
-}
 
 /** What `prepare` worked out for one group, for `apply`. */
 export interface EvaluationPlan {
@@ -178,19 +172,11 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     }
     // The running totals each event adds to, worked out once per event (teams without windowed
     // policies have no scopes, and pay nothing here).
-    const touchedBy = (row: EventRow) => {
-      const keys: TouchedTotal[] = [];
-      for (const spec of states.get(row.team_id)!.scopes.matching(row)) {
-        const window = spec.window(row.event_time);
-        if (window === null) continue;
-        keys.push({ key: this.totalKey(row.team_id, subjectFor(spec, row.agent_id), spec.scope, window), spec, window });
-      }
-      return keys;
-    };
+    const touchedBy = (row: EventRow) => states.get(row.team_id)!.scopes.touchedBy(row);
     const touched = rows.map(touchedBy);
     const probeTouched = probes.map(touchedBy);
     // Shared: the totals are read in the transaction, under their locks (lockTotals).
-    const unknown = this.shared ? new Set<string>() : await this.loadMissingTotals(all, probes.length === 0 ? touched : [...touched, ...probeTouched]);
+    const unknown = this.shared ? new Set<string>() : await this.loadMissingTotals(all, probes.length === 0 ? touched : [...touched, ...probeTouched], states, now);
     return { rows, states, touched, unknown, requests, probes, probeTouched };
   }
 
@@ -517,6 +503,9 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const bound = this.limits.maxAlertsPerCommit;
     const merged = new OccurrenceMerger(bound, bound * GROUP_ALERTS_PER_TEAM_BOUND);
     const claimed: number[] = [];
+    // Scratch for each record's totals, reused record after record.
+    const before: bigint[] = [];
+    const after: (bigint | undefined)[] = [];
     rows.forEach((row, i) => {
       if (!fresh[i]) return;
       claimed.push(i);
@@ -526,35 +515,44 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       // policies read it. An unknown total stays absent (its limits are not checked) until it can
       // be read whole. What it was before tells which thresholds this record crossed.
       const rowTouched = touched[i]!;
-      const before = rowTouched.length > 0 ? new Array<bigint>(rowTouched.length) : undefined;
-      rowTouched.forEach(({ key, spec }, k) => {
-        if (unknown.has(key)) return;
+      const n = rowTouched.length;
+      // Each total before and after this record (after undefined: unknown).
+      for (let k = 0; k < n; k++) {
+        const { key, spec } = rowTouched[k]!;
+        if (unknown.size > 0 && unknown.has(key)) {
+          after[k] = undefined;
+          continue;
+        }
         const was = this.totals.get(key) ?? 0n;
-        before![k] = was;
-        this.totals.set(key, was + (spec.measure === 'calls' ? 1n : amount));
-      });
+        const grown = was + (spec.measure === 'calls' ? 1n : amount);
+        this.totals.set(key, grown);
+        before[k] = was;
+        after[k] = grown;
+      }
       // Per scope, the limits the total (or the payment, per_call) breaks are a prefix of the
       // scope's limits sorted by amount: one binary search each, whatever the number of policies.
       for (const set of state.index.setsOf(row.agent_id)) {
         if (set.perCall) merged.addBreaches(i, row, set.perCall, brokenCount(set.perCall, amount), null, amount, amount, now);
         for (const { test, list } of set.perCallFiltered) if (test(row)) merged.addBreaches(i, row, list, brokenCount(list, amount), null, amount, amount, now);
         if (set.windowed.size === 0) continue;
-        rowTouched.forEach(({ key, spec, window }, k) => {
-          if (unknown.has(key)) return;
-          const spent = this.totals.get(key)!;
+        for (let k = 0; k < n; k++) {
+          const spent = after[k];
+          if (spent === undefined) continue;
+          const { spec, window } = rowTouched[k]!;
           const list = set.windowed.get(spec.scope);
-          if (list) merged.addBreaches(i, row, list, brokenCount(list, spent), window, spent, amount, now);
+          if (!list) continue;
+          merged.addBreaches(i, row, list, brokenCount(list, spent), window, spent, amount, now);
           // Thresholds crossed: those above the total before and at most the total now, once
           // each (the total only grows), so a restart, which reads the total whole, never repeats one.
-          const thresholds = set.thresholds.get(spec.scope);
-          if (!thresholds) return;
-          const [from, to] = crossedRange(thresholds, before![k]!, spent);
+          const thresholds = list.thresholds;
+          if (!thresholds) continue;
+          const [from, to] = crossedRange(thresholds, before[k]!, spent);
           for (let j = from; j < to; j++) {
             const { policy, limit, percent } = thresholds.entries[j]!;
             const occurrence = thresholdOccurrence(row.team_id, { policy, limit, percent, observed: spent, window }, row);
             merged.add(i, row, occurrence.dedupKey, () => occurrence);
           }
-        });
+        }
       }
       const verdict = clientVerdictKey(row);
       if (verdict) merged.add(i, row, verdict, () => clientReported(row, verdict));
@@ -637,17 +635,42 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     await yieldNow();
     // One process: scopes stay once needed, their totals growing even while no policy reads them.
     // Shared: only the scopes policies read now, as on every instance, each tracked from this
-    // reload: a policy change deletes the totals of scopes left unread (in its transaction), and
-    // this instance may not have seen that one, so a missing row of an earlier window is read
-    // from ClickHouse, never assumed empty.
-    const scopes = this.shared || !current ? new ScopeTable() : current.scopes;
+    // reload: a policy change deletes the totals of scopes (and agents) left unread (in its
+    // transaction), and this instance may not have seen that one, so a missing row of an earlier
+    // window is read from ClickHouse, never assumed empty.
+    const scopes = this.shared || !current ? new ScopeTable(teamId) : current.scopes;
+    // An agent's scope keeps the totals of the agents its policies name (all of them when one is
+    // team-wide): a record adds only to the totals its own agent's policies read.
+    const needed = new Map<string, { policy: CompiledPolicy; limit: CompiledLimit; agents: Set<string> | null }>();
     for (const policy of policies) {
       for (const limit of policy.limits) {
-        if (limit.scope === null || scopes.has(limit.scope)) continue;
-        if (limit.kind === 'per_call') continue;
-        scopes.add(scopeSpecOf(policy, limit, now)!);
+        if (limit.scope === null || limit.kind === 'per_call') continue;
+        const agents = policy.scope === 'pool' ? null : policy.agents;
+        const want = needed.get(limit.scope);
+        if (!want) needed.set(limit.scope, { policy, limit, agents: agents && new Set(agents) });
+        else if (want.agents) {
+          if (agents === null) want.agents = null;
+          else for (const agent of agents) want.agents.add(agent);
+        }
       }
     }
+    const widened: ScopeSpec[] = [];
+    for (const [scope, { policy, limit, agents }] of needed) {
+      const known = scopes.get(scope);
+      if (!known) {
+        scopes.add(scopeSpecOf(policy, limit, now, agents)!);
+        continue;
+      }
+      const kept = known.agents ?? null;
+      if (kept === null || (agents !== null && [...agents].every((a) => kept.has(a)))) continue;
+      // Kept for more agents from now on (never fewer: the totals it kept stay exact). The new
+      // agents' totals of windows begun before now are read whole from ClickHouse, as for a new
+      // scope: its windows read before are read again (the agents' totals already kept stay).
+      widened.push(scopeSpecOf(policy, limit, now, agents === null ? null : new Set([...kept, ...agents]))!);
+      const prefix = `${teamId}\u0000${scope}\u0000`;
+      for (const loaded of this.loadedWindows) if (loaded.startsWith(prefix)) this.loadedWindows.delete(loaded);
+    }
+    scopes.replace(widened);
     const state = { revision, storedRevision, index: new PolicyIndex(policies), scopes, compiled, suspended };
     this.teams.set(teamId, state);
     return state;
@@ -657,11 +680,14 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    * Totals this group touches that memory cannot vouch for: windows that began before their scope
    * was tracked (an event time may lie up to 5 minutes ahead of its arrival), or that were dropped.
    * A missing window is read whole, for every agent of the team, in one query per group: an agent
-   * seen later in the same window then needs no query. Read before this group is committed, once
-   * ClickHouse has every earlier acknowledged record: the caller adds this group's events. Returns
-   * the keys that could not be read.
+   * seen later in the same window then needs no query. With it, the current window of every other
+   * scope of the team that memory cannot vouch for is read too: a team's new scopes (after a
+   * start or a policy change) cost one read, not one per scope as records first reach each (a
+   * read waits for the loader, a fraction of a second that holds the group). Read before this
+   * group is committed, once ClickHouse has every earlier acknowledged record: the caller adds
+   * this group's events. Returns the keys that could not be read.
    */
-  private async loadMissingTotals(rows: readonly EventRow[], touched: readonly TouchedTotal[][]): Promise<Set<string>> {
+  private async loadMissingTotals(rows: readonly EventRow[], touched: readonly TouchedTotal[][], states: Map<string, TeamState>, now: number): Promise<Set<string>> {
     const missing = new Map<string, { teamId: string; spec: ScopeSpec; window: Window }>();
     const missingKeys = new Set<string>();
     rows.forEach((row, i) => {
@@ -671,6 +697,15 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         missingKeys.add(key);
       }
     });
+    if (missing.size === 0) return new Set();
+    const teams = new Set([...missing.values()].map((m) => m.teamId));
+    for (const teamId of teams) {
+      for (const spec of states.get(teamId)!.scopes.specs()) {
+        const window = spec.window(now);
+        if (window === null || this.isTracked(teamId, spec, window)) continue;
+        missing.set(`${teamId}\u0000${spec.scope}\u0000${window.start}`, { teamId, spec, window });
+      }
+    }
     if (missing.size === 0) return new Set();
     if (!(await this.awaitLoaded())) {
       this.logger.warn({ windows: missing.size }, 'ClickHouse is behind or down: windowed limits of these windows are not checked for this group');

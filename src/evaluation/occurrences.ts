@@ -31,9 +31,13 @@ interface Entry {
   occurrence: Occurrence;
   /** Rebuilds the text from the latest occurrence (by event time), at the end. */
   latest?: () => Occurrence;
-  /** For a breach: its facts, and those of a later occurrence (rebuilt into text only at the end). */
+  /**
+   * For a breach: its facts, and those of its latest occurrence in the group (the first until
+   * another comes), built into text once, at the end: a breach met by every record of a group
+   * (a pool over its limit) costs a comparison per record, not a message.
+   */
   breach?: Breach;
-  latestBreach?: { breach: Breach; row: EventRow; amount: bigint; now: number };
+  latestBreach?: { observed: bigint; row: EventRow; amount: bigint; now: number };
 }
 
 /** What a team's occurrences beyond the bound add up to in this group. */
@@ -151,8 +155,12 @@ export class Storms {
 
 export class OccurrenceMerger {
   private readonly entries = new Map<string, Entry>();
-  /** Per team, agent, limit list and window: the breaches of the list recorded one by one, a prefix of it. */
-  private readonly prefixes = new Map<string, Entry[]>();
+  /**
+   * Per limit list (a list is one team's), window start (-1: per_call) and subject (agent or pool):
+   * the breaches of the list recorded one by one, a prefix of it. Maps keyed by the list object and
+   * a number, so a record breaking limits builds no key string.
+   */
+  private readonly prefixes = new Map<LimitList, Map<number, Map<string, Entry[]>>>();
   private readonly storms: Storms;
 
   constructor(perTeam: number, perGroup: number) {
@@ -182,12 +190,16 @@ export class OccurrenceMerger {
    */
   addBreaches(index: number, row: EventRow, list: LimitList, broken: number, window: Window | null, observed: bigint, amount: bigint, now: number): void {
     if (broken === 0) return;
-    // A windowed list is one scope: a pool's (one policy's, subject the policy) or agents' own.
+    // A windowed list is one scope: a pool's (its members, subject the pool's key) or agents' own.
     const first = list.entries[0]!.policy;
-    const subject = window !== null && first.scope === 'pool' ? first.id : row.agent_id;
-    const cursor = `${row.team_id}\u0000${subject}\u0000${list.id}\u0000${window?.start ?? ''}`;
-    let recorded = this.prefixes.get(cursor);
-    if (!recorded) this.prefixes.set(cursor, (recorded = []));
+    const subject = window !== null && first.poolKey !== null ? first.poolKey : row.agent_id;
+    let byWindow = this.prefixes.get(list);
+    if (!byWindow) this.prefixes.set(list, (byWindow = new Map()));
+    const start = window === null ? -1 : window.start;
+    let bySubject = byWindow.get(start);
+    if (!bySubject) byWindow.set(start, (bySubject = new Map()));
+    let recorded = bySubject.get(subject);
+    if (!recorded) bySubject.set(subject, (recorded = []));
     // Breaches this group already records: merged (no key, no text).
     const merging = Math.min(recorded.length, broken);
     for (let j = 0; j < merging; j++) {
@@ -195,7 +207,7 @@ export class OccurrenceMerger {
       this.merge(entry, row);
       // A window's total only grows: the record counted last shows the largest (as recordOccurrences
       // keeps it); a payment, the one seen last by event time.
-      if (window !== null || row.event_time >= entry.occurrence.lastSeen) entry.latestBreach = { breach: { ...entry.breach!, observed }, row, amount, now };
+      if (window !== null || row.event_time >= entry.occurrence.lastSeen) latestOf(entry, observed, row, amount, now);
     }
     let j = recorded.length;
     while (j < broken && this.storms.admit(row.team_id, index, row)) {
@@ -207,10 +219,10 @@ export class OccurrenceMerger {
         // A pool's per_call limit, broken by two of its agents (one alert per pool): never two
         // occurrences of one key.
         this.merge(entry, row);
-        if (window !== null || row.event_time >= entry.occurrence.lastSeen) entry.latestBreach = { breach: { ...entry.breach!, observed }, row, amount, now };
+        if (window !== null || row.event_time >= entry.occurrence.lastSeen) latestOf(entry, observed, row, amount, now);
         this.storms.unadmit(row.team_id);
       } else {
-        entry = { row: index, occurrence: breachOccurrence(row.team_id, breach, row, amount, now), breach };
+        entry = { row: index, occurrence: breachOccurrence(row.team_id, breach, row, amount, now, false), breach, latestBreach: { observed, row, amount, now } };
         this.entries.set(key, entry);
       }
       recorded.push(entry);
@@ -227,7 +239,7 @@ export class OccurrenceMerger {
   result(): { row: number; occurrence: Occurrence }[] {
     const out = [...this.entries.values()].map((entry) => {
       const { latestBreach: b } = entry;
-      const latest = b ? breachOccurrence(entry.occurrence.teamId, b.breach, b.row, b.amount, b.now) : entry.latest?.();
+      const latest = b ? breachOccurrence(entry.occurrence.teamId, { ...entry.breach!, observed: b.observed }, b.row, b.amount, b.now) : entry.latest?.();
       if (latest) Object.assign(entry.occurrence, { observed: latest.observed, message: latest.message, details: latest.details });
       return { row: entry.row, occurrence: entry.occurrence };
     });
@@ -242,6 +254,15 @@ export class OccurrenceMerger {
     if (row.event_time >= target.lastSeen) target.lastSeen = row.event_time;
     if (target.eventIds.length < MAX_SAMPLES && !target.eventIds.includes(row.id)) target.eventIds = [...target.eventIds, row.id];
   }
+}
+
+/** Makes this occurrence the latest of a breach's entry (rewritten in place: no allocation per record). */
+function latestOf(entry: Entry, observed: bigint, row: EventRow, amount: bigint, now: number): void {
+  const latest = entry.latestBreach!;
+  latest.observed = observed;
+  latest.row = row;
+  latest.amount = amount;
+  latest.now = now;
 }
 
 function stormOccurrence(teamId: string, storm: Storm, perTeam: number): Occurrence {

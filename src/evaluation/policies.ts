@@ -43,6 +43,8 @@ export interface CompiledPolicy {
   /** null: every agent of the team. */
   agents: Set<string> | null;
   scope: PolicyScope;
+  /** A pool's members as a key (see poolKeyOf): the subject of its running totals; null for scope agent. */
+  poolKey: string | null;
   /** The records it counts and checks (null: all), and the canonical filter's short hash. */
   match: RecordTest | null;
   matchKey: string | null;
@@ -60,8 +62,7 @@ export function compilePolicy(p: PolicySource, order = 0): CompiledPolicy {
   const timezone = p.timezone ?? 'UTC';
   const match = typeof p.match === 'string' ? (JSON.parse(p.match) as PolicyMatch) : (p.match ?? null);
   const facts: ScopeFacts = {
-    id: p.id,
-    scope: p.scope ?? 'agent',
+    poolKey: p.scope === 'pool' ? poolKeyOf(p.agents) : null,
     timezone,
     matchKey: match ? matchKeyOf(match) : null,
     startsAt: p.startsAt ?? 0,
@@ -73,7 +74,8 @@ export function compilePolicy(p: PolicySource, order = 0): CompiledPolicy {
     severity: p.action === 'block' ? 'critical' : 'warning',
     timezone,
     agents: p.agents.length ? new Set(p.agents) : null,
-    scope: facts.scope,
+    scope: p.scope ?? 'agent',
+    poolKey: facts.poolKey,
     match: match ? recordTest(match) : null,
     matchKey: facts.matchKey,
     notifyAt: [...(p.notifyAt ?? [])].sort((a, b) => a - b),
@@ -84,11 +86,23 @@ export function compilePolicy(p: PolicySource, order = 0): CompiledPolicy {
 
 /** What a limit's scope depends on besides the limit. */
 interface ScopeFacts {
-  id: string;
-  scope: PolicyScope;
+  /** A pool's members (see poolKeyOf); null: each agent its own totals. */
+  poolKey: string | null;
   timezone: string;
   matchKey: string | null;
   startsAt: number;
+}
+
+/**
+ * A pool's identity: its members (`team` for every agent of the team, else a short hash of its
+ * agents). Pools of the same members, filter and window sum the same records, so they share one
+ * running total, as agents' own totals are shared by every policy that reads them: a record adds to
+ * each distinct total once, however many policies read it. Changing a pool's agents gives it new
+ * totals, read whole from the event store.
+ */
+export function poolKeyOf(agents: readonly string[]): string {
+  if (agents.length === 0) return 'team';
+  return createHash('sha256').update([...agents].sort().join('\n')).digest('base64url').slice(0, 16);
 }
 
 /** A filter's identity: policies with the same filter (and window) share running totals. */
@@ -117,8 +131,23 @@ export function recordTest(match: PolicyMatch): RecordTest {
 /** Compiled limits never change: policies with the same limit (one template over many agents) share one. */
 const compiledLimits = new Map<string, CompiledLimit>();
 
+/**
+ * Scope strings, one object per text: limits of many policies name one scope, and maps keyed by
+ * it (totals, limit lists) then compare one pointer instead of the text.
+ */
+const scopeStrings = new Map<string, string>();
+
+function internScope(scope: string | null): string | null {
+  if (scope === null) return null;
+  const known = scopeStrings.get(scope);
+  if (known !== undefined) return known;
+  if (scopeStrings.size >= 100_000) scopeStrings.clear();
+  scopeStrings.set(scope, scope);
+  return scope;
+}
+
 function compileLimit(l: Limit, facts: ScopeFacts): CompiledLimit {
-  const scope = limitScope(l.kind, facts, l.endpoint);
+  const scope = internScope(limitScope(l.kind, facts, l.endpoint));
   const text = limitText(l);
   const key = `${l.kind}\u0000${text}\u0000${scope ?? ''}`;
   let compiled = compiledLimits.get(key);
@@ -138,38 +167,50 @@ function compileLimit(l: Limit, facts: ScopeFacts): CompiledLimit {
   return compiled;
 }
 
-/** The scopes of the running totals these policies read (as loaded for evaluation). */
-export function scopesRead(
-  policies: readonly { id: string; limits: string; timezone: string | null; scope: PolicyScope; match: string | null; startsAt: number }[],
-): string[] {
+/**
+ * The running totals these policies read (as loaded for evaluation): their scopes, and of agents'
+ * scopes read only by policies that name agents, those agents (a scope read by a team-wide policy
+ * reads every agent's total, and is not listed in `agentsOf`).
+ */
+export function totalsRead(
+  policies: readonly { agents: string[]; limits: string; timezone: string | null; scope: PolicyScope; match: string | null; startsAt: number }[],
+): { scopes: string[]; agentsOf: Map<string, Set<string>> } {
   const scopes = new Set<string>();
+  const agentsOf = new Map<string, Set<string> | null>();
   for (const p of policies) {
     const facts: ScopeFacts = {
-      id: p.id,
-      scope: p.scope,
+      poolKey: p.scope === 'pool' ? poolKeyOf(p.agents) : null,
       timezone: p.timezone ?? 'UTC',
       matchKey: p.match === null ? null : matchKeyOf(JSON.parse(p.match) as PolicyMatch),
       startsAt: p.startsAt,
     };
     for (const l of JSON.parse(p.limits) as Limit[]) {
       const scope = limitScope(l.kind, facts, l.endpoint);
-      if (scope !== null) scopes.add(scope);
+      if (scope === null) continue;
+      scopes.add(scope);
+      if (p.scope === 'pool') continue;
+      const agents = agentsOf.get(scope);
+      if (p.agents.length === 0) agentsOf.set(scope, null);
+      else if (agents === undefined) agentsOf.set(scope, new Set(p.agents));
+      else if (agents !== null) for (const agent of p.agents) agents.add(agent);
     }
   }
-  return [...scopes];
+  const named = new Map<string, Set<string>>();
+  for (const [scope, agents] of agentsOf) if (agents !== null) named.set(scope, agents);
+  return { scopes: [...scopes], agentsOf: named };
 }
 
 /**
  * The scope of the running total a limit reads; null for per_call (the payment alone). The window
  * comes last: `h` (UTC hour), `n` (UTC minute), `d:<zone>`, `w:<zone>`, `m:<zone>` (day, ISO week,
  * month in a zone), `t:<starts_at ms>` (since the policy's start), `e:<pattern>` (UTC day to
- * matching endpoints). Before it, each of: `p:<policy id>|` a pool (one total for the policy's
- * agents), `c|` a count of calls, `f:<filter hash>|` only records the filter matches. Limits
+ * matching endpoints). Before it, each of: `p:<pool key>|` a pool (one total for its members,
+ * see poolKeyOf), `c|` a count of calls, `f:<filter hash>|` only records the filter matches. Limits
  * without these read the scopes they always read, so existing totals stay valid.
  */
 function limitScope(kind: LimitKind, p: ScopeFacts, endpoint: string | undefined): string | null {
   if (kind === 'per_call') return null;
-  const prefix = (p.scope === 'pool' ? `p:${p.id}|` : '') + (isCallKind(kind) ? 'c|' : '') + (p.matchKey ? `f:${p.matchKey}|` : '');
+  const prefix = (p.poolKey !== null ? `p:${p.poolKey}|` : '') + (isCallKind(kind) ? 'c|' : '') + (p.matchKey ? `f:${p.matchKey}|` : '');
   return prefix + windowScope(kind, p, endpoint);
 }
 
@@ -281,9 +322,18 @@ export function breachKey(agentId: string, policy: CompiledPolicy, limit: Compil
   return `${subjectOf(policy, agentId)}\u0000policy\u0000${policy.id}\u0000${limit.kind}\u0000${limit.endpoint ?? ''}\u0000${window?.start ?? ''}`;
 }
 
-/** The alert occurrence of a breach: observed value, message and details as the alert shows them. */
-export function breachOccurrence(teamId: string, breach: Breach, row: EventRow, amount: bigint, now: number): Occurrence {
+/**
+ * The alert occurrence of a breach: observed value, message and details as the alert shows them
+ * (`text` false: without them, for one whose text is built later from its latest occurrence).
+ */
+export function breachOccurrence(teamId: string, breach: Breach, row: EventRow, amount: bigint, now: number, text = true): Occurrence {
   const { policy, limit, observed, window } = breach;
+  if (!text) {
+    return {
+      teamId, dedupKey: breach.dedupKey, type: 'violation', kind: limit.kind, severity: policy.severity, agentId: row.agent_id, policyId: policy.id, window,
+      observed: null, limit: limit.amountText, subject: limit.endpoint ?? null, details: {}, message: '', eventIds: [row.id], count: 1, firstSeen: row.event_time, lastSeen: row.event_time,
+    };
+  }
   const late = window !== null && window.end <= now;
   // A payment reads with the digits it was sent with ("2.00"), unless it counts at another amount
   // (a zero-amount record capturing its hold); a sum has no digits of its own.

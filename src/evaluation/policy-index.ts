@@ -14,13 +14,13 @@ import type { CompiledLimit, CompiledPolicy, RecordTest } from './policies.js';
 
 /** The limits of one scope in one set of policies, by amount ascending (ties in policy order). */
 export interface LimitList {
-  /** Unique in the process: names the list where breaches of one record are merged with the next. */
-  id: number;
   kind: LimitKind;
   amounts: bigint[];
   entries: { policy: CompiledPolicy; limit: CompiledLimit }[];
   /** criticalBefore[j]: how many of entries[0, j) belong to block policies (j from 0 to length). */
   criticalBefore: Uint32Array;
+  /** A windowed scope's notify_at thresholds, if its policies have any (found with its limits in one look-up). */
+  thresholds?: ThresholdList;
 }
 
 /** The limits of a list that `observed` breaks (observed > amount): entries[0, result). */
@@ -64,20 +64,16 @@ export interface PolicySet {
   perCall: LimitList | undefined;
   /** per_call limits of filtered policies, one list per filter: checked when the record matches. */
   perCallFiltered: { test: RecordTest; list: LimitList }[];
-  /** Windowed limits by scope (see limitScope in policies.ts). */
+  /** Windowed limits by scope (see limitScope in policies.ts), each with its notify_at thresholds. */
   windowed: Map<string, LimitList>;
-  /** notify_at thresholds of windowed limits, by scope. */
-  thresholds: Map<string, ThresholdList>;
 }
-
-let nextListId = 0;
 
 function limitList(kind: LimitKind, entries: { policy: CompiledPolicy; limit: CompiledLimit }[]): LimitList {
   // Entries come in policy order and the sort is stable: equal amounts keep it.
   entries.sort((a, b) => (a.limit.amount < b.limit.amount ? -1 : a.limit.amount > b.limit.amount ? 1 : 0));
   const criticalBefore = new Uint32Array(entries.length + 1);
   entries.forEach((e, j) => (criticalBefore[j + 1] = criticalBefore[j]! + (e.policy.severity === 'critical' ? 1 : 0)));
-  return { id: nextListId++, kind, amounts: entries.map((e) => e.limit.amount), entries, criticalBefore };
+  return { kind, amounts: entries.map((e) => e.limit.amount), entries, criticalBefore };
 }
 
 export function policySet(policies: CompiledPolicy[]): PolicySet {
@@ -107,21 +103,18 @@ export function policySet(policies: CompiledPolicy[]): PolicySet {
       scoped.entries.push({ policy, limit });
     }
   }
+  const windowed = new Map([...byScope].map(([scope, { kind, entries }]) => [scope, limitList(kind, entries)]));
+  for (const [scope, entries] of thresholds) {
+    entries.sort((a, b) => (a.amount < b.amount ? -1 : a.amount > b.amount ? 1 : 0));
+    windowed.get(scope)!.thresholds = { amounts: entries.map((e) => e.amount), entries: entries.map(({ policy, limit, percent }) => ({ policy, limit, percent })) };
+  }
   return {
     policies,
     perCall: perCall.length > 0 ? limitList('per_call', perCall) : undefined,
     perCallFiltered: [...perCallFiltered.values()].map(({ test, entries }) => ({ test, list: limitList('per_call', entries) })),
-    windowed: new Map([...byScope].map(([scope, { kind, entries }]) => [scope, limitList(kind, entries)])),
-    thresholds: new Map(
-      [...thresholds].map(([scope, entries]) => {
-        entries.sort((a, b) => (a.amount < b.amount ? -1 : a.amount > b.amount ? 1 : 0));
-        return [scope, { amounts: entries.map((e) => e.amount), entries: entries.map(({ policy, limit, percent }) => ({ policy, limit, percent })) }];
-      }),
-    ),
+    windowed,
   };
 }
-
-const EMPTY: PolicySet = { policies: [], perCall: undefined, perCallFiltered: [], windowed: new Map(), thresholds: new Map() };
 
 /** A team's active policies, by agent and by scope. */
 export class PolicyIndex {
@@ -129,8 +122,9 @@ export class PolicyIndex {
   private readonly teamWideLimits: number;
   /** Policies that name agents, per agent named, in order. */
   private readonly listed = new Map<string, CompiledPolicy[]>();
-  /** Their sets, built on an agent's first record (a policy may name thousands of agents). */
-  private readonly listedSets = new Map<string, PolicySet>();
+  /** The sets of agents they name, built on an agent's first record (a policy may name thousands of agents). */
+  private readonly listedSets = new Map<string, PolicySet[]>();
+  private readonly teamWideOnly: PolicySet[];
 
   constructor(readonly policies: readonly CompiledPolicy[]) {
     const teamWide: CompiledPolicy[] = [];
@@ -146,14 +140,20 @@ export class PolicyIndex {
       }
     }
     this.teamWide = policySet(teamWide);
+    this.teamWideOnly = teamWide.length > 0 ? [this.teamWide] : [];
     this.teamWideLimits = teamWide.reduce((n, p) => n + p.limits.length, 0);
   }
 
   /** The sets of policies that apply to an agent: team-wide ones, then those naming it (if any). */
-  setsOf(agentId: string): PolicySet[] {
-    const own = this.listedSet(agentId);
-    if (own === EMPTY) return this.teamWide.policies.length > 0 ? [this.teamWide] : [];
-    return this.teamWide.policies.length > 0 ? [this.teamWide, own] : [own];
+  setsOf(agentId: string): readonly PolicySet[] {
+    if (!this.listed.has(agentId)) return this.teamWideOnly;
+    let sets = this.listedSets.get(agentId);
+    if (!sets) {
+      if (this.listedSets.size > 100_000) this.listedSets.clear();
+      const own = policySet(this.listed.get(agentId)!);
+      this.listedSets.set(agentId, (sets = this.teamWide.policies.length > 0 ? [this.teamWide, own] : [own]));
+    }
+    return sets;
   }
 
   /** How many limits the policies that apply to an agent have (what a decision lists). */
@@ -179,14 +179,5 @@ export class PolicyIndex {
     return merged;
   }
 
-  private listedSet(agentId: string): PolicySet {
-    const policies = this.listed.get(agentId);
-    if (!policies) return EMPTY;
-    let set = this.listedSets.get(agentId);
-    if (!set) {
-      if (this.listedSets.size > 100_000) this.listedSets.clear();
-      this.listedSets.set(agentId, (set = policySet(policies)));
-    }
-    return set;
-  }
+
 }

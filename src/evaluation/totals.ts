@@ -26,28 +26,64 @@ export interface ScopeSpec {
   /** A filtered policy's scope: the records it counts, and the filter's key (records are tested once per filter). */
   test?: RecordTest;
   matchKey?: string;
-  /** A pool's scope: one total (subject: the policy id) for its agents (null: every agent of the team). */
-  pool?: { policyId: string; agents: ReadonlySet<string> | null };
+  /** A pool's scope: one total (subject: the pool's key, see poolKeyOf) for its agents (null: every agent of the team). */
+  pool?: { key: string; agents: ReadonlySet<string> | null };
+  /**
+   * An agent's scope: the agents whose totals it keeps, those the policies reading it name (null:
+   * every agent, when a team-wide policy reads it). A record of another agent adds nothing to it.
+   */
+  agents?: ReadonlySet<string> | null;
   /** Since when every stored event of the team was added to this scope's totals (Unix ms). */
   since: number;
 }
 
-/** The subject of a scope's total for a record of this agent: the agent, or the pool's policy. */
-export const subjectFor = (spec: ScopeSpec, agentId: string) => (spec.pool ? spec.pool.policyId : agentId);
+/** The subject of a scope's total for a record of this agent: the agent, or the pool's members. */
+export const subjectFor = (spec: ScopeSpec, agentId: string) => (spec.pool ? spec.pool.key : agentId);
 
-/** A record as a scope table tests it. */
-type Tested = RecordFacts & { agent_id: string };
+/** A record as a scope table finds its totals: what filters test, its agent and time. */
+type Tested = RecordFacts & { agent_id: string; event_time: number };
+
+/** One running total a record adds to: its key in memory (see totalKey), its scope and window. */
+export interface TouchedTotal {
+  key: string;
+  spec: ScopeSpec;
+  window: Window;
+}
+
+/** Scopes of one filter (or of none): tested once per record, then those of every agent and those of pools naming the record's agent. */
+interface FilterGroup {
+  test: RecordTest | undefined;
+  everyAgent: ScopeSpec[];
+  byAgent: Map<string, ScopeSpec[]>;
+}
+
+interface WindowTotals {
+  window: Window;
+  totals: Map<string, TouchedTotal>;
+}
+
+/** Past this many, a scope's remembered totals (one per subject) start over: a bound on memory, not on correctness. */
+const MAX_REMEMBERED = 100_000;
 
 /**
  * The running totals a team tracks, found for an event by a few look-ups: windowed scopes that
  * every event adds to (hour, day in a zone), endpoint scopes by pattern (see PatternIndex), and
- * scopes that test the record (a filter, tested once per distinct filter; a pool's agents).
+ * scopes of a filter (each distinct filter tested once per record) or of a pool (by the agents it
+ * names). What a record costs grows with the totals it adds to, not with the team's policies.
+ *
+ * A record's totals come as shared objects: each scope remembers, per subject, the total of its
+ * current window (key built once), so the usual record (in the window of the record before it)
+ * builds no strings and allocates nothing but its list.
  */
 export class ScopeTable {
   private readonly all = new Map<string, ScopeSpec>();
-  private readonly plain: ScopeSpec[] = [];
-  private readonly patterns = new PatternIndex<ScopeSpec>();
-  private readonly tested: ScopeSpec[] = [];
+  private plain: ScopeSpec[] = [];
+  private patterns = new PatternIndex<ScopeSpec>();
+  private groups = new Map<string, FilterGroup>();
+  /** Per scope: the two latest windows found (nearly every record falls in one), each with its totals by subject. */
+  private readonly latest = new Map<ScopeSpec, { current?: WindowTotals; previous?: WindowTotals }>();
+
+  constructor(private readonly teamId: string) {}
 
   has(scope: string): boolean {
     return this.all.has(scope);
@@ -57,33 +93,88 @@ export class ScopeTable {
     return this.all.get(scope);
   }
 
+  specs(): IterableIterator<ScopeSpec> {
+    return this.all.values();
+  }
+
   add(spec: ScopeSpec): void {
     if (this.all.has(spec.scope)) return;
     this.all.set(spec.scope, spec);
-    if (spec.test || spec.pool) this.tested.push(spec);
-    else if (spec.pattern === undefined) this.plain.push(spec);
-    else this.patterns.add(spec.pattern, spec);
+    this.latest.set(spec, {});
+    this.index(spec);
   }
 
-  /** The scopes an event adds to. */
-  matching(row: Tested): ScopeSpec[] {
-    if (this.patterns.size === 0 && this.tested.length === 0) return this.plain;
-    const found = [...this.plain];
-    if (this.patterns.size > 0) this.patterns.forEachMatch(row.domain, row.endpoint, (spec) => found.push(spec));
-    if (this.tested.length > 0) {
-      const filters = new Map<string, boolean>();
-      for (const spec of this.tested) {
-        if (spec.pool?.agents && !spec.pool.agents.has(row.agent_id)) continue;
-        if (spec.matches && !spec.matches(row.domain, row.endpoint)) continue;
-        if (spec.test) {
-          let passes = filters.get(spec.matchKey!);
-          if (passes === undefined) filters.set(spec.matchKey!, (passes = spec.test(row)));
-          if (!passes) continue;
-        }
-        found.push(spec);
+  /** Puts these specs in place of those of their scopes (a scope kept for more agents than before). */
+  replace(specs: readonly ScopeSpec[]): void {
+    if (specs.length === 0) return;
+    for (const spec of specs) {
+      const old = this.all.get(spec.scope);
+      if (old) this.latest.delete(old);
+      this.all.set(spec.scope, spec);
+      this.latest.set(spec, {});
+    }
+    this.plain = [];
+    this.patterns = new PatternIndex<ScopeSpec>();
+    this.groups = new Map();
+    for (const spec of this.all.values()) this.index(spec);
+  }
+
+  private index(spec: ScopeSpec): void {
+    const agents = spec.pool ? spec.pool.agents : (spec.agents ?? null);
+    if (!spec.test && agents === null) {
+      if (spec.pattern === undefined) this.plain.push(spec);
+      else this.patterns.add(spec.pattern, spec);
+      return;
+    }
+    const filter = spec.matchKey ?? '';
+    let group = this.groups.get(filter);
+    if (!group) this.groups.set(filter, (group = { test: spec.test, everyAgent: [], byAgent: new Map() }));
+    if (agents === null) group.everyAgent.push(spec);
+    else {
+      for (const agent of agents) {
+        const own = group.byAgent.get(agent);
+        if (own) own.push(spec);
+        else group.byAgent.set(agent, [spec]);
       }
     }
+  }
+
+  /** The running totals an event adds to (none in a `total` not started yet). */
+  touchedBy(row: Tested): TouchedTotal[] {
+    const found: TouchedTotal[] = [];
+    for (const spec of this.plain) this.touch(found, spec, row);
+    if (this.patterns.size > 0) this.patterns.forEachMatch(row.domain, row.endpoint, (spec) => this.touch(found, spec, row));
+    for (const group of this.groups.values()) {
+      if (group.test && !group.test(row)) continue;
+      for (const spec of group.everyAgent) if (!spec.matches || spec.matches(row.domain, row.endpoint)) this.touch(found, spec, row);
+      const own = group.byAgent.size > 0 ? group.byAgent.get(row.agent_id) : undefined;
+      if (own) for (const spec of own) if (!spec.matches || spec.matches(row.domain, row.endpoint)) this.touch(found, spec, row);
+    }
     return found;
+  }
+
+  private touch(found: TouchedTotal[], spec: ScopeSpec, row: Tested): void {
+    const memory = this.latest.get(spec)!;
+    const t = row.event_time;
+    let slot: WindowTotals | undefined = memory.current;
+    if (slot === undefined || t < slot.window.start || t >= slot.window.end) {
+      slot = memory.previous;
+      if (slot === undefined || t < slot.window.start || t >= slot.window.end) {
+        const window = spec.window(t);
+        if (window === null) return;
+        slot = { window, totals: new Map() };
+        // The two latest windows are remembered (records of the one before keep arriving a while).
+        if (memory.current === undefined || window.start > memory.current.window.start) [memory.previous, memory.current] = [memory.current, slot];
+        else if (memory.previous === undefined || window.start > memory.previous.window.start) memory.previous = slot;
+      }
+    }
+    const subject = spec.pool ? spec.pool.key : row.agent_id;
+    let total = slot.totals.get(subject);
+    if (!total) {
+      if (slot.totals.size >= MAX_REMEMBERED) slot.totals.clear();
+      slot.totals.set(subject, (total = { key: totalKey(this.teamId, subject, spec.scope, slot.window), spec, window: slot.window }));
+    }
+    found.push(total);
   }
 }
 
@@ -91,12 +182,12 @@ export class ScopeTable {
 export const totalKey = (teamId: string, subject: string, scope: string, window: Window): string => `${teamId}\u0000${scopeKey({ subject, scope, window })}`;
 
 /** The scope a windowed limit of a policy sums, counted from `since`; undefined for per_call. */
-export function scopeSpecOf(policy: CompiledPolicy, limit: CompiledLimit, since: number): ScopeSpec | undefined {
+export function scopeSpecOf(policy: CompiledPolicy, limit: CompiledLimit, since: number, agents: ReadonlySet<string> | null = policy.agents): ScopeSpec | undefined {
   if (limit.scope === null || limit.kind === 'per_call') return undefined;
   const window = windowOf(limit.kind, policy.timezone, policy.startsAt);
   const pattern = limit.endpoint === undefined ? {} : { pattern: limit.endpoint, matches: endpointMatcher(limit.endpoint) };
   const filter = policy.match === null ? {} : { test: policy.match, matchKey: policy.matchKey! };
-  const pool = policy.scope === 'pool' ? { pool: { policyId: policy.id, agents: policy.agents } } : {};
+  const pool = policy.scope === 'pool' ? { pool: { key: policy.poolKey!, agents: policy.agents } } : { agents };
   return { scope: limit.scope, window, measure: limit.measure, ...pattern, ...filter, ...pool, since };
 }
 
@@ -159,6 +250,8 @@ export async function readWindowSums(store: Pick<EventStore, 'query'>, missing: 
     for (const { spec, window, index } of wanted) {
       if (index !== Number(r.w) || (spec.matches && !spec.matches(r.domain, r.url))) continue;
       if (spec.pool?.agents && !spec.pool.agents.has(r.agent_id)) continue;
+      // Only the agents the scope keeps: another's total would go stale while it is not kept.
+      if (spec.agents && !spec.agents.has(r.agent_id)) continue;
       if (spec.test && !spec.test(row)) continue;
       const key = totalKey(teamId, subjectFor(spec, r.agent_id), spec.scope, window);
       sums.set(key, (sums.get(key) ?? 0n) + (spec.measure === 'calls' ? BigInt(r.calls) : toUnits(r.spend)));

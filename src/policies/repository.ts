@@ -1,6 +1,6 @@
 import { lockTeam } from '../teams/repository.js';
 import { numberedPlaceholders, postgresOnly, type Sql } from '../stores/sql.js';
-import { scopesRead } from '../evaluation/policies.js';
+import { totalsRead } from '../evaluation/policies.js';
 import { newId } from '../teams/keys.js';
 import type { Limit, PolicyMatch, PolicyScope } from './limits.js';
 
@@ -22,13 +22,20 @@ export const policyRevisions = new Map<string, number>();
 export async function policiesChanged(sql: Sql, teamId: string): Promise<void> {
   await sql.run('UPDATE teams SET policy_revision = policy_revision + 1 WHERE id = ?', [teamId]);
   if (sql.dialect === 'postgres') {
-    // Shared running totals of scopes no active policy reads any more go now: no instance counts
-    // them while unread, so a scope read again later starts from ClickHouse, not from a row that
-    // missed the records between (src/evaluation/evaluator.ts, lockTotals).
-    await sql.run(postgresOnly('DELETE FROM spend_totals WHERE team_id = $1 AND NOT (window_kind = ANY($2::text[]))'), [
-      teamId,
-      scopesRead(await activePolicyRows(sql, teamId)),
-    ]);
+    // Shared running totals no active policy reads any more go now: of scopes no policy reads, and
+    // of agents no policy reading the scope names. No instance counts them while unread, so a
+    // total read again later starts from ClickHouse, not from a row that missed the records
+    // between (src/evaluation/evaluator.ts, lockTotals).
+    const { scopes, agentsOf } = totalsRead(await activePolicyRows(sql, teamId));
+    const pairs = [...agentsOf].flatMap(([scope, agents]) => [...agents].map((agent) => [scope, agent] as const));
+    await sql.run(
+      postgresOnly(`DELETE FROM spend_totals t
+                     WHERE t.team_id = $1
+                       AND (NOT (t.window_kind = ANY($2::text[]))
+                            OR (t.scope = 'agent' AND t.window_kind = ANY($3::text[])
+                                AND NOT EXISTS (SELECT 1 FROM unnest($4::text[], $5::text[]) AS k(w, s) WHERE k.w = t.window_kind AND k.s = t.subject)))`),
+      [teamId, scopes, [...agentsOf.keys()], pairs.map((p) => p[0]), pairs.map((p) => p[1])],
+    );
   }
   sql.afterCommit(() => policyRevisions.set(teamId, (policyRevisions.get(teamId) ?? 0) + 1));
 }

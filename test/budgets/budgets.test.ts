@@ -126,6 +126,55 @@ describeOnEachRegistry('budgets: windows, pools, filters, thresholds', () => {
     expect(a!.message).to.match(/^The pool of policy "team" \(agent [abc] paying\) broke its daily limit of 1: spend of 1.2 in the window /);
   });
 
+  it('pools of the same members share one total, each policy its own limits and alerts; new members bring their earlier spend', async () => {
+    const team = await newTeam();
+    const first = await policy(team, { name: 'first', scope: 'pool', agents: ['a', 'b'], limits: [{ kind: 'daily', amount: '1' }], action: 'flag' });
+    const second = await policy(team, { name: 'second', scope: 'pool', agents: ['b', 'a'], limits: [{ kind: 'daily', amount: '2' }], notify_at: [50] });
+    const now = Date.now() - MINUTE;
+    // c spends before it joins any pool.
+    expect(await ingest(team, [{ agent_id: 'c', amount: '0.5', created_at: now }])).to.equal(0);
+    // 1.2: the first's breach, the second's 50% (1.0).
+    expect(await ingest(team, [{ agent_id: 'a', amount: '0.6', created_at: now }, { agent_id: 'b', amount: '0.6', created_at: now }])).to.equal(2);
+    const raised = (await alerts(team)).map((a) => [a.policyId, a.type, a.observed]).sort();
+    expect(raised).to.deep.equal([
+      [first.id, 'violation', '1.2'],
+      [second.id, 'threshold', '1.2'],
+    ].sort());
+    const checks = (await ask(team, { agent_id: 'a', amount: '0.9' })).checks.map((c: Record<string, unknown>) => [c.policy_id, c.spent, c.breaks]);
+    expect(checks).to.deep.equal([
+      [first.id, '1.2', true],
+      [second.id, '1.2', true],
+    ]);
+    // The second pool takes c: its total is now a, b and c (c's earlier record included), the first's unchanged.
+    await api().patch(`/api/v1/policies/${second.id}`).set(...team.auth).send({ agents: ['a', 'b', 'c'] }).expect(200);
+    const after = (await ask(team, { agent_id: 'c', amount: '0' })).checks.map((c: Record<string, unknown>) => [c.policy_id, c.spent]);
+    expect(after).to.deep.equal([[second.id, '1.7']]);
+    const budgets = (await api().get('/api/v1/budgets').set(...team.auth).expect(200)).body.data as Record<string, unknown>[];
+    expect(budgets.map((b) => [b.policy_id, b.spent]).sort()).to.deep.equal([
+      [first.id, '1.2'],
+      [second.id, '1.7'],
+    ].sort());
+  });
+
+  it('an agent-scope total is kept for the agents its policies name; an agent named later, or named again, brings all it spent', async () => {
+    const team = await newTeam();
+    await policy(team, { name: 'a only', agents: ['a'], limits: [{ kind: 'daily', amount: '10' }], action: 'flag' });
+    const now = Date.now() - MINUTE;
+    expect(await ingest(team, [{ agent_id: 'a', amount: '1', created_at: now }, { agent_id: 'b', amount: '7', created_at: now }])).to.equal(0);
+    // The same scope (the UTC day), now read for b: b's day so far counts.
+    const bs = await policy(team, { name: 'b too', agents: ['b'], limits: [{ kind: 'daily', amount: '10' }] });
+    expect((await ask(team, { agent_id: 'b', amount: '4' })).checks[0]).to.include({ spent: '7', breaks: true });
+    // The record breaks it: the alert the decline opened, now at 11.
+    expect(await ingest(team, [{ agent_id: 'b', amount: '4', created_at: now + 1 }])).to.equal(0);
+    expect((await alerts(team)).map((a) => [a.policyId, a.agentId, a.observed, a.count])).to.deep.equal([[bs.id, 'b', '11', 2]]);
+    // b is left out, spends, and is named again: what it spent meanwhile counts.
+    await api().patch(`/api/v1/policies/${bs.id}`).set(...team.auth).send({ agents: ['a'] }).expect(200);
+    expect(await ingest(team, [{ agent_id: 'b', amount: '5', created_at: now + 2 }])).to.equal(0);
+    await api().patch(`/api/v1/policies/${bs.id}`).set(...team.auth).send({ agents: ['b'] }).expect(200);
+    expect((await ask(team, { agent_id: 'b', amount: '0' })).checks[0]).to.include({ spent: '16', breaks: true });
+    expect((await ask(team, { agent_id: 'a', amount: '0' })).checks[0]).to.include({ spent: '1', breaks: false });
+  });
+
   it('filters: only matching records count and are checked, for each of categories, networks, assets, endpoints and tags', async () => {
     const now = Date.now() - MINUTE;
     const cases: [object, Ev, Ev][] = [
