@@ -1,5 +1,5 @@
 /**
- * npm run bench:ingest -- [--seconds 30] [--concurrency 1,4,16] [--batch 100] [--policies 100 [--budgets]]
+ * npm run bench:ingest -- [--seconds 30] [--concurrency 1,4,16] [--batch 100] [--policies 100 [--budgets] [--pairs 3]]
  *
  * Starts the service on a temporary data directory (embedded ClickHouse), drives POST
  * /api/v1/events over HTTP with realistic batches at each concurrency for a fixed time, and prints
@@ -16,6 +16,8 @@
  * in-process per request, against the server's CPU time per request.
  * --limiter-pairs N measures the limiter's cost end to end instead: N pairs of fresh services,
  * limits off (RATE_LIMIT_*=0) and on, in alternating order, and the median ratio per level.
+ * --pairs N (with --policies) does the same without and with the policies: the figure to quote on
+ * this shared, noisy machine, where one run's two phases can differ by 15% with nothing changed.
  * Also: --server-log FILE keeps the server's log (LOG_LEVEL=debug adds per-commit figures),
  * --profile DIR writes a CPU profile of the server.
  */
@@ -40,6 +42,8 @@ const { values: args } = parseArgs({
     // With --policies: policies of the budget kinds (pools, filters, months, totals, call counts, thresholds).
     budgets: { type: 'boolean', default: false },
     'limiter-pairs': { type: 'string', default: '0' },
+    // With --policies: N pairs of fresh services without and with them, alternating, and the median ratio.
+    pairs: { type: 'string', default: '0' },
     'server-log': { type: 'string' },
     // Writes a V8 CPU profile of the server to this folder (open it in Chrome DevTools).
     profile: { type: 'string' },
@@ -422,26 +426,29 @@ function limiterShare(results: LevelResult[]): void {
   }
 }
 
-/** --limiter-pairs: fresh services with limits off and on, alternating which goes first. */
-async function compareLimiter(pairs: number): Promise<void> {
+/**
+ * Fresh services of two setups, `pairs` times, alternating which goes first (a shared machine drifts
+ * within a run): each pair's ratio per level (second setup / first), and their median.
+ */
+async function comparePairs(pairs: number, names: [string, string], measure: (setup: 0 | 1) => Promise<Phase>, what: string): Promise<void> {
   const ratios: number[][] = LEVELS.map(() => []);
   for (let pair = 0; pair < pairs; pair++) {
-    const order: ('on' | 'off')[] = pair % 2 ? ['on', 'off'] : ['off', 'on'];
-    const byMode: Record<string, LevelResult[]> = {};
-    for (const mode of order) {
-      const phase = await measureService(0, mode, true);
+    const order: (0 | 1)[] = pair % 2 ? [1, 0] : [0, 1];
+    const bySetup: LevelResult[][] = [];
+    for (const setup of order) {
+      const phase = await measure(setup);
       fs.rmSync(phase.dataDir, { recursive: true, force: true });
-      byMode[mode] = phase.results;
+      bySetup[setup] = phase.results;
     }
     const line = LEVELS.map((level, i) => {
-      const off = rate(byMode.off![i]!);
-      const on = rate(byMode.on![i]!);
-      ratios[i]!.push(on / off);
-      return `c${level} off ${fmt(off)} on ${fmt(on)} (${fmt(on / off, 3)})`;
+      const first = rate(bySetup[0]![i]!);
+      const second = rate(bySetup[1]![i]!);
+      ratios[i]!.push(second / first);
+      return `c${level} ${names[0]} ${fmt(first)} ${names[1]} ${fmt(second)} (${fmt(second / first, 3)})`;
     });
-    console.log(`pair ${pair + 1} (${order.join(' then ')}): ${line.join('; ')} events/s`);
+    console.log(`pair ${pair + 1} (${order.map((o) => names[o]).join(' then ')}): ${line.join('; ')} events/s`);
   }
-  console.log('\nlimits on / off, events/s, median over the pairs:');
+  console.log(`\n${what}, events/s, median over the pairs:`);
   LEVELS.forEach((level, i) => {
     const sorted = [...ratios[i]!].sort((a, b) => a - b);
     console.log(`  concurrency ${level}: ${fmt(sorted[Math.floor(sorted.length / 2)]!, 3)} (${sorted.map((r) => fmt(r, 3)).join(', ')})`);
@@ -452,7 +459,14 @@ async function main(): Promise<void> {
   const policies = Number(args.policies);
   if (Number(args['limiter-pairs']) > 0) {
     console.log(`spendscope ingest benchmark, rate limiter off and on: ${os.cpus().length} cores, batches of ${BATCH}, ${SECONDS} s per level`);
-    await compareLimiter(Number(args['limiter-pairs']));
+    await comparePairs(Number(args['limiter-pairs']), ['off', 'on'], (setup) => measureService(0, setup ? 'on' : 'off', true), 'limits on / off');
+    agent.destroy();
+    return;
+  }
+  if (Number(args.pairs) > 0 && policies > 0) {
+    const kind = BUDGETS ? 'budget policies' : 'policies';
+    console.log(`spendscope ingest benchmark, without and with ${policies} ${kind}: ${os.cpus().length} cores, batches of ${BATCH}, ${SECONDS} s per level`);
+    await comparePairs(Number(args.pairs), ['without', 'with'], (setup) => measureService(setup ? policies : 0, 'on', true), `with ${policies} ${kind} / without`);
     agent.destroy();
     return;
   }

@@ -1,7 +1,7 @@
-import BigNumber from 'bignumber.js';
 import { dialectOf, get, numberedPlaceholders, perform, run, type Sql, type Steps } from '../stores/sql.js';
 import { newId } from '../teams/keys.js';
 import { enqueueAlertEvent } from '../webhooks/outbox.js';
+import { toUnits } from '../evaluation/money.js';
 
 /** system: a notice from the service itself (a webhook endpoint disabled after failing for 24 hours). */
 export type AlertType = 'violation' | 'anomaly' | 'system' | 'threshold';
@@ -101,8 +101,8 @@ const OCCURRENCE_SQL = {
   // Locked on PostgreSQL: instances updating one open alert at once take turns, each reading what
   // the one before wrote (its samples, its severity: an escalation is announced once).
   findOpen: {
-    sqlite: `SELECT id, sample_event_ids, last_seen, observed, severity FROM alerts WHERE team_id = ? AND dedup_key = ? AND status = 'open'`,
-    postgres: `SELECT id, sample_event_ids, last_seen, observed, severity FROM alerts WHERE team_id = $1 AND dedup_key = $2 AND status = 'open' FOR UPDATE`,
+    sqlite: `SELECT id, sample_event_ids, last_seen, observed, severity, count FROM alerts WHERE team_id = ? AND dedup_key = ? AND status = 'open'`,
+    postgres: `SELECT id, sample_event_ids, last_seen, observed, severity, count FROM alerts WHERE team_id = $1 AND dedup_key = $2 AND status = 'open' FOR UPDATE`,
   },
   escalate: 'UPDATE alerts SET severity = ? WHERE id = ?',
   byId: 'SELECT * FROM alerts WHERE id = ?',
@@ -118,6 +118,18 @@ const OCCURRENCE_SQL = {
               sample_event_ids = $7, updated_at = $8
         WHERE id = $9`,
   },
+  // The update of an alert as this process last wrote it: only while it is open and its count is
+  // the one written then (no other writer, no rolled-back write since), else nothing.
+  updateKnown: {
+    sqlite: `UPDATE alerts SET count = count + ?, first_seen = min(first_seen, ?), last_seen = max(last_seen, ?),
+              observed = coalesce(?, observed), message = coalesce(?, message), details = coalesce(?, details),
+              sample_event_ids = ?, updated_at = ?
+        WHERE id = ? AND status = 'open' AND count = ?`,
+    postgres: `UPDATE alerts SET count = count + $1, first_seen = least(first_seen, $2), last_seen = greatest(last_seen, $3),
+              observed = coalesce($4, observed), message = coalesce($5, message), details = coalesce($6, details),
+              sample_event_ids = $7, updated_at = $8
+        WHERE id = $9 AND status = 'open' AND count = $10`,
+  },
   insert: `INSERT INTO alerts (id, team_id, dedup_key, type, kind, severity, status, agent_id, policy_id, window_start, window_end,
                            observed, limit_value, subject, details, message, sample_event_ids, count, first_seen, last_seen,
                            created_at, updated_at)
@@ -132,7 +144,8 @@ const OCCURRENCE_SQL = {
  * the occurrence seen last by event time.
  */
 function isLatest(o: Occurrence, open: { last_seen: number | string; observed: string | null }): boolean {
-  if (o.window && o.observed !== null && open.observed !== null) return new BigNumber(o.observed).gte(open.observed);
+  // Totals are decimal strings of at most 18 places (or counts): compared exactly as integers of 10^-18.
+  if (o.window && o.observed !== null && open.observed !== null) return toUnits(o.observed) >= toUnits(open.observed);
   return o.lastSeen >= Number(open.last_seen);
 }
 
@@ -148,7 +161,7 @@ function isLatest(o: Occurrence, open: { last_seen: number | string; observed: s
  */
 export function* recordOccurrences(occurrences: readonly Occurrence[], now = Date.now()): Steps<boolean[]> {
   const opened = new Array<boolean>(occurrences.length).fill(false);
-  type OpenRow = { id: string; sample_event_ids: string; last_seen: number | string; observed: string | null; severity: Severity };
+  type OpenRow = { id: string; sample_event_ids: string; last_seen: number | string; observed: string | null; severity: Severity; count: number | string };
   // In key order: the open alerts are locked as they are read (PostgreSQL), and two instances
   // locking the same ones in one order never deadlock.
   const byKey = occurrences.map((o, index) => ({ o, index }));
@@ -159,6 +172,17 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
   for (const { o, index } of byKey) {
     const dedupKey = keyOf(o.dedupKey);
     const details = JSON.stringify(o.details);
+    const cacheKey = `${o.teamId}\u0000${o.dedupKey}`;
+    // An alert this process wrote last (a breach met by every group): updated without reading it.
+    const known = lastWritten.get(cacheKey);
+    if (known && SEVERITY_RANK[o.severity] <= SEVERITY_RANK[known.severity]) {
+      const update = occurrenceUpdate(o, known, details, now);
+      if ((yield* run(OCCURRENCE_SQL.updateKnown, [...update.params, known.id, known.count])) === 1) {
+        remember(cacheKey, { ...known, ...update.after });
+        continue;
+      }
+    }
+    lastWritten.delete(cacheKey);
     let open: OpenRow | undefined;
     // Another writer may open the breach's alert between our read and insert (then the insert does
     // nothing and the read is made again), and may resolve it again before that read: then insert.
@@ -183,17 +207,26 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
           return alert();
         }, 'alert.opened', now);
         opened[index] = true;
+        remember(cacheKey, { id, count: o.count, samples: JSON.stringify(samples), samplesFull: samples.length >= MAX_SAMPLES, lastSeen: o.lastSeen, observed: o.observed, severity: o.severity });
         break;
       }
     }
     // Opened by this occurrence: nothing to update.
     if (opened[index] || !open) continue;
-    // A full sample list (the usual case for a busy alert) does not change.
-    const known = JSON.parse(open.sample_event_ids) as string[];
-    const samples = known.length >= MAX_SAMPLES ? open.sample_event_ids : JSON.stringify([...new Set([...known, ...o.eventIds])].slice(0, MAX_SAMPLES));
-    const latest = isLatest(o, open);
-    yield* run(OCCURRENCE_SQL.update, [o.count, o.firstSeen, o.lastSeen, latest ? o.observed : null, latest ? o.message : null, latest ? details : null, samples, now, open.id]);
-    if (SEVERITY_RANK[o.severity] > SEVERITY_RANK[open.severity]) {
+    const read: WrittenAlert = {
+      id: open.id,
+      count: Number(open.count),
+      samples: open.sample_event_ids,
+      samplesFull: (JSON.parse(open.sample_event_ids) as string[]).length >= MAX_SAMPLES,
+      lastSeen: Number(open.last_seen),
+      observed: open.observed,
+      severity: open.severity,
+    };
+    const update = occurrenceUpdate(o, read, details, now);
+    yield* run(OCCURRENCE_SQL.update, [...update.params, open.id]);
+    const escalated = SEVERITY_RANK[o.severity] > SEVERITY_RANK[open.severity];
+    remember(cacheKey, { ...read, ...update.after, ...(escalated ? { severity: o.severity } : {}) });
+    if (escalated) {
       yield* run(OCCURRENCE_SQL.escalate, [o.severity, open.id]);
       yield* enqueueAlertEvent(o.teamId, function* () {
         return toAlert((yield* get<AlertRow>(OCCURRENCE_SQL.byId, [open.id]))!);
@@ -201,6 +234,48 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
     }
   }
   return opened;
+}
+
+/** What this process last wrote of an open alert: enough to update it again without reading it. */
+interface WrittenAlert {
+  id: string;
+  /** Its count as written: the update applies only while the row still has it. */
+  count: number;
+  samples: string;
+  /** Whether `samples` holds MAX_SAMPLES ids already (then it never changes). */
+  samplesFull: boolean;
+  lastSeen: number;
+  observed: string | null;
+  severity: Severity;
+}
+
+/**
+ * Alerts this process wrote last, by team and dedup key. Each update names the count it read, so a
+ * row changed since (another instance, a write rolled back, a status change) is read again: the
+ * memory only saves reads, it is never trusted over the row.
+ */
+const lastWritten = new Map<string, WrittenAlert>();
+
+function remember(key: string, alert: WrittenAlert): void {
+  if (!lastWritten.has(key) && lastWritten.size >= 10_000) lastWritten.clear();
+  lastWritten.set(key, alert);
+}
+
+/** The update of an open alert by an occurrence: its parameters (without the row's id), and the alert after it. */
+function occurrenceUpdate(
+  o: Occurrence,
+  open: WrittenAlert,
+  details: string,
+  now: number,
+): { params: unknown[]; after: Pick<WrittenAlert, 'count' | 'samples' | 'samplesFull' | 'lastSeen' | 'observed'> } {
+  // A full sample list (the usual case for a busy alert) does not change.
+  const merged = open.samplesFull ? undefined : [...new Set([...(JSON.parse(open.samples) as string[]), ...o.eventIds])].slice(0, MAX_SAMPLES);
+  const samples = merged ? JSON.stringify(merged) : open.samples;
+  const latest = isLatest(o, { last_seen: open.lastSeen, observed: open.observed });
+  return {
+    params: [o.count, o.firstSeen, o.lastSeen, latest ? o.observed : null, latest ? o.message : null, latest ? details : null, samples, now],
+    after: { count: open.count + o.count, samples, samplesFull: !merged || merged.length >= MAX_SAMPLES, lastSeen: Math.max(open.lastSeen, o.lastSeen), observed: latest ? o.observed : open.observed },
+  };
 }
 
 /** Code-unit order: every instance takes the locks of one write in this order. */

@@ -37,7 +37,33 @@ interface Entry {
    * (a pool over its limit) costs a comparison per record, not a message.
    */
   breach?: Breach;
-  latestBreach?: { observed: bigint; row: EventRow; amount: bigint; now: number };
+  latestBreach?: LatestBreach;
+  /** A windowed breach: the cursors whose later records it counts too, each from its `from`th (merged at the end). */
+  pending?: { cursor: WindowCursor; from: number }[];
+}
+
+/** The latest occurrence of a breach: its facts, and its record's place in the group (later: larger). */
+interface LatestBreach {
+  observed: bigint;
+  row: EventRow;
+  amount: bigint;
+  now: number;
+  index: number;
+}
+
+/**
+ * The breaches of one windowed limit list for one subject and window, in this group. The window's
+ * total only grows from record to record, so a record that breaks the list breaks at least every
+ * limit recorded before it: it is merged into all of them. Rather than into each (a pool over its
+ * limits would cost every record a merge per limit), its record is kept once here, and merged into
+ * the entries in result(): a record costs the same whatever the number of limits it breaks.
+ */
+interface WindowCursor {
+  entries: Entry[];
+  /** Records that broke the list once entries were recorded, in group order, with their indexes. */
+  rows: EventRow[];
+  indexes: number[];
+  latest?: LatestBreach;
 }
 
 /** What a team's occurrences beyond the bound add up to in this group. */
@@ -161,6 +187,8 @@ export class OccurrenceMerger {
    * a number, so a record breaking limits builds no key string.
    */
   private readonly prefixes = new Map<LimitList, Map<number, Map<string, Entry[]>>>();
+  /** Windowed lists: per list, window start and subject, as prefixes is for per_call lists. */
+  private readonly cursors = new Map<LimitList, Map<number, Map<string, WindowCursor>>>();
   private readonly storms: Storms;
 
   constructor(perTeam: number, perGroup: number) {
@@ -190,25 +218,60 @@ export class OccurrenceMerger {
    */
   addBreaches(index: number, row: EventRow, list: LimitList, broken: number, window: Window | null, observed: bigint, amount: bigint, now: number): void {
     if (broken === 0) return;
-    // A windowed list is one scope: a pool's (its members, subject the pool's key) or agents' own.
-    const first = list.entries[0]!.policy;
-    const subject = window !== null && first.poolKey !== null ? first.poolKey : row.agent_id;
+    if (window !== null) {
+      this.addWindowBreaches(index, row, list, broken, window, observed, amount, now);
+      return;
+    }
     let byWindow = this.prefixes.get(list);
     if (!byWindow) this.prefixes.set(list, (byWindow = new Map()));
-    const start = window === null ? -1 : window.start;
-    let bySubject = byWindow.get(start);
-    if (!bySubject) byWindow.set(start, (bySubject = new Map()));
-    let recorded = bySubject.get(subject);
-    if (!recorded) bySubject.set(subject, (recorded = []));
-    // Breaches this group already records: merged (no key, no text).
+    let bySubject = byWindow.get(-1);
+    if (!bySubject) byWindow.set(-1, (bySubject = new Map()));
+    let recorded = bySubject.get(row.agent_id);
+    if (!recorded) bySubject.set(row.agent_id, (recorded = []));
+    // Breaches this group already records: merged (no key, no text); the latest is the payment seen
+    // last by event time.
     const merging = Math.min(recorded.length, broken);
     for (let j = 0; j < merging; j++) {
       const entry = recorded[j]!;
       this.merge(entry, row);
-      // A window's total only grows: the record counted last shows the largest (as recordOccurrences
-      // keeps it); a payment, the one seen last by event time.
-      if (window !== null || row.event_time >= entry.occurrence.lastSeen) latestOf(entry, observed, row, amount, now);
+      if (row.event_time >= entry.occurrence.lastSeen) latestOf(entry, observed, row, amount, now, index);
     }
+    this.recordNew(index, row, list, recorded, broken, null, observed, amount, now);
+  }
+
+  /** A windowed list's breaches (see WindowCursor): the record is kept once for those recorded, and opens the rest. */
+  private addWindowBreaches(index: number, row: EventRow, list: LimitList, broken: number, window: Window, observed: bigint, amount: bigint, now: number): void {
+    // A windowed list is one scope: a pool's (its members, subject the pool's key) or agents' own.
+    const first = list.entries[0]!.policy;
+    const subject = first.poolKey !== null ? first.poolKey : row.agent_id;
+    let byWindow = this.cursors.get(list);
+    if (!byWindow) this.cursors.set(list, (byWindow = new Map()));
+    let bySubject = byWindow.get(window.start);
+    if (!bySubject) byWindow.set(window.start, (bySubject = new Map()));
+    let cursor = bySubject.get(subject);
+    if (!cursor) bySubject.set(subject, (cursor = { entries: [], rows: [], indexes: [] }));
+    if (cursor.entries.length > 0) {
+      cursor.rows.push(row);
+      cursor.indexes.push(index);
+      if (cursor.latest) Object.assign(cursor.latest, { observed, row, amount, now, index });
+      else cursor.latest = { observed, row, amount, now, index };
+    }
+    this.recordNew(index, row, list, cursor.entries, broken, window, observed, amount, now, cursor);
+  }
+
+  /** Records entries[recorded.length, broken) of the list, one by one while the storm bound admits them; the rest fold into the storm. */
+  private recordNew(
+    index: number,
+    row: EventRow,
+    list: LimitList,
+    recorded: Entry[],
+    broken: number,
+    window: Window | null,
+    observed: bigint,
+    amount: bigint,
+    now: number,
+    cursor?: WindowCursor,
+  ): void {
     let j = recorded.length;
     while (j < broken && this.storms.admit(row.team_id, index, row)) {
       const { policy, limit } = list.entries[j]!;
@@ -216,15 +279,17 @@ export class OccurrenceMerger {
       const key = `${row.team_id}\u0000${breach.dedupKey}`;
       let entry = this.entries.get(key);
       if (entry) {
-        // A pool's per_call limit, broken by two of its agents (one alert per pool): never two
-        // occurrences of one key.
+        // One breach met through two lists (a pool's limit, in the sets of two of its agents: one
+        // alert per pool): never two occurrences of one key.
         this.merge(entry, row);
-        if (window !== null || row.event_time >= entry.occurrence.lastSeen) latestOf(entry, observed, row, amount, now);
+        if (window !== null || row.event_time >= entry.occurrence.lastSeen) latestOf(entry, observed, row, amount, now, index);
         this.storms.unadmit(row.team_id);
       } else {
-        entry = { row: index, occurrence: breachOccurrence(row.team_id, breach, row, amount, now, false), breach, latestBreach: { observed, row, amount, now } };
+        entry = { row: index, occurrence: breachOccurrence(row.team_id, breach, row, amount, now, false), breach, latestBreach: { observed, row, amount, now, index } };
         this.entries.set(key, entry);
       }
+      // The cursor's later records count in it too.
+      if (cursor) (entry.pending ??= []).push({ cursor, from: cursor.rows.length });
       recorded.push(entry);
       j++;
     }
@@ -235,9 +300,39 @@ export class OccurrenceMerger {
     }
   }
 
+  /** Merges into a windowed breach the records its cursors kept after it was recorded (in group order, as merge would have). */
+  private settle(entry: Entry): void {
+    const target = entry.occurrence;
+    const ranges = entry.pending!.filter(({ cursor, from }) => cursor.rows.length > from);
+    for (const { cursor, from } of ranges) {
+      target.count += cursor.rows.length - from;
+      for (let k = from; k < cursor.rows.length; k++) {
+        const t = cursor.rows[k]!.event_time;
+        if (t < target.firstSeen) target.firstSeen = t;
+        if (t > target.lastSeen) target.lastSeen = t;
+      }
+      const latest = cursor.latest!;
+      if (latest.index > entry.latestBreach!.index) entry.latestBreach = latest;
+    }
+    if (target.eventIds.length >= MAX_SAMPLES) return;
+    // The samples: the first ids in group order across the cursors, as merging one by one keeps them.
+    const next = ranges.map((r) => r.from);
+    while (target.eventIds.length < MAX_SAMPLES) {
+      let pick = -1;
+      ranges.forEach(({ cursor }, r) => {
+        if (next[r]! < cursor.rows.length && (pick === -1 || cursor.indexes[next[r]!]! < ranges[pick]!.cursor.indexes[next[pick]!]!)) pick = r;
+      });
+      if (pick === -1) return;
+      const id = ranges[pick]!.cursor.rows[next[pick]!]!.id;
+      next[pick]!++;
+      if (!target.eventIds.includes(id)) target.eventIds = [...target.eventIds, id];
+    }
+  }
+
   /** The occurrences to record, each with the row that raised it first; a storm alert per team that had one. */
   result(): { row: number; occurrence: Occurrence }[] {
     const out = [...this.entries.values()].map((entry) => {
+      if (entry.pending) this.settle(entry);
       const { latestBreach: b } = entry;
       const latest = b ? breachOccurrence(entry.occurrence.teamId, { ...entry.breach!, observed: b.observed }, b.row, b.amount, b.now) : entry.latest?.();
       if (latest) Object.assign(entry.occurrence, { observed: latest.observed, message: latest.message, details: latest.details });
@@ -257,12 +352,13 @@ export class OccurrenceMerger {
 }
 
 /** Makes this occurrence the latest of a breach's entry (rewritten in place: no allocation per record). */
-function latestOf(entry: Entry, observed: bigint, row: EventRow, amount: bigint, now: number): void {
+function latestOf(entry: Entry, observed: bigint, row: EventRow, amount: bigint, now: number, index: number): void {
   const latest = entry.latestBreach!;
   latest.observed = observed;
   latest.row = row;
   latest.amount = amount;
   latest.now = now;
+  latest.index = index;
 }
 
 function stormOccurrence(teamId: string, storm: Storm, perTeam: number): Occurrence {

@@ -68,6 +68,29 @@ describe('alerts store, on SQLite and PostgreSQL', function () {
       expect(await countOpenAlerts(db, 'team_a')).to.equal(2);
     });
 
+    it('an alert changed since this process wrote it (another writer, a rolled-back write) is read again before it is updated', async () => {
+      const { db } = await seed();
+      expect(await record(db, [occurrence()])).to.deep.equal([true]);
+      // Another instance counts 5 more and a larger total: the next occurrence (a smaller total)
+      // adds its count and leaves the larger total shown.
+      await db.run("UPDATE alerts SET count = count + 5, observed = '20' WHERE team_id = 'team_a'");
+      expect(await record(db, [occurrence({ observed: '15', lastSeen: 1_600, message: 'at 15' })])).to.deep.equal([false]);
+      let [alert] = await listAlerts(db, 'team_a', { status: 'open' }, { limit: 10 });
+      expect(alert).to.include({ count: 7, observed: '20', message: 'over' });
+      // A write rolled back: the alert is as before it, and the next write builds on that.
+      const failed = await db
+        .transaction(async (sql) => {
+          await perform(sql, recordOccurrences([occurrence({ observed: '30', count: 3, eventIds: ['e9'] })], 10_000));
+          throw new Error('rolled back');
+        })
+        .catch((err: Error) => err.message);
+      expect(failed).to.equal('rolled back');
+      expect(await record(db, [occurrence({ observed: '25', lastSeen: 1_700, message: 'at 25', eventIds: ['e3'] })])).to.deep.equal([false]);
+      [alert] = await listAlerts(db, 'team_a', { status: 'open' }, { limit: 10 });
+      expect(alert).to.include({ count: 8, observed: '25', message: 'at 25', lastSeen: 1_700 });
+      expect(alert!.sampleEventIds).to.deep.equal(['e1', 'e3']);
+    });
+
     it('three instances recording one breach at once open one alert, counting every occurrence', async () => {
       const { db, another } = await seed();
       const instances = [db, another(), another()];

@@ -78,6 +78,36 @@ describe('several instances on PostgreSQL (spawned)', function () {
     expect(daily, JSON.stringify(alerts.body)).to.have.length(1);
   });
 
+  it('a pool of three agents over three instances: its holds are shared (no over-approval), its records raise one breach and one threshold, and /budgets is exact', async () => {
+    const agents = ['pool-a', 'pool-b', 'pool-c'];
+    const policy = await on(0, 'POST', '/api/v1/policies', { name: 'pool of three', scope: 'pool', agents, limits: [{ kind: 'monthly', amount: '10' }], notify_at: [50], action: 'block' });
+    expect(policy.status, JSON.stringify(policy.body)).to.equal(201);
+    // 150 authorizations of 0.1 for the three agents at once, over the three instances: the pool's 10 fits 100.
+    const asked = await Promise.all(
+      Array.from({ length: 150 }, (_, i) => on(i, 'POST', '/api/v1/authorizations', { agent_id: agents[i % 3], endpoint: 'https://api.example.com/v1/x', amount: '0.1' })),
+    );
+    for (const a of asked) expect(a.status, JSON.stringify(a.body)).to.equal(200);
+    expect(asked.filter((a) => a.body.decision === 'approved')).to.have.length(100);
+    expect(asked.find((a) => a.body.decision === 'declined')!.body.reasons[0]).to.match(/\(a pool\): spend of 0 and holds of 10 plus 0.1/);
+    // 300 records of 0.05 (15 in all) from the three agents, each batch sent to two instances at once.
+    const batches = Array.from({ length: 30 }, (_, b) => Array.from({ length: 10 }, () => record(agents[b % 3]!, '0.05')));
+    const answers = await Promise.all(batches.flatMap((batch, b) => [sendRetrying(b, batch), sendRetrying(b + 1, batch)]));
+    for (const a of answers) expect(a.status, JSON.stringify(a.body)).to.equal(200);
+    expect(answers.reduce((n, a) => n + a.body.ingested - a.body.duplicates, 0)).to.equal(300);
+    const alerts = await on(2, 'GET', `/api/v1/alerts?limit=100`);
+    const ofPool = alerts.body.data.filter((a: { policyId: string }) => a.policyId === policy.body.id).map((a: Record<string, unknown>) => [a.type, a.kind, a.count]);
+    expect(ofPool.map((a: unknown[]) => a.slice(0, 2)).sort(), JSON.stringify(alerts.body.data)).to.deep.equal([
+      ['threshold', 'monthly'],
+      ['violation', 'monthly'],
+    ]);
+    // The breach counts the 50 declines, then every record past the limit (10 reached at the 200th
+    // record, 100 over it): one alert for the pool, whichever instance and agent met it.
+    expect(ofPool.find((a: unknown[]) => a[0] === 'violation')[2]).to.equal(150);
+    const budgets = await on(1, 'GET', `/api/v1/budgets?policy_id=${policy.body.id}`);
+    expect(budgets.status, JSON.stringify(budgets.body)).to.equal(200);
+    expect(budgets.body.data.map((b: Record<string, unknown>) => [b.agent_id, b.spent, b.held, b.remaining])).to.deep.equal([[null, '15', '10', '0']]);
+  });
+
   it('a key revoked through one instance is refused by every other within a second', async () => {
     const made = await on(0, 'POST', '/api/v1/keys', { name: 'short-lived', scopes: ['read'] });
     expect(made.status, JSON.stringify(made.body)).to.equal(201);
