@@ -11,6 +11,7 @@ import { denominationOf, UNKNOWN, type Denomination } from './money';
 import type { Team } from './types';
 import { AgentPage, Agents } from './pages/agents';
 import { AlertPage, Alerts } from './pages/alerts';
+import { Budgets } from './pages/budgets';
 import { Overview } from './pages/overview';
 import { Policies, PolicyPage } from './pages/policies';
 import { TeamPage, WebhookPage } from './pages/team';
@@ -23,6 +24,7 @@ const SECTIONS = [
   { path: '', label: 'Overview' },
   { path: 'agents', label: 'Agents' },
   { path: 'alerts', label: 'Alerts' },
+  { path: 'budgets', label: 'Budgets' },
   { path: 'policies', label: 'Policies' },
   { path: 'team', label: 'Team' },
 ] as const;
@@ -36,6 +38,8 @@ function Page({ path }: { path: string }) {
       return id ? <AgentPage agentId={id} /> : <Agents />;
     case 'alerts':
       return id ? <AlertPage alertId={id} /> : <Alerts />;
+    case 'budgets':
+      return id ? <NotFound /> : <Budgets />;
     case 'policies':
       return id ? <PolicyPage policyId={id} /> : <Policies />;
     case 'team':

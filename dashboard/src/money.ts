@@ -134,3 +134,18 @@ export function formatMoney(value: string | null | undefined, denomination: Deno
   const label = denominationLabel(denomination);
   return label ? `${shownAmount(value).text} ${label}` : shownAmount(value).text;
 }
+
+/**
+ * part / whole as a number, for drawing only (a bar's length, a marker's place), never shown as
+ * money: the division is exact on scaled BigInts, to a millionth, before it becomes a number.
+ * Undefined when either is not a decimal string, or the whole is 0.
+ */
+export function ratioOf(part: string, whole: string): number | undefined {
+  const a = parse(part);
+  const b = parse(whole);
+  if (!a || !b || b.units === 0n) return undefined;
+  const scale = Math.max(a.scale, b.scale);
+  const top = (a.negative ? -1n : 1n) * a.units * 10n ** BigInt(scale - a.scale);
+  const bottom = (b.negative ? -1n : 1n) * b.units * 10n ** BigInt(scale - b.scale);
+  return Number((top * 1_000_000n) / bottom) / 1_000_000;
+}

@@ -23,13 +23,14 @@ export interface Summary {
 
 export interface Alert {
   id: string;
-  type: 'violation' | 'anomaly' | 'system';
+  type: 'violation' | 'anomaly' | 'threshold' | 'system';
   kind: string;
   severity: 'info' | 'warning' | 'critical';
   status: 'open' | 'resolved';
   agentId: string;
   policyId: string | null;
-  window: { start: string; end: string } | null;
+  /** A `total` limit's window has no end. */
+  window: { start: string; end: string | null } | null;
   observed: string | null;
   limit: string | null;
   subject: string | null;
@@ -56,10 +57,24 @@ export interface Agent {
   createdAt: string;
 }
 
-export interface Limit {
-  kind: 'per_call' | 'per_hour' | 'daily' | 'weekly' | 'monthly' | 'per_endpoint';
-  amount: string;
-  endpoint?: string;
+/** Limits on money: `amount`, a decimal string. */
+export type SpendKind = 'per_call' | 'per_hour' | 'daily' | 'weekly' | 'monthly' | 'total' | 'per_endpoint';
+/** Limits on the number of calls: `count`, an integer. */
+export type CallKind = 'calls_per_minute' | 'calls_per_hour' | 'calls_per_day';
+export type LimitKind = SpendKind | CallKind;
+
+/** A limit has an amount or a count, as its kind says (limits.ts tells which). */
+export type Limit =
+  | { kind: SpendKind; amount: string; count?: undefined; endpoint?: string }
+  | { kind: CallKind; count: number; amount?: undefined; endpoint?: undefined };
+
+/** Which records count toward a policy's limits: each list given narrows it (stored canonical: lowercase assets). */
+export interface PolicyMatch {
+  categories?: string[];
+  networks?: string[];
+  assets?: string[];
+  endpoints?: string[];
+  tags?: string[];
 }
 
 export interface Policy {
@@ -70,8 +85,43 @@ export interface Policy {
   action: 'flag' | 'block';
   active: boolean;
   timezone: string | null;
+  /** agent: each agent its own totals; pool: the policy's agents (or the whole team) share one. */
+  scope: 'agent' | 'pool';
+  match: PolicyMatch | null;
+  notify_at: number[];
+  /** Where its `total` limits start counting. */
+  starts_at: string;
   createdAt: string;
   updatedAt: string;
+}
+
+/** A row of GET /budgets: one windowed limit of an active policy, for one agent or the pool. */
+export interface Budget {
+  policy_id: string;
+  policy_name: string;
+  action: Policy['action'];
+  kind: Exclude<LimitKind, 'per_call'>;
+  scope: Policy['scope'];
+  /** null for a pool. */
+  agent_id: string | null;
+  /** per_endpoint: the pattern. */
+  endpoint: string | null;
+  /** null for a total (it counts from the policy's starts_at, with no end). */
+  window: { start: string; end: string } | null;
+  /** Decimal strings: amounts, or integer strings of calls for the call kinds. */
+  limit: string;
+  spent: string;
+  held: string;
+  remaining: string;
+  /** (spent + held) / limit, to 6 places; null when the limit is 0. */
+  used: number | null;
+  notify_at: number[];
+  forecast: { spent_at_end: string | null; exhausted_at: string | null };
+}
+
+export interface BudgetList {
+  data: Budget[];
+  truncated: boolean;
 }
 
 export interface Team {

@@ -329,6 +329,205 @@ describe('dashboard in a browser', function () {
     await page.close();
   });
 
+  it("the policy form: a pool policy with a match, thresholds, a calls limit and a total's start is created with those fields; a bad count and a start with seconds show the API's errors at their fields", async () => {
+    const own = await newTeam('dashboard-policy-form');
+    const page = await newPage('wide');
+    await signIn(page, own.apiKey);
+    await page.goto(`${server.url}/dashboard/policies/new`);
+    await page.getByLabel('Name').fill('browser pool');
+    await page.getByLabel('Agents (ids, separated by commas; empty: every agent of the team)').fill('research-bot, writer-bot');
+    await page.getByRole('radio', { name: /^Pool/ }).check();
+    await page.locator('select[name="limits[0].kind"]').selectOption('monthly');
+    await page.getByLabel('Amount').fill('250');
+    await page.getByRole('button', { name: 'Add a limit' }).click();
+    await page.locator('select[name="limits[1].kind"]').selectOption('calls_per_hour');
+    // A call limit takes a count, not an amount.
+    expect(await page.locator('input[name="limits[1].amount"]').count()).to.equal(0);
+    await page.locator('input[name="limits[1].count"]').fill('2.5');
+    await page.getByLabel('Assets (').fill('USDC');
+    await page.getByLabel('Categories (').fill('llm, search');
+    await page.getByLabel('Alert at (').fill('80, 95');
+    // The start of total limits is asked for only when there is one.
+    expect(await page.locator('#policy-starts-at').count()).to.equal(0);
+    await page.getByRole('button', { name: 'Create policy' }).click();
+    const countError = page.locator('[data-field-error="limits[1].count"]');
+    await countError.waitFor();
+    expect(await countError.textContent()).to.include('must be an integer');
+    expect(await page.locator('input[name="limits[1].count"]').getAttribute('aria-invalid')).to.equal('true');
+
+    await page.locator('input[name="limits[1].count"]').fill('120');
+    await page.getByRole('button', { name: 'Add a limit' }).click();
+    await page.locator('select[name="limits[2].kind"]').selectOption('total');
+    await page.locator('input[name="limits[2].amount"]').fill('1000');
+    await page.locator('#policy-starts-at').fill('2026-01-01T00:00:30Z');
+    await page.getByRole('button', { name: 'Create policy' }).click();
+    const startError = page.locator('[data-field-error="starts_at"]');
+    await startError.waitFor();
+    expect(await startError.textContent()).to.include('whole minute');
+    expect(await page.locator('#policy-starts-at').getAttribute('aria-invalid')).to.equal('true');
+    expect((await api().get('/api/v1/policies').set(...own.auth).expect(200)).body.data).to.deep.equal([]);
+
+    await page.locator('#policy-starts-at').fill('2026-01-01T00:00:00Z');
+    await page.getByRole('button', { name: 'Create policy' }).click();
+    await page.locator('.notice', { hasText: 'browser pool' }).waitFor();
+    const [created] = (await api().get('/api/v1/policies').set(...own.auth).expect(200)).body.data;
+    expect(created).to.deep.include({ name: 'browser pool', scope: 'pool', agents: ['research-bot', 'writer-bot'], notify_at: [80, 95], starts_at: '2026-01-01T00:00:00.000Z' });
+    expect(created.match).to.deep.equal({ assets: ['usdc'], categories: ['llm', 'search'] });
+    expect(created.limits).to.deep.equal([
+      { kind: 'monthly', amount: '250' },
+      { kind: 'calls_per_hour', count: 120 },
+      { kind: 'total', amount: '1000' },
+    ]);
+    // The list says what it is, and its use now, linking to its budgets.
+    const row = page.locator(`[data-policy="${created.id}"]`);
+    expect(await row.textContent()).to.include('Calls per hour: 120 calls');
+    const use = row.locator('[data-current-use] a');
+    await use.waitFor();
+    expect(await use.getAttribute('href')).to.equal(`/dashboard/budgets?policy_id=${created.id}`);
+
+    // Its page shows what was saved; saved again unchanged, it stays the same.
+    await page.goto(`${server.url}/dashboard/policies/${created.id}`);
+    await page.locator('[data-panel=policy][data-state=ready]').waitFor();
+    expect(await page.getByLabel('Assets (').inputValue()).to.equal('usdc');
+    expect(await page.getByLabel('Alert at (').inputValue()).to.equal('80, 95');
+    expect(await page.locator('input[name="limits[1].count"]').inputValue()).to.equal('120');
+    expect(await page.getByRole('radio', { name: /^Pool/ }).isChecked()).to.equal(true);
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.locator('.notice', { hasText: 'browser pool' }).waitFor();
+    const saved = (await api().get(`/api/v1/policies/${created.id}`).set(...own.auth).expect(200)).body;
+    expect({ ...saved, updatedAt: undefined }).to.deep.equal({ ...created, updatedAt: undefined });
+    expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
+    await page.close();
+  });
+
+  it('budgets: every row GET /budgets gives, in its order, a bar of spent and held against the limit with the threshold marks and the forecast; a policy\'s use on the Policies page links to its own', async () => {
+    const own = await newTeam('dashboard-budgets');
+    const pool = (
+      await api()
+        .post('/api/v1/policies')
+        .set(...own.auth)
+        .send({
+          name: 'research pool',
+          scope: 'pool',
+          agents: ['research-bot', 'writer-bot'],
+          action: 'block',
+          match: { assets: ['USDC'] },
+          notify_at: [50, 80],
+          limits: [{ kind: 'monthly', amount: '100' }, { kind: 'calls_per_day', count: 40 }],
+        })
+        .expect(201)
+    ).body;
+    await api()
+      .post('/api/v1/policies')
+      .set(...own.auth)
+      .send({ name: 'per-agent daily', agents: ['research-bot', 'writer-bot', 'idle-bot'], notify_at: [90], limits: [{ kind: 'daily', amount: '20' }, { kind: 'total', amount: '500' }] })
+      .expect(201);
+    const paid = (id: string, agent: string, amount: string, asset = 'USDC') => ({ id, agent_id: agent, endpoint: 'https://api.example.com/v1/search', method: 'POST', amount, asset, category: 'search' });
+    await api()
+      .post('/api/v1/events')
+      .set(...own.auth)
+      .send({ events: [paid('b-1', 'research-bot', '30'), paid('b-2', 'research-bot', '12.5'), paid('b-3', 'writer-bot', '10.25'), paid('b-4', 'writer-bot', '5', 'EURC')] })
+      .expect(200);
+    // An open authorization holds part of the budgets.
+    await api().post('/api/v1/authorizations').set(...own.auth).send({ agent_id: 'writer-bot', endpoint: 'https://api.example.com/v1/search', amount: '2', asset: 'USDC' }).expect(200);
+
+    for (const viewport of ['wide', 'phone'] as const) {
+      const page = await newPage(viewport);
+      await signIn(page, own.apiKey);
+      await page.goto(`${server.url}/dashboard/budgets`);
+      await page.locator('[data-panel=budgets][data-state=ready]').waitFor();
+      // Amounts with their assets (the team's, and the policies' match), totals with their start.
+      await page.locator('[data-panel=budgets] .money .asset').first().waitFor();
+      await page.locator('[data-panel=budgets] [data-kind=total] .budget-window time').first().waitFor();
+      const listed = (await api().get('/api/v1/budgets').set(...own.auth).expect(200)).body;
+      expect(listed.truncated).to.equal(false);
+      // Pool: monthly and calls per day; per agent: daily and total, each of three agents.
+      expect(listed.data).to.have.length(8);
+      const rows = page.locator('[data-panel=budgets] [data-budget]');
+      expect(
+        await rows.evaluateAll((els) => els.map((e) => [e.getAttribute('data-policy'), e.getAttribute('data-kind'), e.getAttribute('data-agent')])),
+        'the order is the API\'s',
+      ).to.deep.equal(listed.data.map((b: { policy_id: string; kind: string; agent_id: string | null }) => [b.policy_id, b.kind, b.agent_id]));
+      for (const [i, budget] of (listed.data as {
+        policy_name: string;
+        kind: string;
+        agent_id: string | null;
+        window: { start: string; end: string } | null;
+        limit: string;
+        spent: string;
+        held: string;
+        used: number;
+        notify_at: number[];
+        forecast: { spent_at_end: string | null; exhausted_at: string | null };
+      }[]).entries()) {
+        const row = rows.nth(i);
+        const what = `${budget.policy_name} ${budget.kind} ${budget.agent_id}`;
+        for (const name of ['spent', 'held', 'limit'] as const) {
+          expect(await row.locator(`[data-figure=${name}] [data-exact]`).getAttribute('data-exact'), `${what}: ${name}`).to.equal(budget[name]);
+        }
+        const spentText = (await row.locator('[data-figure=spent]').textContent())!;
+        if (budget.kind === 'calls_per_day') {
+          // Calls are counts, not money.
+          expect(spentText).to.equal(budget.spent);
+          expect(await row.locator('.budget-figures strong').textContent()).to.match(/ calls$/);
+        } else {
+          // The pool keeps to USDC; the per-agent policy adds every asset (the team has two): said
+          // once, after the limit.
+          const asset = budget.agent_id === null ? ' USDC' : ' EURC+USDC';
+          const limitText = (await row.locator('[data-figure=limit]').textContent())!;
+          expect(limitText.endsWith(asset), `${what}: ${limitText}`).to.equal(true);
+          expect(isRoundingOf(limitText.slice(0, -asset.length), budget.limit), `${what}: ${limitText} rounds ${budget.limit}`).to.equal(true);
+          expect(isRoundingOf(spentText, budget.spent), `${what}: ${spentText} rounds ${budget.spent}`).to.equal(true);
+          expect(await row.locator('[data-figure=spent] .money').getAttribute('title'), what).to.include(budget.agent_id === null ? 'USDC' : 'EURC, USDC');
+        }
+        expect(await row.locator('.budget-bar .tick').evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-percent')))), what).to.deep.equal(budget.notify_at);
+        const meter = row.getByRole('meter');
+        expect(await meter.getAttribute('aria-valuenow'), what).to.equal(String(Math.min(100, Math.round(budget.used * 100))));
+        expect(await meter.getAttribute('aria-valuetext'), what).to.match(/^spent .+ of .+, [\d.]+%/);
+        // Over its limit, the bar stretches past a line at the limit.
+        expect(await row.locator('.budget-bar .over').count(), what).to.equal(budget.used > 1 ? 1 : 0);
+        const times = await row.locator('.budget-window time').evaluateAll((els) => els.map((e) => e.getAttribute('datetime')));
+        if (budget.window) expect(times, what).to.deep.equal([budget.window.start, budget.window.end]);
+        else expect((await row.locator('.budget-window').textContent())!, what).to.match(/^since \d{1,2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2}$/);
+        const forecast = (await row.locator('.budget-forecast').textContent())!;
+        if (budget.spent === '0') expect(forecast, what).to.include('nothing spent yet');
+        else if (budget.forecast.spent_at_end !== null) expect(forecast, what).to.include('on course for');
+        if (budget.used >= 1) expect(forecast, what).to.include('the limit is reached');
+        else if (budget.forecast.exhausted_at !== null) {
+          // The forecast moves with the clock: the page's answer came a moment before the test's.
+          const shown = Date.parse((await row.locator('[data-forecast=exhausted_at] time').getAttribute('datetime'))!);
+          expect(Math.abs(shown - Date.parse(budget.forecast.exhausted_at)), what).to.be.below(10 * 60_000);
+        }
+      }
+      // The over-spent agent: 42.50 of 20.
+      expect(listed.data[0]).to.deep.include({ kind: 'daily', agent_id: 'research-bot', spent: '42.5' });
+      expect(await rows.first().locator('.budget-bar').getAttribute('class')).to.include('stretched');
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow, `budgets at ${viewport}: sideways overflow`).to.be.at.most(0);
+      expect(await clippedControls(page), `budgets at ${viewport}: controls not fully shown`).to.deep.equal([]);
+      await photograph(page, `budgets-own-${viewport}`);
+      expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
+      await page.close();
+    }
+
+    // The Policies page: each policy's fullest budget per kind, linking to its budgets.
+    const page = await newPage('wide');
+    await signIn(page, own.apiKey);
+    await page.goto(`${server.url}/dashboard/policies`);
+    const use = page.locator(`[data-policy="${pool.id}"] [data-current-use] a`);
+    await use.waitFor();
+    const poolRows = (await api().get('/api/v1/budgets').query({ policy_id: pool.id }).set(...own.auth).expect(200)).body.data as { kind: string; used: number }[];
+    expect(await use.locator('[data-use-kind]').evaluateAll((els) => els.map((e) => e.getAttribute('data-use-kind')))).to.deep.equal(poolRows.map((b) => b.kind));
+    expect(await use.textContent()).to.match(/^now: (monthly|calls per day) [\d.]+% \(pool\) · (monthly|calls per day) [\d.]+% \(pool\)$/);
+    expect(await page.locator('[data-current-use]').first().textContent()).to.match(/\((research-bot|writer-bot|idle-bot|pool)\)/);
+    await use.click();
+    await page.waitForURL(new RegExp(`/dashboard/budgets\\?policy_id=${pool.id}$`));
+    await page.locator('[data-panel=budgets][data-state=ready]').waitFor();
+    expect(await page.locator('[data-budget]').evaluateAll((els) => els.map((e) => e.getAttribute('data-kind')))).to.deep.equal(poolRows.map((b) => b.kind));
+    expect(await page.locator('select[name=policy_id]').inputValue()).to.equal(pool.id);
+    await page.close();
+  });
+
   it('team: usage; a key created with scopes is shown once and revoked; a webhook added, tested, and its delivery log', async () => {
     const received: string[] = [];
     const receiver = http.createServer((req, res) => {
@@ -517,7 +716,7 @@ describe('dashboard in a browser', function () {
     await signIn(page);
     const range = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;
     for (const zone of ['UTC', 'America/St_Johns']) {
-      for (const url of [`/dashboard/?${range}`, '/dashboard/agents', `/dashboard/agents/${AGENTS[0]}?${range}`, '/dashboard/alerts', `/dashboard/alerts/${alertId}`, '/dashboard/policies', '/dashboard/team']) {
+      for (const url of [`/dashboard/?${range}`, '/dashboard/agents', `/dashboard/agents/${AGENTS[0]}?${range}`, '/dashboard/alerts', `/dashboard/alerts/${alertId}`, '/dashboard/budgets', '/dashboard/policies', '/dashboard/team']) {
         await page.goto(`${server.url}${url}`);
         await settled(page);
         if (url.startsWith('/dashboard/?')) {
@@ -657,6 +856,8 @@ describe('dashboard in a browser', function () {
       ['agent', `/dashboard/agents/${AGENTS[0]}?${range}`],
       ['alerts', '/dashboard/alerts'],
       ['alert', `/dashboard/alerts/${alertId}`],
+      ['budgets', '/dashboard/budgets'],
+      ['budgets-policy', `/dashboard/budgets?policy_id=${policyId}`],
       ['policies', '/dashboard/policies'],
       ['policy', `/dashboard/policies/${policyId}`],
       ['policy-new', '/dashboard/policies/new'],
@@ -680,7 +881,7 @@ describe('dashboard in a browser', function () {
     }
   });
 
-  it('the screenshots in the docs (overview, an agent, alerts, policies at 1280 px) are taken from the seeded install', async () => {
+  it('the screenshots in the docs (overview, an agent, alerts, budgets, policies at 1280 px) are taken from the seeded install', async () => {
     // Into docs/images with DOCS_IMAGES=1 (npm run docs:images); otherwise beside the other
     // screenshots, so an ordinary test run leaves the checkout clean (each run has new dates).
     const dir = process.env.DOCS_IMAGES === '1' ? DOCS_IMAGE_DIR : path.join(SCREENSHOT_DIR, 'docs');
@@ -693,6 +894,7 @@ describe('dashboard in a browser', function () {
       ['overview', `/dashboard/?${range}`],
       ['agent', `/dashboard/agents/${AGENTS[0]}?${range}`],
       ['alerts', '/dashboard/alerts'],
+      ['budgets', '/dashboard/budgets'],
       ['policies', '/dashboard/policies'],
     ];
     for (const [name, url] of shots) {

@@ -6,9 +6,10 @@
  */
 import { useTeamAssets } from '../assets';
 import { formatCount } from '../format';
+import { KIND_WORDS } from '../limits';
 import { UNKNOWN, type Denomination } from '../money';
 import { href } from '../router';
-import type { Alert } from '../types';
+import type { Alert, LimitKind } from '../types';
 import { Money } from './money';
 import { Time, TimeWindow } from './time';
 
@@ -22,7 +23,11 @@ const TITLES: Record<string, string> = {
   daily: 'Daily limit broken',
   weekly: 'Weekly limit broken',
   monthly: 'Monthly limit broken',
+  total: 'Total limit broken',
   per_endpoint: 'Daily endpoint limit broken',
+  calls_per_minute: 'Calls per minute limit broken',
+  calls_per_hour: 'Calls per hour limit broken',
+  calls_per_day: 'Calls per day limit broken',
   suspended: 'Payment by a suspended agent',
   client_blocked: 'Payment blocked by the client',
   client_flagged: 'Payment flagged by the client',
@@ -35,12 +40,18 @@ const TITLES: Record<string, string> = {
 
 /** A few words for the alert: what happened, without its figures (those have their own columns). */
 export function alertTitle(alert: Alert): string {
+  // A threshold is a warning on the way to a limit, not a breach; its percentage is a figure.
+  if (alert.type === 'threshold') return `${capitalised(KIND_WORDS[alert.kind as LimitKind] ?? alert.kind.replace(/_/g, ' '))} limit: alert threshold reached`;
   const title = TITLES[alert.kind] ?? alert.kind.replace(/_/g, ' ');
   return alert.details.declined === true ? `Authorization declined: ${title[0]!.toLowerCase()}${title.slice(1)}` : title;
 }
 
+const capitalised = (text: string) => text[0]!.toUpperCase() + text.slice(1);
+
 /** Kinds whose observed value and limit are counts (calls, alerts), not amounts. */
-const COUNT_KINDS = new Set(['loop', 'alert_storm']);
+const COUNT_KINDS = new Set(['loop', 'alert_storm', 'calls_per_minute', 'calls_per_hour', 'calls_per_day']);
+/** Of those, the ones that count calls. */
+export const CALL_COUNT_KINDS = new Set(['loop', 'calls_per_minute', 'calls_per_hour', 'calls_per_day']);
 /** Kinds whose observed value is one payment, not a sum over a window. */
 const ONE_PAYMENT_KINDS = new Set(['per_call', 'client_blocked', 'client_flagged', 'spike', 'new_payee']);
 
@@ -63,7 +74,7 @@ export function ObservedAgainstLimit({ alert }: { alert: Alert }) {
       <span>
         {alert.observed}
         {alert.limit !== null && <span class="muted"> of {alert.limit}</span>}
-        {alert.kind === 'loop' ? ' calls' : ''}
+        {CALL_COUNT_KINDS.has(alert.kind) ? ' calls' : ''}
       </span>
     );
   }

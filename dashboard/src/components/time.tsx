@@ -16,10 +16,20 @@ export function Time({ iso, absolute, empty = '–' }: { iso: string | null | un
   );
 }
 
-/** A window: "23 Nov 2026, 05:00 – 06:00" on one day, else both in full. */
-export function TimeWindow({ start, end }: { start: string; end: string }) {
+/**
+ * A window: "23 Nov 2026, 05:00 – 06:00" on one day, else both in full; with no end (a `total`
+ * limit counts from its start on), "since 23 Nov 2026, 05:00".
+ */
+export function TimeWindow({ start, end }: { start: string; end: string | null }) {
   const zone = useTimeZone();
   const from = Date.parse(start);
+  if (end === null) {
+    return (
+      <span class="window" title={`since ${formatInstant(from, zone)} (${zone}), with no end`}>
+        since <time dateTime={start}>{formatInstant(from, zone)}</time>
+      </span>
+    );
+  }
   const to = Date.parse(end);
   const title = `${formatInstant(from, zone)} to ${formatInstant(to, zone)} (${zone}), end excluded`;
   return (

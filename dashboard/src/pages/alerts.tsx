@@ -6,7 +6,7 @@ import { useState } from 'preact/hooks';
 import type { ComponentChildren } from 'preact';
 import { api, ApiError } from '../api';
 import { useTeamAssets } from '../assets';
-import { alertDenomination, alertTitle, AlertTable, ObservedAgainstLimit, Severity } from '../components/alerts';
+import { alertDenomination, alertTitle, CALL_COUNT_KINDS, AlertTable, ObservedAgainstLimit, Severity } from '../components/alerts';
 import { ChangeButton, ReadOnlyNote } from '../components/change-controls';
 import { PagedList } from '../components/list';
 import { Panel, useLoad } from '../components/panel';
@@ -22,7 +22,7 @@ import { useTimeZone } from '../zone';
 
 const FILTERS = {
   status: ['open', 'resolved'],
-  type: ['violation', 'anomaly', 'system'],
+  type: ['violation', 'anomaly', 'threshold', 'system'],
   severity: ['critical', 'warning', 'info'],
 } as const;
 
@@ -116,7 +116,7 @@ function AlertDetails({ alert, onChanged }: { alert: Alert; onChanged: () => voi
   // The detail: every digit, with the asset when it is known.
   const denomination = alertDenomination(alert, team);
   const unit = denomination.kind === 'asset' ? ` ${denomination.asset}` : '';
-  const amountOrCount = (value: string | null) => (value === null ? '–' : alert.kind === 'loop' ? value : `${exactAmount(value)}${unit}`);
+  const amountOrCount = (value: string | null) => (value === null ? '–' : CALL_COUNT_KINDS.has(alert.kind) ? value : `${exactAmount(value)}${unit}`);
   const rows: [string, ComponentChildren][] = [
     ['Agent', alert.agentId ? <a href={href('agents', alert.agentId)}>{alert.agentId}</a> : '–'],
     ['Policy', alert.policyId ? <a href={href('policies', alert.policyId)}>{String(alert.details.policyName ?? alert.policyId)}</a> : '–'],

@@ -1,7 +1,8 @@
 /**
- * Policies: the list (activate or deactivate in place, delete after a confirmation), and a form to
- * create or edit one. The form checks nothing the API checks: it sends what was typed and shows
- * each of the API's field errors next to its field, so the rules live in one place.
+ * Policies: the list (activate or deactivate in place, delete after a confirmation, each with its
+ * use of the current windows), and a form to create or edit one. The form checks nothing the API
+ * checks: it sends what was typed and shows each of the API's field errors next to its field, so
+ * the rules live in one place.
  */
 import { useState } from 'preact/hooks';
 import { api } from '../api';
@@ -14,17 +15,10 @@ import { FieldMessage, FormError, invalidProps, OutcomeMessage, useOutcome, useS
 import { PagedList } from '../components/list';
 import { Panel, useLoad } from '../components/panel';
 import { useRefreshTick } from '../components/range-bar';
+import { formatCalls, isCallKind, KIND_LABELS, policyDenomination } from '../limits';
 import { href, navigate, useLocation } from '../router';
-import type { Limit, Policy } from '../types';
-
-const KIND_LABELS: Record<Limit['kind'], string> = {
-  per_call: 'Per payment',
-  per_hour: 'Per hour',
-  daily: 'Per day',
-  weekly: 'Per week',
-  monthly: 'Per month',
-  per_endpoint: 'Per endpoint per day',
-};
+import type { BudgetList, LimitKind, Policy, PolicyMatch } from '../types';
+import { CurrentUse } from './budgets';
 
 /**
  * What each action does, worded as src/evaluation does it: a block policy declines only
@@ -45,14 +39,40 @@ const ACTIONS: Record<Policy['action'], { badge: string; label: string; effect: 
   },
 };
 
+const SCOPES: Record<Policy['scope'], { label: string; effect: string }> = {
+  agent: { label: 'Per agent', effect: 'Each agent has its own totals: each may spend up to every limit on its own.' },
+  pool: { label: 'Pool', effect: 'The agents listed (none: the whole team) share one total per limit, spent by any of them.' },
+};
+
+const MATCH_FIELDS = ['categories', 'networks', 'assets', 'endpoints', 'tags'] as const;
+type MatchField = (typeof MATCH_FIELDS)[number];
+
+const MATCH_LABELS: Record<MatchField, string> = {
+  categories: 'Categories (llm, api, data, search, compute, storage, media, or your own)',
+  networks: 'Networks (CAIP-2 ids such as eip155:8453, or x402 network ids such as base)',
+  assets: 'Assets (symbols such as USDC, or token addresses)',
+  endpoints: 'Endpoints (a host, *.host, or a URL prefix)',
+  tags: 'Tags (records carrying any of them)',
+};
+
+/** A policy's match in a few words: "only assets usdc; categories llm". */
+function matchText(match: PolicyMatch | null): string {
+  if (!match) return '';
+  const parts = MATCH_FIELDS.filter((f) => match[f]?.length).map((f) => `${f} ${match[f]!.join(', ')}`);
+  return parts.length ? `only ${parts.join('; ')}` : '';
+}
+
 export function Policies() {
   const tick = useRefreshTick();
   const saved = new URLSearchParams(useLocation().search).get('saved');
   const [changed, setChanged] = useState(0);
   const [outcome, act] = useOutcome(() => setChanged((n) => n + 1));
   const right = useChangeRight();
-  // Limits compare sums of every asset's amounts: in the team's assets (mixed, said so, if several).
+  // Limits compare sums of every asset's amounts: in the team's assets (mixed, said so, if several),
+  // unless a policy keeps to some assets.
   const assets = useTeamAssets();
+  // One answer for every policy's use of its current windows; without it the list still shows.
+  const budgets = useLoad((signal) => api<BudgetList>('GET', '/budgets', { signal }), [changed], tick);
   return (
     <>
       <div class="page-head">
@@ -82,16 +102,27 @@ export function Policies() {
                   <span class={`badge action-${p.action}`} title={ACTIONS[p.action].effect}>
                     {ACTIONS[p.action].badge}
                   </span>
+                  {p.scope === 'pool' && (
+                    <>
+                      {' '}
+                      <span class="badge scope-pool" title={SCOPES.pool.effect}>
+                        pool
+                      </span>
+                    </>
+                  )}
                   <div class="muted">
                     {p.agents.length ? p.agents.join(', ') : 'every agent'}
                     {p.limits.map((l, i) => (
                       <span key={i} class="limit">
                         {' · '}
                         {KIND_LABELS[l.kind]}
-                        {l.endpoint ? ` (${l.endpoint})` : ''}: <Money value={l.amount} denomination={assets} />
+                        {l.endpoint ? ` (${l.endpoint})` : ''}: {l.count !== undefined ? formatCalls(l.count) : <Money value={l.amount} denomination={policyDenomination(p.match, assets)} />}
                       </span>
                     ))}
+                    {p.match && <span class="policy-match"> · {matchText(p.match)}</span>}
+                    {p.notify_at.length > 0 && <span class="policy-notify"> · alerts at {p.notify_at.map((n) => `${n}%`).join(', ')}</span>}
                   </div>
+                  {p.active && <CurrentUse policyId={p.id} budgets={budgets.data?.data} />}
                 </div>
                 <div class="policy-actions">
                   <ChangeButton onClick={() => act(() => api('PATCH', `/policies/${p.id}`, { body: { active: !p.active } }))}>{p.active ? 'Deactivate' : 'Activate'}</ChangeButton>
@@ -130,33 +161,78 @@ export function PolicyPage({ policyId }: { policyId: string }) {
 }
 
 interface LimitDraft {
-  kind: Limit['kind'];
+  kind: LimitKind;
   amount: string;
+  count: string;
   endpoint: string;
 }
+
+/** A comma-separated input as the list it stands for. */
+const listOf = (text: string) =>
+  text
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+
+/**
+ * A typed number sent as a number, as the API's integer fields take it; anything else as typed,
+ * so the API's own message says what is wrong with it.
+ */
+function numberOrText(text: string): number | string {
+  const value = Number(text);
+  return text !== '' && Number.isFinite(value) ? value : text;
+}
+
+function limitBody(l: LimitDraft): Record<string, unknown> {
+  if (isCallKind(l.kind)) {
+    const count = l.count.trim();
+    // Nothing typed: sent without a count, for the API to say it is required.
+    return count === '' ? { kind: l.kind } : { kind: l.kind, count: numberOrText(count) };
+  }
+  return l.kind === 'per_endpoint' ? { kind: l.kind, amount: l.amount.trim(), endpoint: l.endpoint.trim() } : { kind: l.kind, amount: l.amount.trim() };
+}
+
+const limitDraft = (l: Policy['limits'][number]): LimitDraft => ({ kind: l.kind, amount: l.amount ?? '', count: l.count === undefined ? '' : String(l.count), endpoint: l.endpoint ?? '' });
 
 function PolicyForm({ policy }: { policy?: Policy }) {
   const right = useChangeRight();
   const [name, setName] = useState(policy?.name ?? '');
   const [agents, setAgents] = useState(policy?.agents.join(', ') ?? '');
-  const [limits, setLimits] = useState<LimitDraft[]>(policy?.limits.map((l) => ({ kind: l.kind, amount: l.amount, endpoint: l.endpoint ?? '' })) ?? [{ kind: 'daily', amount: '', endpoint: '' }]);
+  const [scope, setScope] = useState<Policy['scope']>(policy?.scope ?? 'agent');
+  const [limits, setLimits] = useState<LimitDraft[]>(policy?.limits.map(limitDraft) ?? [{ kind: 'daily', amount: '', count: '', endpoint: '' }]);
   const [action, setAction] = useState<Policy['action']>(policy?.action ?? 'flag');
   const [active, setActive] = useState(policy?.active ?? true);
   const [timezone, setTimezone] = useState(policy?.timezone ?? '');
+  const [match, setMatch] = useState<Record<MatchField, string>>(() => Object.fromEntries(MATCH_FIELDS.map((f) => [f, policy?.match?.[f]?.join(', ') ?? ''])) as Record<MatchField, string>);
+  const [notifyAt, setNotifyAt] = useState(policy?.notify_at.join(', ') ?? '');
+  const [startsAt, setStartsAt] = useState(policy?.starts_at ?? '');
   const setLimit = (i: number, change: Partial<LimitDraft>) => setLimits((ls) => ls.map((l, j) => (j === i ? { ...l, ...change } : l)));
+  const hasTotal = limits.some((l) => l.kind === 'total');
 
   const [error, submit, busy] = useSubmit(async () => {
-    const body = {
+    const body: Record<string, unknown> = {
       name,
       agents: agents
         .split(/[\s,]+/)
         .map((a) => a.trim())
         .filter(Boolean),
-      limits: limits.map((l) => (l.kind === 'per_endpoint' ? { kind: l.kind, amount: l.amount.trim(), endpoint: l.endpoint.trim() } : { kind: l.kind, amount: l.amount.trim() })),
+      scope,
+      limits: limits.map(limitBody),
       action,
       active,
       timezone: timezone.trim() || null,
     };
+    const lists = Object.fromEntries(MATCH_FIELDS.map((f) => [f, listOf(match[f])]).filter(([, items]) => items!.length > 0));
+    // Only the lists typed are sent; an edit that empties them all removes the policy's match.
+    if (Object.keys(lists).length > 0) body.match = lists;
+    else if (policy?.match) body.match = null;
+    // "80%" reads as 80: the sign is how people write a percentage, not part of the number.
+    const thresholds = listOf(notifyAt).map((p) => numberOrText(p.replace(/%$/, '').trim()));
+    if (thresholds.length > 0 || (policy && policy.notify_at.length > 0)) body.notify_at = thresholds;
+    if (hasTotal) {
+      if (startsAt.trim()) body.starts_at = startsAt.trim();
+      else if (policy) body.starts_at = null;
+    }
     const saved = policy ? await api<Policy>('PATCH', `/policies/${policy.id}`, { body }) : await api<Policy>('POST', '/policies', { body });
     navigate(`${href('policies')}?saved=${encodeURIComponent(saved.name)}`);
   });
@@ -176,28 +252,49 @@ function PolicyForm({ policy }: { policy?: Policy }) {
       <FieldMessage error={error} field="agents" />
 
       <fieldset>
+        <legend>Whose totals</legend>
+        {(['agent', 'pool'] as const).map((s) => (
+          <label key={s} class="action-choice">
+            <input type="radio" name="scope" value={s} checked={scope === s} onChange={() => setScope(s)} aria-describedby={`scope-${s}-effect`} />
+            <strong>{SCOPES[s].label}</strong>
+            <span class="muted" id={`scope-${s}-effect`}>
+              {SCOPES[s].effect}
+            </span>
+          </label>
+        ))}
+        <FieldMessage error={error} field="scope" />
+      </fieldset>
+
+      <fieldset>
         <legend>Limits</legend>
         <FieldMessage error={error} field="limits" exact />
         {limits.map((limit, i) => (
           <div class="limit-row" key={i}>
             <label>
               Kind{' '}
-              <select value={limit.kind} onChange={(e) => setLimit(i, { kind: e.currentTarget.value as Limit['kind'] })}>
-                {(Object.keys(KIND_LABELS) as Limit['kind'][]).map((k) => (
+              <select name={`limits[${i}].kind`} value={limit.kind} onChange={(e) => setLimit(i, { kind: e.currentTarget.value as LimitKind })}>
+                {(Object.keys(KIND_LABELS) as LimitKind[]).map((k) => (
                   <option key={k} value={k}>
                     {KIND_LABELS[k]}
                   </option>
                 ))}
               </select>
             </label>
-            <label>
-              Amount{' '}
-              <input inputMode="decimal" name={`limits[${i}].amount`} value={limit.amount} onInput={(e) => setLimit(i, { amount: e.currentTarget.value })} {...invalidProps(error, `limits[${i}].amount`)} />
-            </label>
+            {isCallKind(limit.kind) ? (
+              <label>
+                Count{' '}
+                <input inputMode="numeric" name={`limits[${i}].count`} value={limit.count} onInput={(e) => setLimit(i, { count: e.currentTarget.value })} {...invalidProps(error, `limits[${i}].count`)} />
+              </label>
+            ) : (
+              <label>
+                Amount{' '}
+                <input inputMode="decimal" name={`limits[${i}].amount`} value={limit.amount} onInput={(e) => setLimit(i, { amount: e.currentTarget.value })} {...invalidProps(error, `limits[${i}].amount`)} />
+              </label>
+            )}
             {limit.kind === 'per_endpoint' && (
               <label>
                 Endpoint{' '}
-                <input placeholder="api.example.com" value={limit.endpoint} onInput={(e) => setLimit(i, { endpoint: e.currentTarget.value })} {...invalidProps(error, `limits[${i}].endpoint`)} />
+                <input placeholder="api.example.com" name={`limits[${i}].endpoint`} value={limit.endpoint} onInput={(e) => setLimit(i, { endpoint: e.currentTarget.value })} {...invalidProps(error, `limits[${i}].endpoint`)} />
               </label>
             )}
             {limits.length > 1 && (
@@ -205,15 +302,50 @@ function PolicyForm({ policy }: { policy?: Policy }) {
                 Remove
               </button>
             )}
+            <FieldMessage error={error} field={`limits[${i}]`} exact />
             <FieldMessage error={error} field={`limits[${i}].amount`} />
+            <FieldMessage error={error} field={`limits[${i}].count`} />
             <FieldMessage error={error} field={`limits[${i}].endpoint`} />
             <FieldMessage error={error} field={`limits[${i}].kind`} />
           </div>
         ))}
-        <button type="button" onClick={() => setLimits((ls) => [...ls, { kind: 'per_call', amount: '', endpoint: '' }])}>
+        <button type="button" onClick={() => setLimits((ls) => [...ls, { kind: 'per_call', amount: '', count: '', endpoint: '' }])}>
           Add a limit
         </button>
       </fieldset>
+
+      {hasTotal && (
+        <>
+          <label for="policy-starts-at">Start of the total limits (an ISO 8601 instant on a whole minute, such as 2026-12-01T00:00:00Z; empty: when the policy is created)</label>
+          <input id="policy-starts-at" name="starts_at" value={startsAt} onInput={(e) => setStartsAt(e.currentTarget.value)} {...invalidProps(error, 'starts_at')} />
+          <FieldMessage error={error} field="starts_at" />
+          {policy && (
+            <p class="muted">
+              Its total limits count from <Time iso={policy.starts_at} absolute />.
+            </p>
+          )}
+        </>
+      )}
+
+      <fieldset>
+        <legend>Only records matching (optional; separated by commas)</legend>
+        <p class="muted form-hint">
+          Each list given narrows the policy: a record counts toward its limits when it matches one entry of every list given. Without assets, every asset adds up into one
+          total: give one to keep a budget in one currency.
+        </p>
+        <FieldMessage error={error} field="match" exact />
+        {MATCH_FIELDS.map((f) => (
+          <div key={f} class="stack">
+            <label for={`policy-match-${f}`}>{MATCH_LABELS[f]}</label>
+            <input id={`policy-match-${f}`} name={`match.${f}`} value={match[f]} onInput={(e) => setMatch((m) => ({ ...m, [f]: e.currentTarget.value }))} {...invalidProps(error, `match.${f}`)} />
+            <FieldMessage error={error} field={`match.${f}`} />
+          </div>
+        ))}
+      </fieldset>
+
+      <label for="policy-notify-at">Alert at (percentages of each windowed limit, separated by commas, such as 80, 95; empty: none)</label>
+      <input id="policy-notify-at" name="notify_at" value={notifyAt} onInput={(e) => setNotifyAt(e.currentTarget.value)} {...invalidProps(error, 'notify_at')} />
+      <FieldMessage error={error} field="notify_at" />
 
       <fieldset>
         <legend>When a limit is broken</legend>
@@ -228,7 +360,7 @@ function PolicyForm({ policy }: { policy?: Policy }) {
         ))}
       </fieldset>
 
-      <label for="policy-timezone">Time zone of daily limits (IANA, e.g. Europe/Lisbon; empty: UTC)</label>
+      <label for="policy-timezone">Time zone of the daily, weekly and monthly windows and of calls per day (IANA, e.g. Europe/Lisbon; empty: UTC)</label>
       <input id="policy-timezone" value={timezone} onInput={(e) => setTimezone(e.currentTarget.value)} {...invalidProps(error, 'timezone')} />
       <FieldMessage error={error} field="timezone" />
 
