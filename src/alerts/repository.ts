@@ -168,17 +168,20 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
   byKey.sort((a, b) => (a.o.teamId === b.o.teamId ? compare(a.o.dedupKey, b.o.dedupKey) : compare(a.o.teamId, b.o.teamId)) || a.index - b.index);
   // Dedup keys join their parts with NUL, which PostgreSQL's text cannot hold: there, the unit
   // separator (which no part contains either). SQLite keeps the keys it has always stored.
-  const keyOf = (yield* dialectOf()) === 'postgres' ? (key: string) => key.replaceAll('\u0000', '\u001f') : (key: string) => key;
+  const sqlite = (yield* dialectOf()) === 'sqlite';
+  const keyOf = sqlite ? (key: string) => key : (key: string) => key.replaceAll('\u0000', '\u001f');
   for (const { o, index } of byKey) {
     const dedupKey = keyOf(o.dedupKey);
     const details = JSON.stringify(o.details);
     const cacheKey = `${o.teamId}\u0000${o.dedupKey}`;
     // An alert this process wrote last (a breach met by every group): updated without reading it.
-    const known = lastWritten.get(cacheKey);
+    // SQLite only: a count one process wrote and rolled back cannot recur there, where on PostgreSQL
+    // another instance may bring the row back to it (the row as read is then the only truth).
+    const known = sqlite ? lastWritten.get(cacheKey) : undefined;
     if (known && SEVERITY_RANK[o.severity] <= SEVERITY_RANK[known.severity]) {
       const update = occurrenceUpdate(o, known, details, now);
       if ((yield* run(OCCURRENCE_SQL.updateKnown, [...update.params, known.id, known.count])) === 1) {
-        remember(cacheKey, { ...known, ...update.after });
+        if (sqlite) remember(cacheKey, { ...known, ...update.after });
         continue;
       }
     }
@@ -207,7 +210,7 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
           return alert();
         }, 'alert.opened', now);
         opened[index] = true;
-        remember(cacheKey, { id, count: o.count, samples: JSON.stringify(samples), samplesFull: samples.length >= MAX_SAMPLES, lastSeen: o.lastSeen, observed: o.observed, severity: o.severity });
+        if (sqlite) remember(cacheKey, { id, count: o.count, samples: JSON.stringify(samples), samplesFull: samples.length >= MAX_SAMPLES, lastSeen: o.lastSeen, observed: o.observed, severity: o.severity });
         break;
       }
     }
@@ -225,7 +228,7 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
     const update = occurrenceUpdate(o, read, details, now);
     yield* run(OCCURRENCE_SQL.update, [...update.params, open.id]);
     const escalated = SEVERITY_RANK[o.severity] > SEVERITY_RANK[open.severity];
-    remember(cacheKey, { ...read, ...update.after, ...(escalated ? { severity: o.severity } : {}) });
+    if (sqlite) remember(cacheKey, { ...read, ...update.after, ...(escalated ? { severity: o.severity } : {}) });
     if (escalated) {
       yield* run(OCCURRENCE_SQL.escalate, [o.severity, open.id]);
       yield* enqueueAlertEvent(o.teamId, function* () {
@@ -255,6 +258,11 @@ interface WrittenAlert {
  * memory only saves reads, it is never trusted over the row.
  */
 const lastWritten = new Map<string, WrittenAlert>();
+
+/** Forgets every remembered alert (after a rolled-back group: see Evaluator.reset). */
+export function forgetWrittenAlerts(): void {
+  lastWritten.clear();
+}
 
 function remember(key: string, alert: WrittenAlert): void {
   if (!lastWritten.has(key) && lastWritten.size >= 10_000) lastWritten.clear();

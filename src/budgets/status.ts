@@ -96,7 +96,8 @@ export async function budgetStatus(
     else subjects = filter.agentId !== undefined ? [filter.agentId] : agents;
     if (subjects.length === 0) continue;
     for (const limit of policy.limits) {
-      const spec = scopeSpecOf(policy, limit, 0);
+      // Every agent's totals: one read per scope serves every policy on it, whichever agents each names.
+      const spec = scopeSpecOf(policy, limit, 0, null);
       if (!spec) continue;
       const current = spec.window(now);
       // A total that has not started: nothing counts yet.

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { recordOccurrences, type Occurrence } from '../alerts/repository.js';
+import { forgetWrittenAlerts, recordOccurrences, type Occurrence } from '../alerts/repository.js';
 import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
 import { authorizationFacts, Holds } from '../authorizations/holds.js';
 import { authorizationByKey, encodeChecks, insertAuthorization, liveHolds, type AuthorizationRow, type StoredCheck } from '../authorizations/repository.js';
@@ -427,7 +427,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         columns,
       );
       const found = new Map<string, bigint | null>();
-      // A pool's scope names its policy, so (subject, scope) alone tells an agent's row from a pool's.
+      // A pool's scope names its members, so (subject, scope) alone tells an agent's row from a pool's.
       for (const r of rows) found.set(this.totalKey(r.team_id, r.subject, r.window_kind, { start: Number(r.window_start), end: 0 }), r.spent === null ? null : BigInt(r.spent));
       const empty = new Set([...wanted.keys()].filter((key) => found.get(key) === null));
       const unfilled = new Map<string, { teamId: string; spec: ScopeSpec; window: Window }>();
@@ -586,6 +586,8 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     this.loadedWindows.clear();
     this.payees.clear();
     this.anomalies = new AnomalyDetector(this.config);
+    // What this process remembers of alerts may include the rolled-back write.
+    forgetWrittenAlerts();
   }
 
   private totalKey(teamId: string, subject: string, scope: string, window: Window): string {

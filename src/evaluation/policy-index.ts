@@ -178,6 +178,4 @@ export class PolicyIndex {
     }
     return merged;
   }
-
-
 }

@@ -102,6 +102,26 @@ describeOnEachRegistry('budget status', () => {
     expect(bad.body.error.details[0].field).to.equal('agent');
   });
 
+  it('policies naming different agents on one scope each show their own agents\' spend', async () => {
+    const team = await newTeam();
+    const every = await policy(team, { name: 'every', limits: [{ kind: 'daily', amount: '10' }] });
+    const a = await policy(team, { name: 'a', agents: ['a'], limits: [{ kind: 'daily', amount: '10' }] });
+    const b = await policy(team, { name: 'b', agents: ['b'], limits: [{ kind: 'daily', amount: '10' }] });
+    const at = Date.now() - MINUTE;
+    const rec = (agent: string, amount: string): Rec => ({ id: crypto.randomBytes(8).toString('hex'), agent_id: agent, endpoint: 'https://api.example.com/x', method: 'GET', amount, asset: 'USDC', created_at: at });
+    await send(team, [rec('a', '1'), rec('b', '2'), rec('c', '3')]);
+    const rows = (await budgets(team)).data.map((r) => [r.policy_id, r.agent_id, r.spent]);
+    expect(rows.sort()).to.deep.equal(
+      [
+        [a.id, 'a', '1'],
+        [b.id, 'b', '2'],
+        [every.id, 'a', '1'],
+        [every.id, 'b', '2'],
+        [every.id, 'c', '3'],
+      ].sort(),
+    );
+  });
+
   it('the forecast of a window of uniform spend is within 5% of the truth, and says when the limit will be reached', async () => {
     const team = await newTeam();
     const now = Date.now();
