@@ -85,10 +85,6 @@ export class ScopeTable {
 
   constructor(private readonly teamId: string) {}
 
-  has(scope: string): boolean {
-    return this.all.has(scope);
-  }
-
   get(scope: string): ScopeSpec | undefined {
     return this.all.get(scope);
   }
