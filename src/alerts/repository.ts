@@ -173,19 +173,19 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
   for (const { o, index } of byKey) {
     const dedupKey = keyOf(o.dedupKey);
     const details = JSON.stringify(o.details);
-    const cacheKey = `${o.teamId}\u0000${o.dedupKey}`;
+    const written = sqlite ? writtenOf(o.teamId) : undefined;
     // An alert this process wrote last (a breach met by every group): updated without reading it.
     // SQLite only: a count one process wrote and rolled back cannot recur there, where on PostgreSQL
     // another instance may bring the row back to it (the row as read is then the only truth).
-    const known = sqlite ? lastWritten.get(cacheKey) : undefined;
+    const known = written?.get(o.dedupKey);
     if (known && SEVERITY_RANK[o.severity] <= SEVERITY_RANK[known.severity]) {
       const update = occurrenceUpdate(o, known, details, now);
       if ((yield* run(OCCURRENCE_SQL.updateKnown, [...update.params, known.id, known.count])) === 1) {
-        if (sqlite) remember(cacheKey, { ...known, ...update.after });
+        remember(written!, o.dedupKey, { ...known, ...update.after });
         continue;
       }
     }
-    lastWritten.delete(cacheKey);
+    if (written?.delete(o.dedupKey)) remembered--;
     let open: OpenRow | undefined;
     // Another writer may open the breach's alert between our read and insert (then the insert does
     // nothing and the read is made again), and may resolve it again before that read: then insert.
@@ -210,7 +210,7 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
           return alert();
         }, 'alert.opened', now);
         opened[index] = true;
-        if (sqlite) remember(cacheKey, { id, count: o.count, samples: JSON.stringify(samples), samplesFull: samples.length >= MAX_SAMPLES, lastSeen: o.lastSeen, observed: o.observed, severity: o.severity });
+        if (written) remember(written, o.dedupKey, { id, count: o.count, samples: JSON.stringify(samples), samplesFull: samples.length >= MAX_SAMPLES, lastSeen: o.lastSeen, observed: o.observed, severity: o.severity });
         break;
       }
     }
@@ -228,7 +228,7 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
     const update = occurrenceUpdate(o, read, details, now);
     yield* run(OCCURRENCE_SQL.update, [...update.params, open.id]);
     const escalated = SEVERITY_RANK[o.severity] > SEVERITY_RANK[open.severity];
-    if (sqlite) remember(cacheKey, { ...read, ...update.after, ...(escalated ? { severity: o.severity } : {}) });
+    if (written) remember(written, o.dedupKey, { ...read, ...update.after, ...(escalated ? { severity: o.severity } : {}) });
     if (escalated) {
       yield* run(OCCURRENCE_SQL.escalate, [o.severity, open.id]);
       yield* enqueueAlertEvent(o.teamId, function* () {
@@ -257,16 +257,32 @@ interface WrittenAlert {
  * row changed since (another instance, a write rolled back, a status change) is read again: the
  * memory only saves reads, it is never trusted over the row.
  */
-const lastWritten = new Map<string, WrittenAlert>();
+const lastWritten = new Map<string, Map<string, WrittenAlert>>();
+/** How many alerts lastWritten holds, over all teams. */
+let remembered = 0;
+
+/** The alerts this process wrote last for a team, by dedup key (by team first: no key string is built per occurrence). */
+function writtenOf(teamId: string): Map<string, WrittenAlert> {
+  let written = lastWritten.get(teamId);
+  if (!written) lastWritten.set(teamId, (written = new Map()));
+  return written;
+}
 
 /** Forgets every remembered alert (after a rolled-back group: see Evaluator.reset). */
 export function forgetWrittenAlerts(): void {
   lastWritten.clear();
+  remembered = 0;
 }
 
-function remember(key: string, alert: WrittenAlert): void {
-  if (!lastWritten.has(key) && lastWritten.size >= 10_000) lastWritten.clear();
-  lastWritten.set(key, alert);
+function remember(written: Map<string, WrittenAlert>, dedupKey: string, alert: WrittenAlert): void {
+  if (!written.has(dedupKey)) {
+    if (remembered >= 10_000) {
+      for (const team of lastWritten.values()) team.clear();
+      remembered = 0;
+    }
+    remembered++;
+  }
+  written.set(dedupKey, alert);
 }
 
 /** The update of an open alert by an occurrence: its parameters (without the row's id), and the alert after it. */

@@ -31,9 +31,19 @@ import {
   type CompiledPolicy,
   type RecordFacts,
 } from './policies.js';
-import { brokenCount, crossedRange, PolicyIndex } from './policy-index.js';
-import { readWindowSums, scopeSpecOf, ScopeTable, subjectFor, totalKey, type ScopeSpec, type TouchedTotal } from './totals.js';
+import { brokenCount, crossedRange, mayCross, PolicyIndex } from './policy-index.js';
+import { readWindowSums, scopeSpecOf, ScopeTable, subjectFor, totalKey, type ScopeSpec, type TotalCell, type TouchedTotal } from './totals.js';
 import { LONGEST_WINDOW_MS, utcDay, type Window } from './windows.js';
+
+/** Where a record took a total, against the bounds of its scope (see ScopeBounds). */
+const enum Reach {
+  /** Under the floor: no limit broken, no threshold crossed. */
+  Nothing,
+  /** Somewhere between: the scope's lists are searched. */
+  Some,
+  /** Past the ceiling already before the record: every limit broken, no threshold left to cross. */
+  Past,
+}
 
 /** What `prepare` worked out for one group, for `apply`. */
 export interface EvaluationPlan {
@@ -110,7 +120,8 @@ function longestOf(scope: string): number {
  */
 export class Evaluator implements AckEvaluator<EvaluationPlan> {
   private readonly teams = new Map<string, TeamState>();
-  private readonly totals = new Map<string, bigint>();
+  /** The running totals by key (see totalKey); a TouchedTotal keeps the cell it found (see totalOf). */
+  private readonly totals = new Map<string, TotalCell>();
   private anomalies: AnomalyDetector;
   /** Payees per team and agent (loaded from the registry on first use). */
   private readonly payees = new Map<string, Set<string>>();
@@ -250,7 +261,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       if (!facts) {
         const total = touched.get(limit.scope!);
         if (!total) return undefined;
-        const spent = this.totals.get(total.key) ?? 0n;
+        const spent = this.totalOf(total)?.spent ?? 0n;
         // One scope is one pattern, filter and pool: the same held amount for each of its limits.
         const agents = total.spec.pool ? total.spec.pool.agents : request.agentId;
         const test = total.spec.test || total.spec.matches ? (f: RecordFacts) => (!total.spec.matches || total.spec.matches(f.domain, f.endpoint)) && (!total.spec.test || total.spec.test(f)) : undefined;
@@ -452,7 +463,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         const spent = found.get(key);
         // Pruned between the insert and the lock (a window days old): the group is tried again.
         if (spent === undefined || spent === null) throw new Error(`the running total ${key.replaceAll('\u0000', '/')} vanished while it was locked`);
-        this.totals.set(key, spent);
+        this.setTotal(key, spent);
         plan.locked.set(key, { teamId: w.teamId, kind: w.kind, subject: w.subject, scope: w.spec.scope, window: w.window, spent, write: empty.has(key) });
       }
     }
@@ -470,7 +481,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
   /** With a shared ledger, in the group's transaction after apply and decide: writes back the totals that changed. */
   *saveTotals(plan: EvaluationPlan): Steps<void> {
     if (!this.shared || !plan.locked) return;
-    const changed = [...plan.locked].filter(([key, w]) => w.write || this.totals.get(key) !== w.spent);
+    const changed = [...plan.locked].filter(([key, w]) => w.write || this.totals.get(key)?.spent !== w.spent);
     if (changed.length === 0) return;
     yield* run(
       postgresOnly(`UPDATE spend_totals t SET spent = u.v::numeric
@@ -482,7 +493,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         changed.map(([, w]) => w.subject),
         changed.map(([, w]) => w.scope),
         changed.map(([, w]) => w.window.start),
-        changed.map(([key]) => this.totals.get(key)!.toString()),
+        changed.map(([key]) => this.totals.get(key)!.spent.toString()),
       ],
     );
   }
@@ -506,6 +517,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     // Scratch for each record's totals, reused record after record.
     const before: bigint[] = [];
     const after: (bigint | undefined)[] = [];
+    const reach: Reach[] = [];
     rows.forEach((row, i) => {
       if (!fresh[i]) return;
       claimed.push(i);
@@ -518,16 +530,23 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       const n = rowTouched.length;
       // Each total before and after this record (after undefined: unknown).
       for (let k = 0; k < n; k++) {
-        const { key, spec } = rowTouched[k]!;
-        if (unknown.size > 0 && unknown.has(key)) {
+        const total = rowTouched[k]!;
+        if (unknown.size > 0 && unknown.has(total.key)) {
           after[k] = undefined;
           continue;
         }
-        const was = this.totals.get(key) ?? 0n;
-        const grown = was + (spec.measure === 'calls' ? 1n : amount);
-        this.totals.set(key, grown);
+        const cell = this.totalOf(total) ?? this.setTotal(total.key, 0n);
+        const was = cell.spent;
+        const grown = was + (total.spec.measure === 'calls' ? 1n : amount);
+        cell.spent = grown;
         before[k] = was;
         after[k] = grown;
+        if (total.boundsOf !== state.index) {
+          total.bounds = state.index.boundsOf(total.spec.scope);
+          total.boundsOf = state.index;
+        }
+        const bounds = total.bounds!;
+        reach[k] = grown < bounds.floor ? Reach.Nothing : was > bounds.ceiling ? Reach.Past : Reach.Some;
       }
       // Per scope, the limits the total (or the payment, per_call) breaks are a prefix of the
       // scope's limits sorted by amount: one binary search each, whatever the number of policies.
@@ -537,15 +556,16 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         if (set.windowed.size === 0) continue;
         for (let k = 0; k < n; k++) {
           const spent = after[k];
-          if (spent === undefined) continue;
+          if (spent === undefined || reach[k] === Reach.Nothing) continue;
           const { spec, window } = rowTouched[k]!;
           const list = set.windowed.get(spec.scope);
           if (!list) continue;
-          merged.addBreaches(i, row, list, brokenCount(list, spent), window, spent, amount, now);
+          merged.addBreaches(i, row, list, reach[k] === Reach.Past ? list.amounts.length : brokenCount(list, spent), window, spent, amount, now);
+          if (reach[k] === Reach.Past) continue;
           // Thresholds crossed: those above the total before and at most the total now, once
           // each (the total only grows), so a restart, which reads the total whole, never repeats one.
           const thresholds = list.thresholds;
-          if (!thresholds) continue;
+          if (!thresholds || !mayCross(thresholds, before[k]!, spent)) continue;
           const [from, to] = crossedRange(thresholds, before[k]!, spent);
           for (let j = from; j < to; j++) {
             const { policy, limit, percent } = thresholds.entries[j]!;
@@ -582,6 +602,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
   reset(): void {
     this.holds = this.loadHolds();
     this.teams.clear();
+    for (const cell of this.totals.values()) cell.dropped = true;
     this.totals.clear();
     this.loadedWindows.clear();
     this.payees.clear();
@@ -592,6 +613,27 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
 
   private totalKey(teamId: string, subject: string, scope: string, window: Window): string {
     return totalKey(teamId, subject, scope, window);
+  }
+
+  /** The running total a record reaches, if memory has it: the cell it found last time while still held, else looked up by key. */
+  private totalOf(total: TouchedTotal): TotalCell | undefined {
+    const known = total.cell;
+    if (known !== undefined && !known.dropped) return known;
+    const cell = this.totals.get(total.key);
+    if (cell !== undefined) total.cell = cell;
+    return cell;
+  }
+
+  /** Sets a running total (in its cell: TouchedTotal objects holding it see the new value). */
+  private setTotal(key: string, spent: bigint): TotalCell {
+    const cell = this.totals.get(key);
+    if (cell !== undefined) {
+      cell.spent = spent;
+      return cell;
+    }
+    const added = { spent, dropped: false };
+    this.totals.set(key, added);
+    return added;
   }
 
   /** The team's active policies and scopes, unless its policies changed since they were loaded. */
@@ -693,8 +735,9 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const missing = new Map<string, { teamId: string; spec: ScopeSpec; window: Window }>();
     const missingKeys = new Set<string>();
     rows.forEach((row, i) => {
-      for (const { key, spec, window } of touched[i]!) {
-        if (this.totals.has(key) || this.isTracked(row.team_id, spec, window)) continue;
+      for (const total of touched[i]!) {
+        const { key, spec, window } = total;
+        if (this.totalOf(total) !== undefined || this.isTracked(row.team_id, spec, window)) continue;
         missing.set(`${row.team_id}\u0000${spec.scope}\u0000${window.start}`, { teamId: row.team_id, spec, window });
         missingKeys.add(key);
       }
@@ -714,7 +757,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       return missingKeys;
     }
     const sums = await this.windowSums(missing);
-    for (const [key, sum] of sums) if (!this.totals.has(key)) this.totals.set(key, sum);
+    for (const [key, sum] of sums) if (!this.totals.has(key)) this.setTotal(key, sum);
     for (const m of missing.values()) this.loadedWindows.add(`${m.teamId}\u0000${m.spec.scope}\u0000${m.window.start}`);
     return new Set();
   }
@@ -743,7 +786,10 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       const start = Number(key.slice(cut + 1));
       const scope = key.slice(key.lastIndexOf('\u0000', cut - 1) + 1, cut);
       // Only windows surely over (a month is kept until it ends).
-      if (start + longestOf(scope) < horizon) this.totals.delete(key);
+      if (start + longestOf(scope) < horizon) {
+        this.totals.get(key)!.dropped = true;
+        this.totals.delete(key);
+      }
     }
     this.droppedBefore = Math.max(this.droppedBefore, horizon);
     this.loadedWindows.clear(); // a dropped window is read again when needed

@@ -189,6 +189,8 @@ export class OccurrenceMerger {
   private readonly prefixes = new Map<LimitList, Map<number, Map<string, Entry[]>>>();
   /** Windowed lists: per list, window start and subject, as prefixes is for per_call lists. */
   private readonly cursors = new Map<LimitList, Map<number, Map<string, WindowCursor>>>();
+  /** Per windowed list, the cursor it used last: a list is nearly always met again in the same window for the same subject (a pool's, an agent's own). */
+  private readonly lastCursor = new Map<LimitList, { start: number; subject: string; cursor: WindowCursor }>();
   private readonly storms: Storms;
 
   constructor(perTeam: number, perGroup: number) {
@@ -244,17 +246,32 @@ export class OccurrenceMerger {
     // A windowed list is one scope: a pool's (its members, subject the pool's key) or agents' own.
     const first = list.entries[0]!.policy;
     const subject = first.poolKey !== null ? first.poolKey : row.agent_id;
-    let byWindow = this.cursors.get(list);
-    if (!byWindow) this.cursors.set(list, (byWindow = new Map()));
-    let bySubject = byWindow.get(window.start);
-    if (!bySubject) byWindow.set(window.start, (bySubject = new Map()));
-    let cursor = bySubject.get(subject);
-    if (!cursor) bySubject.set(subject, (cursor = { entries: [], rows: [], indexes: [] }));
+    const last = this.lastCursor.get(list);
+    let cursor: WindowCursor;
+    if (last !== undefined && last.start === window.start && last.subject === subject) cursor = last.cursor;
+    else {
+      let byWindow = this.cursors.get(list);
+      if (!byWindow) this.cursors.set(list, (byWindow = new Map()));
+      let bySubject = byWindow.get(window.start);
+      if (!bySubject) byWindow.set(window.start, (bySubject = new Map()));
+      let found = bySubject.get(subject);
+      if (!found) bySubject.set(subject, (found = { entries: [], rows: [], indexes: [] }));
+      cursor = found;
+      if (last !== undefined) Object.assign(last, { start: window.start, subject, cursor });
+      else this.lastCursor.set(list, { start: window.start, subject, cursor });
+    }
     if (cursor.entries.length > 0) {
       cursor.rows.push(row);
       cursor.indexes.push(index);
-      if (cursor.latest) Object.assign(cursor.latest, { observed, row, amount, now, index });
-      else cursor.latest = { observed, row, amount, now, index };
+      const latest = cursor.latest;
+      // Rewritten in place: no allocation per record.
+      if (latest) {
+        latest.observed = observed;
+        latest.row = row;
+        latest.amount = amount;
+        latest.now = now;
+        latest.index = index;
+      } else cursor.latest = { observed, row, amount, now, index };
     }
     this.recordNew(index, row, list, cursor.entries, broken, window, observed, amount, now, cursor);
   }

@@ -306,6 +306,26 @@ export const formatObserved = (limit: Pick<CompiledLimit, 'measure'>, value: big
 /** A window as alerts and decisions show it: a `total` has no end (null). */
 export const shownEnd = (window: Window): number | null => (window.end >= TOTAL_END ? null : window.end);
 
+/**
+ * Instants as alerts write them, remembered: a breach met by every group of a busy window writes
+ * its window's bounds into each update's message, and formatting a date costs more than a look-up.
+ */
+const isoTimes = new Map<number, string>();
+function isoTime(ms: number): string {
+  let text = isoTimes.get(ms);
+  if (text === undefined) {
+    if (isoTimes.size >= 4096) isoTimes.clear();
+    isoTimes.set(ms, (text = new Date(ms).toISOString()));
+  }
+  return text;
+}
+
+/** A window as messages say it: "in the window <start> to <end>", or "since <start>" for a `total`. */
+function windowText(window: Window): string {
+  const end = shownEnd(window);
+  return end === null ? `since ${isoTime(window.start)}` : `in the window ${isoTime(window.start)} to ${isoTime(end)}`;
+}
+
 /** A limit one event broke: the facts of its alert, before any text is built. */
 export interface Breach {
   policy: CompiledPolicy;
@@ -335,13 +355,16 @@ export function breachOccurrence(teamId: string, breach: Breach, row: EventRow, 
     };
   }
   const late = window !== null && window.end <= now;
-  // A payment reads with the digits it was sent with ("2.00"), unless it counts at another amount
-  // (a zero-amount record capturing its hold); a sum has no digits of its own.
-  const paid = row.amount_text && toUnits(row.amount_text) === amount ? row.amount_text : formatUnits(amount);
-  const what = limit.kind === 'per_call' ? `a payment of ${paid}` : limit.measure === 'calls' ? `${observed} calls` : `spend of ${formatUnits(observed)}`;
+  const observedText = formatObserved(limit, observed);
+  let what: string;
+  if (limit.kind === 'per_call') {
+    // A payment reads with the digits it was sent with ("2.00"), unless it counts at another amount
+    // (a zero-amount record capturing its hold); a sum has no digits of its own.
+    const paid = row.amount_text && toUnits(row.amount_text) === amount ? row.amount_text : formatUnits(amount);
+    what = `a payment of ${paid}`;
+  } else what = limit.measure === 'calls' ? `${observedText} calls` : `spend of ${observedText}`;
   const where = limit.endpoint ? ` to ${limit.endpoint}` : '';
-  const end = window && shownEnd(window);
-  const span = window ? (end === null ? ` since ${new Date(window.start).toISOString()}` : ` in the window ${new Date(window.start).toISOString()} to ${new Date(end).toISOString()}`) : '';
+  const span = window ? ` ${windowText(window)}` : '';
   const who = policy.scope === 'pool' ? `The pool of policy "${policy.name}" (agent ${row.agent_id} paying)` : `Agent ${row.agent_id}`;
   const whose = policy.scope === 'pool' ? 'its' : `the`;
   const of = policy.scope === 'pool' ? '' : ` of policy "${policy.name}"`;
@@ -354,14 +377,14 @@ export function breachOccurrence(teamId: string, breach: Breach, row: EventRow, 
     agentId: row.agent_id,
     policyId: policy.id,
     window,
-    observed: formatObserved(limit, observed),
+    observed: observedText,
     limit: limit.amountText,
     subject: limit.endpoint ?? null,
     details: { policyName: policy.name, ...(policy.scope === 'pool' ? { scope: 'pool' } : {}), ...(late ? { late: true } : {}) },
     message:
       `${who} broke ${whose} ${KIND_TEXT[limit.kind]} limit of ${limit.amountText}${of}: ` +
       `${what}${where}${span}` +
-      (late ? ` (a late record: this window closed at ${new Date(window.end).toISOString()})` : ''),
+      (late ? ` (a late record: this window closed at ${isoTime(window.end)})` : ''),
     eventIds: [row.id],
     count: 1,
     firstSeen: row.event_time,
@@ -386,9 +409,8 @@ export function thresholdKey(agentId: string, c: Pick<Crossing, 'policy' | 'limi
 
 export function thresholdOccurrence(teamId: string, c: Crossing, row: EventRow): Occurrence {
   const { policy, limit, window, percent } = c;
-  const end = shownEnd(window);
   const who = policy.scope === 'pool' ? `The pool of policy "${policy.name}"` : `Agent ${row.agent_id}`;
-  const span = end === null ? `since ${new Date(window.start).toISOString()}` : `in the window ${new Date(window.start).toISOString()} to ${new Date(end).toISOString()}`;
+  const span = windowText(window);
   const used = limit.measure === 'calls' ? `${c.observed} calls` : `spend of ${formatUnits(c.observed)}`;
   return {
     teamId,

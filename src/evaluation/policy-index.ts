@@ -26,8 +26,13 @@ export interface LimitList {
 /** The limits of a list that `observed` breaks (observed > amount): entries[0, result). */
 export function brokenCount(list: LimitList, observed: bigint): number {
   const { amounts } = list;
-  let lo = 0;
   let hi = amounts.length;
+  // The usual answers first, one comparison each (a BigInt comparison is a call into the runtime):
+  // a total under every limit of its scope, or one past them all (a budget long broken).
+  if (hi === 0 || observed <= amounts[0]!) return 0;
+  if (observed > amounts[hi - 1]!) return hi;
+  let lo = 1;
+  hi--;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     if (amounts[mid]! < observed) lo = mid + 1;
@@ -36,10 +41,37 @@ export function brokenCount(list: LimitList, observed: bigint): number {
   return lo;
 }
 
+/** A notify_at percentage of a limit as an amount: reached when a total is at least this (the least whole unit that is). */
+const thresholdAmount = (limit: CompiledLimit, percent: number): bigint => (limit.amount * BigInt(percent) + 99n) / 100n;
+
+/**
+ * The amounts of a scope's limits and thresholds in every policy of a team, lowest and highest: a
+ * total under the floor breaks and crosses nothing, one past the ceiling breaks every limit and
+ * can cross no threshold. Most records meet one of the two, and skip the searches (BigInt
+ * comparisons are calls into the runtime: a few per total instead of a few per list).
+ */
+export interface ScopeBounds {
+  floor: bigint;
+  ceiling: bigint;
+}
+
+/** A scope no policy reads: every total is under its floor. */
+const UNREAD: ScopeBounds = { floor: 2n ** 256n, ceiling: 2n ** 256n };
+
 /** The percentages (notify_at) of a scope's limits as amounts, ascending: a total crossing them. */
 export interface ThresholdList {
   amounts: bigint[];
   entries: { policy: CompiledPolicy; limit: CompiledLimit; percent: number }[];
+}
+
+/**
+ * False when a total going from `before` to `after` cannot have crossed a threshold of the list:
+ * the usual record, whose total stays under the lowest or was past the highest already (two
+ * comparisons; crossedRange tells exactly which, when this is true).
+ */
+export function mayCross(list: ThresholdList, before: bigint, after: bigint): boolean {
+  const { amounts } = list;
+  return amounts.length > 0 && after >= amounts[0]! && before < amounts[amounts.length - 1]!;
 }
 
 /** The thresholds a total crossed going from `before` to `after` (amount <= after, not <= before): entries[from, to). */
@@ -95,8 +127,7 @@ export function policySet(policies: CompiledPolicy[]): PolicySet {
       for (const percent of policy.notifyAt) {
         let list = thresholds.get(limit.scope);
         if (!list) thresholds.set(limit.scope, (list = []));
-        // Reached when the total is at least percent% of the limit: the least whole unit that is.
-        list.push({ policy, limit, percent, amount: (limit.amount * BigInt(percent) + 99n) / 100n });
+        list.push({ policy, limit, percent, amount: thresholdAmount(limit, percent) });
       }
       let scoped = byScope.get(limit.scope);
       if (!scoped) byScope.set(limit.scope, (scoped = { kind: limit.kind, entries: [] }));
@@ -125,10 +156,25 @@ export class PolicyIndex {
   /** The sets of agents they name, built on an agent's first record (a policy may name thousands of agents). */
   private readonly listedSets = new Map<string, PolicySet[]>();
   private readonly teamWideOnly: PolicySet[];
+  private readonly bounds = new Map<string, ScopeBounds>();
 
   constructor(readonly policies: readonly CompiledPolicy[]) {
     const teamWide: CompiledPolicy[] = [];
     for (const policy of policies) {
+      for (const limit of policy.limits) {
+        if (limit.scope === null) continue;
+        let floor = limit.amount;
+        for (const percent of policy.notifyAt) {
+          const amount = thresholdAmount(limit, percent);
+          if (amount < floor) floor = amount;
+        }
+        const known = this.bounds.get(limit.scope);
+        if (!known) this.bounds.set(limit.scope, { floor, ceiling: limit.amount });
+        else {
+          if (floor < known.floor) known.floor = floor;
+          if (limit.amount > known.ceiling) known.ceiling = limit.amount;
+        }
+      }
       if (policy.agents === null) {
         teamWide.push(policy);
         continue;
@@ -142,6 +188,11 @@ export class PolicyIndex {
     this.teamWide = policySet(teamWide);
     this.teamWideOnly = teamWide.length > 0 ? [this.teamWide] : [];
     this.teamWideLimits = teamWide.reduce((n, p) => n + p.limits.length, 0);
+  }
+
+  /** The floor and ceiling of a windowed scope over every policy of the team (see ScopeBounds). */
+  boundsOf(scope: string): ScopeBounds {
+    return this.bounds.get(scope) ?? UNREAD;
   }
 
   /** The sets of policies that apply to an agent: team-wide ones, then those naming it (if any). */

@@ -8,6 +8,7 @@ import type { EventStore } from '../stores/clickhouse.js';
 import { endpointMatcher, PatternIndex } from './matchers.js';
 import { toUnits } from './money.js';
 import { scopeKey, windowOf, type CompiledLimit, type CompiledPolicy, type RecordFacts, type RecordTest } from './policies.js';
+import type { PolicyIndex, ScopeBounds } from './policy-index.js';
 import type { Window } from './windows.js';
 
 const HOUR = 3_600_000;
@@ -43,23 +44,44 @@ export const subjectFor = (spec: ScopeSpec, agentId: string) => (spec.pool ? spe
 /** A record as a scope table finds its totals: what filters test, its agent and time. */
 type Tested = RecordFacts & { agent_id: string; event_time: number };
 
+/** A running total in memory (Evaluator.totals): what the window's records add up to so far. */
+export interface TotalCell {
+  spent: bigint;
+  /** Set when it leaves the evaluator's totals (dropped, forgotten): a TouchedTotal holding it looks the key up again. */
+  dropped: boolean;
+}
+
 /** One running total a record adds to: its key in memory (see totalKey), its scope and window. */
 export interface TouchedTotal {
   key: string;
   spec: ScopeSpec;
   window: Window;
+  /** The evaluator's cell for `key` once found: the records of the window add to it without a look-up. */
+  cell: TotalCell | undefined;
+  /** The scope's bounds in the team's policies (`boundsOf`: the PolicyIndex they come from; another: look them up again). */
+  bounds: ScopeBounds | undefined;
+  boundsOf: PolicyIndex | undefined;
 }
 
 /** Scopes of one filter (or of none): tested once per record, then those of every agent and those of pools naming the record's agent. */
 interface FilterGroup {
   test: RecordTest | undefined;
-  everyAgent: ScopeSpec[];
-  byAgent: Map<string, ScopeSpec[]>;
+  everyAgent: Tracked[];
+  byAgent: Map<string, Tracked[]>;
 }
 
 interface WindowTotals {
   window: Window;
+  /** By subject (agents of an agent scope); a pool's one total in `pool`. */
   totals: Map<string, TouchedTotal>;
+  pool: TouchedTotal | undefined;
+}
+
+/** A scope as the table indexes it: its spec, and its two latest windows (nearly every record falls in one). */
+interface Tracked {
+  spec: ScopeSpec;
+  current?: WindowTotals;
+  previous?: WindowTotals;
 }
 
 /** Past this many, a scope's remembered totals (one per subject) start over: a bound on memory, not on correctness. */
@@ -76,61 +98,55 @@ const MAX_REMEMBERED = 100_000;
  * builds no strings and allocates nothing but its list.
  */
 export class ScopeTable {
-  private readonly all = new Map<string, ScopeSpec>();
-  private plain: ScopeSpec[] = [];
-  private patterns = new PatternIndex<ScopeSpec>();
+  private readonly all = new Map<string, Tracked>();
+  private plain: Tracked[] = [];
+  private patterns = new PatternIndex<Tracked>();
   private groups = new Map<string, FilterGroup>();
-  /** Per scope: the two latest windows found (nearly every record falls in one), each with its totals by subject. */
-  private readonly latest = new Map<ScopeSpec, { current?: WindowTotals; previous?: WindowTotals }>();
 
   constructor(private readonly teamId: string) {}
 
   get(scope: string): ScopeSpec | undefined {
-    return this.all.get(scope);
+    return this.all.get(scope)?.spec;
   }
 
-  specs(): IterableIterator<ScopeSpec> {
-    return this.all.values();
+  *specs(): IterableIterator<ScopeSpec> {
+    for (const tracked of this.all.values()) yield tracked.spec;
   }
 
   add(spec: ScopeSpec): void {
     if (this.all.has(spec.scope)) return;
-    this.all.set(spec.scope, spec);
-    this.latest.set(spec, {});
-    this.index(spec);
+    const tracked: Tracked = { spec };
+    this.all.set(spec.scope, tracked);
+    this.index(tracked);
   }
 
   /** Puts these specs in place of those of their scopes (a scope kept for more agents than before). */
   replace(specs: readonly ScopeSpec[]): void {
     if (specs.length === 0) return;
-    for (const spec of specs) {
-      const old = this.all.get(spec.scope);
-      if (old) this.latest.delete(old);
-      this.all.set(spec.scope, spec);
-      this.latest.set(spec, {});
-    }
+    for (const spec of specs) this.all.set(spec.scope, { spec });
     this.plain = [];
-    this.patterns = new PatternIndex<ScopeSpec>();
+    this.patterns = new PatternIndex<Tracked>();
     this.groups = new Map();
-    for (const spec of this.all.values()) this.index(spec);
+    for (const tracked of this.all.values()) this.index(tracked);
   }
 
-  private index(spec: ScopeSpec): void {
+  private index(tracked: Tracked): void {
+    const { spec } = tracked;
     const agents = spec.pool ? spec.pool.agents : (spec.agents ?? null);
     if (!spec.test && agents === null) {
-      if (spec.pattern === undefined) this.plain.push(spec);
-      else this.patterns.add(spec.pattern, spec);
+      if (spec.pattern === undefined) this.plain.push(tracked);
+      else this.patterns.add(spec.pattern, tracked);
       return;
     }
     const filter = spec.matchKey ?? '';
     let group = this.groups.get(filter);
     if (!group) this.groups.set(filter, (group = { test: spec.test, everyAgent: [], byAgent: new Map() }));
-    if (agents === null) group.everyAgent.push(spec);
+    if (agents === null) group.everyAgent.push(tracked);
     else {
       for (const agent of agents) {
         const own = group.byAgent.get(agent);
-        if (own) own.push(spec);
-        else group.byAgent.set(agent, [spec]);
+        if (own) own.push(tracked);
+        else group.byAgent.set(agent, [tracked]);
       }
     }
   }
@@ -138,37 +154,41 @@ export class ScopeTable {
   /** The running totals an event adds to (none in a `total` not started yet). */
   touchedBy(row: Tested): TouchedTotal[] {
     const found: TouchedTotal[] = [];
-    for (const spec of this.plain) this.touch(found, spec, row);
-    if (this.patterns.size > 0) this.patterns.forEachMatch(row.domain, row.endpoint, (spec) => this.touch(found, spec, row));
+    for (const tracked of this.plain) this.touch(found, tracked, row);
+    if (this.patterns.size > 0) this.patterns.forEachMatch(row.domain, row.endpoint, (tracked) => this.touch(found, tracked, row));
     for (const group of this.groups.values()) {
-      if (group.test && !group.test(row)) continue;
-      for (const spec of group.everyAgent) if (!spec.matches || spec.matches(row.domain, row.endpoint)) this.touch(found, spec, row);
       const own = group.byAgent.size > 0 ? group.byAgent.get(row.agent_id) : undefined;
-      if (own) for (const spec of own) if (!spec.matches || spec.matches(row.domain, row.endpoint)) this.touch(found, spec, row);
+      // A filter is tested only when one of its scopes counts this agent's records.
+      if ((own === undefined && group.everyAgent.length === 0) || (group.test && !group.test(row))) continue;
+      for (const tracked of group.everyAgent) if (!tracked.spec.matches || tracked.spec.matches(row.domain, row.endpoint)) this.touch(found, tracked, row);
+      if (own) for (const tracked of own) if (!tracked.spec.matches || tracked.spec.matches(row.domain, row.endpoint)) this.touch(found, tracked, row);
     }
     return found;
   }
 
-  private touch(found: TouchedTotal[], spec: ScopeSpec, row: Tested): void {
-    const memory = this.latest.get(spec)!;
+  private touch(found: TouchedTotal[], tracked: Tracked, row: Tested): void {
+    const { spec } = tracked;
     const t = row.event_time;
-    let slot: WindowTotals | undefined = memory.current;
+    let slot: WindowTotals | undefined = tracked.current;
     if (slot === undefined || t < slot.window.start || t >= slot.window.end) {
-      slot = memory.previous;
+      slot = tracked.previous;
       if (slot === undefined || t < slot.window.start || t >= slot.window.end) {
         const window = spec.window(t);
         if (window === null) return;
-        slot = { window, totals: new Map() };
+        slot = { window, totals: new Map(), pool: undefined };
         // The two latest windows are remembered (records of the one before keep arriving a while).
-        if (memory.current === undefined || window.start > memory.current.window.start) [memory.previous, memory.current] = [memory.current, slot];
-        else if (memory.previous === undefined || window.start > memory.previous.window.start) memory.previous = slot;
+        if (tracked.current === undefined || window.start > tracked.current.window.start) [tracked.previous, tracked.current] = [tracked.current, slot];
+        else if (tracked.previous === undefined || window.start > tracked.previous.window.start) tracked.previous = slot;
       }
     }
-    const subject = spec.pool ? spec.pool.key : row.agent_id;
-    let total = slot.totals.get(subject);
+    if (spec.pool) {
+      found.push((slot.pool ??= { key: totalKey(this.teamId, spec.pool.key, spec.scope, slot.window), spec, window: slot.window, cell: undefined, bounds: undefined, boundsOf: undefined }));
+      return;
+    }
+    let total = slot.totals.get(row.agent_id);
     if (!total) {
       if (slot.totals.size >= MAX_REMEMBERED) slot.totals.clear();
-      slot.totals.set(subject, (total = { key: totalKey(this.teamId, subject, spec.scope, slot.window), spec, window: slot.window }));
+      slot.totals.set(row.agent_id, (total = { key: totalKey(this.teamId, row.agent_id, spec.scope, slot.window), spec, window: slot.window, cell: undefined, bounds: undefined, boundsOf: undefined }));
     }
     found.push(total);
   }

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { endpointMatcher, PatternIndex } from '../../src/evaluation/matchers.js';
 import { toUnits } from '../../src/evaluation/money.js';
 import { compilePolicy, type CompiledPolicy } from '../../src/evaluation/policies.js';
-import { brokenCount, PolicyIndex } from '../../src/evaluation/policy-index.js';
+import { brokenCount, crossedRange, mayCross, PolicyIndex } from '../../src/evaluation/policy-index.js';
 import type { Limit } from '../../src/policies/limits.js';
 
 const AGENTS = ['a', 'b', 'c', 'd'];
@@ -72,6 +72,56 @@ describe('policy index', () => {
         }
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("a scope's bounds hold every limit and threshold amount of every list of the scope, in every agent's sets", () => {
+    const withThresholds = fc.record({
+      agents: fc.subarray(AGENTS),
+      limits: fc.array(limitArb, { minLength: 1, maxLength: 4 }),
+      action: fc.constantFrom('flag' as const, 'block' as const),
+      timezone: fc.constantFrom(...ZONES),
+      scope: fc.constantFrom('agent' as const, 'pool' as const),
+      notifyAt: fc.subarray([1, 25, 50, 80, 99]),
+    });
+    fc.assert(
+      fc.property(fc.array(withThresholds, { maxLength: 12 }), (specs) => {
+        const policies = specs.map((p, i) => compilePolicy({ id: `pol_${i}`, name: `p${i}`, ...p }, i));
+        const index = new PolicyIndex(policies);
+        const seen = new Map<string, bigint[]>();
+        for (const agent of [...AGENTS, 'z']) {
+          for (const set of index.setsOf(agent)) {
+            for (const [scope, list] of set.windowed) {
+              const amounts = seen.get(scope) ?? seen.set(scope, []).get(scope)!;
+              amounts.push(...list.amounts, ...(list.thresholds?.amounts ?? []));
+            }
+          }
+        }
+        for (const [scope, amounts] of seen) {
+          const { floor, ceiling } = index.boundsOf(scope);
+          expect(amounts.every((a) => a >= floor && a <= ceiling), scope).to.equal(true);
+          expect(amounts.includes(floor) && amounts.includes(ceiling), scope).to.equal(true);
+        }
+        // A scope no policy reads: every total is under its floor.
+        expect(index.boundsOf('none').floor > toUnits('1000000000000')).to.equal(true);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('the thresholds a growing total crosses are those above it before and at most it after; mayCross is false only when there are none', () => {
+    const units = fc.integer({ min: 0, max: 40 }).map(BigInt);
+    fc.assert(
+      fc.property(fc.array(units, { maxLength: 8 }), units, units, (amounts, x, y) => {
+        const [before, after] = x <= y ? [x, y] : [y, x];
+        const sorted = [...amounts].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+        const list = { amounts: sorted, entries: sorted.map((_, j) => ({ percent: j }) as never) };
+        const [from, to] = crossedRange(list, before, after);
+        const naive = sorted.flatMap((a, j) => (a > before && a <= after ? [j] : []));
+        expect(Array.from({ length: to - from }, (_, j) => from + j)).to.deep.equal(naive);
+        if (naive.length > 0) expect(mayCross(list, before, after)).to.equal(true);
+      }),
+      { numRuns: 2_000 },
     );
   });
 
