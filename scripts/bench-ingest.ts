@@ -18,6 +18,9 @@
  * limits off (RATE_LIMIT_*=0) and on, in alternating order, and the median ratio per level.
  * --pairs N (with --policies) does the same without and with the policies: the figure to quote on
  * this shared, noisy machine, where one run's two phases can differ by 15% with nothing changed.
+ * --ids sdk (the default) sends ids as the published SDK makes them: 16 hex digits of a sha256,
+ * random in order; --ids sequential sends ids that count up (each claim then lands next to the last
+ * one in the dedup index, which flatters the write path: see docs/performance.md).
  * Also: --server-log FILE keeps the server's log (LOG_LEVEL=debug adds per-commit figures),
  * --profile DIR writes a CPU profile of the server.
  */
@@ -44,6 +47,7 @@ const { values: args } = parseArgs({
     'limiter-pairs': { type: 'string', default: '0' },
     // With --policies: N pairs of fresh services without and with them, alternating, and the median ratio.
     pairs: { type: 'string', default: '0' },
+    ids: { type: 'string', default: 'sdk' },
     'server-log': { type: 'string' },
     // Writes a V8 CPU profile of the server to this folder (open it in Chrome DevTools).
     profile: { type: 'string' },
@@ -53,6 +57,8 @@ const SECONDS = Number(args.seconds);
 const BUDGETS = args.budgets === true;
 const LEVELS = args.concurrency!.split(',').map(Number);
 const BATCH = Number(args.batch);
+if (args.ids !== 'sdk' && args.ids !== 'sequential') throw new Error('--ids is sdk or sequential');
+const SEQUENTIAL_IDS = args.ids === 'sequential';
 const API_KEY = 'bench-key-0123456789abcdef';
 
 // ---------------------------------------------------------------------------------------------
@@ -114,9 +120,12 @@ function record(now: number): Record<string, unknown> {
  */
 const POOL = Array.from({ length: 4096 }, () => JSON.stringify(record(Date.now())).slice(1));
 const batchBody = (): string => {
+  // SDK ids are the first 16 hex digits of a sha256: as random as 8 random bytes, drawn per batch.
+  const random = SEQUENTIAL_IDS ? '' : crypto.randomBytes(8 * BATCH).toString('hex');
   let body = '{"events":[';
   for (let i = 0; i < BATCH; i++) {
-    body += `${i ? ',' : ''}{"id":"${RUN}${(sequence++).toString(16).padStart(8, '0')}",${POOL[Math.floor(Math.random() * POOL.length)]!}`;
+    const id = SEQUENTIAL_IDS ? `${RUN}${(sequence++).toString(16).padStart(8, '0')}` : random.slice(16 * i, 16 * i + 16);
+    body += `${i ? ',' : ''}{"id":"${id}",${POOL[Math.floor(Math.random() * POOL.length)]!}`;
   }
   return `${body}]}`;
 };
@@ -458,20 +467,20 @@ async function comparePairs(pairs: number, names: [string, string], measure: (se
 async function main(): Promise<void> {
   const policies = Number(args.policies);
   if (Number(args['limiter-pairs']) > 0) {
-    console.log(`spendscope ingest benchmark, rate limiter off and on: ${os.cpus().length} cores, batches of ${BATCH}, ${SECONDS} s per level`);
+    console.log(`spendscope ingest benchmark, rate limiter off and on: ${os.cpus().length} cores, batches of ${BATCH}, ${args.ids} ids, ${SECONDS} s per level`);
     await comparePairs(Number(args['limiter-pairs']), ['off', 'on'], (setup) => measureService(0, setup ? 'on' : 'off', true), 'limits on / off');
     agent.destroy();
     return;
   }
   if (Number(args.pairs) > 0 && policies > 0) {
     const kind = BUDGETS ? 'budget policies' : 'policies';
-    console.log(`spendscope ingest benchmark, without and with ${policies} ${kind}: ${os.cpus().length} cores, batches of ${BATCH}, ${SECONDS} s per level`);
+    console.log(`spendscope ingest benchmark, without and with ${policies} ${kind}: ${os.cpus().length} cores, batches of ${BATCH}, ${args.ids} ids, ${SECONDS} s per level`);
     await comparePairs(Number(args.pairs), ['without', 'with'], (setup) => measureService(setup ? policies : 0, 'on', true), `with ${policies} ${kind} / without`);
     agent.destroy();
     return;
   }
   console.log(`spendscope ingest benchmark, ${new Date().toISOString().slice(0, 10)}: embedded ClickHouse, ` +
-    `${os.cpus().length} cores, batches of ${BATCH}, ${SECONDS} s per level`);
+    `${os.cpus().length} cores, batches of ${BATCH}, ${args.ids} ids, ${SECONDS} s per level`);
   const flush = measureDiskFlush();
   console.log(`this disk: fdatasync after a 32 KB append, p50 ${fmt(flush.p50, 2)} ms, p99 ${fmt(flush.p99, 2)} ms (one per acknowledgement)`);
   // With policies, the same run first measures without them, on its own fresh store, for the ratio.
