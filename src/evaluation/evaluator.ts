@@ -34,7 +34,7 @@ import {
   type CompiledPolicy,
   type RecordFacts,
 } from './policies.js';
-import { brokenCount, crossedRange, mayCross, PolicyIndex, type PolicySet } from './policy-index.js';
+import { brokenCount, crossedRange, mayCross, PolicyIndex, type LimitList, type PolicySet } from './policy-index.js';
 import { readWindowSums, scopeSpecOf, ScopeTable, subjectFor, totalKey, type ScopeSpec, type TotalCell, type TouchedTotal } from './totals.js';
 import { LONGEST_WINDOW_MS, utcDay, type Window } from './windows.js';
 
@@ -573,14 +573,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       const list = set.windowed.get(spec.scope);
       if (!list) continue;
       merged.addBreachesExcept(i, row, list, brokenCount(list, spent), window, spent, amount, now, skip);
-      const thresholds = list.thresholds;
-      if (!thresholds || !mayCross(thresholds, before[k]!, spent)) continue;
-      const [from, to] = crossedRange(thresholds, before[k]!, spent);
-      for (let j = from; j < to; j++) {
-        const { policy, limit, percent } = thresholds.entries[j]!;
-        const occurrence = thresholdOccurrence(row.team_id, { policy, limit, percent, observed: spent, window }, row);
-        merged.add(i, row, occurrence.dedupKey, () => occurrence);
-      }
+      addCrossings(merged, i, row, list, before[k]!, spent, window);
     }
   }
 
@@ -649,16 +642,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
           if (!list) continue;
           merged.addBreaches(i, row, list, reach[k] === Reach.Past ? list.amounts.length : brokenCount(list, spent), window, spent, amount, now);
           if (reach[k] === Reach.Past) continue;
-          // Thresholds crossed: those above the total before and at most the total now, once
-          // each (the total only grows), so a restart, which reads the total whole, never repeats one.
-          const thresholds = list.thresholds;
-          if (!thresholds || !mayCross(thresholds, before[k]!, spent)) continue;
-          const [from, to] = crossedRange(thresholds, before[k]!, spent);
-          for (let j = from; j < to; j++) {
-            const { policy, limit, percent } = thresholds.entries[j]!;
-            const occurrence = thresholdOccurrence(row.team_id, { policy, limit, percent, observed: spent, window }, row);
-            merged.add(i, row, occurrence.dedupKey, () => occurrence);
-          }
+          addCrossings(merged, i, row, list, before[k]!, spent, window);
         }
       }
       // Allowlists (few teams have one: one flag tells the rest): a record outside one raises its not_allowed alert.
@@ -1027,4 +1011,19 @@ function clientReported(row: EventRow, dedupKey: string): Occurrence {
     firstSeen: row.event_time,
     lastSeen: row.event_time,
   };
+}
+
+/**
+ * The thresholds a record's total crossed: those above the total before and at most the total now,
+ * once each (the total only grows), so a restart, which reads the total whole, never repeats one.
+ */
+function addCrossings(merged: OccurrenceMerger, i: number, row: EventRow, list: LimitList, before: bigint, spent: bigint, window: Window): void {
+  const thresholds = list.thresholds;
+  if (!thresholds || !mayCross(thresholds, before, spent)) return;
+  const [from, to] = crossedRange(thresholds, before, spent);
+  for (let j = from; j < to; j++) {
+    const { policy, limit, percent } = thresholds.entries[j]!;
+    const occurrence = thresholdOccurrence(row.team_id, { policy, limit, percent, observed: spent, window }, row);
+    merged.add(i, row, occurrence.dedupKey, () => occurrence);
+  }
 }

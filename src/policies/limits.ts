@@ -108,6 +108,43 @@ const ALLOW_LISTS = ['payees', 'networks', 'assets', 'endpoints'] as const;
 const MATCH_LISTS = ['categories', 'networks', 'assets', 'endpoints', 'tags'] as const;
 
 /**
+ * A filter's or allowlist's lists in stored form (sorted, each value once): networks as CAIP-2,
+ * endpoint patterns normalised, the rest by `canonical`; a bad entry is a problem naming it
+ * (`match.networks[0]`). null when no list is given; undefined when the field is not.
+ */
+function canonicalLists<L extends string, T extends Partial<Record<L, string[]>>>(
+  given: T | null | undefined,
+  lists: readonly L[],
+  name: string,
+  problems: FieldError[],
+  canonical: (list: L, value: string) => string,
+): T | null | undefined {
+  if (given === undefined) return undefined;
+  if (given === null) return null;
+  const out: Partial<Record<L, string[]>> = {};
+  for (const list of lists) {
+    const values = given[list];
+    if (values === undefined) continue;
+    const stored = values.map((value, i) => {
+      const field = `${name}.${list}[${i}]`;
+      if (list === 'networks') {
+        const network = caip2Network(value);
+        if (network === undefined) problems.push({ field, message: 'must be CAIP-2 (<namespace>:<reference>) or a known x402 network name' });
+        return network ?? value;
+      }
+      if (list === 'endpoints') {
+        const checked = normalizeEndpointPattern(value);
+        if ('problem' in checked) problems.push({ field, message: checked.problem });
+        return 'problem' in checked ? value : checked.pattern;
+      }
+      return canonical(list, value);
+    });
+    out[list] = [...new Set(stored)].sort();
+  }
+  return Object.keys(out).length > 0 ? (out as T) : null;
+}
+
+/**
  * Checks what the JSON schema cannot: endpoint only and always on per_endpoint, `amount` on money
  * limits and `count` on call limits, a valid pattern, no limit given twice, a known time zone,
  * known networks and valid endpoint patterns in `match`, a `starts_at` on a whole minute. Returns
@@ -144,30 +181,8 @@ export function checkPolicyFields(input: PolicyFieldsInput): CheckedPolicyFields
     return stored;
   });
   if (typeof input.timezone === 'string' && !isTimeZone(input.timezone)) problems.push({ field: 'timezone', message: 'is not an IANA time zone' });
-  let match: PolicyMatch | null | undefined = input.match === undefined ? undefined : null;
-  if (input.match) {
-    const canonical: PolicyMatch = {};
-    for (const list of MATCH_LISTS) {
-      const given = input.match[list];
-      if (given === undefined) continue;
-      const values = given.map((value, i) => {
-        const field = `match.${list}[${i}]`;
-        if (list === 'networks') {
-          const network = caip2Network(value);
-          if (network === undefined) problems.push({ field, message: 'must be CAIP-2 (<namespace>:<reference>) or a known x402 network name' });
-          return network ?? value;
-        }
-        if (list === 'endpoints') {
-          const checked = normalizeEndpointPattern(value);
-          if ('problem' in checked) problems.push({ field, message: checked.problem });
-          return 'problem' in checked ? value : checked.pattern;
-        }
-        return list === 'assets' || list === 'categories' ? value.toLowerCase() : value;
-      });
-      canonical[list] = [...new Set(values)].sort();
-    }
-    match = Object.keys(canonical).length > 0 ? canonical : null;
-  }
+  // Assets and categories compared without case.
+  const match = canonicalLists(input.match, MATCH_LISTS, 'match', problems, (list, value) => (list === 'assets' || list === 'categories' ? value.toLowerCase() : value));
   const notifyAt = input.notify_at === undefined ? undefined : [...new Set(input.notify_at)].sort((a, b) => a - b);
   let startsAt: number | null | undefined = input.starts_at === undefined ? undefined : null;
   if (typeof input.starts_at === 'string') {
@@ -176,30 +191,7 @@ export function checkPolicyFields(input: PolicyFieldsInput): CheckedPolicyFields
     if (!Number.isFinite(startsAt)) problems.push({ field: 'starts_at', message: 'is not an ISO 8601 date-time' });
     else if (startsAt % 60_000 !== 0) problems.push({ field: 'starts_at', message: 'must fall on a whole minute (no seconds)' });
   }
-  let allow: PolicyAllow | null | undefined = input.allow === undefined ? undefined : null;
-  if (input.allow) {
-    const canonical: PolicyAllow = {};
-    for (const list of ALLOW_LISTS) {
-      const given = input.allow[list];
-      if (given === undefined) continue;
-      const values = given.map((value, i) => {
-        const field = `allow.${list}[${i}]`;
-        if (list === 'networks') {
-          const network = caip2Network(value);
-          if (network === undefined) problems.push({ field, message: 'must be CAIP-2 (<namespace>:<reference>) or a known x402 network name' });
-          return network ?? value;
-        }
-        if (list === 'endpoints') {
-          const checked = normalizeEndpointPattern(value);
-          if ('problem' in checked) problems.push({ field, message: checked.problem });
-          return 'problem' in checked ? value : checked.pattern;
-        }
-        return list === 'assets' ? value.toLowerCase() : canonicalPayee(value);
-      });
-      canonical[list] = [...new Set(values)].sort();
-    }
-    allow = Object.keys(canonical).length > 0 ? canonical : null;
-  }
+  const allow = canonicalLists(input.allow, ALLOW_LISTS, 'allow', problems, (list, value) => (list === 'assets' ? value.toLowerCase() : canonicalPayee(value)));
   if (problems.length > 0) {
     throw new ApiError('validation_failed', `Request body is invalid: ${problems[0]!.field} ${problems[0]!.message}`, problems);
   }
