@@ -108,7 +108,7 @@ export function* decidePending(teamId: string, id: string, verdict: 'approve' | 
     );
   }
   const after = (yield* authorizationOf(teamId, id))!;
-  yield* announce(after, `${verdict === 'approve' ? 'Approved' : 'Denied'} by ${by}${note ? `: ${note}` : ''}`, now);
+  yield* announceDecision(after, `${verdict === 'approve' ? 'Approved' : 'Denied'} by ${by}${note ? `: ${note}` : ''}`, now);
   return { row: after, decided: true };
 }
 
@@ -122,12 +122,12 @@ export function* lapsePending(row: AuthorizationRow, now: number): Steps<boolean
   );
   if (changed === 0) return false;
   const after = (yield* authorizationOf(row.team_id, row.id))!;
-  yield* announce(after, timedOutReason(row), now);
+  yield* announceDecision(after, timedOutReason(row), now);
   return true;
 }
 
-/** A decision made: the approval alert resolved, the webhook event queued, the waiters woken once it commits. */
-function* announce(row: AuthorizationRow, resolution: string, now: number): Steps<void> {
+/** A decision made (or the request withdrawn): the approval alert resolved, the webhook event queued, the waiters woken once it commits. */
+export function* announceDecision(row: AuthorizationRow, resolution: string, now: number): Steps<void> {
   yield* resolveOpenAlert(row.team_id, approvalKey(row.id), resolution, now);
   yield* enqueueAuthorizationEvent(row, 'authorization.decided', now);
   // Other instances' waiters: NOTIFY is sent when this transaction commits, and only then.

@@ -6,6 +6,7 @@
  */
 import type { FieldError } from '../http/errors.js';
 import type { EventRow } from '../ingest/records.js';
+import { announceDecision } from './approvals.js';
 import { toUnits } from '../evaluation/money.js';
 import type { Steps } from '../stores/sql.js';
 import { authorizationOf, captureHeld, statusOf, voidHeld, type AuthorizationRow } from './repository.js';
@@ -87,8 +88,15 @@ function* captureRow(auth: AuthorizationRow, row: EventRow, now: number): Steps<
   if (auth.decided_by !== null && auth.decision === 'approved') row.approved_by_person = true;
 }
 
-/** Voids a held authorization; voiding a voided one again changes nothing (a retried void). */
+/**
+ * Voids a held authorization, or withdraws one waiting for a person (the agent gave up: its
+ * approval alert is resolved and `authorization.decided` sent); voiding a voided one again changes
+ * nothing (a retried void).
+ */
 export function* voidAuthorization(teamId: string, id: string, now: number): Steps<{ row: AuthorizationRow | undefined; released: boolean }> {
+  const before = yield* authorizationOf(teamId, id, true);
   const released = yield* voidHeld(teamId, id, now);
-  return { row: yield* authorizationOf(teamId, id), released };
+  const row = yield* authorizationOf(teamId, id);
+  if (released && before?.state === 'pending') yield* announceDecision(row!, 'Withdrawn: voided by the agent before anyone decided', now);
+  return { row, released };
 }

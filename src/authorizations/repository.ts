@@ -203,9 +203,9 @@ export function* captureHeld(auth: Pick<AuthorizationRow, 'id' | 'team_id' | 'ag
   return changed === 1;
 }
 
-/** Voids a held authorization; resolves to whether it was (still) held. */
+/** Voids a held authorization, or withdraws one still waiting for a person; resolves to whether it was (still) live. */
 export function* voidHeld(teamId: string, id: string, now: number): Steps<boolean> {
-  const changed = yield* run(`UPDATE authorizations SET state = 'voided', voided_at = ? WHERE team_id = ? AND id = ? AND state = 'held' AND expires_at > ?`, [
+  const changed = yield* run(`UPDATE authorizations SET state = 'voided', voided_at = ? WHERE team_id = ? AND id = ? AND state IN ('held', 'pending') AND expires_at > ?`, [
     now,
     teamId,
     id,

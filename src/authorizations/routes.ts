@@ -262,10 +262,10 @@ export const voidAuthorizationRoute = defineRoute({
   method: 'post',
   path: '/authorizations/:id/void',
   operationId: 'voidAuthorization',
-  summary: 'Release the hold of an approved authorization',
+  summary: 'Release the hold of an approved authorization, or withdraw one waiting for a person',
   description:
-    'The agent will not pay (or not now): its amount stops counting against the limits at once. Only a held authorization can be ' +
-    'voided; a voided one answers 200 again (a retried void), anything else 409 with the authorization in `details.authorization`. ' +
+    'The agent will not pay (or not now): its amount stops counting against the limits at once. A held authorization can be ' +
+    'voided, and so can one still waiting for a person (the agent gives up: its approval alert is resolved and authorization.decided sent); a voided one answers 200 again (a retried void), anything else 409 with the authorization in `details.authorization`. ' +
     'Voids and captures are decided one after the other in the ingest log\'s commit: of a void and a capture sent at once, exactly ' +
     'one wins. Answered once durable.',
   tag: 'authorizations',

@@ -171,6 +171,23 @@ describeOnEachRegistry('authorizations: asking a person (approve policies)', fun
     }
   });
 
+  it('an agent that gives up voids its pending authorization: hold released, waiters answered, approval alert resolved, no decision after', async () => {
+    const team = await newTeam('withdraw');
+    await askAbove5(team);
+    await policy(team, { name: 'daily 10', limits: [{ kind: 'daily', amount: '10' }], action: 'block' });
+    const big = await authorize(team, { amount: '8' });
+    const waiting = get(team, big.id, '?wait=20');
+    await sleep(200);
+    const voided = (await api().post(`/api/v1/authorizations/${big.id}/void`).set(...team.auth).expect(200)).body;
+    expect(voided).to.include({ status: 'voided', decision: 'pending' });
+    expect(await waiting).to.include({ status: 'voided' });
+    // 8 held would leave 2 of the daily 10: released, 4 fits.
+    expect((await authorize(team, { amount: '4' })).decision).to.equal('approved');
+    await api().post(`/api/v1/authorizations/${big.id}/approve`).set(...team.auth).send({}).expect(409);
+    const [alert] = (await api().get('/api/v1/alerts?type=approval').set(...team.auth).expect(200)).body.data;
+    expect(alert).to.include({ status: 'resolved', resolution: 'Withdrawn: voided by the agent before anyone decided' });
+  });
+
   it('a key without approve (or admin) cannot decide; the approve scope alone can decide but not read or change policies', async () => {
     const team = await newTeam('scopes');
     await askAbove5(team);
