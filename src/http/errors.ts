@@ -164,6 +164,7 @@ export function allowedMethods(allowed: string[]): RequestHandler {
 export function methodNotAllowed(allowed: string[]): RequestHandler {
   const allow = allowed.map((m) => m.toUpperCase()).join(', ');
   return (req, _res, next) => {
-    next(new ApiError('method_not_allowed', `${req.method} is not allowed on ${req.path}; use ${allow}`, undefined, { Allow: allow }));
+    // The path as sent: inside a router (/mcp) req.path is the part below where it is mounted.
+    next(new ApiError('method_not_allowed', `${req.method} is not allowed on ${req.originalUrl.split('?')[0]}; use ${allow}`, undefined, { Allow: allow }));
   };
 }

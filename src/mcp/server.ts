@@ -48,12 +48,15 @@ function mcpServer(tools: readonly ToolSpec[], listing: readonly Tool[], ctx: Ca
  * POST /mcp with a key (401 without, in the API's error shape; a request token of the key's
  * holder per HTTP request, as every API route). GET, which would open a stream for messages the
  * server starts, and DELETE, which would end a session, are 405: a stateless server has neither.
+ * A router of its own, as /clickhouse: a protocol with its own description (tools/list), not an
+ * operation of the OpenAPI document.
  */
 export function mountMcp(app: Express, deps: AppDeps, options: MountOptions = {}): void {
   const tools = TOOL_SPECS;
   const listing = tools.map((t) => toolListing(t, deps.schemas));
   const json = express.json({ limit: deps.config.maxBodyBytes, verify: scanBodyShape });
-  const route = app.route(MCP_PATH);
+  const router = express.Router();
+  const route = router.route('/');
   route.post(authenticate(deps.db), limitRequests(deps.rateLimiter, deps.metrics), json, async (req: Request, res: Response) => {
     const ctx: CallContext = { team: res.locals.team as KeyOwner, deps, log: req.log, requestId: String(req.id), options };
     const server = mcpServer(tools, listing, ctx);
@@ -70,4 +73,5 @@ export function mountMcp(app: Express, deps: AppDeps, options: MountOptions = {}
   });
   route.options(allowedMethods(['post']));
   route.all(methodNotAllowed(['post']));
+  app.use(MCP_PATH, router);
 }

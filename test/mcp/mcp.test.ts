@@ -291,6 +291,7 @@ describeOnEachRegistry('MCP at /mcp', function () {
       const res = await fetch(`${server.url}/mcp`, { method, headers: { Authorization: `Bearer ${team.apiKey}` } });
       expect(res.status, method).to.equal(405);
       expect(res.headers.get('allow')).to.equal('POST');
+      expect(errorOf(await res.json()).message).to.equal(`${method} is not allowed on /mcp; use POST`);
     }
   });
 });
