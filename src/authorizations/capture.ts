@@ -83,6 +83,8 @@ export function* captureByRecord(row: EventRow, now: number): Steps<CaptureEffec
 
 function* captureRow(auth: AuthorizationRow, row: EventRow, now: number): Steps<void> {
   if (!(yield* captureHeld(auth, row.amount, row.id, now))) throw new Error(`authorization ${auth.id} was held but could not be captured`);
+  // Asked for and approved by a person: its approve policies are not broken by paying it.
+  if (auth.decided_by !== null && auth.decision === 'approved') row.approved_by_person = true;
 }
 
 /** Voids a held authorization; voiding a voided one again changes nothing (a retried void). */

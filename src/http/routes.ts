@@ -45,6 +45,8 @@ export interface AppDeps {
   webhooks: Dispatcher;
   /** Resolves threshold alerts whose window ended (src/alerts/window-end.ts). */
   thresholdSweep?: { close(): Promise<void> };
+  /** Writes approval waits that ran out as declined, and wakes waiters on other instances' decisions (src/authorizations/approvals.ts). */
+  approvalSweep?: { close(): Promise<void> };
   /** ClickHouse's HTTP interface for BI tools (embedded engine only), served under /clickhouse. */
   clickhouseHttp?: ClickHouseHttpHandler;
   /**
