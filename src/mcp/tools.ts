@@ -67,8 +67,8 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
     description:
       'Ask before paying: may agent_id pay amount (a decimal string) to endpoint now? Decided at once against the budgets; an ' +
       'approval holds the amount until capture_payment, void_authorization or expiry (expires_in_s, default 300). The answer has ' +
-      'decision (approved or declined), status, reasons and the checks of each limit. Same as POST /api/v1/authorizations; the ' +
-      "agent must be one of the team's agents. Needs the ingest scope.",
+      'decision (approved, declined, or pending: a person decides, see wait_for_decision), status, reasons and the checks of each ' +
+      "limit. Same as POST /api/v1/authorizations; the agent must be one of the team's agents. Needs the ingest scope.",
     route: authed(createAuthorizationRoute),
     rest: 'body',
     agentArgument: 'agent_id',

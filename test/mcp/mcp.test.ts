@@ -170,6 +170,34 @@ describeOnEachRegistry('MCP at /mcp', function () {
     expect(unknown.code).to.equal('not_found');
   });
 
+  it('wait_for_decision answers a pending authorization as soon as a person approves it, and a pending one as it is after wait_s', async () => {
+    const t = await newTeam('mcp-wait');
+    await registerAgent(t, 'bot');
+    // Payments above 5 need a person.
+    await api().post('/api/v1/policies').set(...t.auth).send({ name: 'ask above 5', agents: ['bot'], action: 'approve', limits: [{ kind: 'per_call', amount: '5' }] }).expect(201);
+    const c = await connect(server.url, t.apiKey);
+    try {
+      const pending = answer(await call(c, 'authorize_payment', { agent_id: 'bot', endpoint: ENDPOINT, amount: '9' }));
+      expect(pending).to.include({ decision: 'pending', status: 'pending' });
+      const started = Date.now();
+      const waiting = call(c, 'wait_for_decision', { authorization_id: pending.id, wait_s: 20 });
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      await api().post(`/api/v1/authorizations/${pending.id}/approve`).set(...t.auth).send({ note: 'ok' }).expect(200);
+      const decided = answer(await waiting);
+      const waited = Date.now() - started;
+      expect(decided).to.include({ id: pending.id, decision: 'approved', status: 'held', decision_note: 'ok' });
+      expect(waited).to.be.at.least(600).and.below(10_000);
+      expect(decided).to.deep.equal(await httpGet(t, `/api/v1/authorizations/${pending.id}`));
+      // Nobody decides: after wait_s, as it is.
+      const other = answer(await call(c, 'authorize_payment', { agent_id: 'bot', endpoint: ENDPOINT, amount: '8' }));
+      const again = Date.now();
+      expect(answer(await call(c, 'wait_for_decision', { authorization_id: other.id, wait_s: 1 }))).to.include({ id: other.id, status: 'pending' });
+      expect(Date.now() - again).to.be.at.least(900).and.below(5_000);
+    } finally {
+      await c.close();
+    }
+  });
+
   it('record_payment stores one record, which GET /api/v1/audit/:id and the summary then show; sent again it is stored once', async () => {
     const t = await newTeam('mcp-record');
     await registerAgent(t, 'bot');
