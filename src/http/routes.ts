@@ -257,7 +257,8 @@ function runHandler(spec: RouteSpec, deps: AppDeps, options: MountOptions): Requ
   };
 }
 
-function assertDeclaredResponse(spec: RouteSpec, status: number, body: unknown, schemas: SchemaRegistry): void {
+/** Throws when a handler answered a status it does not declare, or a body its schema refuses (tests). */
+export function assertDeclaredResponse(spec: RouteSpec, status: number, body: unknown, schemas: SchemaRegistry): void {
   const declared = spec.responses[status];
   if (!declared) throw new Error(`${spec.operationId} answered ${status}, which it does not declare`);
   if (!declared.schema) return;
