@@ -1,7 +1,9 @@
 import type { RequestHandler } from 'express';
 
-/** Headers a browser client may send, and read from an answer, across origins. */
-// Mcp-Protocol-Version: browser-based MCP clients send it on every request to /mcp after the first.
+/**
+ * Headers a browser client may send, and read from an answer, across origins. Mcp-Protocol-Version:
+ * browser-based MCP clients send it on every request to /mcp after the first.
+ */
 const ALLOWED_HEADERS = 'Authorization, Content-Type, X-Request-Id, Mcp-Protocol-Version';
 const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, Location, Allow';
 
