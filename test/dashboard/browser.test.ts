@@ -585,6 +585,208 @@ describe('dashboard in a browser', function () {
     }
   });
 
+  /** Polls `read` until it equals `expected` (a page answering a changed filter), then asserts it. */
+  async function eventually<T>(read: () => Promise<T>, expected: T, what: string, ms = 10_000): Promise<void> {
+    const until = Date.now() + ms;
+    let last = await read();
+    while (JSON.stringify(last) !== JSON.stringify(expected) && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      last = await read();
+    }
+    expect(last, what).to.deep.equal(expected);
+  }
+
+  type AuditRecordBody = { id: string; agent_id: string; endpoint: string; amount: string; asset: string; policy_evaluation: string; created_at: number };
+
+  it("records: the team's records newest first, as POST /audit/query answers them, 50 at a time; the agent, endpoint, status and time filters ask it the same; a record's own page", async () => {
+    const query = async (q: Record<string, unknown>) =>
+      (await api().post('/api/v1/audit/query').set(...team.auth).send({ orderBy: 'created_at', order: 'desc', limit: 50, ...q }).expect(200)).body as AuditRecordBody[];
+    const count = async (q: Record<string, unknown>) => (await api().post('/api/v1/audit/count').set(...team.auth).send(q).expect(200)).body.count as number;
+    const page = await newPage('wide');
+    await signIn(page);
+    // Times are typed in the dashboard's zone: one half an hour off UTC, with no clock change.
+    await page.evaluate(() => sessionStorage.setItem('spendscope.timeZone', 'Asia/Kolkata'));
+    await page.goto(`${server.url}/dashboard/records`);
+    await page.locator('[data-panel=records][data-state=ready]').waitFor();
+    const rows = page.locator('[data-panel=records] [data-record]');
+    const shown = () => rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-record')));
+    const shownCount = () => page.locator('[data-panel=records] [data-count]').getAttribute('data-count');
+
+    const newest = await query({ limit: 100 });
+    expect(newest).to.have.length(100);
+    expect(await shown()).to.deep.equal(newest.slice(0, 50).map((r) => r.id));
+    await eventually(shownCount, String(RECORDS), 'records matching');
+    for (const [i, record] of newest.slice(0, 50).entries()) {
+      const money = rows.nth(i).locator('td[data-label=Amount] .money');
+      expect(await money.getAttribute('data-exact'), record.id).to.equal(record.amount);
+      const text = (await money.textContent())!;
+      expect(isRoundingOf(text.replace(/ USDC$/, ''), record.amount) && text.endsWith(' USDC'), `${record.id}: ${text} rounds ${record.amount} USDC`).to.equal(true);
+      expect(await rows.nth(i).locator('td[data-label=Agent]').textContent()).to.equal(record.agent_id);
+      expect(await rows.nth(i).locator('td[data-label=Status]').textContent()).to.equal(record.policy_evaluation);
+      expect(await rows.nth(i).locator('td[data-label=Time] time').getAttribute('datetime')).to.equal(new Date(record.created_at).toISOString());
+      expect(await rows.nth(i).locator('td.row-main a').textContent()).to.equal(`POST ${record.endpoint}`);
+    }
+    await page.getByRole('button', { name: 'Load more' }).click();
+    await eventually(shown, newest.map((r) => r.id), 'the second page follows the first');
+
+    // Agent and endpoint: each narrows what is asked, as the API narrows it.
+    await page.locator('input[name=agent]').fill('travel-agent');
+    await page.locator('input[name=agent]').press('Enter');
+    await page.waitForURL(/agent=travel-agent/);
+    const byAgent = await query({ agentId: 'travel-agent' });
+    expect(byAgent.length).to.be.within(1, 50);
+    await eventually(shown, byAgent.map((r) => r.id), 'agent travel-agent');
+    await eventually(shownCount, String(await count({ agentId: 'travel-agent' })), 'count of agent travel-agent');
+    await page.locator('input[name=endpoint]').fill('search.example');
+    await page.locator('input[name=endpoint]').press('Enter');
+    await page.waitForURL(/endpoint=search.example/);
+    const byBoth = await query({ agentId: 'travel-agent', endpoint: 'search.example' });
+    expect(byBoth.length).to.be.within(1, byAgent.length - 1);
+    expect(byBoth.every((r) => r.endpoint.includes('search.example'))).to.equal(true);
+    await eventually(shown, byBoth.map((r) => r.id), 'agent and endpoint');
+    await page.locator('input[name=agent]').fill('');
+    await page.locator('input[name=agent]').press('Enter');
+    await page.locator('select[name=status]').selectOption('flagged');
+    await page.waitForURL((url) => url.searchParams.get('status') === 'flagged' && !url.searchParams.has('agent'));
+    const flagged = await query({ endpoint: 'search.example', status: ['flagged'] });
+    expect(flagged.length).to.be.greaterThan(0);
+    await eventually(shown, flagged.map((r) => r.id), 'endpoint and status');
+
+    // Time: from and until typed as wall times of the zone (UTC+05:30), until excluded.
+    await page.goto(`${server.url}/dashboard/records`);
+    await page.locator('[data-panel=records][data-state=ready]').waitFor();
+    const start = from + 24 * HOUR + 7 * 60_000;
+    const end = start + 6 * HOUR;
+    const wall = (ms: number) => new Date(ms + 5.5 * HOUR).toISOString().slice(0, 16);
+    await page.locator('input[name=from]').fill(wall(start));
+    await page.locator('input[name=to]').fill(wall(end));
+    await page.waitForURL((url) => url.searchParams.get('from') === new Date(start).toISOString() && url.searchParams.get('to') === new Date(end).toISOString());
+    const inTime = await query({ startTime: start, endTime: end - 1 });
+    expect(inTime.length).to.be.within(2, 49);
+    expect(inTime.every((r) => r.created_at >= start && r.created_at < end)).to.equal(true);
+    await eventually(shown, inTime.map((r) => r.id), 'from and until');
+    await eventually(shownCount, String(inTime.length), 'count from and until');
+
+    // A record's own page, from its row.
+    const first = inTime[0]!;
+    await rows.first().locator('td.row-main a').click();
+    await page.waitForURL(`${server.url}/dashboard/records/${first.id}`);
+    await page.locator('[data-panel=record][data-state=ready]').waitFor();
+    const record = (await api().get(`/api/v1/audit/${first.id}`).set(...team.auth).expect(200)).body as AuditRecordBody;
+    expect(await page.locator('[data-panel=record] [data-record]').getAttribute('data-record')).to.equal(record.id);
+    expect(await page.locator('[data-panel=record] [data-field=amount] dd').textContent()).to.equal(`${record.amount} USDC`);
+    expect(await page.locator('[data-panel=record] [data-field=endpoint] dd').textContent()).to.equal(record.endpoint);
+    await photograph(page, 'record-wide');
+    // An id the team does not have: said so.
+    await page.goto(`${server.url}/dashboard/records/no-such-record`);
+    await page.locator('[data-panel=record][data-state=ready] .state.empty').waitFor();
+    expect(await page.locator('[data-panel=record] .state.empty').textContent()).to.include('no record “no-such-record”');
+    expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
+    await page.close();
+  });
+
+  it("an alert's sample records link to their own pages, and its window to its agent's records in it", async () => {
+    const alerts = (await api().get('/api/v1/alerts').query({ limit: 50 }).set(...team.auth).expect(200)).body.data as {
+      id: string;
+      agentId: string;
+      sampleEventIds: string[];
+      window: { start: string; end: string } | null;
+    }[];
+    const alert = alerts.find((a) => a.sampleEventIds.length > 1 && a.window?.end && a.agentId)!;
+    expect(alert, 'an alert with samples and a window').to.not.equal(undefined);
+    const page = await newPage('wide');
+    await signIn(page);
+    await page.goto(`${server.url}/dashboard/alerts/${alert.id}`);
+    await page.locator('[data-panel=alert][data-state=ready]').waitFor();
+    const links = page.locator('[data-panel=alert] [data-sample-record]');
+    expect(await links.evaluateAll((els) => els.map((e) => [e.getAttribute('data-sample-record'), e.getAttribute('href')]))).to.deep.equal(
+      alert.sampleEventIds.map((id) => [id, `/dashboard/records/${encodeURIComponent(id)}`]),
+    );
+    const sample = alert.sampleEventIds[1]!;
+    await links.nth(1).click();
+    await page.waitForURL(`${server.url}/dashboard/records/${encodeURIComponent(sample)}`);
+    await page.locator('[data-panel=record][data-state=ready]').waitFor();
+    const record = (await api().get(`/api/v1/audit/${encodeURIComponent(sample)}`).set(...team.auth).expect(200)).body as AuditRecordBody;
+    expect(record.agent_id).to.equal(alert.agentId);
+    expect(await page.locator('[data-panel=record] [data-record]').getAttribute('data-record')).to.equal(sample);
+    expect(await page.locator('[data-panel=record] [data-field=amount] dd').textContent()).to.equal(`${record.amount} USDC`);
+
+    await page.goBack();
+    await page.locator('[data-panel=alert][data-state=ready]').waitFor();
+    await page.getByRole('link', { name: 'its records' }).click();
+    await page.waitForURL(/\/dashboard\/records\?/);
+    const inWindow = (
+      await api()
+        .post('/api/v1/audit/query')
+        .set(...team.auth)
+        .send({ agentId: alert.agentId, startTime: Date.parse(alert.window!.start), endTime: Date.parse(alert.window!.end) - 1, orderBy: 'created_at', order: 'desc', limit: 50 })
+        .expect(200)
+    ).body as AuditRecordBody[];
+    expect(inWindow.map((r) => r.id)).to.include(sample);
+    await page.locator('[data-panel=records][data-state=ready]').waitFor();
+    await eventually(() => page.locator('[data-panel=records] [data-record]').evaluateAll((els) => els.map((e) => e.getAttribute('data-record'))), inWindow.map((r) => r.id), "the alert's records");
+    await page.close();
+  });
+
+  it('the audit log shows a change just made on a page: who, what, each changed field before and after, as GET /audit-log answers', async () => {
+    const own = await newTeam('dashboard-audit-log');
+    const policy = (await api().post('/api/v1/policies').set(...own.auth).send({ name: 'logged budget', limits: [{ kind: 'daily', amount: '5' }] }).expect(201)).body;
+    await api().patch(`/api/v1/policies/${policy.id}`).set(...own.auth).send({ limits: [{ kind: 'daily', amount: '7.5' }] }).expect(200);
+    const page = await newPage('wide');
+    await signIn(page, own.apiKey);
+    await page.goto(`${server.url}/dashboard/policies`);
+    const row = page.locator(`[data-policy="${policy.id}"]`);
+    await row.getByRole('button', { name: 'Deactivate' }).click();
+    await row.getByRole('button', { name: 'Activate' }).waitFor();
+    // From the menu, as an admin key finds it.
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Audit log' }).click();
+    await page.waitForURL(/\/dashboard\/audit-log$/);
+    await page.locator('[data-panel=audit-log][data-state=ready]').waitFor();
+    const log = (await api().get('/api/v1/audit-log').set(...own.auth).expect(200)).body.data as {
+      id: string;
+      action: string;
+      keyName: string;
+      resourceId: string;
+      changes: Record<string, { before: unknown; after: unknown }>;
+    }[];
+    expect(log.map((c) => c.action)).to.deep.equal(['policy.update', 'policy.update', 'policy.create']);
+    const entries = page.locator('[data-panel=audit-log] [data-change]');
+    expect(await entries.evaluateAll((els) => els.map((e) => e.getAttribute('data-change')))).to.deep.equal(log.map((c) => c.id));
+    // The change just made, first: by this key, to this policy, the field it changed.
+    const latest = entries.first();
+    expect(log[0]!.changes.active).to.deep.equal({ before: true, after: false });
+    expect(await latest.getAttribute('data-resource')).to.equal(policy.id);
+    expect(await latest.locator('[data-key-name]').textContent()).to.equal(log[0]!.keyName);
+    // A change that does not name the resource shows its id; its creation shows its name.
+    expect(await latest.locator('.change-head').textContent()).to.include(`changed the policy ${policy.id}`);
+    expect(await entries.nth(2).locator('.change-head').textContent()).to.include(`created the policy logged budget (${policy.id})`);
+    expect(await latest.locator('.change-head a').getAttribute('href')).to.equal(`/dashboard/policies/${policy.id}`);
+    expect(await latest.locator('[data-field]').evaluateAll((els) => els.map((e) => e.getAttribute('data-field')))).to.deep.equal(Object.keys(log[0]!.changes));
+    expect(await latest.locator('[data-field=active] [data-before]').textContent()).to.equal('true');
+    expect(await latest.locator('[data-field=active] [data-after]').textContent()).to.equal('false');
+    // The API's change of limits, its amounts as the API wrote them.
+    const limits = entries.nth(1).locator('[data-field=limits]');
+    expect(await limits.locator('[data-before]').textContent()).to.equal(JSON.stringify(log[1]!.changes.limits!.before));
+    expect(await limits.locator('[data-after]').textContent()).to.equal(JSON.stringify(log[1]!.changes.limits!.after));
+    expect(await limits.locator('[data-after]').textContent()).to.include('"7.5"');
+
+    // Filters ask the API the same.
+    await page.locator('select[name=resource_type]').selectOption('alert');
+    await page.waitForURL(/resource_type=alert/);
+    expect((await api().get('/api/v1/audit-log').query({ resource_type: 'alert' }).set(...own.auth).expect(200)).body.data).to.deep.equal([]);
+    await page.locator('[data-panel=audit-log] .state.empty').waitFor();
+    await page.locator('select[name=resource_type]').selectOption('policy');
+    await page.locator('input[name=resource_id]').fill(policy.id);
+    await page.locator('input[name=resource_id]').press('Enter');
+    await page.waitForURL(/resource_id=/);
+    const ofPolicy = (await api().get('/api/v1/audit-log').query({ resource_type: 'policy', resource_id: policy.id }).set(...own.auth).expect(200)).body.data as { id: string }[];
+    expect(ofPolicy).to.have.length(3);
+    await eventually(() => entries.evaluateAll((els) => els.map((e) => e.getAttribute('data-change'))), ofPolicy.map((c) => c.id), 'changes of the policy');
+    await photograph(page, 'audit-log-own-wide');
+    expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
+    await page.close();
+  });
+
   /** Buttons that change something: a key without admin must never find one of them enabled. */
   const CHANGES = ['New policy', 'Deactivate', 'Activate', 'Delete', 'Revoke', 'Resolve', 'Reopen', 'Save', 'Create policy', 'Send test', 'Turn off', 'Turn on', 'Send again', 'Create key', 'Add webhook'];
 
@@ -716,7 +918,7 @@ describe('dashboard in a browser', function () {
     await signIn(page);
     const range = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;
     for (const zone of ['UTC', 'America/St_Johns']) {
-      for (const url of [`/dashboard/?${range}`, '/dashboard/agents', `/dashboard/agents/${AGENTS[0]}?${range}`, '/dashboard/alerts', `/dashboard/alerts/${alertId}`, '/dashboard/budgets', '/dashboard/policies', '/dashboard/team']) {
+      for (const url of [`/dashboard/?${range}`, '/dashboard/agents', `/dashboard/agents/${AGENTS[0]}?${range}`, '/dashboard/alerts', `/dashboard/alerts/${alertId}`, '/dashboard/budgets', '/dashboard/policies', '/dashboard/team', '/dashboard/records', '/dashboard/records/dash-36', '/dashboard/audit-log']) {
         await page.goto(`${server.url}${url}`);
         await settled(page);
         if (url.startsWith('/dashboard/?')) {
@@ -862,6 +1064,10 @@ describe('dashboard in a browser', function () {
       ['policy', `/dashboard/policies/${policyId}`],
       ['policy-new', '/dashboard/policies/new'],
       ['team', '/dashboard/team'],
+      ['records', '/dashboard/records'],
+      ['records-filtered', `/dashboard/records?agent=${AGENTS[1]}&endpoint=example&${range}`],
+      ['record', '/dashboard/records/dash-36'],
+      ['audit-log', '/dashboard/audit-log'],
     ];
     for (const viewport of ['wide', 'phone'] as const) {
       const page = await newPage(viewport);
@@ -917,16 +1123,28 @@ describe('dashboard in a browser', function () {
   it('keyboard: every section is reachable with Tab, and a focused link opens with Enter', async () => {
     const page = await newPage('wide');
     await signIn(page);
+    // The admin key's menu ends with the audit log.
+    const sections = ['Overview', 'Agents', 'Alerts', 'Records', 'Budgets', 'Policies', 'Team', 'Audit log'];
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Audit log' }).waitFor();
+    expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).to.deep.equal(sections);
     const reached = new Set<string>();
-    for (let i = 0; i < 12; i++) {
+    for (let i = 0; i < 20; i++) {
       await page.keyboard.press('Tab');
       const text = await page.evaluate(() => (document.activeElement as HTMLElement | null)?.textContent?.trim() ?? '');
       reached.add(text);
-      if (text === 'Alerts') break;
+      if (text === 'Records') break;
     }
-    expect([...reached]).to.include.members(['Overview', 'Agents', 'Alerts']);
+    expect([...reached]).to.include.members(sections.slice(0, 4));
     await page.keyboard.press('Enter');
-    await page.waitForURL(/\/dashboard\/alerts$/);
+    await page.waitForURL(/\/dashboard\/records$/);
+    for (let i = 0; i < 20 && !reached.has('Audit log'); i++) {
+      await page.keyboard.press('Tab');
+      reached.add(await page.evaluate(() => (document.activeElement as HTMLElement | null)?.textContent?.trim() ?? ''));
+    }
+    expect([...reached]).to.include.members(sections);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/dashboard\/audit-log$/);
+    await page.locator('[data-panel=audit-log][data-state=ready]').waitFor();
     await page.close();
   });
 
