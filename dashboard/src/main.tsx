@@ -12,6 +12,7 @@ import type { Team } from './types';
 import { AgentPage, Agents } from './pages/agents';
 import { AlertPage, Alerts } from './pages/alerts';
 import { AuditLog } from './pages/audit-log';
+import { AuthorizationPage, Authorizations } from './pages/authorizations';
 import { Budgets } from './pages/budgets';
 import { Overview } from './pages/overview';
 import { Policies, PolicyPage } from './pages/policies';
@@ -27,6 +28,7 @@ const SECTIONS: { path: string; label: string; needs?: Scope }[] = [
   { path: '', label: 'Overview' },
   { path: 'agents', label: 'Agents' },
   { path: 'alerts', label: 'Alerts' },
+  { path: 'authorizations', label: 'Authorizations' },
   { path: 'records', label: 'Records' },
   { path: 'budgets', label: 'Budgets' },
   { path: 'policies', label: 'Policies' },
@@ -43,6 +45,8 @@ function Page({ path }: { path: string }) {
       return id ? <AgentPage agentId={id} /> : <Agents />;
     case 'alerts':
       return id ? <AlertPage alertId={id} /> : <Alerts />;
+    case 'authorizations':
+      return id ? <AuthorizationPage authorizationId={id} /> : <Authorizations />;
     case 'records':
       return id ? <RecordPage recordId={id} /> : <Records />;
     case 'budgets':

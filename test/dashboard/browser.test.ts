@@ -82,6 +82,8 @@ describe('dashboard in a browser', function () {
   /** The seeded records span [from, to): a custom range the tests open the overview with. */
   const to = Math.floor(Date.now() / HOUR) * HOUR - HOUR;
   const from = to - 72 * HOUR;
+  /** An approved authorization of the seeded install, holding its amount. */
+  let seededAuthorizationId: string;
 
   before(async () => {
     browser = await launchBrowser();
@@ -93,6 +95,11 @@ describe('dashboard in a browser', function () {
       const events = Array.from({ length: RECORDS / 3 }, (_, i) => seededRecord(batch * (RECORDS / 3) + i, from, to));
       await api().post('/api/v1/events').set(...team.auth).send({ events }).expect(200);
     }
+    // Authorizations under every limit (no alert comes of them): one holding its amount, one voided.
+    const ask = (amount: string) => ({ agent_id: 'support-bot', endpoint: ENDPOINTS[2], amount, asset: 'USDC', network: BASE, expires_in_s: 3600 });
+    seededAuthorizationId = (await api().post('/api/v1/authorizations').set(...team.auth).send(ask('0.25')).expect(200)).body.id;
+    const voided = (await api().post('/api/v1/authorizations').set(...team.auth).send(ask('0.05')).expect(200)).body.id;
+    await api().post(`/api/v1/authorizations/${voided}/void`).set(...team.auth).expect(200);
   });
 
   after(async () => {
@@ -787,6 +794,192 @@ describe('dashboard in a browser', function () {
     await page.close();
   });
 
+  type AuthorizationBody = {
+    id: string;
+    decision: string;
+    status: string;
+    agent_id: string;
+    amount: string;
+    reasons: string[];
+    checks: { policy_id: string; breaks: boolean }[];
+    decided_by: string | null;
+    decision_note: string | null;
+  };
+
+  /**
+   * A team whose authorizations cover every state: held, declined (over a block policy's cap),
+   * voided, and pending (over an approve policy's, waiting for a person), for two agents.
+   */
+  async function teamWithAuthorizations(label: string) {
+    const own = await newTeam(label);
+    await api().post('/api/v1/policies').set(...own.auth).send({ name: 'Hard cap', limits: [{ kind: 'per_call', amount: '5' }], action: 'block' }).expect(201);
+    await api().post('/api/v1/policies').set(...own.auth).send({ name: 'Ask above 1', limits: [{ kind: 'per_call', amount: '1' }], action: 'approve' }).expect(201);
+    const ask = async (agent: string, amount: string) =>
+      (await api().post('/api/v1/authorizations').set(...own.auth).send({ agent_id: agent, endpoint: 'https://api.example.com/v1/search', amount, asset: 'USDC' }).expect(200)).body as AuthorizationBody;
+    const made = {
+      held: await ask('pay-bot', '0.40'),
+      declined: await ask('pay-bot', '7.5'),
+      otherHeld: await ask('other-bot', '0.30'),
+      otherDeclined: await ask('other-bot', '12'),
+      voided: await ask('pay-bot', '0.10'),
+      pending: await ask('pay-bot', '2.25'),
+      otherPending: await ask('other-bot', '3.125'),
+    };
+    await api().post(`/api/v1/authorizations/${made.voided.id}/void`).set(...own.auth).expect(200);
+    expect([made.held.status, made.declined.status, made.pending.status, made.otherPending.status]).to.deep.equal(['held', 'declined', 'pending', 'pending']);
+    const list = async (query: Record<string, string> = {}) => (await api().get('/api/v1/authorizations').query(query).set(...own.auth).expect(200)).body.data as AuthorizationBody[];
+    return { own, made, list };
+  }
+
+  const idsOf = (page: Page, selector: string) => page.locator(selector).evaluateAll((els) => els.map((e) => e.getAttribute('data-authorization')));
+
+  it('authorizations: those waiting for a decision first, then the rest as GET /authorizations answers, declined ones with their reasons; status and agent filters; an authorization\'s page with its checks', async () => {
+    const { own, made, list } = await teamWithAuthorizations('dashboard-authorizations');
+    const page = await newPage('wide');
+    await signIn(page, own.apiKey);
+    await page.goto(`${server.url}/dashboard/authorizations`);
+    await settled(page);
+    const pending = await list({ status: 'pending' });
+    expect(pending.map((a) => a.id)).to.have.members([made.pending.id, made.otherPending.id]);
+    expect(await idsOf(page, '[data-panel=pending] [data-authorization]')).to.deep.equal(pending.map((a) => a.id));
+    const rest = (await list()).filter((a) => a.status !== 'pending');
+    expect(rest).to.have.length(5);
+    expect(await idsOf(page, '[data-panel=authorizations-list] [data-authorization]')).to.deep.equal(rest.map((a) => a.id));
+    // Waiting first: the pending list is above the rest.
+    expect(await page.evaluate(() => Boolean(document.querySelector('[data-panel=pending]')!.compareDocumentPosition(document.querySelector('[data-panel=authorizations-list]')!) & Node.DOCUMENT_POSITION_FOLLOWING))).to.equal(true);
+    for (const a of [...pending, ...rest]) {
+      const row = page.locator(`[data-authorization="${a.id}"]`);
+      expect(await row.locator('.money').first().getAttribute('data-exact'), a.id).to.equal(a.amount);
+      expect(await row.locator('.money').first().textContent(), a.id).to.match(/ USDC$/);
+      // A declined one says why (the reasons of the API); a pending one what it would break.
+      const reasons = await row.locator('[data-reasons] li').allTextContents();
+      if (a.status === 'declined' || a.status === 'pending') {
+        expect(a.reasons.length, a.id).to.be.greaterThan(0);
+        expect(reasons, a.id).to.deep.equal(a.reasons);
+      } else expect(reasons, a.id).to.deep.equal([]);
+      if (a.status !== 'pending') expect(await row.locator('td[data-label=Status]').textContent(), a.id).to.equal(a.status);
+    }
+    expect(made.declined.reasons.join()).to.include('Hard cap');
+    await photograph(page, 'authorizations-own-wide');
+
+    // Status: only that status, and no list of pending ones.
+    await page.locator('select[name=status]').selectOption('declined');
+    await page.waitForURL(/status=declined/);
+    await page.locator('[data-panel=pending]').waitFor({ state: 'detached' });
+    const declined = await list({ status: 'declined' });
+    expect(declined.map((a) => a.id)).to.have.members([made.declined.id, made.otherDeclined.id]);
+    await eventually(() => idsOf(page, '[data-panel=authorizations-list] [data-authorization]'), declined.map((a) => a.id), 'status declined');
+    // And an agent.
+    await page.locator('input[name=agent]').fill('other-bot');
+    await page.locator('input[name=agent]').press('Enter');
+    await page.waitForURL(/agent=other-bot/);
+    await eventually(() => idsOf(page, '[data-panel=authorizations-list] [data-authorization]'), [made.otherDeclined.id], 'declined of other-bot');
+    await page.locator('select[name=status]').selectOption('pending');
+    await page.waitForURL(/status=pending/);
+    await page.locator('[data-panel=authorizations-list]').waitFor({ state: 'detached' });
+    expect((await list({ status: 'pending', agent: 'other-bot' })).map((a) => a.id)).to.deep.equal([made.otherPending.id]);
+    await eventually(() => idsOf(page, '[data-panel=pending] [data-authorization]'), [made.otherPending.id], 'pending of other-bot');
+
+    // Its page: the decision and every check as it stood, the broken one marked.
+    await page.goto(`${server.url}/dashboard/authorizations?status=declined&agent=pay-bot`);
+    await page.locator(`[data-authorization="${made.declined.id}"] td.row-main a`).click();
+    await page.waitForURL(`${server.url}/dashboard/authorizations/${made.declined.id}`);
+    await page.locator('[data-panel=authorization][data-state=ready]').waitFor();
+    const detail = (await api().get(`/api/v1/authorizations/${made.declined.id}`).set(...own.auth).expect(200)).body as AuthorizationBody;
+    expect(await page.locator('[data-panel=authorization] [data-field=decision] dd').textContent()).to.equal(detail.decision);
+    expect(await page.locator('[data-panel=authorization] [data-field=amount] dd').textContent()).to.equal('7.5 USDC');
+    expect(await page.locator('[data-panel=authorization] [data-reasons] li').allTextContents()).to.deep.equal(detail.reasons);
+    expect(await page.locator('[data-panel=authorization] [data-check]').evaluateAll((els) => els.map((e) => [e.getAttribute('data-check'), e.hasAttribute('data-breaks')]))).to.deep.equal(
+      detail.checks.map((c) => [c.policy_id, c.breaks]),
+    );
+    expect(detail.checks.some((c) => c.breaks)).to.equal(true);
+    expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
+    await page.close();
+  });
+
+  it('approve and deny from the page, with a note, by a key with the approve scope; an answer someone gave first is said so, not overwritten', async () => {
+    const { own, made, list } = await teamWithAuthorizations('dashboard-approve');
+    const approver = (await api().post('/api/v1/keys').set(...own.auth).send({ name: 'approver', scopes: ['read', 'approve'] }).expect(201)).body.apiKey;
+    const page = await newPage('phone');
+    await signIn(page, approver);
+    // Not an admin: no audit log in the menu.
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Records' }).waitFor();
+    expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).to.not.include('Audit log');
+    await page.goto(`${server.url}/dashboard/authorizations`);
+    await settled(page);
+    const first = page.locator(`[data-panel=pending] [data-authorization="${made.pending.id}"]`);
+    await first.getByLabel('Note (optional)').fill('expected: a large search');
+    await photograph(page, 'authorizations-pending-phone');
+    await first.getByRole('button', { name: 'Approve' }).click();
+    await first.waitFor({ state: 'detached' });
+    const approved = (await api().get(`/api/v1/authorizations/${made.pending.id}`).set(...own.auth).expect(200)).body as AuthorizationBody;
+    expect(approved).to.deep.include({ decision: 'approved', status: 'held', decided_by: 'approver', decision_note: 'expected: a large search' });
+    // It is among the decided ones now, with who decided and why.
+    const decidedRow = page.locator(`[data-panel=authorizations-list] [data-authorization="${made.pending.id}"]`);
+    await decidedRow.waitFor();
+    expect(await decidedRow.locator('[data-decided-by]').textContent()).to.equal('approved by approver: expected: a large search');
+
+    await page.locator(`[data-panel=pending] [data-authorization="${made.otherPending.id}"]`).getByRole('button', { name: 'Deny' }).click();
+    await page.locator('[data-panel=pending] .state.empty').waitFor();
+    const denied = (await api().get(`/api/v1/authorizations/${made.otherPending.id}`).set(...own.auth).expect(200)).body as AuthorizationBody;
+    expect(denied).to.deep.include({ decision: 'declined', status: 'declined', decided_by: 'approver', decision_note: null });
+    expect(await list({ status: 'pending' })).to.deep.equal([]);
+
+    // Answered by someone else while the page showed it: the page says so and shows what it is now.
+    const late = (await api().post('/api/v1/authorizations').set(...own.auth).send({ agent_id: 'pay-bot', endpoint: 'https://api.example.com/v1/search', amount: '4', asset: 'USDC' }).expect(200)).body as AuthorizationBody;
+    await page.goto(`${server.url}/dashboard/authorizations/${late.id}`);
+    await page.locator('[data-panel=authorization][data-state=ready]').waitFor();
+    await api().post(`/api/v1/authorizations/${late.id}/approve`).set(...own.auth).send({}).expect(200);
+    await page.getByRole('button', { name: 'Deny' }).click();
+    // The 409's message, and what it is now.
+    const refused = page.locator('p.field-error[role=alert]');
+    await refused.waitFor();
+    expect(await refused.textContent()).to.match(/approved|held|decided/i);
+    await page.locator('[data-panel=authorization] [data-status=held]').first().waitFor();
+    expect(await page.getByRole('button', { name: 'Deny' }).count()).to.equal(0);
+    const after = (await api().get(`/api/v1/authorizations/${late.id}`).set(...own.auth).expect(200)).body as AuthorizationBody;
+    expect(after).to.deep.include({ decision: 'approved', status: 'held' });
+    expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
+    await page.close();
+  });
+
+  it('a read key sees the authorizations waiting for a decision without Approve or Deny, and no audit log: not in the menu, and its page asks nothing', async () => {
+    const { own, made } = await teamWithAuthorizations('dashboard-read-approvals');
+    const reader = (await api().post('/api/v1/keys').set(...own.auth).send({ name: 'reader', scopes: ['read'] }).expect(201)).body.apiKey;
+    for (const [key, admin] of [[own.apiKey, true], [reader, false]] as const) {
+      const page = await newPage('wide');
+      const asked: string[] = [];
+      page.on('request', (request) => asked.push(new URL(request.url()).pathname));
+      await signIn(page, key);
+      await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Records' }).waitFor();
+      // What GET /team says of the key decides the menu.
+      await page.waitForFunction(() => sessionStorage.getItem('spendscope.access') !== null);
+      const menu = await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents();
+      expect(menu.includes('Audit log'), `admin ${admin}: ${menu}`).to.equal(admin);
+      await page.goto(`${server.url}/dashboard/authorizations`);
+      await settled(page);
+      const waiting = page.locator(`[data-panel=pending] [data-authorization="${made.pending.id}"]`);
+      await waiting.waitFor();
+      expect(await page.getByRole('button', { name: 'Approve' }).count(), `admin ${admin}`).to.equal(admin ? 2 : 0);
+      expect(await page.getByRole('button', { name: 'Deny' }).count(), `admin ${admin}`).to.equal(admin ? 2 : 0);
+      expect(await page.getByLabel('Note (optional)').count(), `admin ${admin}`).to.equal(admin ? 2 : 0);
+      await page.goto(`${server.url}/dashboard/authorizations/${made.pending.id}`);
+      await page.locator('[data-panel=authorization][data-state=ready]').waitFor();
+      expect(await page.getByRole('button', { name: 'Approve' }).count(), `admin ${admin}`).to.equal(admin ? 1 : 0);
+      if (!admin) {
+        await page.goto(`${server.url}/dashboard/audit-log`);
+        await page.locator('[data-panel=audit-log] [data-read-only]').waitFor();
+        expect(await page.locator('[data-panel=audit-log]').textContent()).to.match(/admin key: the key “reader” has read/);
+        expect(asked.filter((p) => p.startsWith('/api/v1/audit-log'))).to.deep.equal([]);
+        await photograph(page, 'read-key-audit-log-wide');
+      }
+      expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
+      await page.close();
+    }
+    // Nothing was decided.
+    expect((await api().get(`/api/v1/authorizations/${made.pending.id}`).set(...own.auth).expect(200)).body.status).to.equal('pending');
+  });
+
   /** Buttons that change something: a key without admin must never find one of them enabled. */
   const CHANGES = ['New policy', 'Deactivate', 'Activate', 'Delete', 'Revoke', 'Resolve', 'Reopen', 'Save', 'Create policy', 'Send test', 'Turn off', 'Turn on', 'Send again', 'Create key', 'Add webhook'];
 
@@ -918,7 +1111,7 @@ describe('dashboard in a browser', function () {
     await signIn(page);
     const range = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;
     for (const zone of ['UTC', 'America/St_Johns']) {
-      for (const url of [`/dashboard/?${range}`, '/dashboard/agents', `/dashboard/agents/${AGENTS[0]}?${range}`, '/dashboard/alerts', `/dashboard/alerts/${alertId}`, '/dashboard/budgets', '/dashboard/policies', '/dashboard/team', '/dashboard/records', '/dashboard/records/dash-36', '/dashboard/audit-log']) {
+      for (const url of [`/dashboard/?${range}`, '/dashboard/agents', `/dashboard/agents/${AGENTS[0]}?${range}`, '/dashboard/alerts', `/dashboard/alerts/${alertId}`, '/dashboard/budgets', '/dashboard/policies', '/dashboard/team', '/dashboard/authorizations', `/dashboard/authorizations/${seededAuthorizationId}`, '/dashboard/records', '/dashboard/records/dash-36', '/dashboard/audit-log']) {
         await page.goto(`${server.url}${url}`);
         await settled(page);
         if (url.startsWith('/dashboard/?')) {
@@ -1064,6 +1257,9 @@ describe('dashboard in a browser', function () {
       ['policy', `/dashboard/policies/${policyId}`],
       ['policy-new', '/dashboard/policies/new'],
       ['team', '/dashboard/team'],
+      ['authorizations', '/dashboard/authorizations'],
+      ['authorizations-declined', '/dashboard/authorizations?status=declined'],
+      ['authorization', `/dashboard/authorizations/${seededAuthorizationId}`],
       ['records', '/dashboard/records'],
       ['records-filtered', `/dashboard/records?agent=${AGENTS[1]}&endpoint=example&${range}`],
       ['record', '/dashboard/records/dash-36'],
@@ -1124,7 +1320,7 @@ describe('dashboard in a browser', function () {
     const page = await newPage('wide');
     await signIn(page);
     // The admin key's menu ends with the audit log.
-    const sections = ['Overview', 'Agents', 'Alerts', 'Records', 'Budgets', 'Policies', 'Team', 'Audit log'];
+    const sections = ['Overview', 'Agents', 'Alerts', 'Authorizations', 'Records', 'Budgets', 'Policies', 'Team', 'Audit log'];
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Audit log' }).waitFor();
     expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).to.deep.equal(sections);
     const reached = new Set<string>();
@@ -1134,7 +1330,7 @@ describe('dashboard in a browser', function () {
       reached.add(text);
       if (text === 'Records') break;
     }
-    expect([...reached]).to.include.members(sections.slice(0, 4));
+    expect([...reached]).to.include.members(sections.slice(0, 5));
     await page.keyboard.press('Enter');
     await page.waitForURL(/\/dashboard\/records$/);
     for (let i = 0; i < 20 && !reached.has('Audit log'); i++) {
