@@ -5,6 +5,7 @@ import { cors } from './http/cors.js';
 import { errorHandler, notFound } from './http/errors.js';
 import { requestLogger } from './http/logging.js';
 import { mountRoutes, type AppDeps, type MountOptions, type RouteSpec } from './http/routes.js';
+import { mountMcp } from './mcp/server.js';
 import { countRequests } from './metrics/routes.js';
 import { ROUTES } from './routes.js';
 
@@ -27,6 +28,8 @@ export function createApp(deps: AppDeps, options: MountOptions = {}, routes: rea
   app.use(docsPage());
   app.use(dashboardPage());
   mountRoutes(app, routes, deps, options);
+  // The Model Context Protocol: the same routes as tools, behind the same keys and limits.
+  mountMcp(app, deps, options);
   app.use(notFound);
   app.use(errorHandler(deps.config.maxBodyBytes));
   return app;

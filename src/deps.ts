@@ -13,6 +13,7 @@ import { sqliteDatabase } from './stores/sql.js';
 import { Dispatcher, type DispatcherOptions } from './webhooks/dispatcher.js';
 import { resealEndpointSecrets } from './webhooks/repository.js';
 import { startThresholdSweep } from './alerts/window-end.js';
+import { startApprovalSweep } from './authorizations/approvals.js';
 
 /**
  * The service's parts, assembled once from its opened stores, on either registry: main.ts serves
@@ -41,11 +42,12 @@ export async function assembleDeps(
   const webhooks = new Dispatcher(db, secrets, config.webhooks, logger, { publicUrl: config.publicUrl, ...dispatcher });
   webhooks.start();
   const thresholdSweep = startThresholdSweep(db, logger);
+  const approvalSweep = startApprovalSweep(db, logger, 'pool' in stores ? stores.pool : undefined);
   // One limiter for the API and the BI interface: a holder's buckets are the same whichever it uses.
   // With PostgreSQL, instances lease from buckets they share: a key's rate holds across them.
   const rateLimiter = new RateLimiter(config.rateLimits, Date.now, db.dialect === 'postgres' ? sharedRateLedger(db) : undefined, logger);
   const clickhouseHttp = teamScopedInterface({ config, db, events, rateLimiter });
-  return { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, webhooks, thresholdSweep, clickhouseHttp, rateLimiter };
+  return { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, webhooks, thresholdSweep, approvalSweep, clickhouseHttp, rateLimiter };
 }
 
 /**
@@ -54,8 +56,9 @@ export async function assembleDeps(
  * (every answered request's rows are in the log already; what the loader has not copied stays
  * there), then the stores.
  */
-export async function closeDeps(deps: Pick<AppDeps, 'webhooks' | 'thresholdSweep' | 'ingest' | 'db' | 'events' | 'loaderEvents'>): Promise<void> {
+export async function closeDeps(deps: Pick<AppDeps, 'webhooks' | 'thresholdSweep' | 'approvalSweep' | 'ingest' | 'db' | 'events' | 'loaderEvents'>): Promise<void> {
   await deps.thresholdSweep?.close();
+  await deps.approvalSweep?.close();
   await deps.webhooks.close();
   await deps.ingest.close();
   await deps.db.close();

@@ -82,7 +82,8 @@ export interface Policy {
   name: string;
   agents: string[];
   limits: Limit[];
-  action: 'flag' | 'block';
+  /** approve: an authorization that would break it waits for a person. */
+  action: 'flag' | 'block' | 'approve';
   active: boolean;
   timezone: string | null;
   /** agent: each agent its own totals; pool: the policy's agents (or the whole team) share one. */
@@ -91,6 +92,10 @@ export interface Policy {
   notify_at: number[];
   /** Where its `total` limits start counting. */
   starts_at: string;
+  /** approve: seconds a person has to decide. */
+  approval_timeout_s: number;
+  /** What it allows (deny by default); null: no allowlist. */
+  allow: { payees?: string[]; networks?: string[]; assets?: string[]; endpoints?: string[] } | null;
   createdAt: string;
   updatedAt: string;
 }

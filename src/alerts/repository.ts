@@ -3,8 +3,8 @@ import { newId } from '../teams/keys.js';
 import { enqueueAlertEvent } from '../webhooks/outbox.js';
 import { toUnits } from '../evaluation/money.js';
 
-/** system: a notice from the service itself (a webhook endpoint disabled after failing for 24 hours). */
-export type AlertType = 'violation' | 'anomaly' | 'system' | 'threshold';
+/** system: a notice from the service itself (a webhook endpoint disabled after failing for 24 hours); approval: an authorization waits for a person. */
+export type AlertType = 'violation' | 'anomaly' | 'system' | 'threshold' | 'approval';
 export type Severity = 'info' | 'warning' | 'critical';
 export type AlertStatus = 'open' | 'resolved';
 
@@ -344,6 +344,23 @@ export async function setAlertStatus(sql: Sql, teamId: string, id: string, statu
     return changed;
   }, status === 'resolved' ? 'alert.resolved' : 'alert.reopened', now));
   return changed;
+}
+
+/**
+ * Resolves the open alert of a breach key, if any, with its webhook event, inside the caller's
+ * transaction (an approval alert once its authorization is decided). Returns whether one was.
+ */
+export function* resolveOpenAlert(teamId: string, dedupKey: string, resolution: string, now = Date.now()): Steps<boolean> {
+  const key = (yield* dialectOf()) === 'sqlite' ? dedupKey : dedupKey.replaceAll('\u0000', '\u001f');
+  const open = yield* get<{ id: string }>(OCCURRENCE_SQL.findOpen, [teamId, key]);
+  if (!open) return false;
+  yield* run(`UPDATE alerts SET status = 'resolved', resolved_at = ?, resolution = ?, updated_at = ? WHERE id = ?`, [now, resolution, now, open.id]);
+  const written = lastWritten.get(teamId);
+  if (written?.delete(dedupKey)) remembered--;
+  yield* enqueueAlertEvent(teamId, function* () {
+    return toAlert((yield* get<AlertRow>(OCCURRENCE_SQL.byId, [open.id]))!);
+  }, 'alert.resolved', now);
+  return true;
 }
 
 export interface AlertFilter {

@@ -6,6 +6,7 @@
  */
 import type { FieldError } from '../http/errors.js';
 import type { EventRow } from '../ingest/records.js';
+import { announceDecision } from './approvals.js';
 import { toUnits } from '../evaluation/money.js';
 import type { Steps } from '../stores/sql.js';
 import { authorizationOf, captureHeld, statusOf, voidHeld, type AuthorizationRow } from './repository.js';
@@ -83,10 +84,19 @@ export function* captureByRecord(row: EventRow, now: number): Steps<CaptureEffec
 
 function* captureRow(auth: AuthorizationRow, row: EventRow, now: number): Steps<void> {
   if (!(yield* captureHeld(auth, row.amount, row.id, now))) throw new Error(`authorization ${auth.id} was held but could not be captured`);
+  // Asked for and approved by a person: its approve policies are not broken by paying it.
+  if (auth.decided_by !== null && auth.decision === 'approved') row.approved_by_person = true;
 }
 
-/** Voids a held authorization; voiding a voided one again changes nothing (a retried void). */
+/**
+ * Voids a held authorization, or withdraws one waiting for a person (the agent gave up: its
+ * approval alert is resolved and `authorization.decided` sent); voiding a voided one again changes
+ * nothing (a retried void).
+ */
 export function* voidAuthorization(teamId: string, id: string, now: number): Steps<{ row: AuthorizationRow | undefined; released: boolean }> {
+  const before = yield* authorizationOf(teamId, id, true);
   const released = yield* voidHeld(teamId, id, now);
-  return { row: yield* authorizationOf(teamId, id), released };
+  const row = yield* authorizationOf(teamId, id);
+  if (released && before?.state === 'pending') yield* announceDecision(row!, 'Withdrawn: voided by the agent before anyone decided', now);
+  return { row, released };
 }

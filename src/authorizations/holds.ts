@@ -129,6 +129,15 @@ export class Holds {
     return true;
   }
 
+  /** Keeps a hold to a new expiry (a pending one a person approved: held from the decision); false when there was none. */
+  extend(id: string, expiresAt: number): boolean {
+    const hold = this.byId.get(id);
+    if (!hold) return false;
+    this.remove(id);
+    this.add({ ...hold, expiresAt });
+    return true;
+  }
+
   /** Drops every hold whose expiry has come. */
   private expire(now: number): void {
     for (let hold = this.expiries.peek(); hold && hold.expiresAt <= now; hold = this.expiries.peek()) {

@@ -6,14 +6,16 @@
 import { formatUnits, toUnits } from '../evaluation/money.js';
 import { all, forUpdate, get, perform, run, type Sql, type Steps } from '../stores/sql.js';
 import { isCallKind, type LimitKind } from '../policies/limits.js';
+import type { PolicyAction } from '../policies/repository.js';
 
-export type AuthorizationState = 'held' | 'captured' | 'voided' | 'declined';
+/** pending: an approve policy asked for a person; its amount is held until they decide or the wait ends. */
+export type AuthorizationState = 'held' | 'captured' | 'voided' | 'declined' | 'pending';
 export type AuthorizationStatus = AuthorizationState | 'expired';
 
 export interface Check {
   policy_id: string;
   policy_name: string;
-  action: 'flag' | 'block';
+  action: PolicyAction;
   kind: LimitKind;
   /** end null: a `total`, which has none. */
   window: { start: string; end: string | null } | null;
@@ -37,7 +39,8 @@ export interface AuthorizationRow {
   /** What a policy's filter reads (match.categories, match.tags): as a record to the endpoint would be classified; tags JSON. */
   category: string | null;
   tags: string | null;
-  decision: 'approved' | 'declined';
+  /** pending until a person decides (or the wait ends); then approved or declined. */
+  decision: 'approved' | 'declined' | 'pending';
   state: AuthorizationState;
   /** JSON of StoredCheck tuples (encodeChecks); rows written before 2026-11-23 hold Check objects. */
   checks: string;
@@ -49,6 +52,14 @@ export interface AuthorizationRow {
   captured_at: number | null;
   captured_by: string | null;
   voided_at: number | null;
+  /** The hold asked for, in seconds: an approval by a person holds this long from the decision (null: rows from before approvals). */
+  hold_s: number | null;
+  /** When an unanswered wait for a person ends (it reads as declined from then); null: never pending. */
+  pending_until: number | null;
+  decided_at: number | null;
+  /** The name of the key that approved or denied it; null: decided by the policies, or the wait ran out. */
+  decided_by: string | null;
+  decision_note: string | null;
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -86,16 +97,29 @@ function decodeChecks(text: string, amount: string): Check[] {
   });
 }
 
+/**
+ * What became of it at `now`: a held one past its expiry reads as expired, a pending one past the
+ * end of its wait as declined (nothing is written when time runs out: the time says it; the
+ * sweep that announces a lapsed wait writes it later, src/authorizations/approvals.ts).
+ */
 export function statusOf(row: Pick<AuthorizationRow, 'state' | 'expires_at'>, now = Date.now()): AuthorizationStatus {
-  return row.state === 'held' && row.expires_at <= now ? 'expired' : row.state;
+  if (row.expires_at > now) return row.state;
+  return row.state === 'held' ? 'expired' : row.state === 'pending' ? 'declined' : row.state;
 }
+
+/** The reason given when a wait for a person ran out. */
+export const timedOutReason = (row: Pick<AuthorizationRow, 'pending_until' | 'created_at'>) =>
+  `Declined: nobody approved it within ${Math.round(((row.pending_until ?? row.created_at) - row.created_at) / 1000)} s`;
 
 /** The API's shape of an authorization (schema/api/authorization.json). */
 export function authorizationBody(row: AuthorizationRow, now = Date.now()) {
+  const status = statusOf(row, now);
+  // A wait that ran out reads as the decline it is, before the sweep writes it.
+  const lapsed = row.state === 'pending' && status === 'declined';
   return {
     id: row.id,
-    decision: row.decision,
-    status: statusOf(row, now),
+    decision: lapsed ? 'declined' : row.decision,
+    status,
     agent_id: row.agent_id,
     endpoint: row.endpoint,
     amount: row.amount,
@@ -105,7 +129,11 @@ export function authorizationBody(row: AuthorizationRow, now = Date.now()) {
     expires_at: iso(row.expires_at)!,
     created_at: iso(row.created_at)!,
     checks: decodeChecks(row.checks, row.amount),
-    reasons: JSON.parse(row.reasons) as string[],
+    reasons: lapsed ? [...(JSON.parse(row.reasons) as string[]), timedOutReason(row)] : (JSON.parse(row.reasons) as string[]),
+    pending_until: iso(row.pending_until),
+    decided_at: iso(lapsed ? row.pending_until : row.decided_at),
+    decided_by: row.decided_by,
+    decision_note: row.decision_note,
     captured_amount: row.captured_amount,
     captured_at: iso(row.captured_at),
     captured_by: row.captured_by,
@@ -115,8 +143,8 @@ export function authorizationBody(row: AuthorizationRow, now = Date.now()) {
 }
 
 const INSERT = `INSERT INTO authorizations (id, team_id, agent_id, endpoint, domain, amount, asset, network, payee_address, category, tags, decision, state,
-                                    checks, reasons, idempotency_key, created_at, expires_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                    checks, reasons, idempotency_key, created_at, expires_at, hold_s, pending_until, decided_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT DO NOTHING`;
 
 /**
@@ -143,6 +171,9 @@ export function* insertAuthorization(row: AuthorizationRow): Steps<boolean> {
     row.idempotency_key,
     row.created_at,
     row.expires_at,
+    row.hold_s,
+    row.pending_until,
+    row.decided_at,
   ])) === 1;
 }
 
@@ -172,9 +203,9 @@ export function* captureHeld(auth: Pick<AuthorizationRow, 'id' | 'team_id' | 'ag
   return changed === 1;
 }
 
-/** Voids a held authorization; resolves to whether it was (still) held. */
+/** Voids a held authorization, or withdraws one still waiting for a person; resolves to whether it was (still) live. */
 export function* voidHeld(teamId: string, id: string, now: number): Steps<boolean> {
-  const changed = yield* run(`UPDATE authorizations SET state = 'voided', voided_at = ? WHERE team_id = ? AND id = ? AND state = 'held' AND expires_at > ?`, [
+  const changed = yield* run(`UPDATE authorizations SET state = 'voided', voided_at = ? WHERE team_id = ? AND id = ? AND state IN ('held', 'pending') AND expires_at > ?`, [
     now,
     teamId,
     id,
@@ -183,14 +214,17 @@ export function* voidHeld(teamId: string, id: string, now: number): Steps<boolea
   return changed > 0;
 }
 
-/** Holds still counting at `now`: all of them (read back at start-up), or those of some agents of a team. */
+/**
+ * Holds still counting at `now` (held, or pending a person: what waits for a decision is held, so
+ * concurrent requests count it): all of them (read back at start-up), or those of some agents of a team.
+ */
 export function* liveHolds(now: number, of?: { teamId: string; agentIds?: readonly string[] }): Steps<AuthorizationRow[]> {
-  if (!of) return yield* all<AuthorizationRow>(`SELECT * FROM authorizations WHERE state = 'held' AND expires_at > ?`, [now]);
-  if (!of.agentIds) return yield* all<AuthorizationRow>(`SELECT * FROM authorizations WHERE state = 'held' AND expires_at > ? AND team_id = ?`, [now, of.teamId]);
+  if (!of) return yield* all<AuthorizationRow>(`SELECT * FROM authorizations WHERE state IN ('held', 'pending') AND expires_at > ?`, [now]);
+  if (!of.agentIds) return yield* all<AuthorizationRow>(`SELECT * FROM authorizations WHERE state IN ('held', 'pending') AND expires_at > ? AND team_id = ?`, [now, of.teamId]);
   return yield* all<AuthorizationRow>(
     {
-      sqlite: `SELECT * FROM authorizations WHERE state = 'held' AND expires_at > ? AND team_id = ? AND agent_id IN (SELECT value FROM json_each(?))`,
-      postgres: `SELECT * FROM authorizations WHERE state = 'held' AND expires_at > $1 AND team_id = $2 AND agent_id IN (SELECT jsonb_array_elements_text($3::jsonb))`,
+      sqlite: `SELECT * FROM authorizations WHERE state IN ('held', 'pending') AND expires_at > ? AND team_id = ? AND agent_id IN (SELECT value FROM json_each(?))`,
+      postgres: `SELECT * FROM authorizations WHERE state IN ('held', 'pending') AND expires_at > $1 AND team_id = $2 AND agent_id IN (SELECT jsonb_array_elements_text($3::jsonb))`,
     },
     [now, of.teamId, JSON.stringify(of.agentIds)],
   );
@@ -214,6 +248,9 @@ export function listAuthorizations(sql: Sql, teamId: string, filter: Authorizati
   if (filter.agent !== undefined) (where.push('agent_id = ?'), args.push(filter.agent));
   if (filter.status === 'expired') (where.push(`state = 'held' AND expires_at <= ?`), args.push(now));
   else if (filter.status === 'held') (where.push(`state = 'held' AND expires_at > ?`), args.push(now));
+  else if (filter.status === 'pending') (where.push(`state = 'pending' AND expires_at > ?`), args.push(now));
+  // Declined includes a wait for a person that ran out (before the sweep writes it).
+  else if (filter.status === 'declined') (where.push(`(state = 'declined' OR (state = 'pending' AND expires_at <= ?))`), args.push(now));
   else if (filter.status !== undefined) (where.push('state = ?'), args.push(filter.status));
   if (filter.from !== undefined) (where.push('created_at >= ?'), args.push(filter.from));
   if (filter.to !== undefined) (where.push('created_at < ?'), args.push(filter.to));

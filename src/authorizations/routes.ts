@@ -11,6 +11,7 @@ import { caip2Network } from '../ingest/networks.js';
 import { categorize } from '../ingest/categories.js';
 import { DEFAULT_EXPIRES_IN_S, type AuthorizationRequest } from './decision.js';
 import { captureRecordId, voidAuthorization } from './capture.js';
+import { decidePending, decisionWaiters } from './approvals.js';
 import {
   authorizationBody,
   findAuthorization,
@@ -66,6 +67,10 @@ const EXAMPLE = {
   captured_by: null,
   voided_at: null,
   idempotency_key: 'task-8812-call-3',
+  pending_until: null,
+  decided_at: '2026-11-23T12:00:00.000Z',
+  decided_by: null,
+  decision_note: null,
 };
 
 const notFound = (id: string) => new ApiError('not_found', `No authorization "${id}" in this team`);
@@ -127,19 +132,89 @@ export const createAuthorizationRoute = defineRoute<AuthorizationCreate>({
   },
 });
 
-export const getAuthorizationRoute = defineRoute({
+export const getAuthorizationRoute = defineRoute<unknown, { wait?: number }>({
   method: 'get',
   path: '/authorizations/:id',
   operationId: 'getAuthorization',
-  summary: 'One authorization, with what became of its hold',
+  summary: 'One authorization, with what became of its hold; `wait` long-polls a pending one',
+  description:
+    'With `wait` (seconds, at most 60) and a pending authorization: answered as soon as a person approves or denies it or its ' +
+    'wait ends, else after `wait` seconds as it is (still pending: ask again). A waiting request costs the service a timer, ' +
+    'no polling. Without `wait`, or when it is not pending, answered at once.',
   tag: 'authorizations',
+  query: 'authorization-get-query.json',
   responses: { 200: { description: 'The authorization', schema: 'authorization.json', example: EXAMPLE } },
-  async handler({ params, team, deps }) {
-    const row = await findAuthorization(deps.db, team.teamId, params.id!);
+  async handler({ params, query, team, deps }) {
+    let row = await findAuthorization(deps.db, team.teamId, params.id!);
     if (!row) throw notFound(params.id!);
+    const wait = query.wait ?? 0;
+    if (wait > 0 && statusOf(row) === 'pending') {
+      // Until the decision wakes it, or the sooner of the wait asked for and the end of the person's.
+      await decisionWaiters.wait(row.id, Math.min(wait * 1000, row.expires_at - Date.now()));
+      row = (await findAuthorization(deps.db, team.teamId, row.id))!;
+    }
     return { body: authorizationBody(row) };
   },
 });
+
+/** Approve and deny: a person's decision on a pending authorization, the first one winning. */
+function decisionRoute(verdict: 'approve' | 'deny') {
+  const approve = verdict === 'approve';
+  return defineRoute<{ note?: string }>({
+    method: 'post',
+    path: `/authorizations/:id/${verdict}`,
+    operationId: approve ? 'approveAuthorization' : 'denyAuthorization',
+    summary: approve ? 'Approve a payment waiting for a person' : 'Deny a payment waiting for a person',
+    description:
+      (approve
+        ? 'The agent may pay: the authorization is held (`status: held`) for the `expires_in_s` it asked for, from now, and is captured or voided like any approval. '
+        : 'The agent may not pay: the authorization is declined and its hold released at once. ') +
+      'Only a pending one can be decided, and the first decision wins: a second (or one after its wait ended) is a 409 with ' +
+      'the authorization in `details.authorization`. The deciding key\'s name and the `note` are kept (`decided_by`, `decision_note`, ' +
+      'and in `reasons`); its approval alert is resolved, and `authorization.decided` is sent to the webhooks. Needs the ' +
+      '`approve` scope (or admin). Answered once durable.',
+    tag: 'authorizations',
+    scope: 'approve',
+    body: 'authorization-decision.json',
+    bodyWhenEmpty: {},
+    bodyExample: { note: approve ? 'ok for the quarterly report' : 'not this vendor' },
+    responses: {
+      200: {
+        description: approve ? 'The authorization, approved and held' : 'The authorization, declined',
+        schema: 'authorization.json',
+        example: approve
+          ? { ...EXAMPLE, decided_at: '2026-11-23T12:01:00.000Z', decided_by: 'finance-oncall', decision_note: 'ok for the quarterly report' }
+          : { ...EXAMPLE, decision: 'declined', status: 'declined', decided_at: '2026-11-23T12:01:00.000Z', decided_by: 'finance-oncall', decision_note: 'not this vendor' },
+      },
+      409: { description: 'Not pending: decided already (by a person or the policies) or its wait ended', schema: 'error.json' },
+    },
+    async handler({ params, body, team, deps }) {
+      const id = params.id!;
+      const note = body.note ?? null;
+      const { outcome, now } = await deps.ingest.commit.serialized(function* (now) {
+        const outcome = yield* decidePending(team.teamId, id, verdict, team.keyName, note, now);
+        if (outcome.decided && outcome.row) {
+          // Memory follows what is written: approved, its hold counts on from now; denied, it is released.
+          if (approve) deps.ingest.evaluator?.extendHold(id, outcome.row.expires_at);
+          else deps.ingest.evaluator?.release(id);
+        }
+        return { outcome, now };
+      });
+      if (!outcome.row) throw notFound(id);
+      if (!outcome.decided) {
+        const status = statusOf(outcome.row, now);
+        throw new ApiError('conflict', `Authorization "${id}" is ${status}: only a pending one can be ${approve ? 'approved' : 'denied'}`, {
+          status,
+          authorization: authorizationBody(outcome.row, now),
+        });
+      }
+      return { body: authorizationBody(outcome.row, now) };
+    },
+  });
+}
+
+export const approveAuthorizationRoute = decisionRoute('approve');
+export const denyAuthorizationRoute = decisionRoute('deny');
 
 const isCursor = (v: unknown): v is AuthorizationCursor =>
   typeof v === 'object' && v !== null && typeof (v as AuthorizationCursor).createdAt === 'number' && typeof (v as AuthorizationCursor).id === 'string';
@@ -187,10 +262,10 @@ export const voidAuthorizationRoute = defineRoute({
   method: 'post',
   path: '/authorizations/:id/void',
   operationId: 'voidAuthorization',
-  summary: 'Release the hold of an approved authorization',
+  summary: 'Release the hold of an approved authorization, or withdraw one waiting for a person',
   description:
-    'The agent will not pay (or not now): its amount stops counting against the limits at once. Only a held authorization can be ' +
-    'voided; a voided one answers 200 again (a retried void), anything else 409 with the authorization in `details.authorization`. ' +
+    'The agent will not pay (or not now): its amount stops counting against the limits at once. A held authorization can be ' +
+    'voided, and so can one still waiting for a person (the agent gives up: its approval alert is resolved and authorization.decided sent); a voided one answers 200 again (a retried void), anything else 409 with the authorization in `details.authorization`. ' +
     'Voids and captures are decided one after the other in the ingest log\'s commit: of a void and a capture sent at once, exactly ' +
     'one wins. Answered once durable.',
   tag: 'authorizations',
@@ -273,6 +348,8 @@ export const authorizationRoutes: RouteSpec[] = [
   createAuthorizationRoute,
   listAuthorizationsRoute,
   getAuthorizationRoute,
+  approveAuthorizationRoute,
+  denyAuthorizationRoute,
   voidAuthorizationRoute,
   captureAuthorizationRoute,
 ];

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { forgetWrittenAlerts, recordOccurrences, type Occurrence } from '../alerts/repository.js';
 import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
 import { authorizationFacts, Holds } from '../authorizations/holds.js';
+import { approvalOccurrence, enqueueAuthorizationEvent, type ApprovalAsk } from '../authorizations/approvals.js';
 import { authorizationByKey, encodeChecks, insertAuthorization, liveHolds, type AuthorizationRow, type StoredCheck } from '../authorizations/repository.js';
 import { newId } from '../teams/keys.js';
 import type { AnomalyConfig, EvaluationConfig } from '../config.js';
@@ -23,6 +24,8 @@ import {
   breachOccurrence,
   compilePolicy,
   formatObserved,
+  notAllowedKey,
+  notAllowedOccurrence,
   shownEnd,
   thresholdOccurrence,
   windowPartOf,
@@ -31,7 +34,7 @@ import {
   type CompiledPolicy,
   type RecordFacts,
 } from './policies.js';
-import { brokenCount, crossedRange, mayCross, PolicyIndex } from './policy-index.js';
+import { brokenCount, crossedRange, mayCross, PolicyIndex, type LimitList, type PolicySet } from './policy-index.js';
 import { readWindowSums, scopeSpecOf, ScopeTable, subjectFor, totalKey, type ScopeSpec, type TotalCell, type TouchedTotal } from './totals.js';
 import { LONGEST_WINDOW_MS, utcDay, type Window } from './windows.js';
 
@@ -247,6 +250,9 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const checks: StoredCheck[] = [];
     const reasons: string[] = [];
     const declines: Breach[] = [];
+    // Allowlists a block policy holds it outside of; approve policies it would break (a person decides).
+    const outsideOf: { policy: CompiledPolicy; outside: string[] }[] = [];
+    const asks: ApprovalAsk[] = [];
     // A suspended agent is stopped whatever its budgets say.
     const suspended = state.suspended.has(request.agentId);
     if (suspended) reasons.push(`Declined: agent ${request.agentId} is suspended`);
@@ -271,8 +277,18 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       }
       return facts;
     };
+    const verb = (action: CompiledPolicy['action']) => (action === 'block' ? 'Declined' : action === 'approve' ? 'Needs approval' : 'Flagged');
     for (const policy of state.index.policiesOf(request.agentId)) {
       if (policy.match && !policy.match(probe)) continue;
+      if (policy.allow) {
+        const outside = policy.allow(probe, request.payeeAddress);
+        if (outside.length > 0) {
+          const reason = `${verb(policy.action)} by policy "${policy.name}": not on its allowlist (${outside.join(', ')})`;
+          reasons.push(reason);
+          if (policy.action === 'block') outsideOf.push({ policy, outside });
+          else if (policy.action === 'approve') asks.push({ policyId: policy.id, policyName: policy.name, kind: 'not_allowed', limit: null, reason });
+        }
+      }
       for (const limit of policy.limits) {
         if (limit.matches && !limit.matches(probe.domain, probe.endpoint)) continue;
         const facts = limit.scope === null ? undefined : factsOf(policy, limit);
@@ -281,7 +297,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         const asked = limit.measure === 'calls' ? 1n : amount;
         const observed = (facts ? facts.spent + facts.held : 0n) + asked;
         const breaks = observed > limit.amount;
-        const action = policy.severity === 'critical' ? 'block' : 'flag';
+        const action = policy.action;
         checks.push([
           policy.id,
           policy.name,
@@ -301,9 +317,8 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
               ? `${facts!.spentText} calls and ${facts!.heldText} held plus this one`
               : `spend of ${facts!.spentText} and holds of ${facts!.heldText} plus ${request.amount}`;
         const whose = policy.scope === 'pool' ? ' (a pool)' : '';
-        reasons.push(
-          `${action === 'block' ? 'Declined' : 'Flagged'} by policy "${policy.name}"${whose}: ${what} would exceed its ${limit.kind} limit of ${limit.amountText}${limit.endpoint ? ` to ${limit.endpoint}` : ''}`,
-        );
+        const reason = `${verb(action)} by policy "${policy.name}"${whose}: ${what} would exceed its ${limit.kind} limit of ${limit.amountText}${limit.endpoint ? ` to ${limit.endpoint}` : ''}`;
+        reasons.push(reason);
         if (action === 'block') {
           const window = facts?.window ?? null;
           declines.push({
@@ -313,10 +328,15 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
             window,
             dedupKey: breachKey(request.agentId, policy, limit, window),
           });
-        }
+        } else if (action === 'approve') asks.push({ policyId: policy.id, policyName: policy.name, kind: limit.kind, limit: limit.amountText, reason });
       }
     }
-    const approved = declines.length === 0 && !suspended;
+    const declined = declines.length > 0 || outsideOf.length > 0 || suspended;
+    // Nothing declines it, but an approve policy would be broken: a person decides, within the
+    // shortest wait of those policies; its amount is held meanwhile.
+    const pending = !declined && asks.length > 0;
+    const approved = !declined && !pending;
+    const pendingUntil = pending ? now + Math.min(...asks.map((a) => state.index.policies.find((p) => p.id === a.policyId)!.approvalTimeoutMs)) : null;
     const row: AuthorizationRow = {
       id: probe.id,
       team_id: request.teamId,
@@ -329,17 +349,23 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       payee_address: request.payeeAddress,
       category: request.category,
       tags: request.tags.length > 0 ? JSON.stringify(request.tags) : null,
-      decision: approved ? 'approved' : 'declined',
-      state: approved ? 'held' : 'declined',
+      decision: approved ? 'approved' : pending ? 'pending' : 'declined',
+      state: approved ? 'held' : pending ? 'pending' : 'declined',
       checks: encodeChecks(checks),
       reasons: JSON.stringify(reasons),
       idempotency_key: request.idempotencyKey,
       created_at: now,
-      expires_at: now + request.expiresInS * 1000,
+      // A pending one holds its amount until its wait ends (then, undecided, it reads as declined).
+      expires_at: pendingUntil ?? now + request.expiresInS * 1000,
       captured_amount: null,
       captured_at: null,
       captured_by: null,
       voided_at: null,
+      hold_s: request.expiresInS,
+      pending_until: pendingUntil,
+      decided_at: pending ? null : now,
+      decided_by: null,
+      decision_note: null,
     };
     if (!(yield* insertAuthorization(row))) {
       // Another instance decided this idempotency key first: its decision is the answer.
@@ -347,7 +373,12 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       if (existing) return { row: existing };
       throw new Error(`authorization ${row.id} could not be written`);
     }
-    if (!approved) {
+    if (pending) {
+      // People hear of it: its approval alert (webhooks and Slack, as any alert) and its own event.
+      yield* recordOccurrences([approvalOccurrence(row, asks, now)], now);
+      yield* enqueueAuthorizationEvent(row, 'authorization.pending', now);
+    }
+    if (declined) {
       // The breach's alert, as a record breaking it would raise: one alert per breach, up to the
       // team's bound for this group; the rest counted into its storm alert (after the write).
       const individual = declines.slice(0, storms.room(request.teamId));
@@ -358,6 +389,14 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         occurrence.eventIds = [];
         return occurrence;
       });
+      // Outside an allowlist: its not_allowed alert, as a record outside it would raise (these are few: one per policy).
+      for (const { policy, outside } of outsideOf) {
+        const occurrence = notAllowedOccurrence(request.teamId, policy, probe, outside, utcDay(now));
+        occurrence.details = { ...occurrence.details, declined: true, authorizationId: row.id };
+        occurrence.message = `Declined authorization ${row.id}: agent ${request.agentId} asked to pay outside the allowlist of policy "${policy.name}": ${outside.join(', ')} (to ${request.endpoint})`;
+        occurrence.eventIds = [];
+        occurrences.push(occurrence);
+      }
       yield* recordOccurrences(occurrences, now);
       for (let k = 0; k < individual.length; k++) storms.admit(request.teamId, i, probe);
       const rest = declines.slice(individual.length);
@@ -369,7 +408,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       }
     }
     // Last, once nothing of this decision can fail: memory follows what is written.
-    if (approved) this.holds.add({ id: row.id, teamId: row.team_id, agentId: row.agent_id, ...authorizationFacts(row), amount, at: now, expiresAt: row.expires_at });
+    if (!declined) this.holds.add({ id: row.id, teamId: row.team_id, agentId: row.agent_id, ...authorizationFacts(row), amount, at: now, expiresAt: row.expires_at });
     return { row };
   }
 
@@ -503,6 +542,41 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     return this.holds.remove(authorizationId);
   }
 
+  /** A pending authorization a person approved: its hold counts on, to its new expiry (src/authorizations/approvals.ts). */
+  extendHold(authorizationId: string, expiresAt: number): boolean {
+    return this.holds.extend(authorizationId, expiresAt);
+  }
+
+  /**
+   * The breaches of a record a person approved (it captured an authorization an approve policy
+   * sent to them): every limit it breaks but those of approve policies, and the thresholds it
+   * crosses, one by one (rare: no prefix or cursor is kept).
+   */
+  private approvedBreaches(
+    merged: OccurrenceMerger,
+    i: number,
+    row: EventRow,
+    set: PolicySet,
+    rowTouched: readonly TouchedTotal[],
+    before: readonly bigint[],
+    after: readonly (bigint | undefined)[],
+    amount: bigint,
+    now: number,
+  ): void {
+    const skip = (policy: CompiledPolicy) => policy.action === 'approve';
+    if (set.perCall) merged.addBreachesExcept(i, row, set.perCall, brokenCount(set.perCall, amount), null, amount, amount, now, skip);
+    for (const { test, list } of set.perCallFiltered) if (test(row)) merged.addBreachesExcept(i, row, list, brokenCount(list, amount), null, amount, amount, now, skip);
+    for (let k = 0; k < rowTouched.length; k++) {
+      const spent = after[k];
+      if (spent === undefined) continue;
+      const { spec, window } = rowTouched[k]!;
+      const list = set.windowed.get(spec.scope);
+      if (!list) continue;
+      merged.addBreachesExcept(i, row, list, brokenCount(list, spent), window, spent, amount, now, skip);
+      addCrossings(merged, i, row, list, before[k]!, spent, window);
+    }
+  }
+
   /**
    * Inside the commit's transaction: evaluates the rows the commit claimed (`fresh`; duplicates
    * are never evaluated again) and records alerts. Returns, per row, how many alerts it opened.
@@ -550,7 +624,13 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       }
       // Per scope, the limits the total (or the payment, per_call) breaks are a prefix of the
       // scope's limits sorted by amount: one binary search each, whatever the number of policies.
+      // A payment a person approved breaks no approve policy (it was asked for): the rare slow path.
+      const approved = row.approved_by_person === true;
       for (const set of state.index.setsOf(row.agent_id)) {
+        if (approved) {
+          this.approvedBreaches(merged, i, row, set, rowTouched, before, after, amount, now);
+          continue;
+        }
         if (set.perCall) merged.addBreaches(i, row, set.perCall, brokenCount(set.perCall, amount), null, amount, amount, now);
         for (const { test, list } of set.perCallFiltered) if (test(row)) merged.addBreaches(i, row, list, brokenCount(list, amount), null, amount, amount, now);
         if (set.windowed.size === 0) continue;
@@ -562,16 +642,17 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
           if (!list) continue;
           merged.addBreaches(i, row, list, reach[k] === Reach.Past ? list.amounts.length : brokenCount(list, spent), window, spent, amount, now);
           if (reach[k] === Reach.Past) continue;
-          // Thresholds crossed: those above the total before and at most the total now, once
-          // each (the total only grows), so a restart, which reads the total whole, never repeats one.
-          const thresholds = list.thresholds;
-          if (!thresholds || !mayCross(thresholds, before[k]!, spent)) continue;
-          const [from, to] = crossedRange(thresholds, before[k]!, spent);
-          for (let j = from; j < to; j++) {
-            const { policy, limit, percent } = thresholds.entries[j]!;
-            const occurrence = thresholdOccurrence(row.team_id, { policy, limit, percent, observed: spent, window }, row);
-            merged.add(i, row, occurrence.dedupKey, () => occurrence);
-          }
+          addCrossings(merged, i, row, list, before[k]!, spent, window);
+        }
+      }
+      // Allowlists (few teams have one: one flag tells the rest): a record outside one raises its not_allowed alert.
+      if (state.index.anyAllow) {
+        for (const policy of state.index.allowOf(row.agent_id)) {
+          if ((policy.match && !policy.match(row)) || (approved && policy.action === 'approve')) continue;
+          const outside = policy.allow!(row, row.payee_address || null);
+          if (outside.length === 0) continue;
+          const day = utcDay(row.event_time);
+          merged.add(i, row, notAllowedKey(row.agent_id, policy, day.start), () => notAllowedOccurrence(row.team_id, policy, row, outside, day));
         }
       }
       const verdict = clientVerdictKey(row);
@@ -668,7 +749,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     }));
     const policies: CompiledPolicy[] = [];
     for (const [order, row] of rows.entries()) {
-      const source = [row.name, row.action, row.timezone, row.scope, row.match, row.notifyAt.join(','), row.startsAt, row.limits, ...row.agents].join('\u0000');
+      const source = [row.name, row.action, row.timezone, row.scope, row.match, row.notifyAt.join(','), row.startsAt, row.approvalTimeoutS, row.allow, row.limits, ...row.agents].join('\u0000');
       const known = current?.compiled.get(row.id);
       const policy = known && known.source === source ? known.policy : compilePolicy({ ...row, limits: JSON.parse(row.limits) as Limit[] }, order);
       policy.order = order;
@@ -930,4 +1011,19 @@ function clientReported(row: EventRow, dedupKey: string): Occurrence {
     firstSeen: row.event_time,
     lastSeen: row.event_time,
   };
+}
+
+/**
+ * The thresholds a record's total crossed: those above the total before and at most the total now,
+ * once each (the total only grows), so a restart, which reads the total whole, never repeats one.
+ */
+function addCrossings(merged: OccurrenceMerger, i: number, row: EventRow, list: LimitList, before: bigint, spent: bigint, window: Window): void {
+  const thresholds = list.thresholds;
+  if (!thresholds || !mayCross(thresholds, before, spent)) return;
+  const [from, to] = crossedRange(thresholds, before, spent);
+  for (let j = from; j < to; j++) {
+    const { policy, limit, percent } = thresholds.entries[j]!;
+    const occurrence = thresholdOccurrence(row.team_id, { policy, limit, percent, observed: spent, window }, row);
+    merged.add(i, row, occurrence.dedupKey, () => occurrence);
+  }
 }

@@ -241,6 +241,32 @@ export class OccurrenceMerger {
     this.recordNew(index, row, list, recorded, broken, null, observed, amount, now);
   }
 
+  /**
+   * A record's breaches of entries[0, broken) of a list but those of policies `skip` passes over,
+   * each by its key, keeping no prefix: for the rare record a person approved (see
+   * EventRow.approved_by_person), whose approve policies it does not break. Later records of the
+   * group find these entries by key, as a breach met through two lists.
+   */
+  addBreachesExcept(index: number, row: EventRow, list: LimitList, broken: number, window: Window | null, observed: bigint, amount: bigint, now: number, skip: (policy: Breach['policy']) => boolean): void {
+    for (let j = 0; j < broken; j++) {
+      const { policy, limit } = list.entries[j]!;
+      if (skip(policy)) continue;
+      const breach: Breach = { policy, limit, observed, window, dedupKey: breachKey(row.agent_id, policy, limit, window) };
+      const key = `${row.team_id}\u0000${breach.dedupKey}`;
+      const entry = this.entries.get(key);
+      if (entry) {
+        this.merge(entry, row);
+        if (entry.latestBreach && (window !== null || row.event_time >= entry.occurrence.lastSeen)) latestOf(entry, observed, row, amount, now, index);
+        continue;
+      }
+      if (!this.storms.admit(row.team_id, index, row)) {
+        this.storms.fold(row.team_id, index, row, list.kind, 1, policy.severity);
+        continue;
+      }
+      this.entries.set(key, { row: index, occurrence: breachOccurrence(row.team_id, breach, row, amount, now, false), breach, latestBreach: { observed, row, amount, now, index } });
+    }
+  }
+
   /** A windowed list's breaches (see WindowCursor): the record is kept once for those recorded, and opens the rest. */
   private addWindowBreaches(index: number, row: EventRow, list: LimitList, broken: number, window: Window, observed: bigint, amount: bigint, now: number): void {
     // A windowed list is one scope: a pool's (its members, subject the pool's key) or agents' own.

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { EventRow } from '../ingest/records.js';
 import type { Occurrence } from '../alerts/repository.js';
-import { isCallKind, limitText, type Limit, type LimitKind, type PolicyMatch, type PolicyScope } from '../policies/limits.js';
-import type { Policy } from '../policies/repository.js';
+import { canonicalPayee, DEFAULT_APPROVAL_TIMEOUT_S, isCallKind, limitText, type Limit, type LimitKind, type PolicyAllow, type PolicyMatch, type PolicyScope } from '../policies/limits.js';
+import type { Policy, PolicyAction } from '../policies/repository.js';
 import { endpointMatcher } from './matchers.js';
 import { formatUnits, toUnits } from './money.js';
 import { utcDay, utcHour, utcMinute, zonedDay, zonedMonth, zonedWeek, TOTAL_END, type Window } from './windows.js';
@@ -38,7 +38,13 @@ export interface CompiledPolicy {
   order: number;
   id: string;
   name: string;
+  action: PolicyAction;
+  /** Of what a breach by a record raises: flag a warning; block and approve critical (money moved that should have been stopped or asked for). */
   severity: 'warning' | 'critical';
+  /** approve: how long an authorization waits for a person (ms). */
+  approvalTimeoutMs: number;
+  /** Its allowlist: what of a record or authorization it does not allow (empty: all of it allowed); null: no allowlist. */
+  allow: AllowTest | null;
   timezone: string;
   /** null: every agent of the team. */
   agents: Set<string> | null;
@@ -56,11 +62,12 @@ export interface CompiledPolicy {
 
 /** What compilePolicy reads of a policy (limits parsed; match as stored JSON or parsed). */
 export type PolicySource = Pick<Policy, 'id' | 'name' | 'action' | 'timezone' | 'agents' | 'limits'> &
-  Partial<Pick<Policy, 'scope' | 'notifyAt' | 'startsAt'>> & { match?: PolicyMatch | string | null };
+  Partial<Pick<Policy, 'scope' | 'notifyAt' | 'startsAt' | 'approvalTimeoutS'>> & { match?: PolicyMatch | string | null; allow?: PolicyAllow | string | null };
 
 export function compilePolicy(p: PolicySource, order = 0): CompiledPolicy {
   const timezone = p.timezone ?? 'UTC';
   const match = typeof p.match === 'string' ? (JSON.parse(p.match) as PolicyMatch) : (p.match ?? null);
+  const allow = typeof p.allow === 'string' ? (JSON.parse(p.allow) as PolicyAllow) : (p.allow ?? null);
   const facts: ScopeFacts = {
     poolKey: p.scope === 'pool' ? poolKeyOf(p.agents) : null,
     timezone,
@@ -71,7 +78,10 @@ export function compilePolicy(p: PolicySource, order = 0): CompiledPolicy {
     order,
     id: p.id,
     name: p.name,
-    severity: p.action === 'block' ? 'critical' : 'warning',
+    action: p.action,
+    severity: p.action === 'flag' ? 'warning' : 'critical',
+    approvalTimeoutMs: (p.approvalTimeoutS ?? DEFAULT_APPROVAL_TIMEOUT_S) * 1000,
+    allow: allow ? allowTest(allow) : null,
     timezone,
     agents: p.agents.length ? new Set(p.agents) : null,
     scope: p.scope ?? 'agent',
@@ -126,6 +136,29 @@ export function recordTest(match: PolicyMatch): RecordTest {
     (!assets || f.asset === undefined || assets.has(f.asset.toLowerCase())) &&
     (!tags || f.tags.some((t) => tags.has(t))) &&
     (!endpoints || endpoints.some((m) => m(f.domain, f.endpoint)));
+}
+
+/** What an allowlist refuses of a record or authorization: the lists it is outside, as "payee 0xab…" (empty: allowed). */
+export type AllowTest = (facts: RecordFacts, payee: string | null) => string[];
+
+/**
+ * An allowlist's test. Deny by default: a value not given (an authorization without its payee,
+ * asset or network) is outside a list that is given, so leaving a field out never gets around it.
+ */
+export function allowTest(allow: PolicyAllow): AllowTest {
+  const set = (values: string[] | undefined) => (values ? new Set(values) : undefined);
+  const payees = set(allow.payees);
+  const networks = set(allow.networks);
+  const assets = set(allow.assets);
+  const endpoints = allow.endpoints?.map(endpointMatcher);
+  return (f, payee) => {
+    const outside: string[] = [];
+    if (payees && (payee === null || payee === '' || !payees.has(canonicalPayee(payee)))) outside.push(payee ? `payee ${payee}` : 'no payee given');
+    if (networks && (f.network === undefined || !networks.has(f.network))) outside.push(f.network ? `network ${f.network}` : 'no network given');
+    if (assets && (f.asset === undefined || !assets.has(f.asset.toLowerCase()))) outside.push(f.asset ? `asset ${f.asset}` : 'no asset given');
+    if (endpoints && !endpoints.some((m) => m(f.domain, f.endpoint))) outside.push(`endpoint ${f.endpoint}`);
+    return outside;
+  };
 }
 
 /** Compiled limits never change: policies with the same limit (one template over many agents) share one. */
@@ -385,6 +418,34 @@ export function breachOccurrence(teamId: string, breach: Breach, row: EventRow, 
       `${who} broke ${whose} ${KIND_TEXT[limit.kind]} limit of ${limit.amountText}${of}: ` +
       `${what}${where}${span}` +
       (late ? ` (a late record: this window closed at ${isoTime(window.end)})` : ''),
+    eventIds: [row.id],
+    count: 1,
+    firstSeen: row.event_time,
+    lastSeen: row.event_time,
+  };
+}
+
+/** One not_allowed alert per agent, policy and UTC day: a record or declined authorization outside the policy's allowlist. */
+export function notAllowedKey(agentId: string, policy: CompiledPolicy, day: number): string {
+  return `${agentId}\u0000not_allowed\u0000${policy.id}\u0000${day}`;
+}
+
+/** The alert occurrence of a record (or authorization, as the event it would be) outside a policy's allowlist. */
+export function notAllowedOccurrence(teamId: string, policy: CompiledPolicy, row: EventRow, outside: readonly string[], day: Window): Occurrence {
+  return {
+    teamId,
+    dedupKey: notAllowedKey(row.agent_id, policy, day.start),
+    type: 'violation',
+    kind: 'not_allowed',
+    severity: policy.severity,
+    agentId: row.agent_id,
+    policyId: policy.id,
+    window: day,
+    observed: null,
+    limit: null,
+    subject: null,
+    details: { policyName: policy.name, outside: [...outside] },
+    message: `Agent ${row.agent_id} paid outside the allowlist of policy "${policy.name}": ${outside.join(', ')} (to ${row.endpoint})`,
     eventIds: [row.id],
     count: 1,
     firstSeen: row.event_time,

@@ -147,6 +147,8 @@ export function policySet(policies: CompiledPolicy[]): PolicySet {
   };
 }
 
+const NO_POLICIES: readonly CompiledPolicy[] = [];
+
 /** A team's active policies, by agent and by scope. */
 export class PolicyIndex {
   readonly teamWide: PolicySet;
@@ -157,6 +159,9 @@ export class PolicyIndex {
   private readonly listedSets = new Map<string, PolicySet[]>();
   private readonly teamWideOnly: PolicySet[];
   private readonly bounds = new Map<string, ScopeBounds>();
+  /** Whether any policy has an allowlist (most teams: none, and records skip the look-up). */
+  readonly anyAllow: boolean;
+  private readonly allowing = new Map<string, CompiledPolicy[]>();
 
   constructor(readonly policies: readonly CompiledPolicy[]) {
     const teamWide: CompiledPolicy[] = [];
@@ -188,6 +193,18 @@ export class PolicyIndex {
     this.teamWide = policySet(teamWide);
     this.teamWideOnly = teamWide.length > 0 ? [this.teamWide] : [];
     this.teamWideLimits = teamWide.reduce((n, p) => n + p.limits.length, 0);
+    this.anyAllow = policies.some((p) => p.allow !== null);
+  }
+
+  /** The policies with an allowlist that apply to an agent, in policy order. */
+  allowOf(agentId: string): readonly CompiledPolicy[] {
+    if (!this.anyAllow) return NO_POLICIES;
+    let found = this.allowing.get(agentId);
+    if (!found) {
+      if (this.allowing.size > 100_000) this.allowing.clear();
+      this.allowing.set(agentId, (found = this.policiesOf(agentId).filter((p) => p.allow !== null)));
+    }
+    return found;
   }
 
   /** The floor and ceiling of a windowed scope over every policy of the team (see ScopeBounds). */

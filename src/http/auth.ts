@@ -39,15 +39,19 @@ export function authenticate(db: Database): RequestHandler {
 /** Whether a key may use a route of this scope: admin may use every route. */
 export const allows = (owner: KeyOwner, scope: Scope) => owner.scopes.includes('admin') || owner.scopes.includes(scope);
 
+/** The 403 naming the missing scope, for a key used outside its scopes (a route or an MCP tool). */
+export function assertScope(owner: KeyOwner, scope: Scope | 'any'): void {
+  if (scope !== 'any' && !allows(owner, scope)) {
+    throw new ApiError('forbidden', `This API key lacks the "${scope}" scope (it has: ${owner.scopes.join(', ')})`, [
+      { field: 'scope', message: `"${scope}" is required` },
+    ]);
+  }
+}
+
 /** 403 naming the missing scope, for a key used outside its scopes. */
 export function requireScope(scope: Scope | 'any'): RequestHandler {
   return (_req, res, next) => {
-    const owner = res.locals.team as KeyOwner;
-    if (scope !== 'any' && !allows(owner, scope)) {
-      throw new ApiError('forbidden', `This API key lacks the "${scope}" scope (it has: ${owner.scopes.join(', ')})`, [
-        { field: 'scope', message: `"${scope}" is required` },
-      ]);
-    }
+    assertScope(res.locals.team as KeyOwner, scope);
     next();
   };
 }

@@ -117,7 +117,7 @@ function fromExpress(err: { status?: unknown; message?: string }): ApiError | un
  * A store not answering now: PostgreSQL restarting or failing over, ClickHouse down, overloaded or
  * past a timeout. 503, and the client retries (logged, without a stack).
  */
-function fromStores(err: unknown): ApiError | undefined {
+export function fromStores(err: unknown): ApiError | undefined {
   if (sharedStoreUnavailable(err)) return new ApiError('store_unavailable', 'A store is not answering; retry shortly', undefined, { 'Retry-After': '2' });
   if (eventStoreUnavailable(err)) return new ApiError('store_unavailable', 'The event store is too busy to answer now; retry shortly', undefined, { 'Retry-After': '2' });
   return undefined;
@@ -164,6 +164,7 @@ export function allowedMethods(allowed: string[]): RequestHandler {
 export function methodNotAllowed(allowed: string[]): RequestHandler {
   const allow = allowed.map((m) => m.toUpperCase()).join(', ');
   return (req, _res, next) => {
-    next(new ApiError('method_not_allowed', `${req.method} is not allowed on ${req.path}; use ${allow}`, undefined, { Allow: allow }));
+    // The path as sent: inside a router (/mcp) req.path is the part below where it is mounted.
+    next(new ApiError('method_not_allowed', `${req.method} is not allowed on ${req.originalUrl.split('?')[0]}; use ${allow}`, undefined, { Allow: allow }));
   };
 }

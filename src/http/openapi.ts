@@ -42,6 +42,8 @@ const WEBHOOK_SUMMARIES: Record<(typeof EVENT_TYPES)[number], string> = {
   'alert.escalated': "An open alert's severity rose",
   'alert.resolved': 'An alert was resolved',
   'alert.reopened': 'A resolved alert was reopened',
+  'authorization.pending': 'An authorization waits for a person: an approve policy would be broken (data: the authorization)',
+  'authorization.decided': 'A pending authorization was approved or denied by a person, or its wait ran out (data: the authorization)',
   test: 'A test event (POST /webhooks/{id}/test)',
 };
 

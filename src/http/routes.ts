@@ -45,6 +45,8 @@ export interface AppDeps {
   webhooks: Dispatcher;
   /** Resolves threshold alerts whose window ended (src/alerts/window-end.ts). */
   thresholdSweep?: { close(): Promise<void> };
+  /** Writes approval waits that ran out as declined, and wakes waiters on other instances' decisions (src/authorizations/approvals.ts). */
+  approvalSweep?: { close(): Promise<void> };
   /** ClickHouse's HTTP interface for BI tools (embedded engine only), served under /clickhouse. */
   clickhouseHttp?: ClickHouseHttpHandler;
   /**
@@ -255,7 +257,8 @@ function runHandler(spec: RouteSpec, deps: AppDeps, options: MountOptions): Requ
   };
 }
 
-function assertDeclaredResponse(spec: RouteSpec, status: number, body: unknown, schemas: SchemaRegistry): void {
+/** Throws when a handler answered a status it does not declare, or a body its schema refuses (tests). */
+export function assertDeclaredResponse(spec: RouteSpec, status: number, body: unknown, schemas: SchemaRegistry): void {
   const declared = spec.responses[status];
   if (!declared) throw new Error(`${spec.operationId} answered ${status}, which it does not declare`);
   if (!declared.schema) return;

@@ -61,6 +61,8 @@ export interface AckEvaluator<Plan> {
   reset(): void;
   /** Releases the hold of an authorization (captured or voided in this transaction). */
   release(authorizationId: string): boolean;
+  /** A pending authorization a person approved: its hold counts on, to its new expiry. */
+  extendHold(authorizationId: string, expiresAt: number): boolean;
 }
 
 export interface BacklogLimits {

@@ -87,6 +87,11 @@ export interface EventRow {
    * (the field is kept in record_extra, the metadata as sent).
    */
   authorization_id?: string;
+  /**
+   * Not a column: set when this record captured an authorization a person approved (an approve
+   * policy asked for one): the payment was asked for and allowed, so it breaks no approve policy.
+   */
+  approved_by_person?: true;
 }
 
 /**

@@ -16,18 +16,23 @@ export function rateLimitHeaders(o: LimitOutcome): { 'RateLimit-Policy': string;
   return { 'RateLimit-Policy': `"${o.kind}";q=${o.rate};w=1`, RateLimit: `"${o.kind}";r=${o.remaining};t=${o.resetSeconds}` };
 }
 
-function answer(res: Response, outcome: LimitOutcome | undefined, metrics: Metrics): void {
-  if (!outcome) return;
-  res.set(rateLimitHeaders(outcome));
-  if (outcome.allowed) return;
+/** The 429 of a refused outcome (counted), naming the key field that sets the limit. */
+export function rateLimited(outcome: LimitOutcome, metrics: Metrics): ApiError {
   metrics.rateLimited.inc({ kind: outcome.kind });
   const unit = outcome.kind === 'records' ? 'records' : 'requests';
-  throw new ApiError(
+  return new ApiError(
     'rate_limited',
     `This API key is over its limit of ${outcome.rate} ${unit} a second; retry after ${outcome.retryAfterSeconds} s`,
     [{ field: FIELD[outcome.kind], message: `is ${outcome.rate}` }],
     { 'Retry-After': String(outcome.retryAfterSeconds) },
   );
+}
+
+function answer(res: Response, outcome: LimitOutcome | undefined, metrics: Metrics): void {
+  if (!outcome) return;
+  res.set(rateLimitHeaders(outcome));
+  if (outcome.allowed) return;
+  throw rateLimited(outcome, metrics);
 }
 
 /**

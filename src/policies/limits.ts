@@ -37,6 +37,27 @@ export interface PolicyMatch {
 
 export type PolicyScope = 'agent' | 'pool';
 
+/**
+ * What a policy allows, deny by default: each list given must hold the record's (or the
+ * authorization's) value, else it breaks the policy with kind `not_allowed`; a value not given
+ * (no payee on an authorization) is not on the list. Stored canonical: EVM addresses and assets
+ * lowercase (compared without case), other payees (Solana's base58) as written, networks CAIP-2,
+ * endpoint patterns normalised.
+ */
+export interface PolicyAllow {
+  payees?: string[];
+  networks?: string[];
+  assets?: string[];
+  endpoints?: string[];
+}
+
+/** How long an authorization under an approve policy waits for a person, unless the policy says. */
+export const DEFAULT_APPROVAL_TIMEOUT_S = 900;
+
+const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+/** A payee as compared: EVM addresses without case (their mixed case is only a checksum), others exact. */
+export const canonicalPayee = (payee: string): string => (EVM_ADDRESS.test(payee) ? payee.toLowerCase() : payee);
+
 const LABEL = '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?';
 const HOST = new RegExp(`^(?=.{1,253}$)${LABEL}(\\.${LABEL})*$`);
 
@@ -70,6 +91,7 @@ export interface PolicyFieldsInput {
   match?: PolicyMatch | null;
   notify_at?: number[];
   starts_at?: string | null;
+  allow?: PolicyAllow | null;
 }
 
 /** The same fields in stored form (undefined: not given). */
@@ -78,9 +100,49 @@ export interface CheckedPolicyFields {
   match?: PolicyMatch | null;
   notifyAt?: number[];
   startsAt?: number | null;
+  allow?: PolicyAllow | null;
 }
 
+const ALLOW_LISTS = ['payees', 'networks', 'assets', 'endpoints'] as const;
+
 const MATCH_LISTS = ['categories', 'networks', 'assets', 'endpoints', 'tags'] as const;
+
+/**
+ * A filter's or allowlist's lists in stored form (sorted, each value once): networks as CAIP-2,
+ * endpoint patterns normalised, the rest by `canonical`; a bad entry is a problem naming it
+ * (`match.networks[0]`). null when no list is given; undefined when the field is not.
+ */
+function canonicalLists<L extends string, T extends Partial<Record<L, string[]>>>(
+  given: T | null | undefined,
+  lists: readonly L[],
+  name: string,
+  problems: FieldError[],
+  canonical: (list: L, value: string) => string,
+): T | null | undefined {
+  if (given === undefined) return undefined;
+  if (given === null) return null;
+  const out: Partial<Record<L, string[]>> = {};
+  for (const list of lists) {
+    const values = given[list];
+    if (values === undefined) continue;
+    const stored = values.map((value, i) => {
+      const field = `${name}.${list}[${i}]`;
+      if (list === 'networks') {
+        const network = caip2Network(value);
+        if (network === undefined) problems.push({ field, message: 'must be CAIP-2 (<namespace>:<reference>) or a known x402 network name' });
+        return network ?? value;
+      }
+      if (list === 'endpoints') {
+        const checked = normalizeEndpointPattern(value);
+        if ('problem' in checked) problems.push({ field, message: checked.problem });
+        return 'problem' in checked ? value : checked.pattern;
+      }
+      return canonical(list, value);
+    });
+    out[list] = [...new Set(stored)].sort();
+  }
+  return Object.keys(out).length > 0 ? (out as T) : null;
+}
 
 /**
  * Checks what the JSON schema cannot: endpoint only and always on per_endpoint, `amount` on money
@@ -119,30 +181,8 @@ export function checkPolicyFields(input: PolicyFieldsInput): CheckedPolicyFields
     return stored;
   });
   if (typeof input.timezone === 'string' && !isTimeZone(input.timezone)) problems.push({ field: 'timezone', message: 'is not an IANA time zone' });
-  let match: PolicyMatch | null | undefined = input.match === undefined ? undefined : null;
-  if (input.match) {
-    const canonical: PolicyMatch = {};
-    for (const list of MATCH_LISTS) {
-      const given = input.match[list];
-      if (given === undefined) continue;
-      const values = given.map((value, i) => {
-        const field = `match.${list}[${i}]`;
-        if (list === 'networks') {
-          const network = caip2Network(value);
-          if (network === undefined) problems.push({ field, message: 'must be CAIP-2 (<namespace>:<reference>) or a known x402 network name' });
-          return network ?? value;
-        }
-        if (list === 'endpoints') {
-          const checked = normalizeEndpointPattern(value);
-          if ('problem' in checked) problems.push({ field, message: checked.problem });
-          return 'problem' in checked ? value : checked.pattern;
-        }
-        return list === 'assets' || list === 'categories' ? value.toLowerCase() : value;
-      });
-      canonical[list] = [...new Set(values)].sort();
-    }
-    match = Object.keys(canonical).length > 0 ? canonical : null;
-  }
+  // Assets and categories compared without case.
+  const match = canonicalLists(input.match, MATCH_LISTS, 'match', problems, (list, value) => (list === 'assets' || list === 'categories' ? value.toLowerCase() : value));
   const notifyAt = input.notify_at === undefined ? undefined : [...new Set(input.notify_at)].sort((a, b) => a - b);
   let startsAt: number | null | undefined = input.starts_at === undefined ? undefined : null;
   if (typeof input.starts_at === 'string') {
@@ -151,8 +191,9 @@ export function checkPolicyFields(input: PolicyFieldsInput): CheckedPolicyFields
     if (!Number.isFinite(startsAt)) problems.push({ field: 'starts_at', message: 'is not an ISO 8601 date-time' });
     else if (startsAt % 60_000 !== 0) problems.push({ field: 'starts_at', message: 'must fall on a whole minute (no seconds)' });
   }
+  const allow = canonicalLists(input.allow, ALLOW_LISTS, 'allow', problems, (list, value) => (list === 'assets' ? value.toLowerCase() : canonicalPayee(value)));
   if (problems.length > 0) {
     throw new ApiError('validation_failed', `Request body is invalid: ${problems[0]!.field} ${problems[0]!.message}`, problems);
   }
-  return { limits, match, notifyAt, startsAt };
+  return { limits, match, notifyAt, startsAt, allow };
 }

@@ -2,9 +2,10 @@ import { lockTeam } from '../teams/repository.js';
 import { numberedPlaceholders, postgresOnly, type Sql } from '../stores/sql.js';
 import { totalsRead } from '../evaluation/policies.js';
 import { newId } from '../teams/keys.js';
-import type { Limit, PolicyMatch, PolicyScope } from './limits.js';
+import type { Limit, PolicyAllow, PolicyMatch, PolicyScope } from './limits.js';
 
-export type PolicyAction = 'flag' | 'block';
+/** flag: an alert; block: declined (an alert for a record); approve: a person decides (pending). */
+export type PolicyAction = 'flag' | 'block' | 'approve';
 
 /**
  * A counter per team, raised once a change to its policies commits: evaluation compares it to
@@ -58,13 +59,17 @@ export interface Policy {
   notifyAt: number[];
   /** Where its `total` limits start counting (Unix ms, a whole minute). */
   startsAt: number;
+  /** approve: how long an authorization waits for a person before it is declined (null: DEFAULT_APPROVAL_TIMEOUT_S). */
+  approvalTimeoutS: number | null;
+  /** What it allows (deny by default); null: no allowlist. */
+  allow: PolicyAllow | null;
   createdAt: number;
   updatedAt: number;
 }
 
-/** scope omitted: agent; match: none; notifyAt: none; startsAt null or omitted: the creation's minute. */
-export type PolicyInput = Omit<Policy, 'id' | 'createdAt' | 'updatedAt' | 'startsAt' | 'scope' | 'match' | 'notifyAt'> &
-  Partial<Pick<Policy, 'scope' | 'match' | 'notifyAt'>> & { startsAt?: number | null };
+/** scope omitted: agent; match, allow: none; notifyAt: none; startsAt null or omitted: the creation's minute. */
+export type PolicyInput = Omit<Policy, 'id' | 'createdAt' | 'updatedAt' | 'startsAt' | 'scope' | 'match' | 'notifyAt' | 'approvalTimeoutS' | 'allow'> &
+  Partial<Pick<Policy, 'scope' | 'match' | 'notifyAt' | 'approvalTimeoutS' | 'allow'>> & { startsAt?: number | null };
 
 interface PolicyRow {
   id: string;
@@ -77,6 +82,8 @@ interface PolicyRow {
   notify_at: string;
   /** bigint on PostgreSQL: text there. */
   starts_at: number | string | null;
+  approval_timeout_s: number | null;
+  allow_list: string | null;
   active: number;
   created_at: number;
   updated_at: number;
@@ -85,10 +92,10 @@ interface PolicyRow {
 
 // Agents come along as a JSON array, so a page is one statement, not one per policy.
 const SELECT = {
-  sqlite: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.scope, p.match_filter, p.notify_at, p.starts_at, p.active, p.created_at, p.updated_at,
+  sqlite: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.scope, p.match_filter, p.notify_at, p.starts_at, p.approval_timeout_s, p.allow_list, p.active, p.created_at, p.updated_at,
        (SELECT json_group_array(external_id) FROM (SELECT external_id FROM policy_agents pa WHERE pa.policy_id = p.id ORDER BY external_id)) AS agents
   FROM policies p`,
-  postgres: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.scope, p.match_filter, p.notify_at, p.starts_at, p.active, p.created_at, p.updated_at,
+  postgres: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.scope, p.match_filter, p.notify_at, p.starts_at, p.approval_timeout_s, p.allow_list, p.active, p.created_at, p.updated_at,
        (SELECT coalesce(json_agg(external_id ORDER BY external_id), '[]')::text FROM policy_agents pa WHERE pa.policy_id = p.id) AS agents
   FROM policies p`,
 };
@@ -107,6 +114,8 @@ const toPolicy = (r: PolicyRow): Policy => ({
   match: r.match_filter === null ? null : (JSON.parse(r.match_filter) as PolicyMatch),
   notifyAt: JSON.parse(r.notify_at) as number[],
   startsAt: startsAtOf(r.starts_at, Number(r.created_at)),
+  approvalTimeoutS: r.approval_timeout_s,
+  allow: r.allow_list === null ? null : (JSON.parse(r.allow_list) as PolicyAllow),
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -151,8 +160,8 @@ export async function createPolicy(sql: Sql, teamId: string, input: PolicyInput,
   const now = Date.now();
   if (input.active) await checkRoomForActive(sql, teamId, maxActive);
   await sql.run(
-    `INSERT INTO policies (id, team_id, name, limits, action, timezone, scope, match_filter, notify_at, starts_at, active, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO policies (id, team_id, name, limits, action, timezone, scope, match_filter, notify_at, starts_at, approval_timeout_s, allow_list, active, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     [
       id,
       teamId,
@@ -164,6 +173,8 @@ export async function createPolicy(sql: Sql, teamId: string, input: PolicyInput,
       input.match ? JSON.stringify(input.match) : null,
       JSON.stringify(input.notifyAt ?? []),
       input.startsAt ?? startsAtOf(null, now),
+      input.approvalTimeoutS ?? null,
+      input.allow ? JSON.stringify(input.allow) : null,
       input.active ? 1 : 0,
       now,
       now,
@@ -195,7 +206,7 @@ export async function updatePolicy(sql: Sql, teamId: string, id: string, changes
   if (changes.active === true && !current.active) await checkRoomForActive(sql, teamId, maxActive);
   const next = { ...current, ...changes };
   await sql.run(
-    'UPDATE policies SET name = ?, limits = ?, action = ?, timezone = ?, scope = ?, match_filter = ?, notify_at = ?, starts_at = ?, active = ?, updated_at = ? WHERE id = ?',
+    'UPDATE policies SET name = ?, limits = ?, action = ?, timezone = ?, scope = ?, match_filter = ?, notify_at = ?, starts_at = ?, approval_timeout_s = ?, allow_list = ?, active = ?, updated_at = ? WHERE id = ?',
     [
       next.name,
       JSON.stringify(next.limits),
@@ -206,6 +217,8 @@ export async function updatePolicy(sql: Sql, teamId: string, id: string, changes
       JSON.stringify(next.notifyAt),
       // null: back to the creation's minute.
       next.startsAt ?? startsAtOf(null, current.createdAt),
+      next.approvalTimeoutS,
+      next.allow ? JSON.stringify(next.allow) : null,
       next.active ? 1 : 0,
       Math.max(Date.now(), current.updatedAt),
       id,
@@ -234,6 +247,9 @@ export interface ActivePolicyRow {
   match: string | null;
   notifyAt: number[];
   startsAt: number;
+  approvalTimeoutS: number | null;
+  /** JSON, as stored (null: no allowlist). */
+  allow: string | null;
   createdAt: number;
   /** External ids, sorted; empty: every agent of the team. */
   agents: string[];
@@ -247,7 +263,7 @@ export interface ActivePolicyRow {
  */
 export async function activePolicyRows(sql: Sql, teamId: string): Promise<ActivePolicyRow[]> {
   const policies = await sql.all<Omit<PolicyRow, 'active' | 'updated_at' | 'agents'>>(
-    'SELECT id, name, limits, action, timezone, scope, match_filter, notify_at, starts_at, created_at FROM policies WHERE team_id = ? AND active = 1 ORDER BY created_at, id',
+    'SELECT id, name, limits, action, timezone, scope, match_filter, notify_at, starts_at, approval_timeout_s, allow_list, created_at FROM policies WHERE team_id = ? AND active = 1 ORDER BY created_at, id',
     [teamId],
   );
   const agents = await sql.all<{ policy_id: string; external_id: string }>(
@@ -266,6 +282,8 @@ export async function activePolicyRows(sql: Sql, teamId: string): Promise<Active
       match: r.match_filter,
       notifyAt: JSON.parse(r.notify_at) as number[],
       startsAt: startsAtOf(r.starts_at, Number(r.created_at)),
+      approvalTimeoutS: r.approval_timeout_s,
+      allow: r.allow_list,
       createdAt: r.created_at,
       agents: [],
     }),

@@ -2,7 +2,7 @@ import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
 import { audited } from '../audit-log/record.js';
 import { defineRoute } from '../http/routes.js';
-import { checkPolicyFields, type CheckedPolicyFields, type Limit, type PolicyMatch, type PolicyScope } from './limits.js';
+import { checkPolicyFields, DEFAULT_APPROVAL_TIMEOUT_S, type CheckedPolicyFields, type Limit, type PolicyAllow, type PolicyMatch, type PolicyScope } from './limits.js';
 import {
   createPolicy,
   deletePolicy,
@@ -27,6 +27,8 @@ interface PolicyBody {
   match?: PolicyMatch | null;
   notify_at?: number[];
   starts_at?: string | null;
+  approval_timeout_s?: number | null;
+  allow?: PolicyAllow | null;
 }
 
 /** The body's new fields in stored form, only those given (a PATCH changes only what it sends). */
@@ -36,6 +38,8 @@ function budgetFields(checked: CheckedPolicyFields, body: PolicyBody): Partial<P
     ...(checked.match !== undefined ? { match: checked.match } : {}),
     ...(checked.notifyAt !== undefined ? { notifyAt: checked.notifyAt } : {}),
     ...(checked.startsAt !== undefined ? { startsAt: checked.startsAt } : {}),
+    ...(body.approval_timeout_s !== undefined ? { approvalTimeoutS: body.approval_timeout_s } : {}),
+    ...(checked.allow !== undefined ? { allow: checked.allow } : {}),
   };
 }
 
@@ -52,6 +56,8 @@ const toBody = (p: Policy) => ({
   match: p.match,
   notify_at: p.notifyAt,
   starts_at: iso(p.startsAt),
+  approval_timeout_s: p.approvalTimeoutS ?? DEFAULT_APPROVAL_TIMEOUT_S,
+  allow: p.allow,
   createdAt: iso(p.createdAt),
   updatedAt: iso(p.updatedAt),
 });
@@ -63,6 +69,14 @@ const settings = (p: Policy) => {
 };
 
 const notFound = (id: string) => new ApiError('not_found', `No policy "${id}" in this team`);
+
+/** A policy must check something: a limit, or an allowlist. */
+function checkSomething(limits: readonly Limit[], allow: PolicyAllow | null | undefined): void {
+  if (limits.length > 0 || allow) return;
+  throw new ApiError('validation_failed', 'Request body is invalid: limits must hold at least one limit when the policy has no allow list', [
+    { field: 'limits', message: 'must hold at least one limit when the policy has no allow list' },
+  ]);
+}
 
 /**
  * Past MAX_ACTIVE_POLICIES_PER_TEAM: a 409, as for the team's webhook endpoints. The request is
@@ -101,6 +115,8 @@ const EXAMPLE_POLICY = {
   match: null,
   notify_at: [],
   starts_at: '2026-11-21T10:00:00.000Z',
+  approval_timeout_s: 900,
+  allow: null,
   createdAt: '2026-11-21T10:00:00.000Z',
   updatedAt: '2026-11-21T10:00:00.000Z',
 };
@@ -112,8 +128,12 @@ const POLICY_DOC =
   'calls_per_minute, calls_per_hour and calls_per_day take `count` (calls) instead of `amount`. Amounts are decimal strings. ' +
   '`scope` agent (default): each agent its own totals; pool: the policy\'s agents share one. `match` ({categories, networks, assets, ' +
   'endpoints, tags}) keeps only matching records: without `assets`, amounts of every asset add up. `notify_at` (percentages 1-99) raises a ' +
-  '`threshold` alert once per window, subject and percentage. `agents` empty or omitted: every agent of the team. `action` flag or block sets the ' +
-  'severity of what a breach raises. A team has at most MAX_ACTIVE_POLICIES_PER_TEAM (1,000 by default) active ' +
+  '`threshold` alert once per window, subject and percentage. `agents` empty or omitted: every agent of the team. `action`: flag ' +
+  '(an alert, warning), block (an authorization is declined; a record raises a critical alert) or approve (an authorization waits for a person: ' +
+  '`decision: pending`, its amount held, decided with POST /authorizations/{id}/approve or /deny, declined after `approval_timeout_s`, ' +
+  'default 900, at most 86,400; a record raises a critical alert). `allow` ({payees, networks, assets, endpoints}) allows only what its ' +
+  'lists hold (deny by default: an authorization that does not say its payee is outside a payee list): anything else breaks the policy with ' +
+  'kind `not_allowed`, under its action. EVM addresses are compared without case. `limits` may be empty when `allow` is given. A team has at most MAX_ACTIVE_POLICIES_PER_TEAM (1,000 by default) active ' +
   'policies: creating or re-activating one more is a 409 naming `active`.';
 
 export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits: Limit[] }>({
@@ -132,6 +152,7 @@ export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits
   async handler(ctx) {
     const { body, team, deps } = ctx;
     const checked = checkPolicyFields(body);
+    checkSomething(checked.limits!, checked.allow);
     const input: PolicyInput = {
       name: body.name,
       agents: body.agents ?? [],
@@ -194,6 +215,7 @@ export const updatePolicyRoute = defineRoute<PolicyBody>({
     const policy = await withActiveBound(() =>
       audited(ctx, async (sql) => {
         const before = await findPolicy(sql, team.teamId, params.id!, true);
+        if (before) checkSomething(changes.limits ?? before.limits, changes.allow !== undefined ? changes.allow : before.allow);
         const after = before && (await updatePolicy(sql, team.teamId, params.id!, changes, deps.config.evaluation.maxActivePoliciesPerTeam));
         if (!before || !after) return { result: undefined };
         return { result: after, log: { action: 'policy.update', resourceType: 'policy', resourceId: after.id, before: settings(before), after: settings(after) } };

@@ -10,10 +10,11 @@ export interface Team {
 
 /**
  * What a key may do. `ingest`: send records. `read`: every GET and the SDK's queries. `admin`:
- * everything, changes included. An agent needs ingest (and read for the SDK's queries); a
- * dashboard or a BI job needs read.
+ * everything, changes included. `approve`: approve or deny authorizations waiting for a person
+ * (with read, to see them). An agent needs ingest (and read for the SDK's queries); a dashboard or
+ * a BI job needs read; a person who only approves, read and approve.
  */
-export const SCOPES = ['ingest', 'read', 'admin'] as const;
+export const SCOPES = ['ingest', 'read', 'admin', 'approve'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** The team an API key authenticates, and which key it was. */

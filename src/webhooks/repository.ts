@@ -6,7 +6,7 @@ import type { Registry } from '../stores/sqlite.js';
 import { newId } from '../teams/keys.js';
 
 /** What an endpoint can be sent: the alert lifecycle, and `test` (POST /webhooks/:id/test). */
-export const EVENT_TYPES = ['alert.opened', 'alert.resolved', 'alert.reopened', 'alert.escalated', 'test'] as const;
+export const EVENT_TYPES = ['alert.opened', 'alert.resolved', 'alert.reopened', 'alert.escalated', 'authorization.pending', 'authorization.decided', 'test'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 export type WebhookFormat = 'standard' | 'slack';
 

@@ -9,6 +9,8 @@ const HEADLINES: Record<string, string> = {
   'alert.escalated': ':arrow_double_up: Alert escalated',
   'alert.resolved': ':white_check_mark: Alert resolved',
   'alert.reopened': ':leftwards_arrow_with_hook: Alert reopened',
+  'authorization.pending': ':raising_hand: Approval needed',
+  'authorization.decided': ':ballot_box_with_check: Authorization decided',
   test: ':wave: Test event from spendscope',
 };
 
@@ -39,6 +41,7 @@ function overBy(observed: string, limit: string): string | undefined {
  * broke which limit by how much, exactly, and links to the alert in the API.
  */
 export function slackMessage(event: WebhookEvent, publicUrl: string): { text: string; blocks: unknown[] } {
+  if (event.type === 'authorization.pending' || event.type === 'authorization.decided') return authorizationMessage(event, publicUrl);
   const alert = event.data as AlertData;
   const headline = HEADLINES[event.type] ?? event.type;
   if (event.type === 'test' || !alert.id) {
@@ -57,6 +60,46 @@ export function slackMessage(event: WebhookEvent, publicUrl: string): { text: st
     blocks: [
       { type: 'section', text: { type: 'mrkdwn', text: line } },
       { type: 'context', elements: [{ type: 'mrkdwn', text: `${escape(alert.message ?? '')} · <${link}|${escape(alert.id)}>` }] },
+    ],
+  };
+}
+
+interface AuthorizationData {
+  id: string;
+  decision: string;
+  status: string;
+  agent_id: string;
+  endpoint: string;
+  amount: string;
+  asset: string | null;
+  payee_address: string | null;
+  reasons: string[];
+  pending_until: string | null;
+  decided_by: string | null;
+  decision_note: string | null;
+}
+
+/**
+ * An approval asked for, or its outcome: the agent, the amount and asset, the payee and endpoint,
+ * the limits it would break (its reasons), and a link to the authorization in the dashboard, where
+ * a person with the approve scope decides it.
+ */
+function authorizationMessage(event: WebhookEvent, publicUrl: string): { text: string; blocks: unknown[] } {
+  const a = event.data as unknown as AuthorizationData;
+  const headline = HEADLINES[event.type]!;
+  const money = `${a.amount}${a.asset ? ` ${a.asset}` : ''}`;
+  const payee = a.payee_address ? ` to ${a.payee_address}` : '';
+  const link = `${publicUrl.replace(/\/$/, '')}/dashboard/authorizations/${encodeURIComponent(a.id)}`;
+  const line =
+    event.type === 'authorization.pending'
+      ? `${headline}: Agent *${escape(a.agent_id)}* asks to pay *${escape(money)}*${escape(payee)} (${escape(a.endpoint)})`
+      : `${headline}: the payment of *${escape(money)}*${escape(payee)} by agent *${escape(a.agent_id)}* is *${escape(a.decision)}*${a.decided_by ? ` by ${escape(a.decided_by)}` : ''}`;
+  const details = event.type === 'authorization.pending' ? [...a.reasons, ...(a.pending_until ? [`Decide by ${a.pending_until}`] : [])] : a.reasons;
+  return {
+    text: line,
+    blocks: [
+      { type: 'section', text: { type: 'mrkdwn', text: line } },
+      { type: 'context', elements: [{ type: 'mrkdwn', text: `${escape(details.join(' · '))} · <${link}|${escape(a.id)}>` }] },
     ],
   };
 }

@@ -40,4 +40,33 @@ describe('authorization holds across a kill -9', function () {
       await second.exited;
     }
   });
+
+  it('a pending authorization (waiting for a person) still holds after a kill -9, and can be approved after it', async () => {
+    const env = { DATA_DIR: tempDir('approval-restart'), BOOTSTRAP_API_KEY: KEY };
+    const ask = (baseUrl: string, amount: string) => call(baseUrl, 'POST', '/api/v1/authorizations', { agent_id: 'a1', endpoint: 'https://api.example.com/x', amount });
+    const first = await startService(env);
+    let pending: string;
+    try {
+      expect((await call(first.baseUrl, 'POST', '/api/v1/policies', { name: 'ask above 5', action: 'approve', limits: [{ kind: 'per_call', amount: '5' }] })).status).to.equal(201);
+      expect((await call(first.baseUrl, 'POST', '/api/v1/policies', { name: 'day', action: 'block', limits: [{ kind: 'daily', amount: '10' }] })).status).to.equal(201);
+      const big = await ask(first.baseUrl, '8');
+      expect(big.body.status).to.equal('pending');
+      pending = big.body.id;
+    } finally {
+      first.child.kill('SIGKILL');
+      await first.exited;
+    }
+    const second = await startService(env);
+    try {
+      // The 8 waiting for a person still counts: 3 more would break 10.
+      expect((await ask(second.baseUrl, '3')).body.decision).to.equal('declined');
+      const approved = await call(second.baseUrl, 'POST', `/api/v1/authorizations/${pending!}/approve`, {});
+      expect(approved.status).to.equal(200);
+      expect(approved.body).to.include({ status: 'held', decision: 'approved' });
+      expect((await ask(second.baseUrl, '2')).body.decision).to.equal('approved');
+    } finally {
+      second.child.kill('SIGTERM');
+      await second.exited;
+    }
+  });
 });

@@ -100,7 +100,7 @@ describe('OpenAPI document', () => {
   });
 
   it('describes every webhook event a receiver may get (OpenAPI 3.1 webhooks), with the event payload', () => {
-    expect(Object.keys(doc.webhooks)).to.have.members(['alert.opened', 'alert.escalated', 'alert.resolved', 'alert.reopened', 'test']);
+    expect(Object.keys(doc.webhooks)).to.have.members(['alert.opened', 'alert.escalated', 'alert.resolved', 'alert.reopened', 'authorization.pending', 'authorization.decided', 'test']);
     const schema = doc.webhooks['alert.opened']!.post.requestBody.content['application/json']!.schema.$ref.split('/').pop()!;
     expect(doc.components.schemas[schema]).to.have.nested.property('properties.data');
     expect(JSON.stringify(doc.components.schemas[schema])).to.include('#/components/schemas/alert');

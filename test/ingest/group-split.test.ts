@@ -32,6 +32,7 @@ describe('group commit size', () => {
       decide: () => done([]),
       reset: () => {},
       release: () => false,
+      extendHold: () => false,
     };
     const limits = { maxRows: deps.config.ingest.backlogMaxRows, maxBytes: deps.config.ingest.backlogMaxBytes };
     const commit = new GroupCommit(deps.registry, deps.ingest.log, deps.ingest.freshness, limits, deps.logger, recorder as AckEvaluator<unknown>, undefined, undefined, {
@@ -69,6 +70,7 @@ describe('group commit size', () => {
       weigh: (request) => (request as unknown as { weight: number }).weight,
       reset: () => {},
       release: () => false,
+      extendHold: () => false,
     };
     const limits = { maxRows: deps.config.ingest.backlogMaxRows, maxBytes: deps.config.ingest.backlogMaxBytes };
     const commit = new GroupCommit(deps.registry, deps.ingest.log, deps.ingest.freshness, limits, deps.logger, recorder as AckEvaluator<unknown>, undefined, undefined, {

@@ -124,6 +124,25 @@ describe('several instances on PostgreSQL (spawned)', function () {
     expect(Date.now() - at).to.be.below(1_000);
   });
 
+  it('approvals across instances: pending on one, its hold counted on another, a long poll on a second woken by the approval on a third', async () => {
+    expect((await on(0, 'POST', '/api/v1/policies', { name: 'ask above 5', agents: ['asker'], limits: [{ kind: 'per_call', amount: '5' }], action: 'approve' })).status).to.equal(201);
+    expect((await on(0, 'POST', '/api/v1/policies', { name: 'asker day', agents: ['asker'], limits: [{ kind: 'daily', amount: '10' }], action: 'block' })).status).to.equal(201);
+    const asked = await on(0, 'POST', '/api/v1/authorizations', { agent_id: 'asker', endpoint: 'https://api.example.com/x', amount: '8' });
+    expect(asked.body.status, JSON.stringify(asked.body)).to.equal('pending');
+    // The 8 it holds while it waits counts on another instance.
+    expect((await on(1, 'POST', '/api/v1/authorizations', { agent_id: 'asker', endpoint: 'https://api.example.com/x', amount: '3' })).body.decision).to.equal('declined');
+    const started = Date.now();
+    const waiting = on(1, 'GET', `/api/v1/authorizations/${asked.body.id}?wait=30`);
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await on(2, 'POST', `/api/v1/authorizations/${asked.body.id}/approve`, { note: 'ok' })).status).to.equal(200);
+    const woken = await waiting;
+    expect(woken.body).to.include({ status: 'held', decided_by: 'default' });
+    // Woken by the NOTIFY of the deciding instance, not by the end of the wait.
+    expect(Date.now() - started).to.be.below(10_000);
+    // A second decision on yet another instance loses.
+    expect((await on(0, 'POST', `/api/v1/authorizations/${asked.body.id}/deny`, {})).status).to.equal(409);
+  });
+
   it('a policy made, then switched off, through one instance applies on the others from the next request', async () => {
     const made = await on(0, 'POST', '/api/v1/policies', { name: 'cap per call', agents: ['switched-1', 'switched-2'], limits: [{ kind: 'per_call', amount: '1' }], action: 'flag' });
     expect(made.status, JSON.stringify(made.body)).to.equal(201);

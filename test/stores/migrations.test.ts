@@ -62,6 +62,40 @@ describe('migrations', () => {
       expect(() => readMigrations(writeMigrations({ '001_a.sql': '', '001_b.sql': '' }))).to.throw(MigrationError, /share version 1/);
     });
 
+    it('018 (approvals) rebuilds policies, authorizations and alerts keeping every row, the agents a policy names, and the cascade', () => {
+      const all = fs.readdirSync(path.join(SCHEMA_DIR, 'sqlite')).filter((f) => f.endsWith('.sql'));
+      const dir = tempDir('migrations-018');
+      for (const f of all.filter((f) => f < '018')) fs.copyFileSync(path.join(SCHEMA_DIR, 'sqlite', f), path.join(dir, f));
+      const db = openRegistry(tempDir('registry-018'));
+      migrateRegistry(db, dir);
+      db.prepare(`INSERT INTO teams (id, name, created_at) VALUES ('t1', 'one', 1)`).run();
+      db.prepare(`INSERT INTO policies (id, team_id, name, limits, action, timezone, active, created_at, updated_at, scope, match_filter, notify_at, starts_at)
+                  VALUES ('p1', 't1', 'budget', '[{"kind":"daily","amount":"1"}]', 'block', NULL, 1, 5, 6, 'pool', '{"assets":["usdc"]}', '[80]', 60000)`).run();
+      for (const agent of ['a1', 'a2']) db.prepare(`INSERT INTO policy_agents (policy_id, team_id, external_id) VALUES ('p1', 't1', ?)`).run(agent);
+      db.prepare(`INSERT INTO authorizations (id, team_id, agent_id, endpoint, domain, amount, decision, state, checks, reasons, created_at, expires_at, category, tags)
+                  VALUES ('au1', 't1', 'a1', 'https://x.example/', 'x.example', '0.5', 'approved', 'held', '[]', '[]', 10, 20, 'api', NULL)`).run();
+      db.prepare(`INSERT INTO alerts (id, team_id, dedup_key, type, kind, severity, status, agent_id, details, message, sample_event_ids, count, first_seen, last_seen, created_at, updated_at)
+                  VALUES ('al1', 't1', 'k', 'threshold', 'daily', 'info', 'open', 'a1', '{}', 'm', '[]', 3, 1, 2, 1, 2)`).run();
+      const before = ['policies', 'authorizations', 'alerts'].map((t) => db.prepare(`SELECT * FROM ${t}`).all());
+      fs.copyFileSync(path.join(SCHEMA_DIR, 'sqlite', all.find((f) => f.startsWith('018'))!), path.join(dir, all.find((f) => f.startsWith('018'))!));
+      expect(migrateRegistry(db, dir)).to.deep.equal([all.find((f) => f.startsWith('018'))]);
+      const after = ['policies', 'authorizations', 'alerts'].map((t) => db.prepare(`SELECT * FROM ${t}`).all() as Record<string, unknown>[]);
+      // Every old column as it was; the new ones empty.
+      expect(after[0]!.map(({ approval_timeout_s: _t, allow_list: _a, ...rest }) => rest)).to.deep.equal(before[0]);
+      expect(after[0]![0]).to.include({ approval_timeout_s: null, allow_list: null });
+      expect(after[1]!.map(({ hold_s: _h, pending_until: _p, decided_at: _d, decided_by: _b, decision_note: _n, ...rest }) => rest)).to.deep.equal(before[1]);
+      expect(after[2]).to.deep.equal(before[2]);
+      expect(db.prepare(`SELECT external_id FROM policy_agents WHERE policy_id = 'p1' ORDER BY 1`).pluck().all()).to.deep.equal(['a1', 'a2']);
+      // The wider checks, and the cascade from policies to the agents they name.
+      db.prepare(`UPDATE policies SET action = 'approve' WHERE id = 'p1'`).run();
+      db.prepare(`UPDATE authorizations SET state = 'pending', decision = 'pending' WHERE id = 'au1'`).run();
+      expect(() => db.prepare(`UPDATE policies SET action = 'maybe' WHERE id = 'p1'`).run()).to.throw(/CHECK/);
+      db.prepare(`DELETE FROM policies WHERE id = 'p1'`).run();
+      expect(db.prepare(`SELECT count(*) FROM policy_agents`).pluck().get()).to.equal(0);
+      expect(db.pragma('foreign_key_check')).to.deep.equal([]);
+      db.close();
+    });
+
     it('the project registry migrations apply to an empty file', () => {
       const db = openRegistry(tempDir('registry'));
       expect(migrateRegistry(db, path.join(SCHEMA_DIR, 'sqlite'))).to.include('001_teams_and_keys.sql');

@@ -170,7 +170,7 @@ function BudgetRow({ budget: b, policy, denomination }: { budget: Budget; policy
             </>
           )}
         </span>
-        <span class="badge" title={b.action === 'block' ? 'Authorizations that would break it are declined' : 'Breaking it raises a warning'}>
+        <span class="badge" title={b.action === 'block' ? 'Authorizations that would break it are declined' : b.action === 'approve' ? 'Authorizations that would break it wait for a person' : 'Breaking it raises a warning'}>
           {b.action}
         </span>
       </div>

@@ -37,7 +37,30 @@ const ACTIONS: Record<Policy['action'], { badge: string; label: string; effect: 
     effect:
       'An authorization asked for before paying (POST /authorizations) that would break a limit is declined, and a critical alert is raised. Records of payments already made are never refused: one that breaks a limit is stored, counted and raises the critical alert.',
   },
+  approve: {
+    badge: 'approve',
+    label: 'Ask a person',
+    effect:
+      'An authorization that would break a limit waits for a person (pending, its amount held) until someone with the approve scope approves or denies it on the Authorizations page, or the wait ends (then it is declined). A record of a payment nobody approved that breaks a limit raises a critical alert.',
+  },
 };
+
+const ALLOW_FIELDS = ['payees', 'networks', 'assets', 'endpoints'] as const;
+type AllowField = (typeof ALLOW_FIELDS)[number];
+
+const ALLOW_LABELS: Record<AllowField, string> = {
+  payees: 'Payees allowed (addresses; EVM addresses compared without case)',
+  networks: 'Networks allowed (CAIP-2 ids or x402 network ids such as base)',
+  assets: 'Assets allowed (symbols or token addresses)',
+  endpoints: 'Endpoints allowed (a host, *.host, or a URL prefix)',
+};
+
+/** A policy's allowlist in a few words: "allows only payees 0xab…; networks eip155:8453". */
+function allowText(allow: Policy['allow']): string {
+  if (!allow) return '';
+  const parts = ALLOW_FIELDS.filter((f) => allow[f]?.length).map((f) => `${f} ${allow[f]!.join(', ')}`);
+  return parts.length ? `allows only ${parts.join('; ')}` : '';
+}
 
 const SCOPES: Record<Policy['scope'], { label: string; effect: string }> = {
   agent: { label: 'Per agent', effect: 'Each agent has its own totals: each may spend up to every limit on its own.' },
@@ -60,6 +83,13 @@ function matchText(match: PolicyMatch | null): string {
   if (!match) return '';
   const parts = MATCH_FIELDS.filter((f) => match[f]?.length).map((f) => `${f} ${match[f]!.join(', ')}`);
   return parts.length ? `only ${parts.join('; ')}` : '';
+}
+
+/** "15 min", "2 h", "45 s": how long a person has to decide. */
+function formatWait(seconds: number): string {
+  if (seconds % 3600 === 0) return `${seconds / 3600} h`;
+  if (seconds % 60 === 0) return `${seconds / 60} min`;
+  return `${seconds} s`;
 }
 
 export function Policies() {
@@ -121,6 +151,8 @@ export function Policies() {
                     ))}
                     {p.match && <span class="policy-match"> · {matchText(p.match)}</span>}
                     {p.notify_at.length > 0 && <span class="policy-notify"> · alerts at {p.notify_at.map((n) => `${n}%`).join(', ')}</span>}
+                    {p.allow && <span class="policy-allow"> · {allowText(p.allow)}</span>}
+                    {p.action === 'approve' && <span class="policy-wait"> · a person has {formatWait(p.approval_timeout_s)} to decide</span>}
                   </div>
                   {p.active && <CurrentUse policyId={p.id} budgets={budgets.data?.data} />}
                 </div>
@@ -206,6 +238,8 @@ function PolicyForm({ policy }: { policy?: Policy }) {
   const [match, setMatch] = useState<Record<MatchField, string>>(() => Object.fromEntries(MATCH_FIELDS.map((f) => [f, policy?.match?.[f]?.join(', ') ?? ''])) as Record<MatchField, string>);
   const [notifyAt, setNotifyAt] = useState(policy?.notify_at.join(', ') ?? '');
   const [startsAt, setStartsAt] = useState(policy?.starts_at ?? '');
+  const [allow, setAllow] = useState<Record<AllowField, string>>(() => Object.fromEntries(ALLOW_FIELDS.map((f) => [f, policy?.allow?.[f]?.join(', ') ?? ''])) as Record<AllowField, string>);
+  const [timeout, setTimeoutS] = useState(policy ? String(policy.approval_timeout_s) : '900');
   const setLimit = (i: number, change: Partial<LimitDraft>) => setLimits((ls) => ls.map((l, j) => (j === i ? { ...l, ...change } : l)));
   const hasTotal = limits.some((l) => l.kind === 'total');
 
@@ -229,6 +263,10 @@ function PolicyForm({ policy }: { policy?: Policy }) {
     // "80%" reads as 80: the sign is how people write a percentage, not part of the number.
     const thresholds = listOf(notifyAt).map((p) => numberOrText(p.replace(/%$/, '').trim()));
     if (thresholds.length > 0 || (policy && policy.notify_at.length > 0)) body.notify_at = thresholds;
+    const allowed = Object.fromEntries(ALLOW_FIELDS.map((f) => [f, listOf(allow[f])]).filter(([, items]) => items!.length > 0));
+    if (Object.keys(allowed).length > 0) body.allow = allowed;
+    else if (policy?.allow) body.allow = null;
+    if (action === 'approve') body.approval_timeout_s = numberOrText(timeout.trim());
     if (hasTotal) {
       if (startsAt.trim()) body.starts_at = startsAt.trim();
       else if (policy) body.starts_at = null;
@@ -343,13 +381,29 @@ function PolicyForm({ policy }: { policy?: Policy }) {
         ))}
       </fieldset>
 
+      <fieldset>
+        <legend>Allow only (optional; separated by commas)</legend>
+        <p class="muted form-hint">
+          Deny by default: a payment of its agents outside any list given breaks the policy (declined under Block, sent to a person under Ask a person, an alert under
+          Flag). A payment that does not say its payee is outside a payee list. With an allowlist, the policy may have no limits.
+        </p>
+        <FieldMessage error={error} field="allow" exact />
+        {ALLOW_FIELDS.map((f) => (
+          <div key={f} class="stack">
+            <label for={`policy-allow-${f}`}>{ALLOW_LABELS[f]}</label>
+            <input id={`policy-allow-${f}`} name={`allow.${f}`} value={allow[f]} onInput={(e) => setAllow((m) => ({ ...m, [f]: e.currentTarget.value }))} {...invalidProps(error, `allow.${f}`)} />
+            <FieldMessage error={error} field={`allow.${f}`} />
+          </div>
+        ))}
+      </fieldset>
+
       <label for="policy-notify-at">Alert at (percentages of each windowed limit, separated by commas, such as 80, 95; empty: none)</label>
       <input id="policy-notify-at" name="notify_at" value={notifyAt} onInput={(e) => setNotifyAt(e.currentTarget.value)} {...invalidProps(error, 'notify_at')} />
       <FieldMessage error={error} field="notify_at" />
 
       <fieldset>
         <legend>When a limit is broken</legend>
-        {(['flag', 'block'] as const).map((a) => (
+        {(['flag', 'block', 'approve'] as const).map((a) => (
           <label key={a} class="action-choice">
             <input type="radio" name="action" checked={action === a} onChange={() => setAction(a)} aria-describedby={`action-${a}-effect`} />
             <strong>{ACTIONS[a].label}</strong>
@@ -359,6 +413,14 @@ function PolicyForm({ policy }: { policy?: Policy }) {
           </label>
         ))}
       </fieldset>
+
+      {action === 'approve' && (
+        <>
+          <label for="policy-approval-timeout">Time a person has to decide, in seconds (1 to 86,400; undecided then: declined)</label>
+          <input id="policy-approval-timeout" inputMode="numeric" name="approval_timeout_s" value={timeout} onInput={(e) => setTimeoutS(e.currentTarget.value)} {...invalidProps(error, 'approval_timeout_s')} />
+          <FieldMessage error={error} field="approval_timeout_s" />
+        </>
+      )}
 
       <label for="policy-timezone">Time zone of the daily, weekly and monthly windows and of calls per day (IANA, e.g. Europe/Lisbon; empty: UTC)</label>
       <input id="policy-timezone" value={timezone} onInput={(e) => setTimezone(e.currentTarget.value)} {...invalidProps(error, 'timezone')} />
