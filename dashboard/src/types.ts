@@ -23,7 +23,8 @@ export interface Summary {
 
 export interface Alert {
   id: string;
-  type: 'violation' | 'anomaly' | 'threshold' | 'system';
+  /** approval: an authorization waits for a person (its id in `subject`). */
+  type: 'violation' | 'anomaly' | 'threshold' | 'approval' | 'system';
   kind: string;
   severity: 'info' | 'warning' | 'critical';
   status: 'open' | 'resolved';

@@ -307,7 +307,7 @@ describe('dashboard in a browser', function () {
     await page.goto(`${server.url}/dashboard/policies/new`);
     await page.getByLabel('Name').fill('browser budget');
     await page.getByLabel('Agents (ids, separated by commas; empty: every agent of the team)').fill('research-bot, travel-agent');
-    await page.getByLabel('Amount').fill('12.5.0');
+    await page.getByLabel('Amount', { exact: true }).fill('12.5.0');
     await page.getByRole('button', { name: 'Create policy' }).click();
     const fieldError = page.locator('[data-field-error="limits[0].amount"]');
     await fieldError.waitFor();
@@ -316,7 +316,7 @@ describe('dashboard in a browser', function () {
     let listed = (await api().get('/api/v1/policies').set(...team.auth).expect(200)).body.data;
     expect(listed.map((p: { name: string }) => p.name)).to.not.include('browser budget');
 
-    await page.getByLabel('Amount').fill('12.500000000000000001');
+    await page.getByLabel('Amount', { exact: true }).fill('12.500000000000000001');
     await page.getByRole('button', { name: 'Create policy' }).click();
     await page.locator('.notice', { hasText: 'browser budget' }).waitFor();
     listed = (await api().get('/api/v1/policies').set(...team.auth).expect(200)).body.data;
@@ -345,7 +345,7 @@ describe('dashboard in a browser', function () {
     await page.getByLabel('Agents (ids, separated by commas; empty: every agent of the team)').fill('research-bot, writer-bot');
     await page.getByRole('radio', { name: /^Pool/ }).check();
     await page.locator('select[name="limits[0].kind"]').selectOption('monthly');
-    await page.getByLabel('Amount').fill('250');
+    await page.getByLabel('Amount', { exact: true }).fill('250');
     await page.getByRole('button', { name: 'Add a limit' }).click();
     await page.locator('select[name="limits[1].kind"]').selectOption('calls_per_hour');
     // A call limit takes a count, not an amount.
@@ -893,6 +893,17 @@ describe('dashboard in a browser', function () {
       detail.checks.map((c) => [c.policy_id, c.breaks]),
     );
     expect(detail.checks.some((c) => c.breaks)).to.equal(true);
+
+    // The approval alert of a pending one leads to it.
+    const approvals = (await api().get('/api/v1/alerts').query({ type: 'approval' }).set(...own.auth).expect(200)).body.data as { id: string; subject: string }[];
+    const approval = approvals.find((x) => x.subject === made.pending.id)!;
+    expect(approval, 'the approval alert').to.not.equal(undefined);
+    await page.goto(`${server.url}/dashboard/alerts/${approval.id}`);
+    await page.locator('[data-panel=alert][data-state=ready]').waitFor();
+    expect(await page.locator('[data-panel=alert] .alert-title').textContent()).to.include('Payment waiting for approval');
+    await page.getByRole('link', { name: `authorization ${made.pending.id}` }).click();
+    await page.waitForURL(`${server.url}/dashboard/authorizations/${made.pending.id}`);
+    await page.locator('[data-panel=authorization] [data-status=pending]').first().waitFor();
     expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
     await page.close();
   });

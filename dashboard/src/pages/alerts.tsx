@@ -23,7 +23,7 @@ import { useTimeZone } from '../zone';
 
 const FILTERS = {
   status: ['open', 'resolved'],
-  type: ['violation', 'anomaly', 'threshold', 'system'],
+  type: ['violation', 'anomaly', 'threshold', 'approval', 'system'],
   severity: ['critical', 'warning', 'info'],
 } as const;
 
@@ -125,7 +125,8 @@ function AlertDetails({ alert, onChanged }: { alert: Alert; onChanged: () => voi
     ['Observed against limit', <ObservedAgainstLimit alert={alert} />],
     ['Observed, exact', amountOrCount(alert.observed)],
     ['Limit, exact', amountOrCount(alert.limit)],
-    ['Subject', alert.subject ?? '–'],
+    // An approval's subject is the authorization waiting: answered on its page.
+    ['Subject', alert.type === 'approval' && alert.subject ? <a href={href('authorizations', alert.subject)}>authorization {alert.subject}</a> : (alert.subject ?? '–')],
     [
       'Window',
       alert.window ? (

@@ -20,7 +20,7 @@ import { useRefreshTick, ZonePicker } from '../components/range-bar';
 import { TableHead } from '../components/table-head';
 import { Time, TimeWindow } from '../components/time';
 import { formatCalls, isCallKind, KIND_WORDS } from '../limits';
-import { denominationOf, exactAmount, formatMoney, UNKNOWN, type Denomination } from '../money';
+import { denominationOf, exactAmount, formatMoney, shownAmount, UNKNOWN, type Denomination } from '../money';
 import { href, useLocation } from '../router';
 import type { Authorization, AuthorizationCheck } from '../types';
 
@@ -115,8 +115,9 @@ function PendingItem({ authorization: a, onDecided }: { authorization: Authoriza
         <p class="pending-what">
           <strong>
             <Money value={a.amount} denomination={authorizationDenomination(a)} />
-          </strong>{' '}
-          by <a href={href('agents', a.agent_id)}>{a.agent_id}</a> to <span class="endpoint">{a.endpoint}</span>
+          </strong>
+          {/* A person deciding reads every digit. */}
+          {shownAmount(a.amount).rounded && <span class="muted"> (exactly {exactAmount(a.amount)})</span>} by <a href={href('agents', a.agent_id)}>{a.agent_id}</a> to <span class="endpoint">{a.endpoint}</span>
         </p>
         <Reasons reasons={a.reasons} />
         <p class="muted">
