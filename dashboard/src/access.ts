@@ -1,11 +1,12 @@
 /**
- * What the signed-in key may change. GET requests need `read`, changes `admin`
- * (src/http/routes.ts); a control the key may not use is shown disabled with this reason, never
- * refused after a click.
+ * What the signed-in key may do. GET requests need `read`, changes `admin`, answering a pending
+ * authorization `approve` or `admin` (src/http/routes.ts). A control of the older pages that the
+ * key may not use is shown disabled with the reason; the newer ones (approve and deny, the audit
+ * log) are not shown at all. Either way, never refused after a click.
  */
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
-import type { KeyAccess } from './session';
+import type { KeyAccess, Scope } from './session';
 
 export const AccessContext = createContext<KeyAccess | undefined>(undefined);
 
@@ -20,4 +21,23 @@ export function useChangeRight(): ChangeRight {
   if (!access) return { allowed: false, reason: 'Checking what this key may change…' };
   if (access.scopes.includes('admin')) return { allowed: true, reason: '' };
   return { allowed: false, reason: `Changes need an admin key: the key “${access.name}” has ${access.scopes.join(', ') || 'no scopes'}.` };
+}
+
+/** Whether the key has one of these scopes; false while GET /team has not told (nothing is offered early). */
+export function keyHasScope(access: KeyAccess | undefined, ...scopes: Scope[]): boolean {
+  return Boolean(access && scopes.some((s) => access.scopes.includes(s)));
+}
+
+/** May approve or deny a pending authorization: `approve` or `admin`. */
+export function useMayApprove(): boolean {
+  return keyHasScope(useContext(AccessContext), 'approve', 'admin');
+}
+
+/** May read the management audit log: `admin` only. */
+export function useMayReadAuditLog(): boolean {
+  return keyHasScope(useContext(AccessContext), 'admin');
+}
+
+export function useAccess(): KeyAccess | undefined {
+  return useContext(AccessContext);
 }

@@ -4,30 +4,37 @@
  */
 import { render, type ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { AccessContext } from './access';
+import { AccessContext, keyHasScope } from './access';
 import { api, whenUnauthorized } from './api';
 import { fetchAssets, ALL_TIME, TeamAssetsContext } from './assets';
 import { denominationOf, UNKNOWN, type Denomination } from './money';
 import type { Team } from './types';
 import { AgentPage, Agents } from './pages/agents';
 import { AlertPage, Alerts } from './pages/alerts';
+import { AuditLog } from './pages/audit-log';
+import { AuthorizationPage, Authorizations } from './pages/authorizations';
 import { Budgets } from './pages/budgets';
 import { Overview } from './pages/overview';
 import { Policies, PolicyPage } from './pages/policies';
+import { RecordPage, Records } from './pages/records';
 import { TeamPage, WebhookPage } from './pages/team';
 import { SignIn } from './pages/sign-in';
 import { href, interceptLinks, navigate, useLocation } from './router';
-import { currentSession, forgetSession, saveSession, type Session } from './session';
+import { currentSession, forgetSession, saveSession, type Scope, type Session } from './session';
 import './styles.css';
 
-const SECTIONS = [
+/** The menu; a section that needs a scope is left out for a key without it (not shown, then refused). */
+const SECTIONS: { path: string; label: string; needs?: Scope }[] = [
   { path: '', label: 'Overview' },
   { path: 'agents', label: 'Agents' },
   { path: 'alerts', label: 'Alerts' },
+  { path: 'authorizations', label: 'Authorizations' },
+  { path: 'records', label: 'Records' },
   { path: 'budgets', label: 'Budgets' },
   { path: 'policies', label: 'Policies' },
   { path: 'team', label: 'Team' },
-] as const;
+  { path: 'audit-log', label: 'Audit log', needs: 'admin' },
+];
 
 function Page({ path }: { path: string }) {
   const [section, id, sub] = path.split('/').map(safeDecode);
@@ -38,8 +45,14 @@ function Page({ path }: { path: string }) {
       return id ? <AgentPage agentId={id} /> : <Agents />;
     case 'alerts':
       return id ? <AlertPage alertId={id} /> : <Alerts />;
+    case 'authorizations':
+      return id ? <AuthorizationPage authorizationId={id} /> : <Authorizations />;
+    case 'records':
+      return id ? <RecordPage recordId={id} /> : <Records />;
     case 'budgets':
       return id ? <NotFound /> : <Budgets />;
+    case 'audit-log':
+      return id ? <NotFound /> : <AuditLog />;
     case 'policies':
       return id ? <PolicyPage policyId={id} /> : <Policies />;
     case 'team':
@@ -98,7 +111,7 @@ function App() {
           spendscope
         </a>
         <nav aria-label="Sections">
-          {SECTIONS.map((s) => (
+          {SECTIONS.filter((s) => !s.needs || keyHasScope(session.access, s.needs)).map((s) => (
             <a key={s.path} href={s.path ? href(s.path) : href()} aria-current={section === s.path ? 'page' : undefined}>
               {s.label}
             </a>

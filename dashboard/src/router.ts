@@ -59,3 +59,13 @@ export function interceptLinks(): void {
     navigate(url.pathname + url.search);
   });
 }
+
+/** The page's query with one parameter set (or removed when empty), in place of the current entry. */
+export function replaceParam(name: string, value: string | undefined): void {
+  const { path, search } = current();
+  const params = new URLSearchParams(search);
+  if (value) params.set(name, value);
+  else params.delete(name);
+  const text = params.toString();
+  navigate(`${BASE}/${path}${text ? `?${text}` : ''}`, { replace: true });
+}

@@ -9,7 +9,8 @@ const KEY = 'spendscope.apiKey';
 const TEAM = 'spendscope.team';
 const ACCESS = 'spendscope.access';
 
-export type Scope = 'ingest' | 'read' | 'admin';
+/** As src/teams/repository.ts: `approve` answers authorizations a policy holds for a person. */
+export type Scope = 'ingest' | 'read' | 'approve' | 'admin';
 
 export interface KeyAccess {
   id: string;

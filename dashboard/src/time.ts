@@ -72,3 +72,45 @@ export const ISO_IN_TEXT = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?
 export function rewriteTimes(text: string, zone: string): string {
   return text.replace(ISO_IN_TEXT, (iso) => formatInstant(Date.parse(iso), zone));
 }
+
+const numericFormatters = new Map<string, Intl.DateTimeFormat>();
+
+/** The zone's wall clock at an instant, as if it were UTC (whole minutes). */
+function wallClockOf(ms: number, zone: string): number {
+  let formatter = numericFormatters.get(zone);
+  if (!formatter) {
+    formatter = new Intl.DateTimeFormat('en-US', { timeZone: zone, year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', hourCycle: 'h23' });
+    numericFormatters.set(zone, formatter);
+  }
+  const p: Record<string, number> = {};
+  for (const part of formatter.formatToParts(new Date(ms))) if (part.type !== 'literal') p[part.type] = Number(part.value);
+  return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!);
+}
+
+/**
+ * A time typed into a datetime-local input ("2026-11-24T05:59"), read in the dashboard's zone (not
+ * the browser's): the instant, or undefined when it is not a time. A wall time a clock change skips
+ * reads as the instant after the change.
+ */
+export function zonedInputToMs(value: string, zone: string): number | undefined {
+  const match = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})$/.exec(value);
+  if (!match) return undefined;
+  const wall = Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3]), Number(match[4]), Number(match[5]));
+  const minute = (ms: number) => Math.floor(ms / 60_000) * 60_000;
+  // The zone's offset at a first guess, then at the instant that guess gives (a clock change between them).
+  let instant = wall - (wallClockOf(wall, zone) - minute(wall));
+  instant = wall - (wallClockOf(instant, zone) - minute(instant));
+  return instant;
+}
+
+/** An instant as a datetime-local input's value, in the dashboard's zone. */
+export function msToZonedInput(ms: number, zone: string): string {
+  return new Date(wallClockOf(ms, zone)).toISOString().slice(0, 16);
+}
+
+/** A record's time as the client sent it (Unix ms, or ISO 8601) as ISO 8601; null when absent or not a time. */
+export function recordTimeIso(value: number | string | null | undefined): string | null {
+  if (value === null || value === undefined || value === '') return null;
+  const ms = typeof value === 'number' ? value : Date.parse(value);
+  return Number.isFinite(ms) ? new Date(ms).toISOString() : null;
+}

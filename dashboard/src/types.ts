@@ -1,4 +1,4 @@
-import type { KeyAccess } from './session';
+import type { KeyAccess, Scope } from './session';
 
 /** The API's answers, as far as the dashboard reads them (schema/api/ has the full shapes). */
 export interface SpendRow {
@@ -23,7 +23,8 @@ export interface Summary {
 
 export interface Alert {
   id: string;
-  type: 'violation' | 'anomaly' | 'threshold' | 'system';
+  /** approval: an authorization waits for a person (its id in `subject`). */
+  type: 'violation' | 'anomaly' | 'threshold' | 'approval' | 'system';
   kind: string;
   severity: 'info' | 'warning' | 'critical';
   status: 'open' | 'resolved';
@@ -150,7 +151,7 @@ export interface ApiKey {
   id: string;
   name: string;
   prefix: string;
-  scopes: ('ingest' | 'read' | 'admin')[];
+  scopes: Scope[];
   createdAt: string;
   lastUsedAt: string | null;
   expiresAt: string | null;
@@ -188,4 +189,137 @@ export interface Delivery {
   nextAttemptAt: string | null;
   createdAt: string;
   deliveredAt: string | null;
+}
+
+/** One limit of an authorization's checks, as it stood at the decision (schema/api/authorization.json). */
+export interface AuthorizationCheck {
+  policy_id: string;
+  policy_name: string;
+  action: 'flag' | 'block' | 'approve';
+  kind: LimitKind;
+  /** null for per_call; end null for a total. */
+  window: { start: string; end: string | null } | null;
+  /** Decimal strings; integer strings of calls for the call kinds. */
+  limit: string;
+  spent: string;
+  held: string;
+  remaining: string;
+  breaks: boolean;
+}
+
+/**
+ * A payment asked for before it was made. `pending`: an `approve` policy holds it for a person,
+ * until `pending_until`; approved or denied then by a key with `approve` or `admin`.
+ */
+export interface Authorization {
+  id: string;
+  decision: 'approved' | 'declined' | 'pending';
+  status: 'pending' | 'held' | 'captured' | 'voided' | 'expired' | 'declined';
+  agent_id: string;
+  endpoint: string;
+  amount: string;
+  asset: string | null;
+  network: string | null;
+  payee_address: string | null;
+  expires_at: string;
+  created_at: string;
+  checks: AuthorizationCheck[];
+  /** Why it was declined, or which flag (or approve) policies it breaks. */
+  reasons: string[];
+  captured_amount: string | null;
+  captured_at: string | null;
+  /** The id of the record that captured it. */
+  captured_by: string | null;
+  voided_at: string | null;
+  idempotency_key: string | null;
+  /** Until when a pending one waits for a person; null otherwise. */
+  pending_until: string | null;
+  /** When a person approved or denied it (null: decided by the policies alone). */
+  decided_at: string | null;
+  /** The deciding key's name. */
+  decided_by: string | null;
+  decision_note: string | null;
+}
+
+/**
+ * An audit record as its client sent it (the SDK's AuditRecord; schema/api/audit-record.json):
+ * GET /audit/:id and POST /audit/query answer these. Times are Unix ms, or ISO 8601 when the
+ * client sent them so.
+ */
+export interface AuditRecord {
+  id: string;
+  agent_id: string;
+  team: string | null;
+  human_sponsor: string | null;
+  amount: string;
+  amount_raw: string;
+  asset: string;
+  network: string;
+  scheme: string | null;
+  tx_hash: string | null;
+  payer_address: string | null;
+  payee_address: string | null;
+  facilitator: string | null;
+  endpoint: string;
+  method: string;
+  status_code: number;
+  response_time_ms: number;
+  policy_id: string | null;
+  policy_evaluation: 'allowed' | 'flagged' | 'blocked';
+  budget_remaining: string | null;
+  task_id: string | null;
+  session_id: string | null;
+  metadata: Record<string, unknown>;
+  created_at: number | string;
+  settled_at: number | string | null;
+  tags: string[];
+  authorization_id?: string;
+  category?: string;
+}
+
+/** The body of POST /audit/query (schema/api/audit-query.json), as far as the dashboard asks. */
+export interface AuditQuery {
+  agentId?: string;
+  endpoint?: string;
+  /** Unix ms, both inclusive. */
+  startTime?: number;
+  endTime?: number;
+  status?: AuditRecord['policy_evaluation'][];
+  orderBy?: 'created_at' | 'amount' | 'endpoint';
+  order?: 'asc' | 'desc';
+  limit?: number;
+  offset?: number;
+}
+
+export type ManagementAction =
+  | 'key.create'
+  | 'key.revoke'
+  | 'key.rotate'
+  | 'agent.create'
+  | 'agent.update'
+  | 'agent.delete'
+  | 'policy.create'
+  | 'policy.update'
+  | 'policy.delete'
+  | 'alert.resolve'
+  | 'alert.reopen'
+  | 'webhook.create'
+  | 'webhook.update'
+  | 'webhook.delete'
+  | 'webhook.rotate-secret';
+
+/** One change made through the management API (GET /audit-log; schema/api/audit-log-entry.json). */
+export interface ManagementChange {
+  id: string;
+  at: string;
+  keyId: string;
+  keyName: string;
+  requestId: string;
+  method: string;
+  route: string;
+  action: ManagementAction;
+  resourceType: 'key' | 'agent' | 'policy' | 'alert' | 'webhook';
+  resourceId: string;
+  /** Each changed field before and after; null: absent (before a creation, after a deletion). */
+  changes: Record<string, { before: unknown; after: unknown }>;
 }

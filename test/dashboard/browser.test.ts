@@ -82,6 +82,8 @@ describe('dashboard in a browser', function () {
   /** The seeded records span [from, to): a custom range the tests open the overview with. */
   const to = Math.floor(Date.now() / HOUR) * HOUR - HOUR;
   const from = to - 72 * HOUR;
+  /** An approved authorization of the seeded install, holding its amount. */
+  let seededAuthorizationId: string;
 
   before(async () => {
     browser = await launchBrowser();
@@ -93,6 +95,11 @@ describe('dashboard in a browser', function () {
       const events = Array.from({ length: RECORDS / 3 }, (_, i) => seededRecord(batch * (RECORDS / 3) + i, from, to));
       await api().post('/api/v1/events').set(...team.auth).send({ events }).expect(200);
     }
+    // Authorizations under every limit (no alert comes of them): one holding its amount, one voided.
+    const ask = (amount: string) => ({ agent_id: 'support-bot', endpoint: ENDPOINTS[2], amount, asset: 'USDC', network: BASE, expires_in_s: 3600 });
+    seededAuthorizationId = (await api().post('/api/v1/authorizations').set(...team.auth).send(ask('0.25')).expect(200)).body.id;
+    const voided = (await api().post('/api/v1/authorizations').set(...team.auth).send(ask('0.05')).expect(200)).body.id;
+    await api().post(`/api/v1/authorizations/${voided}/void`).set(...team.auth).expect(200);
   });
 
   after(async () => {
@@ -300,7 +307,7 @@ describe('dashboard in a browser', function () {
     await page.goto(`${server.url}/dashboard/policies/new`);
     await page.getByLabel('Name').fill('browser budget');
     await page.getByLabel('Agents (ids, separated by commas; empty: every agent of the team)').fill('research-bot, travel-agent');
-    await page.getByLabel('Amount').fill('12.5.0');
+    await page.getByLabel('Amount', { exact: true }).fill('12.5.0');
     await page.getByRole('button', { name: 'Create policy' }).click();
     const fieldError = page.locator('[data-field-error="limits[0].amount"]');
     await fieldError.waitFor();
@@ -309,7 +316,7 @@ describe('dashboard in a browser', function () {
     let listed = (await api().get('/api/v1/policies').set(...team.auth).expect(200)).body.data;
     expect(listed.map((p: { name: string }) => p.name)).to.not.include('browser budget');
 
-    await page.getByLabel('Amount').fill('12.500000000000000001');
+    await page.getByLabel('Amount', { exact: true }).fill('12.500000000000000001');
     await page.getByRole('button', { name: 'Create policy' }).click();
     await page.locator('.notice', { hasText: 'browser budget' }).waitFor();
     listed = (await api().get('/api/v1/policies').set(...team.auth).expect(200)).body.data;
@@ -338,7 +345,7 @@ describe('dashboard in a browser', function () {
     await page.getByLabel('Agents (ids, separated by commas; empty: every agent of the team)').fill('research-bot, writer-bot');
     await page.getByRole('radio', { name: /^Pool/ }).check();
     await page.locator('select[name="limits[0].kind"]').selectOption('monthly');
-    await page.getByLabel('Amount').fill('250');
+    await page.getByLabel('Amount', { exact: true }).fill('250');
     await page.getByRole('button', { name: 'Add a limit' }).click();
     await page.locator('select[name="limits[1].kind"]').selectOption('calls_per_hour');
     // A call limit takes a count, not an amount.
@@ -585,6 +592,405 @@ describe('dashboard in a browser', function () {
     }
   });
 
+  /** Polls `read` until it equals `expected` (a page answering a changed filter), then asserts it. */
+  async function eventually<T>(read: () => Promise<T>, expected: T, what: string, ms = 10_000): Promise<void> {
+    const until = Date.now() + ms;
+    let last = await read();
+    while (JSON.stringify(last) !== JSON.stringify(expected) && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      last = await read();
+    }
+    expect(last, what).to.deep.equal(expected);
+  }
+
+  type AuditRecordBody = { id: string; agent_id: string; endpoint: string; amount: string; asset: string; policy_evaluation: string; created_at: number };
+
+  it("records: the team's records newest first, as POST /audit/query answers them, 50 at a time; the agent, endpoint, status and time filters ask it the same; a record's own page", async () => {
+    const query = async (q: Record<string, unknown>) =>
+      (await api().post('/api/v1/audit/query').set(...team.auth).send({ orderBy: 'created_at', order: 'desc', limit: 50, ...q }).expect(200)).body as AuditRecordBody[];
+    const count = async (q: Record<string, unknown>) => (await api().post('/api/v1/audit/count').set(...team.auth).send(q).expect(200)).body.count as number;
+    const page = await newPage('wide');
+    await signIn(page);
+    // Times are typed in the dashboard's zone: one half an hour off UTC, with no clock change.
+    await page.evaluate(() => sessionStorage.setItem('spendscope.timeZone', 'Asia/Kolkata'));
+    await page.goto(`${server.url}/dashboard/records`);
+    await page.locator('[data-panel=records][data-state=ready]').waitFor();
+    const rows = page.locator('[data-panel=records] [data-record]');
+    const shown = () => rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-record')));
+    const shownCount = () => page.locator('[data-panel=records] [data-count]').getAttribute('data-count');
+
+    const newest = await query({ limit: 100 });
+    expect(newest).to.have.length(100);
+    expect(await shown()).to.deep.equal(newest.slice(0, 50).map((r) => r.id));
+    await eventually(shownCount, String(RECORDS), 'records matching');
+    for (const [i, record] of newest.slice(0, 50).entries()) {
+      const money = rows.nth(i).locator('td[data-label=Amount] .money');
+      expect(await money.getAttribute('data-exact'), record.id).to.equal(record.amount);
+      const text = (await money.textContent())!;
+      expect(isRoundingOf(text.replace(/ USDC$/, ''), record.amount) && text.endsWith(' USDC'), `${record.id}: ${text} rounds ${record.amount} USDC`).to.equal(true);
+      expect(await rows.nth(i).locator('td[data-label=Agent]').textContent()).to.equal(record.agent_id);
+      expect(await rows.nth(i).locator('td[data-label=Status]').textContent()).to.equal(record.policy_evaluation);
+      expect(await rows.nth(i).locator('td[data-label=Time] time').getAttribute('datetime')).to.equal(new Date(record.created_at).toISOString());
+      expect(await rows.nth(i).locator('td.row-main a').textContent()).to.equal(`POST ${record.endpoint}`);
+    }
+    await page.getByRole('button', { name: 'Load more' }).click();
+    await eventually(shown, newest.map((r) => r.id), 'the second page follows the first');
+
+    // Agent and endpoint: each narrows what is asked, as the API narrows it.
+    await page.locator('input[name=agent]').fill('travel-agent');
+    await page.locator('input[name=agent]').press('Enter');
+    await page.waitForURL(/agent=travel-agent/);
+    const byAgent = await query({ agentId: 'travel-agent' });
+    expect(byAgent.length).to.be.within(1, 50);
+    await eventually(shown, byAgent.map((r) => r.id), 'agent travel-agent');
+    await eventually(shownCount, String(await count({ agentId: 'travel-agent' })), 'count of agent travel-agent');
+    await page.locator('input[name=endpoint]').fill('search.example');
+    await page.locator('input[name=endpoint]').press('Enter');
+    await page.waitForURL(/endpoint=search.example/);
+    const byBoth = await query({ agentId: 'travel-agent', endpoint: 'search.example' });
+    expect(byBoth.length).to.be.within(1, byAgent.length - 1);
+    expect(byBoth.every((r) => r.endpoint.includes('search.example'))).to.equal(true);
+    await eventually(shown, byBoth.map((r) => r.id), 'agent and endpoint');
+    await page.locator('input[name=agent]').fill('');
+    await page.locator('input[name=agent]').press('Enter');
+    await page.locator('select[name=status]').selectOption('flagged');
+    await page.waitForURL((url) => url.searchParams.get('status') === 'flagged' && !url.searchParams.has('agent'));
+    const flagged = await query({ endpoint: 'search.example', status: ['flagged'] });
+    expect(flagged.length).to.be.greaterThan(0);
+    await eventually(shown, flagged.map((r) => r.id), 'endpoint and status');
+
+    // Time: from and until typed as wall times of the zone (UTC+05:30), until excluded.
+    await page.goto(`${server.url}/dashboard/records`);
+    await page.locator('[data-panel=records][data-state=ready]').waitFor();
+    const start = from + 24 * HOUR + 7 * 60_000;
+    const end = start + 6 * HOUR;
+    const wall = (ms: number) => new Date(ms + 5.5 * HOUR).toISOString().slice(0, 16);
+    await page.locator('input[name=from]').fill(wall(start));
+    await page.locator('input[name=to]').fill(wall(end));
+    await page.waitForURL((url) => url.searchParams.get('from') === new Date(start).toISOString() && url.searchParams.get('to') === new Date(end).toISOString());
+    const inTime = await query({ startTime: start, endTime: end - 1 });
+    expect(inTime.length).to.be.within(2, 49);
+    expect(inTime.every((r) => r.created_at >= start && r.created_at < end)).to.equal(true);
+    await eventually(shown, inTime.map((r) => r.id), 'from and until');
+    await eventually(shownCount, String(inTime.length), 'count from and until');
+
+    // A record's own page, from its row.
+    const first = inTime[0]!;
+    await rows.first().locator('td.row-main a').click();
+    await page.waitForURL(`${server.url}/dashboard/records/${first.id}`);
+    await page.locator('[data-panel=record][data-state=ready]').waitFor();
+    const record = (await api().get(`/api/v1/audit/${first.id}`).set(...team.auth).expect(200)).body as AuditRecordBody;
+    expect(await page.locator('[data-panel=record] [data-record]').getAttribute('data-record')).to.equal(record.id);
+    expect(await page.locator('[data-panel=record] [data-field=amount] dd').textContent()).to.equal(`${record.amount} USDC`);
+    expect(await page.locator('[data-panel=record] [data-field=endpoint] dd').textContent()).to.equal(record.endpoint);
+    await photograph(page, 'record-wide');
+    // An id the team does not have: said so.
+    await page.goto(`${server.url}/dashboard/records/no-such-record`);
+    await page.locator('[data-panel=record][data-state=ready] .state.empty').waitFor();
+    expect(await page.locator('[data-panel=record] .state.empty').textContent()).to.include('no record “no-such-record”');
+    expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
+    await page.close();
+  });
+
+  it("an alert's sample records link to their own pages, and its window to its agent's records in it", async () => {
+    const alerts = (await api().get('/api/v1/alerts').query({ limit: 50 }).set(...team.auth).expect(200)).body.data as {
+      id: string;
+      agentId: string;
+      sampleEventIds: string[];
+      window: { start: string; end: string } | null;
+    }[];
+    const alert = alerts.find((a) => a.sampleEventIds.length > 1 && a.window?.end && a.agentId)!;
+    expect(alert, 'an alert with samples and a window').to.not.equal(undefined);
+    const page = await newPage('wide');
+    await signIn(page);
+    await page.goto(`${server.url}/dashboard/alerts/${alert.id}`);
+    await page.locator('[data-panel=alert][data-state=ready]').waitFor();
+    const links = page.locator('[data-panel=alert] [data-sample-record]');
+    expect(await links.evaluateAll((els) => els.map((e) => [e.getAttribute('data-sample-record'), e.getAttribute('href')]))).to.deep.equal(
+      alert.sampleEventIds.map((id) => [id, `/dashboard/records/${encodeURIComponent(id)}`]),
+    );
+    const sample = alert.sampleEventIds[1]!;
+    await links.nth(1).click();
+    await page.waitForURL(`${server.url}/dashboard/records/${encodeURIComponent(sample)}`);
+    await page.locator('[data-panel=record][data-state=ready]').waitFor();
+    const record = (await api().get(`/api/v1/audit/${encodeURIComponent(sample)}`).set(...team.auth).expect(200)).body as AuditRecordBody;
+    expect(record.agent_id).to.equal(alert.agentId);
+    expect(await page.locator('[data-panel=record] [data-record]').getAttribute('data-record')).to.equal(sample);
+    expect(await page.locator('[data-panel=record] [data-field=amount] dd').textContent()).to.equal(`${record.amount} USDC`);
+
+    await page.goBack();
+    await page.locator('[data-panel=alert][data-state=ready]').waitFor();
+    await page.getByRole('link', { name: 'its records' }).click();
+    await page.waitForURL(/\/dashboard\/records\?/);
+    const inWindow = (
+      await api()
+        .post('/api/v1/audit/query')
+        .set(...team.auth)
+        .send({ agentId: alert.agentId, startTime: Date.parse(alert.window!.start), endTime: Date.parse(alert.window!.end) - 1, orderBy: 'created_at', order: 'desc', limit: 50 })
+        .expect(200)
+    ).body as AuditRecordBody[];
+    expect(inWindow.map((r) => r.id)).to.include(sample);
+    await page.locator('[data-panel=records][data-state=ready]').waitFor();
+    await eventually(() => page.locator('[data-panel=records] [data-record]').evaluateAll((els) => els.map((e) => e.getAttribute('data-record'))), inWindow.map((r) => r.id), "the alert's records");
+    await page.close();
+  });
+
+  it('the audit log shows a change just made on a page: who, what, each changed field before and after, as GET /audit-log answers', async () => {
+    const own = await newTeam('dashboard-audit-log');
+    const policy = (await api().post('/api/v1/policies').set(...own.auth).send({ name: 'logged budget', limits: [{ kind: 'daily', amount: '5' }] }).expect(201)).body;
+    await api().patch(`/api/v1/policies/${policy.id}`).set(...own.auth).send({ limits: [{ kind: 'daily', amount: '7.5' }] }).expect(200);
+    const page = await newPage('wide');
+    await signIn(page, own.apiKey);
+    await page.goto(`${server.url}/dashboard/policies`);
+    const row = page.locator(`[data-policy="${policy.id}"]`);
+    await row.getByRole('button', { name: 'Deactivate' }).click();
+    await row.getByRole('button', { name: 'Activate' }).waitFor();
+    // From the menu, as an admin key finds it.
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Audit log' }).click();
+    await page.waitForURL(/\/dashboard\/audit-log$/);
+    await page.locator('[data-panel=audit-log][data-state=ready]').waitFor();
+    const log = (await api().get('/api/v1/audit-log').set(...own.auth).expect(200)).body.data as {
+      id: string;
+      action: string;
+      keyName: string;
+      resourceId: string;
+      changes: Record<string, { before: unknown; after: unknown }>;
+    }[];
+    expect(log.map((c) => c.action)).to.deep.equal(['policy.update', 'policy.update', 'policy.create']);
+    const entries = page.locator('[data-panel=audit-log] [data-change]');
+    expect(await entries.evaluateAll((els) => els.map((e) => e.getAttribute('data-change')))).to.deep.equal(log.map((c) => c.id));
+    // The change just made, first: by this key, to this policy, the field it changed.
+    const latest = entries.first();
+    expect(log[0]!.changes.active).to.deep.equal({ before: true, after: false });
+    expect(await latest.getAttribute('data-resource')).to.equal(policy.id);
+    expect(await latest.locator('[data-key-name]').textContent()).to.equal(log[0]!.keyName);
+    // A change that does not name the resource shows its id; its creation shows its name.
+    expect(await latest.locator('.change-head').textContent()).to.include(`changed the policy ${policy.id}`);
+    expect(await entries.nth(2).locator('.change-head').textContent()).to.include(`created the policy logged budget (${policy.id})`);
+    expect(await latest.locator('.change-head a').getAttribute('href')).to.equal(`/dashboard/policies/${policy.id}`);
+    expect(await latest.locator('[data-field]').evaluateAll((els) => els.map((e) => e.getAttribute('data-field')))).to.deep.equal(Object.keys(log[0]!.changes));
+    expect(await latest.locator('[data-field=active] [data-before]').textContent()).to.equal('true');
+    expect(await latest.locator('[data-field=active] [data-after]').textContent()).to.equal('false');
+    // The API's change of limits, its amounts as the API wrote them.
+    const limits = entries.nth(1).locator('[data-field=limits]');
+    expect(await limits.locator('[data-before]').textContent()).to.equal(JSON.stringify(log[1]!.changes.limits!.before));
+    expect(await limits.locator('[data-after]').textContent()).to.equal(JSON.stringify(log[1]!.changes.limits!.after));
+    expect(await limits.locator('[data-after]').textContent()).to.include('"7.5"');
+
+    // Filters ask the API the same.
+    await page.locator('select[name=resource_type]').selectOption('alert');
+    await page.waitForURL(/resource_type=alert/);
+    expect((await api().get('/api/v1/audit-log').query({ resource_type: 'alert' }).set(...own.auth).expect(200)).body.data).to.deep.equal([]);
+    await page.locator('[data-panel=audit-log] .state.empty').waitFor();
+    await page.locator('select[name=resource_type]').selectOption('policy');
+    await page.locator('input[name=resource_id]').fill(policy.id);
+    await page.locator('input[name=resource_id]').press('Enter');
+    await page.waitForURL(/resource_id=/);
+    const ofPolicy = (await api().get('/api/v1/audit-log').query({ resource_type: 'policy', resource_id: policy.id }).set(...own.auth).expect(200)).body.data as { id: string }[];
+    expect(ofPolicy).to.have.length(3);
+    await eventually(() => entries.evaluateAll((els) => els.map((e) => e.getAttribute('data-change'))), ofPolicy.map((c) => c.id), 'changes of the policy');
+    await photograph(page, 'audit-log-own-wide');
+    expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
+    await page.close();
+  });
+
+  type AuthorizationBody = {
+    id: string;
+    decision: string;
+    status: string;
+    agent_id: string;
+    amount: string;
+    reasons: string[];
+    checks: { policy_id: string; breaks: boolean }[];
+    decided_by: string | null;
+    decision_note: string | null;
+  };
+
+  /**
+   * A team whose authorizations cover every state: held, declined (over a block policy's cap),
+   * voided, and pending (over an approve policy's, waiting for a person), for two agents.
+   */
+  async function teamWithAuthorizations(label: string) {
+    const own = await newTeam(label);
+    await api().post('/api/v1/policies').set(...own.auth).send({ name: 'Hard cap', limits: [{ kind: 'per_call', amount: '5' }], action: 'block' }).expect(201);
+    await api().post('/api/v1/policies').set(...own.auth).send({ name: 'Ask above 1', limits: [{ kind: 'per_call', amount: '1' }], action: 'approve' }).expect(201);
+    const ask = async (agent: string, amount: string) =>
+      (await api().post('/api/v1/authorizations').set(...own.auth).send({ agent_id: agent, endpoint: 'https://api.example.com/v1/search', amount, asset: 'USDC' }).expect(200)).body as AuthorizationBody;
+    const made = {
+      held: await ask('pay-bot', '0.40'),
+      declined: await ask('pay-bot', '7.5'),
+      otherHeld: await ask('other-bot', '0.30'),
+      otherDeclined: await ask('other-bot', '12'),
+      voided: await ask('pay-bot', '0.10'),
+      pending: await ask('pay-bot', '2.25'),
+      otherPending: await ask('other-bot', '3.125'),
+    };
+    await api().post(`/api/v1/authorizations/${made.voided.id}/void`).set(...own.auth).expect(200);
+    expect([made.held.status, made.declined.status, made.pending.status, made.otherPending.status]).to.deep.equal(['held', 'declined', 'pending', 'pending']);
+    const list = async (query: Record<string, string> = {}) => (await api().get('/api/v1/authorizations').query(query).set(...own.auth).expect(200)).body.data as AuthorizationBody[];
+    return { own, made, list };
+  }
+
+  const idsOf = (page: Page, selector: string) => page.locator(selector).evaluateAll((els) => els.map((e) => e.getAttribute('data-authorization')));
+
+  it('authorizations: those waiting for a decision first, then the rest as GET /authorizations answers, declined ones with their reasons; status and agent filters; an authorization\'s page with its checks', async () => {
+    const { own, made, list } = await teamWithAuthorizations('dashboard-authorizations');
+    const page = await newPage('wide');
+    await signIn(page, own.apiKey);
+    await page.goto(`${server.url}/dashboard/authorizations`);
+    await settled(page);
+    const pending = await list({ status: 'pending' });
+    expect(pending.map((a) => a.id)).to.have.members([made.pending.id, made.otherPending.id]);
+    expect(await idsOf(page, '[data-panel=pending] [data-authorization]')).to.deep.equal(pending.map((a) => a.id));
+    const rest = (await list()).filter((a) => a.status !== 'pending');
+    expect(rest).to.have.length(5);
+    expect(await idsOf(page, '[data-panel=authorizations-list] [data-authorization]')).to.deep.equal(rest.map((a) => a.id));
+    // Waiting first: the pending list is above the rest.
+    expect(await page.evaluate(() => Boolean(document.querySelector('[data-panel=pending]')!.compareDocumentPosition(document.querySelector('[data-panel=authorizations-list]')!) & Node.DOCUMENT_POSITION_FOLLOWING))).to.equal(true);
+    for (const a of [...pending, ...rest]) {
+      const row = page.locator(`[data-authorization="${a.id}"]`);
+      expect(await row.locator('.money').first().getAttribute('data-exact'), a.id).to.equal(a.amount);
+      expect(await row.locator('.money').first().textContent(), a.id).to.match(/ USDC$/);
+      // A declined one says why (the reasons of the API); a pending one what it would break.
+      const reasons = await row.locator('[data-reasons] li').allTextContents();
+      if (a.status === 'declined' || a.status === 'pending') {
+        expect(a.reasons.length, a.id).to.be.greaterThan(0);
+        expect(reasons, a.id).to.deep.equal(a.reasons);
+      } else expect(reasons, a.id).to.deep.equal([]);
+      if (a.status !== 'pending') expect(await row.locator('td[data-label=Status]').textContent(), a.id).to.equal(a.status);
+    }
+    expect(made.declined.reasons.join()).to.include('Hard cap');
+    await photograph(page, 'authorizations-own-wide');
+
+    // Status: only that status, and no list of pending ones.
+    await page.locator('select[name=status]').selectOption('declined');
+    await page.waitForURL(/status=declined/);
+    await page.locator('[data-panel=pending]').waitFor({ state: 'detached' });
+    const declined = await list({ status: 'declined' });
+    expect(declined.map((a) => a.id)).to.have.members([made.declined.id, made.otherDeclined.id]);
+    await eventually(() => idsOf(page, '[data-panel=authorizations-list] [data-authorization]'), declined.map((a) => a.id), 'status declined');
+    // And an agent.
+    await page.locator('input[name=agent]').fill('other-bot');
+    await page.locator('input[name=agent]').press('Enter');
+    await page.waitForURL(/agent=other-bot/);
+    await eventually(() => idsOf(page, '[data-panel=authorizations-list] [data-authorization]'), [made.otherDeclined.id], 'declined of other-bot');
+    await page.locator('select[name=status]').selectOption('pending');
+    await page.waitForURL(/status=pending/);
+    await page.locator('[data-panel=authorizations-list]').waitFor({ state: 'detached' });
+    expect((await list({ status: 'pending', agent: 'other-bot' })).map((a) => a.id)).to.deep.equal([made.otherPending.id]);
+    await eventually(() => idsOf(page, '[data-panel=pending] [data-authorization]'), [made.otherPending.id], 'pending of other-bot');
+
+    // Its page: the decision and every check as it stood, the broken one marked.
+    await page.goto(`${server.url}/dashboard/authorizations?status=declined&agent=pay-bot`);
+    await page.locator(`[data-authorization="${made.declined.id}"] td.row-main a`).click();
+    await page.waitForURL(`${server.url}/dashboard/authorizations/${made.declined.id}`);
+    await page.locator('[data-panel=authorization][data-state=ready]').waitFor();
+    const detail = (await api().get(`/api/v1/authorizations/${made.declined.id}`).set(...own.auth).expect(200)).body as AuthorizationBody;
+    expect(await page.locator('[data-panel=authorization] [data-field=decision] dd').textContent()).to.equal(detail.decision);
+    expect(await page.locator('[data-panel=authorization] [data-field=amount] dd').textContent()).to.equal('7.5 USDC');
+    expect(await page.locator('[data-panel=authorization] [data-reasons] li').allTextContents()).to.deep.equal(detail.reasons);
+    expect(await page.locator('[data-panel=authorization] [data-check]').evaluateAll((els) => els.map((e) => [e.getAttribute('data-check'), e.hasAttribute('data-breaks')]))).to.deep.equal(
+      detail.checks.map((c) => [c.policy_id, c.breaks]),
+    );
+    expect(detail.checks.some((c) => c.breaks)).to.equal(true);
+
+    // The approval alert of a pending one leads to it.
+    const approvals = (await api().get('/api/v1/alerts').query({ type: 'approval' }).set(...own.auth).expect(200)).body.data as { id: string; subject: string }[];
+    const approval = approvals.find((x) => x.subject === made.pending.id)!;
+    expect(approval, 'the approval alert').to.not.equal(undefined);
+    await page.goto(`${server.url}/dashboard/alerts/${approval.id}`);
+    await page.locator('[data-panel=alert][data-state=ready]').waitFor();
+    expect(await page.locator('[data-panel=alert] .alert-title').textContent()).to.include('Payment waiting for approval');
+    await page.getByRole('link', { name: `authorization ${made.pending.id}` }).click();
+    await page.waitForURL(`${server.url}/dashboard/authorizations/${made.pending.id}`);
+    await page.locator('[data-panel=authorization] [data-status=pending]').first().waitFor();
+    expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
+    await page.close();
+  });
+
+  it('approve and deny from the page, with a note, by a key with the approve scope; an answer someone gave first is said so, not overwritten', async () => {
+    const { own, made, list } = await teamWithAuthorizations('dashboard-approve');
+    const approver = (await api().post('/api/v1/keys').set(...own.auth).send({ name: 'approver', scopes: ['read', 'approve'] }).expect(201)).body.apiKey;
+    const page = await newPage('phone');
+    await signIn(page, approver);
+    // Not an admin: no audit log in the menu.
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Records' }).waitFor();
+    expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).to.not.include('Audit log');
+    await page.goto(`${server.url}/dashboard/authorizations`);
+    await settled(page);
+    const first = page.locator(`[data-panel=pending] [data-authorization="${made.pending.id}"]`);
+    await first.getByLabel('Note (optional)').fill('expected: a large search');
+    await photograph(page, 'authorizations-pending-phone');
+    await first.getByRole('button', { name: 'Approve' }).click();
+    await first.waitFor({ state: 'detached' });
+    const approved = (await api().get(`/api/v1/authorizations/${made.pending.id}`).set(...own.auth).expect(200)).body as AuthorizationBody;
+    expect(approved).to.deep.include({ decision: 'approved', status: 'held', decided_by: 'approver', decision_note: 'expected: a large search' });
+    // It is among the decided ones now, with who decided and why.
+    const decidedRow = page.locator(`[data-panel=authorizations-list] [data-authorization="${made.pending.id}"]`);
+    await decidedRow.waitFor();
+    expect(await decidedRow.locator('[data-decided-by]').textContent()).to.equal('approved by approver: expected: a large search');
+
+    await page.locator(`[data-panel=pending] [data-authorization="${made.otherPending.id}"]`).getByRole('button', { name: 'Deny' }).click();
+    await page.locator('[data-panel=pending] .state.empty').waitFor();
+    const denied = (await api().get(`/api/v1/authorizations/${made.otherPending.id}`).set(...own.auth).expect(200)).body as AuthorizationBody;
+    expect(denied).to.deep.include({ decision: 'declined', status: 'declined', decided_by: 'approver', decision_note: null });
+    expect(await list({ status: 'pending' })).to.deep.equal([]);
+
+    // Answered by someone else while the page showed it: the page says so and shows what it is now.
+    const late = (await api().post('/api/v1/authorizations').set(...own.auth).send({ agent_id: 'pay-bot', endpoint: 'https://api.example.com/v1/search', amount: '4', asset: 'USDC' }).expect(200)).body as AuthorizationBody;
+    await page.goto(`${server.url}/dashboard/authorizations/${late.id}`);
+    await page.locator('[data-panel=authorization][data-state=ready]').waitFor();
+    await api().post(`/api/v1/authorizations/${late.id}/approve`).set(...own.auth).send({}).expect(200);
+    await page.getByRole('button', { name: 'Deny' }).click();
+    // The 409's message, and what it is now.
+    const refused = page.locator('p.field-error[role=alert]');
+    await refused.waitFor();
+    expect(await refused.textContent()).to.match(/approved|held|decided/i);
+    await page.locator('[data-panel=authorization] [data-status=held]').first().waitFor();
+    expect(await page.getByRole('button', { name: 'Deny' }).count()).to.equal(0);
+    const after = (await api().get(`/api/v1/authorizations/${late.id}`).set(...own.auth).expect(200)).body as AuthorizationBody;
+    expect(after).to.deep.include({ decision: 'approved', status: 'held' });
+    expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
+    await page.close();
+  });
+
+  it('a read key sees the authorizations waiting for a decision without Approve or Deny, and no audit log: not in the menu, and its page asks nothing', async () => {
+    const { own, made } = await teamWithAuthorizations('dashboard-read-approvals');
+    const reader = (await api().post('/api/v1/keys').set(...own.auth).send({ name: 'reader', scopes: ['read'] }).expect(201)).body.apiKey;
+    for (const [key, admin] of [[own.apiKey, true], [reader, false]] as const) {
+      const page = await newPage('wide');
+      const asked: string[] = [];
+      page.on('request', (request) => asked.push(new URL(request.url()).pathname));
+      await signIn(page, key);
+      await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Records' }).waitFor();
+      // What GET /team says of the key decides the menu.
+      await page.waitForFunction(() => sessionStorage.getItem('spendscope.access') !== null);
+      const menu = await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents();
+      expect(menu.includes('Audit log'), `admin ${admin}: ${menu}`).to.equal(admin);
+      await page.goto(`${server.url}/dashboard/authorizations`);
+      await settled(page);
+      const waiting = page.locator(`[data-panel=pending] [data-authorization="${made.pending.id}"]`);
+      await waiting.waitFor();
+      expect(await page.getByRole('button', { name: 'Approve' }).count(), `admin ${admin}`).to.equal(admin ? 2 : 0);
+      expect(await page.getByRole('button', { name: 'Deny' }).count(), `admin ${admin}`).to.equal(admin ? 2 : 0);
+      expect(await page.getByLabel('Note (optional)').count(), `admin ${admin}`).to.equal(admin ? 2 : 0);
+      await page.goto(`${server.url}/dashboard/authorizations/${made.pending.id}`);
+      await page.locator('[data-panel=authorization][data-state=ready]').waitFor();
+      expect(await page.getByRole('button', { name: 'Approve' }).count(), `admin ${admin}`).to.equal(admin ? 1 : 0);
+      if (!admin) {
+        await page.goto(`${server.url}/dashboard/audit-log`);
+        await page.locator('[data-panel=audit-log] [data-read-only]').waitFor();
+        expect(await page.locator('[data-panel=audit-log]').textContent()).to.match(/admin key: the key “reader” has read/);
+        expect(asked.filter((p) => p.startsWith('/api/v1/audit-log'))).to.deep.equal([]);
+        await photograph(page, 'read-key-audit-log-wide');
+      }
+      expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
+      await page.close();
+    }
+    // Nothing was decided.
+    expect((await api().get(`/api/v1/authorizations/${made.pending.id}`).set(...own.auth).expect(200)).body.status).to.equal('pending');
+  });
+
   /** Buttons that change something: a key without admin must never find one of them enabled. */
   const CHANGES = ['New policy', 'Deactivate', 'Activate', 'Delete', 'Revoke', 'Resolve', 'Reopen', 'Save', 'Create policy', 'Send test', 'Turn off', 'Turn on', 'Send again', 'Create key', 'Add webhook'];
 
@@ -716,7 +1122,7 @@ describe('dashboard in a browser', function () {
     await signIn(page);
     const range = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;
     for (const zone of ['UTC', 'America/St_Johns']) {
-      for (const url of [`/dashboard/?${range}`, '/dashboard/agents', `/dashboard/agents/${AGENTS[0]}?${range}`, '/dashboard/alerts', `/dashboard/alerts/${alertId}`, '/dashboard/budgets', '/dashboard/policies', '/dashboard/team']) {
+      for (const url of [`/dashboard/?${range}`, '/dashboard/agents', `/dashboard/agents/${AGENTS[0]}?${range}`, '/dashboard/alerts', `/dashboard/alerts/${alertId}`, '/dashboard/budgets', '/dashboard/policies', '/dashboard/team', '/dashboard/authorizations', `/dashboard/authorizations/${seededAuthorizationId}`, '/dashboard/records', '/dashboard/records/dash-36', '/dashboard/audit-log']) {
         await page.goto(`${server.url}${url}`);
         await settled(page);
         if (url.startsWith('/dashboard/?')) {
@@ -862,6 +1268,13 @@ describe('dashboard in a browser', function () {
       ['policy', `/dashboard/policies/${policyId}`],
       ['policy-new', '/dashboard/policies/new'],
       ['team', '/dashboard/team'],
+      ['authorizations', '/dashboard/authorizations'],
+      ['authorizations-declined', '/dashboard/authorizations?status=declined'],
+      ['authorization', `/dashboard/authorizations/${seededAuthorizationId}`],
+      ['records', '/dashboard/records'],
+      ['records-filtered', `/dashboard/records?agent=${AGENTS[1]}&endpoint=example&${range}`],
+      ['record', '/dashboard/records/dash-36'],
+      ['audit-log', '/dashboard/audit-log'],
     ];
     for (const viewport of ['wide', 'phone'] as const) {
       const page = await newPage(viewport);
@@ -917,16 +1330,28 @@ describe('dashboard in a browser', function () {
   it('keyboard: every section is reachable with Tab, and a focused link opens with Enter', async () => {
     const page = await newPage('wide');
     await signIn(page);
+    // The admin key's menu ends with the audit log.
+    const sections = ['Overview', 'Agents', 'Alerts', 'Authorizations', 'Records', 'Budgets', 'Policies', 'Team', 'Audit log'];
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Audit log' }).waitFor();
+    expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).to.deep.equal(sections);
     const reached = new Set<string>();
-    for (let i = 0; i < 12; i++) {
+    for (let i = 0; i < 20; i++) {
       await page.keyboard.press('Tab');
       const text = await page.evaluate(() => (document.activeElement as HTMLElement | null)?.textContent?.trim() ?? '');
       reached.add(text);
-      if (text === 'Alerts') break;
+      if (text === 'Records') break;
     }
-    expect([...reached]).to.include.members(['Overview', 'Agents', 'Alerts']);
+    expect([...reached]).to.include.members(sections.slice(0, 5));
     await page.keyboard.press('Enter');
-    await page.waitForURL(/\/dashboard\/alerts$/);
+    await page.waitForURL(/\/dashboard\/records$/);
+    for (let i = 0; i < 20 && !reached.has('Audit log'); i++) {
+      await page.keyboard.press('Tab');
+      reached.add(await page.evaluate(() => (document.activeElement as HTMLElement | null)?.textContent?.trim() ?? ''));
+    }
+    expect([...reached]).to.include.members(sections);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/dashboard\/audit-log$/);
+    await page.locator('[data-panel=audit-log][data-state=ready]').waitFor();
     await page.close();
   });
 

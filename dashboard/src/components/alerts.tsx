@@ -41,6 +41,8 @@ const TITLES: Record<string, string> = {
 /** A few words for the alert: what happened, without its figures (those have their own columns). */
 export function alertTitle(alert: Alert): string {
   // A threshold is a warning on the way to a limit, not a breach; its percentage is a figure.
+  // An approval is a question to a person, not a breach: which limit is in its own column.
+  if (alert.type === 'approval') return 'Payment waiting for approval';
   if (alert.type === 'threshold') return `${capitalised(KIND_WORDS[alert.kind as LimitKind] ?? alert.kind.replace(/_/g, ' '))} limit: alert threshold reached`;
   const title = TITLES[alert.kind] ?? alert.kind.replace(/_/g, ' ');
   return alert.details.declined === true ? `Authorization declined: ${title[0]!.toLowerCase()}${title.slice(1)}` : title;

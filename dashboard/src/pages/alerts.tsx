@@ -3,7 +3,7 @@
  * an alert's page with its details, where it can be resolved with a note, or reopened.
  */
 import { useState } from 'preact/hooks';
-import type { ComponentChildren } from 'preact';
+import { Fragment, type ComponentChildren } from 'preact';
 import { api, ApiError } from '../api';
 import { useTeamAssets } from '../assets';
 import { alertDenomination, alertTitle, CALL_COUNT_KINDS, AlertTable, ObservedAgainstLimit, Severity } from '../components/alerts';
@@ -18,11 +18,12 @@ import { exactAmount } from '../money';
 import { href, navigate, useLocation } from '../router';
 import { rewriteTimes } from '../time';
 import type { Alert } from '../types';
+import { recordsHref } from './records';
 import { useTimeZone } from '../zone';
 
 const FILTERS = {
   status: ['open', 'resolved'],
-  type: ['violation', 'anomaly', 'threshold', 'system'],
+  type: ['violation', 'anomaly', 'threshold', 'approval', 'system'],
   severity: ['critical', 'warning', 'info'],
 } as const;
 
@@ -124,13 +125,45 @@ function AlertDetails({ alert, onChanged }: { alert: Alert; onChanged: () => voi
     ['Observed against limit', <ObservedAgainstLimit alert={alert} />],
     ['Observed, exact', amountOrCount(alert.observed)],
     ['Limit, exact', amountOrCount(alert.limit)],
-    ['Subject', alert.subject ?? '–'],
-    ['Window', alert.window ? <TimeWindow start={alert.window.start} end={alert.window.end} /> : '–'],
+    // An approval's subject is the authorization waiting: answered on its page.
+    ['Subject', alert.type === 'approval' && alert.subject ? <a href={href('authorizations', alert.subject)}>authorization {alert.subject}</a> : (alert.subject ?? '–')],
+    [
+      'Window',
+      alert.window ? (
+        <>
+          <TimeWindow start={alert.window.start} end={alert.window.end} />
+          {alert.agentId && (
+            <>
+              {' '}
+              · <a href={recordsHref({ agent: alert.agentId, from: alert.window.start, to: alert.window.end ?? undefined })}>its records</a>
+            </>
+          )}
+        </>
+      ) : (
+        '–'
+      ),
+    ],
     ['Times', formatCount(alert.count)],
     ['First seen', <Time iso={alert.firstSeen} />],
     ['Last seen', <Time iso={alert.lastSeen} />],
     ['Raised', <Time iso={alert.createdAt} />],
-    ['Sample records', alert.sampleEventIds.join(', ') || '–'],
+    [
+      'Sample records',
+      alert.sampleEventIds.length ? (
+        <span class="sample-records">
+          {alert.sampleEventIds.map((id, i) => (
+            <Fragment key={id}>
+              {i > 0 && ', '}
+              <a href={href('records', id)} data-sample-record={id}>
+                {id}
+              </a>
+            </Fragment>
+          ))}
+        </span>
+      ) : (
+        '–'
+      ),
+    ],
   ];
   if (alert.resolvedAt) rows.push(['Resolved', <Time iso={alert.resolvedAt} />], ['Note', alert.resolution ?? '–']);
   return (

@@ -23,6 +23,7 @@ import type { ApiKey, Delivery, Team, Webhook, WebhookEventType } from '../types
 const SCOPES = [
   { value: 'read', label: 'read: look at everything (dashboards, BI)' },
   { value: 'ingest', label: 'ingest: send records (agents with the SDK)' },
+  { value: 'approve', label: 'approve: approve or deny payments waiting for a person' },
   { value: 'admin', label: 'admin: everything, changes included' },
 ] as const;
 const EVENT_TYPES: WebhookEventType[] = ['alert.opened', 'alert.escalated', 'alert.resolved', 'alert.reopened'];
