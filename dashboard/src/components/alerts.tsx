@@ -29,6 +29,7 @@ const TITLES: Record<string, string> = {
   calls_per_hour: 'Calls per hour limit broken',
   calls_per_day: 'Calls per day limit broken',
   suspended: 'Payment by a suspended agent',
+  not_allowed: 'Payment outside the allowlist',
   client_blocked: 'Payment blocked by the client',
   client_flagged: 'Payment flagged by the client',
   spike: 'Spending spike',
