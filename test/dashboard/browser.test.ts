@@ -407,6 +407,36 @@ describe('dashboard in a browser', function () {
     await page.close();
   });
 
+  it('the policy form: an approve policy with the time a person has to decide and an allowlist is created with those fields, and the list says so', async () => {
+    const own = await newTeam('dashboard-policy-approve');
+    const page = await newPage('wide');
+    await signIn(page, own.apiKey);
+    await page.goto(`${server.url}/dashboard/policies/new`);
+    await page.getByLabel('Name').fill('ask above 5');
+    await page.locator('select[name="limits[0].kind"]').selectOption('per_call');
+    await page.getByLabel('Amount', { exact: true }).fill('5');
+    await page.getByLabel('Payees allowed (').fill('0x52908400098527886E0F7030069857D2E4169EE7');
+    await page.getByLabel('Networks allowed (').fill('base');
+    // The time a person has is asked for only when a person is asked.
+    expect(await page.locator('#policy-approval-timeout').count()).to.equal(0);
+    await page.getByRole('radio', { name: /^Ask a person/ }).check();
+    await page.locator('#policy-approval-timeout').fill('90000');
+    await page.getByRole('button', { name: 'Create policy' }).click();
+    const timeoutError = page.locator('[data-field-error="approval_timeout_s"]');
+    await timeoutError.waitFor();
+    expect(await timeoutError.textContent()).to.include('1 to 86400');
+    await page.locator('#policy-approval-timeout').fill('600');
+    await page.getByRole('button', { name: 'Create policy' }).click();
+    await page.locator('.notice', { hasText: 'ask above 5' }).waitFor();
+    const [created] = (await api().get('/api/v1/policies').set(...own.auth).expect(200)).body.data;
+    expect(created).to.deep.include({ action: 'approve', approval_timeout_s: 600, limits: [{ kind: 'per_call', amount: '5' }] });
+    expect(created.allow).to.deep.equal({ payees: ['0x52908400098527886e0f7030069857d2e4169ee7'], networks: ['eip155:8453'] });
+    const row = page.locator(`[data-policy="${created.id}"]`);
+    expect(await row.textContent()).to.include('allows only payees 0x52908400098527886e0f7030069857d2e4169ee7; networks eip155:8453').and.include('a person has 10 min to decide');
+    expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
+    await page.close();
+  });
+
   it('budgets: every row GET /budgets gives, in its order, a bar of spent and held against the limit with the threshold marks and the forecast; a policy\'s use on the Policies page links to its own', async () => {
     const own = await newTeam('dashboard-budgets');
     const pool = (
