@@ -21,6 +21,10 @@
  * --ids sdk (the default) sends ids as the published SDK makes them: 16 hex digits of a sha256,
  * random in order; --ids sequential sends ids that count up (each claim then lands next to the last
  * one in the dedup index, which flatters the write path: see docs/performance.md).
+ * --prefill N fills today's dedup index with N SDK-shaped ids of the benchmark's team before the
+ * levels (the service started once to make the team, stopped, the ids claimed in key order
+ * straight into the registry, the service started again): a busy day's index (20,000,000 is 230
+ * records a second for a day), measured right after that restart.
  * Also: --server-log FILE keeps the server's log (LOG_LEVEL=debug adds per-commit figures),
  * --profile DIR writes a CPU profile of the server.
  */
@@ -33,6 +37,10 @@ import { parseArgs } from 'node:util';
 import { rateLimitHeaders } from '../src/limits/http.js';
 import { RateLimiter, type LimitOutcome } from '../src/limits/rate-limiter.js';
 import { checkStore } from './check-store.js';
+import { IngestLog, type ContentPrint } from '../src/ingest/log.js';
+import { SCHEMA_DIR } from '../src/paths.js';
+import { migrateRegistry } from '../src/stores/migrations.js';
+import { openRegistry } from '../src/stores/sqlite.js';
 import { callService, startChildService, startNullServer } from './service.js';
 
 const { values: args } = parseArgs({
@@ -48,6 +56,7 @@ const { values: args } = parseArgs({
     // With --policies: N pairs of fresh services without and with them, alternating, and the median ratio.
     pairs: { type: 'string', default: '0' },
     ids: { type: 'string', default: 'sdk' },
+    prefill: { type: 'string', default: '0' },
     'server-log': { type: 'string' },
     // Writes a V8 CPU profile of the server to this folder (open it in Chrome DevTools).
     profile: { type: 'string' },
@@ -59,6 +68,7 @@ const LEVELS = args.concurrency!.split(',').map(Number);
 const BATCH = Number(args.batch);
 if (args.ids !== 'sdk' && args.ids !== 'sequential') throw new Error('--ids is sdk or sequential');
 const SEQUENTIAL_IDS = args.ids === 'sequential';
+const PREFILL = Number(args.prefill);
 const API_KEY = 'bench-key-0123456789abcdef';
 
 // ---------------------------------------------------------------------------------------------
@@ -286,13 +296,15 @@ const rate = (r: LevelResult) => r.events / r.seconds;
 
 function printLevels(title: string, results: LevelResult[]): void {
   console.log(`\n${title}`);
-  console.log('concurrency    events/s    p50 ms    p99 ms    peak RSS MiB    server CPU    load-generator CPU');
+  console.log('concurrency    events/s    p50 ms    p99 ms    peak RSS MiB    server CPU    server CPU µs/record    load-generator CPU');
   for (const r of results) {
     const sorted = [...r.latencies].sort((a, b) => a - b);
+    // The whole server process's CPU (event loop, ClickHouse's threads, the WAL flushes) per acknowledged record.
+    const perRecord = r.events > 0 ? (r.serverCpu * r.seconds * 1e6) / r.events : 0;
     console.log(
       `${String(r.concurrency).padStart(11)}  ${fmt(rate(r)).padStart(10)}  ${fmt(percentile(sorted, 50), 1).padStart(8)}` +
         `  ${fmt(percentile(sorted, 99), 1).padStart(8)}  ${fmt(r.peakRss).padStart(14)}  ${fmt(r.serverCpu, 2).padStart(12)}` +
-        `  ${fmt(r.clientCpu, 2).padStart(20)}`,
+        `  ${fmt(perRecord, 1).padStart(22)}  ${fmt(r.clientCpu, 2).padStart(20)}`,
     );
   }
 }
@@ -312,16 +324,26 @@ interface Phase {
  */
 async function measureService(policies: number, limits: 'on' | 'off' = 'on', quiet = false): Promise<Phase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-ingest-'));
-  const service = await startChildService({
-    dataDir,
-    env: {
-      BOOTSTRAP_API_KEY: API_KEY,
-      ...(limits === 'off' ? { RATE_LIMIT_REQUESTS_PER_SECOND: '0', RATE_LIMIT_RECORDS_PER_SECOND: '0' } : {}),
-      ...(process.env.LOG_LEVEL ? { LOG_LEVEL: process.env.LOG_LEVEL } : {}),
-    },
-    nodeArgs: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [],
-    logFile: args['server-log'],
-  });
+  const start = () =>
+    startChildService({
+      dataDir,
+      env: {
+        BOOTSTRAP_API_KEY: API_KEY,
+        ...(limits === 'off' ? { RATE_LIMIT_REQUESTS_PER_SECOND: '0', RATE_LIMIT_RECORDS_PER_SECOND: '0' } : {}),
+        ...(process.env.LOG_LEVEL ? { LOG_LEVEL: process.env.LOG_LEVEL } : {}),
+      },
+      nodeArgs: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [],
+      logFile: args['server-log'],
+    });
+  if (PREFILL > 0) {
+    // The team is made by the service's first start; the registry is written while it is stopped.
+    const first = await start();
+    const { id: teamId } = await call<{ id: string }>(first.port, 'GET', '/api/v1/team', undefined, 200);
+    await first.stop();
+    const seconds = prefillIds(dataDir, teamId, PREFILL);
+    if (!quiet) console.log(`\ntoday's dedup index filled with ${fmt(PREFILL)} ids of the team in ${fmt(seconds, 1)} s; the service started again`);
+  }
+  const service = await start();
   let acknowledged = 0;
   let openAlerts = 0;
   let drainSeconds = 0;
@@ -357,6 +379,37 @@ async function measureService(policies: number, limits: 'on' | 'off' = 'on', qui
       `throughput through to ClickHouse ${fmt(last.events / (last.seconds + drainSeconds))} events/s`,
   );
   return { policies, results, acknowledged, drainSeconds, dataDir };
+}
+
+/**
+ * Claims `count` random SDK-shaped ids (each with a print, as the group commit claims them) for the
+ * team into today's dedup index, in key order and large transactions (a busy day's index, made in
+ * seconds rather than the hours random order would take). Returns the seconds it took.
+ */
+function prefillIds(dataDir: string, teamId: string, count: number): number {
+  const started = performance.now();
+  const db = openRegistry(dataDir);
+  try {
+    migrateRegistry(db, path.join(SCHEMA_DIR, 'sqlite'));
+    const log = new IngestLog(db, 7);
+    db.pragma('synchronous = OFF');
+    // 65,536 buckets by the ids' first 16 bits, each sorted: the whole run in key order.
+    const buckets = 65_536;
+    let made = 0;
+    for (let b = 0; b < buckets && made < count; b++) {
+      const n = Math.min(count - made, Math.ceil((count - made) / (buckets - b)));
+      const prefix = b.toString(16).padStart(4, '0');
+      const random = crypto.randomBytes(6 * n).toString('hex');
+      const ids = Array.from({ length: n }, (_, i) => prefix + random.slice(12 * i, 12 * i + 12)).sort();
+      const prints = ids.map((): ContentPrint => ({ fp: crypto.randomBytes(8).readBigInt64BE(0).toString(), txHash: '0x' }));
+      db.transaction(() => log.claim(teamId, ids, Date.now(), prints))();
+      made += n;
+    }
+    log.stop();
+  } finally {
+    db.close();
+  }
+  return (performance.now() - started) / 1000;
 }
 
 /** The same load against the null JSON server (scripts/null-server.ts). */
