@@ -1,5 +1,7 @@
 /**
  * npm run bench:dedup -- [--ids-per-day 1000000] [--days 7]
+ * npm run bench:dedup -- --candidates [--sizes 0,20000000,100000000] [--claims 1000000]
+ *   (the candidate structures of scripts/dedup-candidates.ts side by side, instead)
  *
  * The ingest log's (team, id) index on a temporary registry: fills `days` day partitions with
  * `ids-per-day` SDK-shaped ids each (16 hex characters, team ids as the service makes them),
@@ -19,8 +21,17 @@ import { contentPrint, IngestLog, type ContentPrint } from '../src/ingest/log.js
 import { SCHEMA_DIR } from '../src/paths.js';
 import { migrateRegistry } from '../src/stores/migrations.js';
 import { openRegistry } from '../src/stores/sqlite.js';
+import { measureCandidates } from './dedup-candidates.js';
 
-const { values: args } = parseArgs({ options: { 'ids-per-day': { type: 'string', default: '1000000' }, days: { type: 'string', default: '7' } } });
+const { values: args } = parseArgs({
+  options: {
+    'ids-per-day': { type: 'string', default: '1000000' },
+    days: { type: 'string', default: '7' },
+    candidates: { type: 'boolean', default: false },
+    sizes: { type: 'string', default: '0,20000000,100000000' },
+    claims: { type: 'string', default: '1000000' },
+  },
+});
 const PER_DAY = Number(args['ids-per-day']);
 const DAYS = Number(args.days);
 const DAY = 86_400_000;
@@ -88,4 +99,5 @@ function main(): void {
   }
 }
 
-main();
+if (args.candidates) measureCandidates(args.sizes!.split(",").map(Number), Number(args.claims));
+else main();
