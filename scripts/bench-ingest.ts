@@ -252,11 +252,14 @@ interface LevelResult {
   /** CPU seconds per wall second: the server process, and this load generator. */
   serverCpu: number;
   clientCpu: number;
+  /** Events acknowledged in each 5 s of the level, in order (how fast a restarted service gets up to speed). */
+  timeline: number[];
 }
 
 /** `concurrency` clients, each sending its next batch as soon as the last one is answered. */
 async function drive(target: Target, concurrency: number, seconds: number): Promise<LevelResult> {
   const latencies: number[] = [];
+  const timeline: number[] = [];
   let events = 0;
   let peakRss = rssMiB(target.pid);
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMiB(target.pid))), 100);
@@ -270,8 +273,11 @@ async function drive(target: Target, concurrency: number, seconds: number): Prom
         const body = batchBody();
         const t0 = performance.now();
         const answer = await call<{ ingested: number }>(target.port, 'POST', '/api/v1/events', body, 200);
-        latencies.push(performance.now() - t0);
+        const t1 = performance.now();
+        latencies.push(t1 - t0);
         events += answer.ingested; // not `events += await ...`: that reads events before the await and loses updates
+        const slot = Math.floor((t1 - start) / 5_000);
+        timeline[slot] = (timeline[slot] ?? 0) + answer.ingested;
       }
     }),
   );
@@ -287,6 +293,7 @@ async function drive(target: Target, concurrency: number, seconds: number): Prom
     peakRss,
     serverCpu: (cpuSeconds(target.pid) - serverCpu0) / elapsed,
     clientCpu: (client.user + client.system) / 1e6 / elapsed,
+    timeline: Array.from(timeline, (n) => n ?? 0),
   };
 }
 
@@ -369,6 +376,12 @@ async function measureService(policies: number, limits: 'on' | 'off' = 'on', qui
     if (code !== 0) console.log(`service exited with ${code}`);
   }
   if (quiet) return { policies, results, acknowledged, drainSeconds, dataDir };
+  if (PREFILL > 0) {
+    // Right after the restart on a full index: how soon the service is up to speed.
+    // The last slot may be shorter than 5 s: its rate over its own length.
+    const perSecond = (r: LevelResult) => r.timeline.map((n, i) => fmt(n / Math.max(0.001, Math.min(5, r.seconds - 5 * i))));
+    for (const r of results) console.log(`concurrency ${r.concurrency}, events/s in each 5 s since the level began: ${perSecond(r).join(', ')}`);
+  }
   printLevels(`spendscope, POST /api/v1/events, ${policies} active policies (${fmt(openAlerts)} open alerts at the end)`, results);
   console.log(
     `rate limiter at its defaults: ${limiterSeen.answers ? `RateLimit-Policy ${limiterSeen.policy} on every answer, lowest remaining ${fmt(limiterSeen.lowest)}` : 'no RateLimit header seen'}; no 429`,

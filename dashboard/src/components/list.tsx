@@ -49,21 +49,26 @@ export function PagedList<T>({
       {(page) => (
         <>
           {children([...page.data, ...more.items])}
-          {cursor && (
-            <p class="more">
-              <button type="button" onClick={loadMore} disabled={more.busy}>
-                {more.busy ? 'Loading…' : 'Load more'}
-              </button>
-              {more.error && (
-                <span class="field-error" role="alert">
-                  {' '}
-                  {more.error}
-                </span>
-              )}
-            </p>
-          )}
+          {cursor && <LoadMore onClick={loadMore} busy={more.busy} error={more.error} />}
         </>
       )}
     </Panel>
+  );
+}
+
+/** The button under a list that asks for its next page, with that request's error beside it. */
+export function LoadMore({ onClick, busy, error }: { onClick: () => void; busy?: boolean | undefined; error?: string | undefined }) {
+  return (
+    <p class="more">
+      <button type="button" onClick={onClick} disabled={busy}>
+        {busy ? 'Loading…' : 'Load more'}
+      </button>
+      {error && (
+        <span class="field-error" role="alert">
+          {' '}
+          {error}
+        </span>
+      )}
+    </p>
   );
 }

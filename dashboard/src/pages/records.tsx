@@ -7,6 +7,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api';
 import { ChoiceFilter, TextFilter, TimeFilter } from '../components/filters';
+import { LoadMore } from '../components/list';
 import { Money } from '../components/money';
 import { Network } from '../components/network';
 import { errorText, Panel, useLoad } from '../components/panel';
@@ -115,19 +116,7 @@ function RecordList({ query, tick }: { query: AuditQuery; tick: number }) {
         return (
           <>
             <RecordTable records={rows} />
-            {hasMore && (
-              <p class="more">
-                <button type="button" onClick={loadMore} disabled={more.busy}>
-                  {more.busy ? 'Loading…' : 'Load more'}
-                </button>
-                {more.error && (
-                  <span class="field-error" role="alert">
-                    {' '}
-                    {more.error}
-                  </span>
-                )}
-              </p>
-            )}
+            {hasMore && <LoadMore onClick={loadMore} busy={more.busy} error={more.error} />}
           </>
         );
       }}
