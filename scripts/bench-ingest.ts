@@ -37,6 +37,7 @@ import { parseArgs } from 'node:util';
 import { rateLimitHeaders } from '../src/limits/http.js';
 import { RateLimiter, type LimitOutcome } from '../src/limits/rate-limiter.js';
 import { checkStore } from './check-store.js';
+import { sortedIds } from './sorted-ids.js';
 import { IngestLog, type ContentPrint } from '../src/ingest/log.js';
 import { SCHEMA_DIR } from '../src/paths.js';
 import { migrateRegistry } from '../src/stores/migrations.js';
@@ -406,17 +407,9 @@ function prefillIds(dataDir: string, teamId: string, count: number): number {
     migrateRegistry(db, path.join(SCHEMA_DIR, 'sqlite'));
     const log = new IngestLog(db, 7);
     db.pragma('synchronous = OFF');
-    // 65,536 buckets by the ids' first 16 bits, each sorted: the whole run in key order.
-    const buckets = 65_536;
-    let made = 0;
-    for (let b = 0; b < buckets && made < count; b++) {
-      const n = Math.min(count - made, Math.ceil((count - made) / (buckets - b)));
-      const prefix = b.toString(16).padStart(4, '0');
-      const random = crypto.randomBytes(6 * n).toString('hex');
-      const ids = Array.from({ length: n }, (_, i) => prefix + random.slice(12 * i, 12 * i + 12)).sort();
+    for (const ids of sortedIds(count)) {
       const prints = ids.map((): ContentPrint => ({ fp: crypto.randomBytes(8).readBigInt64BE(0).toString(), txHash: '0x' }));
       db.transaction(() => log.claim(teamId, ids, Date.now(), prints))();
-      made += n;
     }
     log.stop();
   } finally {

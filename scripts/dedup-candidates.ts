@@ -24,6 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { IdFilter } from '../src/ingest/id-filter.js';
+import { sortedIds } from './sorted-ids.js';
 
 const TEAM = 'team_0123456789abcdefghij';
 const GROUP = 100;
@@ -44,19 +45,6 @@ function openDb(dir: string): Database.Database {
   db.pragma('cache_size = -262144');
   db.pragma('synchronous = NORMAL');
   return db;
-}
-
-/** `count` random SDK-shaped ids in key order, in chunks (a hundred million never sit in memory at once). */
-function* sortedIds(count: number): Generator<string[]> {
-  const buckets = 65_536;
-  let made = 0;
-  for (let b = 0; b < buckets && made < count; b++) {
-    const n = Math.min(count - made, Math.ceil((count - made) / (buckets - b)));
-    const prefix = b.toString(16).padStart(4, '0');
-    const random = crypto.randomBytes(6 * n).toString('hex');
-    yield Array.from({ length: n }, (_, i) => prefix + random.slice(12 * i, 12 * i + 12)).sort();
-    made += n;
-  }
 }
 
 const print = () => crypto.randomBytes(8).readBigInt64BE(0);

@@ -226,6 +226,30 @@ function limitBody(l: LimitDraft): Record<string, unknown> {
 
 const limitDraft = (l: Policy['limits'][number]): LimitDraft => ({ kind: l.kind, amount: l.amount ?? '', count: l.count === undefined ? '' : String(l.count), endpoint: l.endpoint ?? '' });
 
+/** The lists of a policy's `match` or `allow`, one input each (values separated by commas), with the API's errors at each. */
+function ListInputs<F extends string>(props: {
+  name: 'match' | 'allow';
+  fields: readonly F[];
+  labels: Record<F, string>;
+  values: Record<F, string>;
+  set: (change: (values: Record<F, string>) => Record<F, string>) => void;
+  error: Parameters<typeof FieldMessage>[0]['error'];
+}) {
+  const { name, fields, labels, values, set, error } = props;
+  return (
+    <>
+      <FieldMessage error={error} field={name} exact />
+      {fields.map((f) => (
+        <div key={f} class="stack">
+          <label for={`policy-${name}-${f}`}>{labels[f]}</label>
+          <input id={`policy-${name}-${f}`} name={`${name}.${f}`} value={values[f]} onInput={(e) => set((m) => ({ ...m, [f]: e.currentTarget.value }))} {...invalidProps(error, `${name}.${f}`)} />
+          <FieldMessage error={error} field={`${name}.${f}`} />
+        </div>
+      ))}
+    </>
+  );
+}
+
 function PolicyForm({ policy }: { policy?: Policy }) {
   const right = useChangeRight();
   const [name, setName] = useState(policy?.name ?? '');
@@ -371,14 +395,7 @@ function PolicyForm({ policy }: { policy?: Policy }) {
           Each list given narrows the policy: a record counts toward its limits when it matches one entry of every list given. Without assets, every asset adds up into one
           total: give one to keep a budget in one currency.
         </p>
-        <FieldMessage error={error} field="match" exact />
-        {MATCH_FIELDS.map((f) => (
-          <div key={f} class="stack">
-            <label for={`policy-match-${f}`}>{MATCH_LABELS[f]}</label>
-            <input id={`policy-match-${f}`} name={`match.${f}`} value={match[f]} onInput={(e) => setMatch((m) => ({ ...m, [f]: e.currentTarget.value }))} {...invalidProps(error, `match.${f}`)} />
-            <FieldMessage error={error} field={`match.${f}`} />
-          </div>
-        ))}
+        <ListInputs name="match" fields={MATCH_FIELDS} labels={MATCH_LABELS} values={match} set={setMatch} error={error} />
       </fieldset>
 
       <fieldset>
@@ -387,14 +404,7 @@ function PolicyForm({ policy }: { policy?: Policy }) {
           Deny by default: a payment of its agents outside any list given breaks the policy (declined under Block, sent to a person under Ask a person, an alert under
           Flag). A payment that does not say its payee is outside a payee list. With an allowlist, the policy may have no limits.
         </p>
-        <FieldMessage error={error} field="allow" exact />
-        {ALLOW_FIELDS.map((f) => (
-          <div key={f} class="stack">
-            <label for={`policy-allow-${f}`}>{ALLOW_LABELS[f]}</label>
-            <input id={`policy-allow-${f}`} name={`allow.${f}`} value={allow[f]} onInput={(e) => setAllow((m) => ({ ...m, [f]: e.currentTarget.value }))} {...invalidProps(error, `allow.${f}`)} />
-            <FieldMessage error={error} field={`allow.${f}`} />
-          </div>
-        ))}
+        <ListInputs name="allow" fields={ALLOW_FIELDS} labels={ALLOW_LABELS} values={allow} set={setAllow} error={error} />
       </fieldset>
 
       <label for="policy-notify-at">Alert at (percentages of each windowed limit, separated by commas, such as 80, 95; empty: none)</label>
