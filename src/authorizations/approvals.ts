@@ -31,6 +31,8 @@ export interface ApprovalAsk {
   /** The limit's amount or count as text; null for an allowlist. */
   limit: string | null;
   reason: string;
+  /** How long the policy lets a person take (ms): the shortest of an authorization's asks applies. */
+  timeoutMs: number;
 }
 
 /** The `approval` alert of a pending authorization: who asks to pay what to whom, and what it would break. */

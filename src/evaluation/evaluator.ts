@@ -286,7 +286,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
           const reason = `${verb(policy.action)} by policy "${policy.name}": not on its allowlist (${outside.join(', ')})`;
           reasons.push(reason);
           if (policy.action === 'block') outsideOf.push({ policy, outside });
-          else if (policy.action === 'approve') asks.push({ policyId: policy.id, policyName: policy.name, kind: 'not_allowed', limit: null, reason });
+          else if (policy.action === 'approve') asks.push({ policyId: policy.id, policyName: policy.name, kind: 'not_allowed', limit: null, reason, timeoutMs: policy.approvalTimeoutMs });
         }
       }
       for (const limit of policy.limits) {
@@ -328,7 +328,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
             window,
             dedupKey: breachKey(request.agentId, policy, limit, window),
           });
-        } else if (action === 'approve') asks.push({ policyId: policy.id, policyName: policy.name, kind: limit.kind, limit: limit.amountText, reason });
+        } else if (action === 'approve') asks.push({ policyId: policy.id, policyName: policy.name, kind: limit.kind, limit: limit.amountText, reason, timeoutMs: policy.approvalTimeoutMs });
       }
     }
     const declined = declines.length > 0 || outsideOf.length > 0 || suspended;
@@ -336,7 +336,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     // shortest wait of those policies; its amount is held meanwhile.
     const pending = !declined && asks.length > 0;
     const approved = !declined && !pending;
-    const pendingUntil = pending ? now + Math.min(...asks.map((a) => state.index.policies.find((p) => p.id === a.policyId)!.approvalTimeoutMs)) : null;
+    const pendingUntil = pending ? now + Math.min(...asks.map((a) => a.timeoutMs)) : null;
     const row: AuthorizationRow = {
       id: probe.id,
       team_id: request.teamId,
