@@ -17,6 +17,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
 import { openStores } from '../src/stores/open.js';
 import { seedStore } from './seed.js';
+import { runFolder } from '../src/ingest/dedup/index.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -63,12 +64,17 @@ async function main(): Promise<void> {
       if (eventCount === 0) throw new Error(`no events in ${dataDir}`);
       const perMillion = (bytes: number) => (bytes / eventCount) * 1_000_000;
       const sqlite = registry
-        .prepare(`SELECT name, sum(pgsize) AS bytes FROM dbstat WHERE name LIKE 'ingest_ids_%' OR name LIKE 'sqlite_autoindex_ingest_ids_%' OR name = 'ingest_log' GROUP BY name`)
+        .prepare(`SELECT name, sum(pgsize) AS bytes FROM dbstat WHERE name LIKE 'ingest_claims_%' OR name = 'ingest_log' GROUP BY name`)
         .all() as { name: string; bytes: number }[];
-      const dedupBytes = sqlite.filter((r) => r.name.includes('ingest_ids_')).reduce((sum, r) => sum + r.bytes, 0);
-      const ids = (registry.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'ingest_ids_%'").all() as { name: string }[])
-        .map((t) => (registry.prepare(`SELECT count(*) AS n FROM ${t.name}`).get() as { n: number }).n)
-        .reduce((a, b) => a + b, 0);
+      // The dedup index: its level-0 tables in the registry, and its run files beside it.
+      const folder = runFolder(registry);
+      const runBytes = fs.existsSync(folder) ? fs.readdirSync(folder).reduce((sum, f) => sum + fs.statSync(path.join(folder, f)).size, 0) : 0;
+      const dedupBytes = runBytes + sqlite.filter((r) => r.name.startsWith('ingest_claims_')).reduce((sum, r) => sum + r.bytes, 0);
+      const ids =
+        (registry.prepare('SELECT coalesce(sum(rows), 0) AS n FROM ingest_runs').get() as { n: number }).n +
+        (registry.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'ingest_claims_%'").all() as { name: string }[])
+          .map((t) => (registry.prepare(`SELECT count(*) AS n FROM ${t.name}`).get() as { n: number }).n)
+          .reduce((a, b) => a + b, 0);
       const logNow = sqlite.find((r) => r.name === 'ingest_log')?.bytes ?? 0;
 
       console.log(`spendscope disk use, ${new Date().toISOString().slice(0, 10)}: ${fmt(eventCount)} events${seeded ? ' seeded now (3 teams, 50 agents, 30 days)' : ` in ${dataDir}`}, tables merged`);

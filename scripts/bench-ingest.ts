@@ -22,8 +22,8 @@
  * random in order; --ids sequential sends ids that count up (each claim then lands next to the last
  * one in the dedup index, which flatters the write path: see docs/performance.md).
  * --prefill N fills today's dedup index with N SDK-shaped ids of the benchmark's team before the
- * levels (the service started once to make the team, stopped, the ids claimed in key order
- * straight into the registry, the service started again): a busy day's index (20,000,000 is 230
+ * levels (the service started once to make the team, stopped, the ids written in key order as
+ * one run of the index, the service started again): a busy day's index (20,000,000 is 230
  * records a second for a day), measured right after that restart.
  * Also: --server-log FILE keeps the server's log (LOG_LEVEL=debug adds per-commit figures),
  * --profile DIR writes a CPU profile of the server.
@@ -38,7 +38,8 @@ import { rateLimitHeaders } from '../src/limits/http.js';
 import { RateLimiter, type LimitOutcome } from '../src/limits/rate-limiter.js';
 import { checkStore } from './check-store.js';
 import { sortedIds } from './sorted-ids.js';
-import { IngestLog, type ContentPrint } from '../src/ingest/log.js';
+import { addRun, dayOf } from '../src/ingest/dedup/index.js';
+import type { ClaimRow } from '../src/ingest/dedup/run-file.js';
 import { SCHEMA_DIR } from '../src/paths.js';
 import { migrateRegistry } from '../src/stores/migrations.js';
 import { openRegistry } from '../src/stores/sqlite.js';
@@ -396,22 +397,23 @@ async function measureService(policies: number, limits: 'on' | 'off' = 'on', qui
 }
 
 /**
- * Claims `count` random SDK-shaped ids (each with a print, as the group commit claims them) for the
- * team into today's dedup index, in key order and large transactions (a busy day's index, made in
- * seconds rather than the hours random order would take). Returns the seconds it took.
+ * Fills today's dedup index with `count` random SDK-shaped ids of the team (each with a print, as
+ * the group commit claims them), as a busy day leaves it: written in key order as one run (with
+ * its filter) and listed in the manifest, in seconds rather than the hours of claims it stands
+ * for. Returns the seconds it took.
  */
 function prefillIds(dataDir: string, teamId: string, count: number): number {
   const started = performance.now();
   const db = openRegistry(dataDir);
   try {
     migrateRegistry(db, path.join(SCHEMA_DIR, 'sqlite'));
-    const log = new IngestLog(db, 7);
-    db.pragma('synchronous = OFF');
-    for (const ids of sortedIds(count)) {
-      const prints = ids.map((): ContentPrint => ({ fp: crypto.randomBytes(8).readBigInt64BE(0).toString(), txHash: '0x' }));
-      db.transaction(() => log.claim(teamId, ids, Date.now(), prints))();
+    function* rows(): Generator<ClaimRow> {
+      for (const ids of sortedIds(count)) {
+        const prints = crypto.randomBytes(8 * ids.length);
+        for (let i = 0; i < ids.length; i++) yield { team_id: teamId, id: ids[i]!, record_fp: prints.readBigInt64BE(8 * i) };
+      }
     }
-    log.stop();
+    addRun(db, dayOf(Date.now()), rows(), count);
   } finally {
     db.close();
   }

@@ -23,7 +23,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { IdFilter } from '../src/ingest/id-filter.js';
+import { keyHash, RunFilter } from '../src/ingest/dedup/filter.js';
 import { sortedIds } from './sorted-ids.js';
 
 const TEAM = 'team_0123456789abcdefghij';
@@ -91,15 +91,14 @@ function lsm(dir: string, runSize: number): Candidate {
   db.exec('CREATE TABLE recent (seq INTEGER PRIMARY KEY, team_id TEXT NOT NULL, id TEXT NOT NULL, record_fp INTEGER)');
   const append = db.prepare('INSERT INTO recent (team_id, id, record_fp) VALUES (?, ?, ?)');
   const inRecent = new Set<string>();
-  let runs: { table: string; rows: number; tier: number; filter: IdFilter; probe: Database.Statement }[] = [];
+  let runs: { table: string; rows: number; tier: number; filter: RunFilter; probe: Database.Statement }[] = [];
   let next = 0;
   const newRun = (tier: number, rows: number, write: (table: string) => void) => {
     const table = `run_${next++}`;
     db.exec(`CREATE TABLE ${table} (team_id TEXT NOT NULL, id TEXT NOT NULL, record_fp INTEGER, PRIMARY KEY (team_id, id)) WITHOUT ROWID`);
     write(table);
-    const filter = new IdFilter();
-    for (const r of db.prepare(`SELECT team_id, id FROM ${table}`).iterate() as Iterable<{ team_id: string; id: string }>) filter.add(r.team_id, r.id);
-    filter.complete = true;
+    const filter = RunFilter.sized(rows);
+    for (const r of db.prepare(`SELECT team_id, id FROM ${table}`).iterate() as Iterable<{ team_id: string; id: string }>) filter.add(keyHash(r.team_id, r.id));
     runs.push({ table, rows, tier, filter, probe: db.prepare(`SELECT 1 FROM ${table} WHERE team_id = ? AND id = ?`) });
   };
   const flush = () => {
@@ -139,7 +138,8 @@ function lsm(dir: string, runSize: number): Candidate {
         for (const id of ids) {
           const key = `${TEAM}\u0000${id}`;
           if (inRecent.has(key)) continue;
-          if (runs.some((r) => r.filter.mayHave(TEAM, id) && r.probe.get(TEAM, id) !== undefined)) continue;
+          const hash = keyHash(TEAM, id);
+          if (runs.some((r) => r.filter.mayHave(hash) && r.probe.get(TEAM, id) !== undefined)) continue;
           append.run(TEAM, id, print());
           inRecent.add(key);
           fresh++;

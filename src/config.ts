@@ -93,6 +93,8 @@ export interface HttpLimits {
 export interface IngestConfig {
   /** Ids are remembered for duplicate detection at least this many days (whole UTC days). */
   dedupWindowDays: number;
+  /** Claims the dedup index's level-0 table takes before a worker writes it out as a sorted run (src/ingest/dedup). */
+  dedupLevel0Keys: number;
   /** The loader inserts blocks of up to about this many records... */
   loadBlockRows: number;
   /** ...at the latest this long after the oldest unloaded record was acknowledged. */
@@ -238,6 +240,8 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const ingest: IngestConfig = {
     dedupWindowDays: integer('DEDUP_WINDOW_DAYS', 7, 1, 365),
+    // About 40 MB of memory for the level-0 map (npm run bench:dedup -- --candidates chose it).
+    dedupLevel0Keys: integer('DEDUP_LEVEL0_KEYS', 250_000, 100, 10_000_000),
     loadBlockRows: integer('LOAD_BLOCK_ROWS', 10_000, 1, 1_000_000),
     loadIntervalMs: integer('LOAD_INTERVAL_MS', 200, 1, 60_000),
     // About a minute of peak load (50,000 records/s of about 600 bytes).

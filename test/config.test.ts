@@ -125,6 +125,7 @@ describe('config', () => {
   it('reads the ingest log settings, with defaults', () => {
     expect(loadConfig({}).ingest).to.deep.equal({
       dedupWindowDays: 7,
+      dedupLevel0Keys: 250_000,
       loadBlockRows: 10_000,
       loadIntervalMs: 200,
       backlogMaxRows: 3_000_000,
@@ -135,6 +136,7 @@ describe('config', () => {
     });
     const config = loadConfig({
       DEDUP_WINDOW_DAYS: '14',
+      DEDUP_LEVEL0_KEYS: '1000',
       LOAD_BLOCK_ROWS: '50000',
       LOAD_INTERVAL_MS: '1000',
       INGEST_BACKLOG_MAX_ROWS: '100',
@@ -145,6 +147,7 @@ describe('config', () => {
     });
     expect(config.ingest).to.deep.equal({
       dedupWindowDays: 14,
+      dedupLevel0Keys: 1000,
       loadBlockRows: 50_000,
       loadIntervalMs: 1000,
       backlogMaxRows: 100,
@@ -164,6 +167,7 @@ describe('config', () => {
 
   const bad: Record<string, string> = {
     DEDUP_WINDOW_DAYS: '0',
+    DEDUP_LEVEL0_KEYS: '10',
     LOAD_BLOCK_ROWS: 'many',
     INGEST_BACKLOG_MAX_BYTES: '10',
     PORT: 'eighty',

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { Registry } from '../stores/sqlite.js';
 import type { Steps } from '../stores/sql.js';
-import { IdFilter } from './id-filter.js';
+import { ClaimIndex, type ClaimIndexOptions } from './dedup/index.js';
 import type { EventRow } from './records.js';
 
 /** What one append wrote: a chunk of the log, positions firstPos..lastPos of one team. */
@@ -14,8 +14,6 @@ export interface LogChunk {
   committedAt: number;
 }
 
-const DAY_MS = 86_400_000;
-const PARTITION = /^ingest_ids_(\d{8})$/;
 /** Ids are at most this long (audit-record.json); a derived id stays within it. */
 const MAX_ID_LENGTH = 128;
 
@@ -149,12 +147,15 @@ export function derivedId(id: string, txHash: string): string {
 }
 
 /**
- * What claiming asks of an index of claimed ids, whichever store holds it (the SQLite day tables
- * here, PostgreSQL's partitions in src/ingest/shared-log.ts): the claim rules below are written
+ * What claiming asks of an index of claimed ids, whichever store holds it (the claim index of
+ * src/ingest/dedup here, PostgreSQL's partitions in src/ingest/shared-log.ts): the claim rules below are written
  * once, as a generator of these questions, and each store answers them its own way.
  */
 export type ClaimAsk =
-  /** Which of these ids the older days of the window hold: answered with those ids. */
+  /**
+   * Which of these ids the older days of the window hold: answered with those ids. A store that
+   * looks in every day at once (SQLite's claim index) answers with all it holds, today's too.
+   */
   | { op: 'older'; teamId: string; ids: readonly string[] }
   /** Insert these ids (and prints) into today's index: answered with the ids inserted, each once (a repeat: its first row). */
   | { op: 'insert'; teamId: string; ids: readonly string[]; fps: readonly (string | null)[] }
@@ -240,28 +241,15 @@ export interface GroupLog {
   rolledBack(endPos: number): void;
 }
 
-/** `ingest_ids_YYYYMMDD` of the UTC day of `ms`. */
-function partitionOf(ms: number): string {
-  return `ingest_ids_${new Date(ms).toISOString().slice(0, 10).replaceAll('-', '')}`;
-}
-
 /**
  * The durable ingest log and its (team, id) index, in the registry's SQLite file. Everything here
  * runs inside the caller's transaction (the group commit), so a record is claimed exactly when its
  * line is appended: a record is a duplicate only if an earlier transaction committed it, and a
  * crash leaves either both or neither.
  *
- * The index is partitioned by the UTC day of the claim: one WITHOUT ROWID table per day
- * (`ingest_ids_YYYYMMDD`), the days of the window kept, older tables dropped whole. A claim inserts
- * the ids into today's table and looks them up in the older days' tables: one statement each per
- * team and group commit, the ids (with their prints) passed as one JSON array, so the per-id work
- * stays in SQLite.
- *
- * Looking in seven older days costs more than the claim itself (npm run bench:dedup), and a new
- * id, the usual case, is in none of them: each day has an in-memory Bloom filter (IdFilter, about
- * 1.25 bytes per id), and only ids some filter may hold are looked up. Filters are filled as ids
- * are claimed, and from the day's table in the background after a start; until every older day's
- * filter is complete, every id is looked up in SQLite as before.
+ * The index (ClaimIndex, src/ingest/dedup/index.ts) appends new ids to a level-0 table in this
+ * transaction and finds known ones in its in-memory maps and its sorted runs; a worker thread
+ * writes the runs, so what a claim costs does not grow with the day or depend on the ids' order.
  *
  * Each claimed id keeps the print of its record (ContentPrint, column `record_fp`). It is written
  * with the claim and read only for ids that turn out to be known (rare): a known id sent
@@ -270,25 +258,11 @@ function partitionOf(ms: number): string {
  * (not stored). Ids claimed before prints were kept have none (NULL): never a conflict.
  */
 export class IngestLog implements GroupLog {
-  private partitions: string[] = [];
-  private today = '';
-  private claimToday: { run(teamId: string, rows: string): { id: string }[] } | undefined;
-  private seenBefore: ((teamId: string, ids: string) => { id: string }[]) | undefined;
-  /** The stored prints of some ids, per partition (today's first, then newest first). */
-  private printsIn = new Map<string, (teamId: string, ids: string) => { id: string; record_fp: bigint | null }[]>();
+  readonly index: ClaimIndex;
   private readonly appendChunk;
   private nextPos: number;
-  private readonly filters = new Map<string, IdFilter>();
-  private readonly buildCursors = new Map<string, [string, string]>();
-  private building: NodeJS.Immediate | undefined;
-  private stopped = false;
-  /** Ids looked up in the older days' tables so far (the filters' maybes, or all while they build). */
-  olderLookups = 0;
 
-  constructor(
-    private readonly db: Registry,
-    private readonly windowDays: number,
-  ) {
+  constructor(db: Registry, windowDays: number, options?: ClaimIndexOptions) {
     this.appendChunk = db.prepare(
       'INSERT INTO ingest_log (first_pos, last_pos, team_id, rows, bytes, committed_at, body) VALUES (?, ?, ?, ?, ?, ?, ?)',
     );
@@ -300,12 +274,7 @@ export class IngestLog implements GroupLog {
       )
       .get() as { last: number };
     this.nextPos = row.last + 1;
-    // Day tables created before prints were kept get the column (NULL: unknown, never a conflict).
-    for (const { name } of db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'ingest_ids_%'").all() as { name: string }[]) {
-      if (!PARTITION.test(name)) continue;
-      const columns = new Set((db.prepare(`PRAGMA table_info(${name})`).all() as { name: string }[]).map((c) => c.name));
-      if (!columns.has('record_fp')) db.exec(`ALTER TABLE ${name} ADD COLUMN record_fp INTEGER`);
-    }
+    this.index = new ClaimIndex(db, windowDays, options);
   }
 
   /** The position the next appended record gets. */
@@ -322,106 +291,36 @@ export class IngestLog implements GroupLog {
    * and claim nothing. Call inside a transaction, with the append of the claimed rows.
    */
   claim(teamId: string, ids: readonly string[], now: number, prints?: readonly ContentPrint[]): ClaimOutcome[] {
-    this.rollPartitions(now);
+    this.index.roll(now);
     const steps = claimSteps(teamId, ids, prints);
     let next = steps.next();
+    // The prints found by the first look-up, so the (rare) known ids are not looked up twice.
+    let known = new Map<string, bigint | null>();
     while (!next.done) {
       const ask = next.value;
-      next = steps.next(
-        ask.op === 'older' ? this.lookUpOlder(ask.teamId, ask.ids) : ask.op === 'insert' ? this.insertToday(ask.teamId, ask.ids, ask.fps) : this.storedPrints(ask.teamId, ask.ids, ask.older),
-      );
+      if (ask.op === 'older') {
+        known = this.index.find(ask.teamId, ask.ids);
+        next = steps.next([...known.keys()]);
+      } else if (ask.op === 'insert') {
+        next = steps.next(this.index.insert(ask.teamId, ask.ids, ask.fps));
+      } else {
+        const wanted = ask.ids.filter((id) => !known.has(id));
+        const found = wanted.length > 0 ? this.index.find(ask.teamId, wanted) : new Map<string, bigint | null>();
+        for (const id of ask.ids) if (known.has(id)) found.set(id, known.get(id)!);
+        next = steps.next(found);
+      }
     }
     return next.value;
   }
 
-  /** Inserts ids into today's table (a repeated id: its first row); returns those inserted, each once. */
-  private insertToday(teamId: string, ids: readonly string[], fps: readonly (string | null)[]): string[] {
-    // One JSON object, id: print (a repeated id is a repeated member; the first is inserted).
-    const members = ids.map((id, i) => `${JSON.stringify(id)}:${fps[i] ?? 'null'}`);
-    const today = this.filters.get(this.today)!;
-    return this.claimToday!.run(teamId, `{${members.join(',')}}`).map((r) => {
-      today.add(teamId, r.id);
-      return r.id;
-    });
+  /** Resolves once the index has no run left to write (tests, benchmarks). */
+  settled(): Promise<void> {
+    return this.index.settled();
   }
 
-  /** The stored prints of known ids (NULL: claimed before prints were kept): today's table for ids not in an older day, else the older days, newest first. */
-  private storedPrints(teamId: string, ids: readonly string[], older: ReadonlySet<string>): Map<string, bigint | null> {
-    const found = new Map<string, bigint | null>();
-    const read = (partition: string, wanted: string[]) => {
-      for (const r of this.printsIn.get(partition)!(teamId, JSON.stringify(wanted))) found.set(r.id, r.record_fp);
-    };
-    const todays = ids.filter((id) => !older.has(id));
-    if (todays.length > 0) read(this.today, todays);
-    let rest = ids.filter((id) => older.has(id));
-    for (const partition of this.partitions) {
-      if (rest.length === 0) break;
-      read(partition, rest);
-      rest = rest.filter((id) => !found.has(id));
-    }
-    return found;
-  }
-
-  /** The ids the older days of the window hold: the filters first, SQLite for their maybes. */
-  private lookUpOlder(teamId: string, ids: readonly string[]): string[] {
-    if (!this.seenBefore) return [];
-    let candidates = ids;
-    if (this.partitions.every((p) => this.filters.get(p)?.complete)) {
-      const filters = this.partitions.map((p) => this.filters.get(p)!);
-      candidates = ids.filter((id) => filters.some((f) => f.mayHave(teamId, id)));
-      if (candidates.length === 0) return [];
-    }
-    this.olderLookups += candidates.length;
-    return this.seenBefore(teamId, JSON.stringify(candidates)).map((r) => r.id);
-  }
-
-  /** Resolves once every day's filter is complete (tests, benchmarks). */
-  async filtersReady(): Promise<void> {
-    while (this.building) await new Promise((resolve) => setImmediate(resolve));
-  }
-
-  /** Stops filling filters in the background (at shutdown). */
+  /** Stops the index's background work (at shutdown). */
   stop(): void {
-    this.stopped = true;
-    if (this.building) clearImmediate(this.building);
-    this.building = undefined;
-  }
-
-  /**
-   * Fills incomplete filters from their day's table, 5,000 ids per turn of the event loop (keyset
-   * pages, so no read transaction stays open between turns). A day dropped meanwhile is let go;
-   * any other failure leaves the filter incomplete, and its day is looked up in SQLite.
-   */
-  private buildFilters(): void {
-    if (this.building || this.stopped) return;
-    const step = () => {
-      this.building = undefined;
-      const pending = [...this.filters].find(([, f]) => !f.complete);
-      if (!pending || this.stopped) return;
-      const [name, filter] = pending;
-      const [team, id] = this.buildCursors.get(name) ?? ['', ''];
-      let rows: { team_id: string; id: string }[];
-      try {
-        rows = this.db
-          .prepare(`SELECT team_id, id FROM ${name} WHERE (team_id, id) > (?, ?) ORDER BY team_id, id LIMIT 5000`)
-          .all(team, id) as { team_id: string; id: string }[];
-      } catch {
-        this.filters.delete(name);
-        this.buildCursors.delete(name);
-        if (this.filters.size > 0) this.building = setImmediate(step);
-        return;
-      }
-      for (const r of rows) filter.add(r.team_id, r.id);
-      if (rows.length < 5000) {
-        filter.complete = true;
-        this.buildCursors.delete(name);
-      } else {
-        const last = rows.at(-1)!;
-        this.buildCursors.set(name, [last.team_id, last.id]);
-      }
-      this.building = setImmediate(step);
-    };
-    this.building = setImmediate(step);
+    this.index.stop();
   }
 
   // The steps of GroupLog: this log answers synchronously, with no statement to yield.
@@ -447,73 +346,10 @@ export class IngestLog implements GroupLog {
 
   /**
    * After a rolled-back transaction: positions go back (they stay gap-free; blocks are cut from
-   * them), and today's partition is looked up again (its CREATE may have been rolled back too).
+   * them), and the index reads its level-0 tables again (what the transaction appended is gone).
    */
   rolledBack(endPos: number): void {
     this.nextPos = endPos;
-    this.today = '';
-  }
-
-  /**
-   * Keeps today's partition and the `windowDays` before it: an id is remembered for at least
-   * windowDays whole days. Older partitions are dropped whole (once a day, at the first claim of
-   * a new UTC day).
-   */
-  private rollPartitions(now: number): void {
-    const today = partitionOf(now);
-    if (today === this.today) return;
-    const oldest = partitionOf(now - this.windowDays * DAY_MS);
-    const existing = () =>
-      (this.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'ingest_ids_%'").all() as { name: string }[])
-        .map((r) => r.name)
-        .filter((name) => PARTITION.test(name))
-        .sort();
-    if (!existing().includes(today)) {
-      this.db.exec(
-        `CREATE TABLE ${today} (team_id TEXT NOT NULL, id TEXT NOT NULL, record_fp INTEGER, PRIMARY KEY (team_id, id)) WITHOUT ROWID`,
-      );
-      // A new day's table is empty: its filter is complete from the start.
-      const filter = new IdFilter();
-      filter.complete = true;
-      this.filters.set(today, filter);
-    }
-    const names = existing();
-    for (const name of names) {
-      if (name >= oldest) continue;
-      this.db.exec(`DROP TABLE ${name}`);
-      this.filters.delete(name);
-    }
-    this.partitions = names.filter((name) => name >= oldest && name !== today).reverse(); // newest first
-    this.today = today;
-    // Days this process has not filled a filter for (it started after they began) get one from their table.
-    for (const name of [today, ...this.partitions]) if (!this.filters.has(name)) this.filters.set(name, new IdFilter());
-    this.buildFilters();
-    // Rows as the members of one JSON object, id: print (an integer, or null). No SQL function
-    // here: a statement calling one may fail midway, so SQLite gives it a statement journal, a
-    // temporary file holding a copy of every page it changes (about 30% more claim time).
-    const claim = this.db.prepare(
-      `INSERT OR IGNORE INTO ${today} (team_id, id, record_fp) SELECT @team, key, value FROM json_each(@rows) WHERE true RETURNING id`,
-    );
-    this.claimToday = { run: (team, rows) => claim.all({ team, rows }) as { id: string }[] };
-    this.printsIn.clear();
-    for (const name of [today, ...this.partitions]) {
-      // Read as bigint: the prints use all 64 bits.
-      const prints = this.db
-        .prepare(`SELECT t.id, t.record_fp FROM json_each(@ids) AS j CROSS JOIN ${name} AS t ON t.team_id = @team AND t.id = j.value`)
-        .safeIntegers(true);
-      this.printsIn.set(name, (team, ids) => prints.all({ team, ids }) as { id: string; record_fp: bigint | null }[]);
-    }
-    if (this.partitions.length === 0) {
-      this.seenBefore = undefined;
-      return;
-    }
-    const exists = this.partitions.map((p) => `EXISTS (SELECT 1 FROM ${p} WHERE team_id = @team AND id = j.value)`).join(' OR ');
-    const seen = this.db.prepare(`SELECT j.value AS id FROM json_each(@ids) AS j WHERE ${exists}`);
-    this.seenBefore = (team, ids) => seen.all({ team, ids }) as { id: string }[];
-  }
-
-  /** The partition tables kept now, newest first (today's included). */
-  partitionNames(): string[] {
-    return [this.today, ...this.partitions].filter(Boolean);
+    this.index.rolledBack();
   }
 }

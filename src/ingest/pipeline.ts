@@ -60,7 +60,7 @@ export interface IngestPipelineDeps {
 /** Builds the write path and starts its loader. `evaluate: false` (the seed script) skips policies and alerts. */
 export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluate?: boolean } = {}): IngestPipeline {
   const { config, registry, logger } = deps;
-  const log = new IngestLog(registry, config.ingest.dedupWindowDays);
+  const log = new IngestLog(registry, config.ingest.dedupWindowDays, { level0Keys: config.ingest.dedupLevel0Keys });
   const { loadedPos, unloaded } = Loader.state(registry);
   const freshness = new Freshness(loadedPos, unloaded);
   const loader = new Loader(

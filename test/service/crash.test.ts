@@ -4,7 +4,9 @@
  * retries). Every acknowledged record must be stored exactly once, in events and every rollup.
  */
 import { expect } from 'chai';
+import Database from 'better-sqlite3';
 import http from 'node:http';
+import path from 'node:path';
 import { MAIN, run, startService, tempDir, type RunningService } from '../helpers/processes.js';
 
 const KEY = 'crash-test-key-0123456789';
@@ -64,8 +66,10 @@ describe('kill -9 during load', () => {
   it('loses no acknowledged record and counts none twice, in events and in every rollup', async function () {
     this.timeout(240_000);
     const dataDir = tempDir('crash');
-    // Small blocks every 50 ms: the loader is inserting when the kill comes.
-    const env = { DATA_DIR: dataDir, BOOTSTRAP_API_KEY: KEY, LOAD_BLOCK_ROWS: '300', LOAD_INTERVAL_MS: '50' };
+    // Small blocks every 50 ms: the loader is inserting when the kill comes. A small level 0 of
+    // the dedup index: its worker is writing and merging runs when the kill comes, and the retries
+    // after it find their ids in runs.
+    const env = { DATA_DIR: dataDir, BOOTSTRAP_API_KEY: KEY, LOAD_BLOCK_ROWS: '300', LOAD_INTERVAL_MS: '50', DEDUP_LEVEL0_KEYS: '500' };
     let service = await startService(env);
     const acknowledged = new Set<number>();
     const unanswered = new Set<number>();
@@ -123,5 +127,11 @@ describe('kill -9 during load', () => {
     expect(result.unloadedRecords).to.equal(0);
     for (const [name, r] of Object.entries(result.rollups)) expect(r.equal, name).to.equal(true);
     expect(check.code).to.equal(0);
+    // The retries above were judged against runs the worker wrote, not only level 0.
+    const registry = new Database(path.join(dataDir, 'registry.db'), { readonly: true });
+    const runs = registry.prepare('SELECT count(*) AS n, sum(rows) AS keys FROM ingest_runs').get() as { n: number; keys: number };
+    registry.close();
+    expect(runs.n, 'dedup runs written').to.be.above(0);
+    expect(runs.keys).to.be.above(1000);
   });
 });
