@@ -30,8 +30,8 @@ const child = (path: string, key: string) => (/^[A-Za-z_$][\w$-]*$/.test(key) ? 
 
 /**
  * The first place a value breaks the limits, as a field path, or undefined. Iterative: no stack to
- * overflow. Reserved keys and NUL in strings are looked for only where `reservedKeys` says (a
- * batch's records are checked one by one instead, so that one bad record does not refuse the batch).
+ * overflow. Reserved keys and NUL in strings are looked for only where `reservedKeys` says (everywhere
+ * unless told; the limits alone are what scanShapeProblem checks on the raw bytes).
  */
 export function shapeProblem(body: unknown, reservedKeys: (path: string) => boolean = () => true, root = ''): FieldError | undefined {
   const stack: { value: unknown; path: string; depth: number }[] = [{ value: body, path: root, depth: 0 }];
@@ -193,13 +193,20 @@ export class BodyShapeRefusal extends Error {
 /**
  * After express.json: reserved keys, and the limits again on what the scan did not see (a route's
  * `bodyWhenEmpty`, duplicate keys aside), as a 400 naming where. On an ingest route (`batchField`),
- * reserved keys inside the records are left to the per-record check.
+ * the records are left to the raw scan and the per-record check.
  */
 export function checkBodyShape(batchField?: string): RequestHandler {
-  const inBatch = batchField === undefined ? undefined : new RegExp(`^${batchField}\\[\\d+\\]`);
-  const reservedKeys = inBatch ? (path: string) => !inBatch.test(path) : undefined;
   return (req, _res, next) => {
-    const problem = shapeProblem(req.body, reservedKeys);
+    const body: unknown = req.body;
+    let problem: FieldError | undefined;
+    if (batchField !== undefined && body !== null && typeof body === 'object' && !Array.isArray(body) && Array.isArray((body as Record<string, unknown>)[batchField])) {
+      // The records are not walked here: their nesting and count were checked on the raw bytes
+      // (scanBodyShape), their keys and strings one by one (records.ts), so one bad record does
+      // not refuse the batch. Walking them again cost a field path per key of every record.
+      const { [batchField]: records, ...rest } = body as Record<string, unknown>;
+      problem = shapeProblem(rest);
+      if (!problem && (records as unknown[]).length > MAX_ARRAY_ITEMS) problem = { field: batchField, message: `has more than ${MAX_ARRAY_ITEMS} items` };
+    } else problem = shapeProblem(body);
     if (problem) throw shapeError(problem);
     next();
   };

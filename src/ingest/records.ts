@@ -144,7 +144,8 @@ const MAX_METADATA_BYTES = 8 * 1024;
 const LATEST_STORED_TIME = Date.UTC(2299, 11, 31, 23, 59, 59, 999);
 
 /** A UTF-16 surrogate without its pair: JSON allows it (`"\ud800"`), UTF-8 and ClickHouse do not. */
-const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+/** A string without lone surrogates (String.prototype.isWellFormed, Node 20; ten times the regex's speed). */
+const wellFormed = (value: string): boolean => (value as string & { isWellFormed(): boolean }).isWellFormed();
 const ILL_FORMED = 'is not well-formed Unicode (a lone UTF-16 surrogate such as \\ud800)';
 
 /**
@@ -155,7 +156,9 @@ const ILL_FORMED = 'is not well-formed Unicode (a lone UTF-16 surrogate such as 
  * records to this one walk). The record is refused, naming the field.
  */
 function unstorable(value: unknown, field: string, depth = 0): FieldError | undefined {
-  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? { field, message: ILL_FORMED } : hasNul(value) ? { field, message: NUL_REFUSED } : undefined;
+  // The usual record has nothing to name: checked first without building a path per key.
+  if (depth === 0 && storable(value, 0)) return undefined;
+  if (typeof value === 'string') return !wellFormed(value) ? { field, message: ILL_FORMED } : hasNul(value) ? { field, message: NUL_REFUSED } : undefined;
   if (value === null || typeof value !== 'object' || depth > 64) return undefined;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
@@ -165,7 +168,7 @@ function unstorable(value: unknown, field: string, depth = 0): FieldError | unde
     return undefined;
   }
   for (const [key, inner] of Object.entries(value)) {
-    if (LONE_SURROGATE.test(key)) return { field: field ? `${field} (a key)` : 'record (a key)', message: ILL_FORMED };
+    if (!wellFormed(key)) return { field: field ? `${field} (a key)` : 'record (a key)', message: ILL_FORMED };
     if (hasNul(key)) return { field: field ? `${field} (a key)` : 'record (a key)', message: NUL_REFUSED };
     const path = field ? `${field}.${key}` : key;
     if (RESERVED_KEYS.has(key)) return { field: path, message: 'is a reserved name (no field is called that)' };
@@ -173,6 +176,23 @@ function unstorable(value: unknown, field: string, depth = 0): FieldError | unde
     if (found) return found;
   }
   return undefined;
+}
+
+/** What unstorable checks, as a yes or no: no field paths built (they are only needed for an error). */
+function storable(value: unknown, depth: number): boolean {
+  if (typeof value === 'string') return wellFormed(value) && !value.includes('\u0000');
+  if (value === null || typeof value !== 'object' || depth > 64) return true;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!storable(value[i], depth + 1)) return false;
+    return true;
+  }
+  // for...in over a parsed JSON object: its own keys (an inherited one could only make this say
+  // no, and unstorable, which reads own entries, then decides).
+  for (const key in value) {
+    if (!wellFormed(key) || key.includes('\u0000') || RESERVED_KEYS.has(key)) return false;
+    if (!storable((value as Record<string, unknown>)[key], depth + 1)) return false;
+  }
+  return true;
 }
 
 /**
