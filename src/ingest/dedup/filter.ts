@@ -28,17 +28,35 @@ export interface KeyHash {
   bits: number;
 }
 
-export function keyHash(teamId: string, id: string): KeyHash {
+/** The hash state after team + '\0': computed once per claim, continued per id by keyHash. */
+export interface TeamHash {
+  a: number;
+  b: number;
+}
+
+export function teamHash(teamId: string): TeamHash {
   let a = 0x811c9dc5;
   let b = 0x9747b28c;
-  const mix = (code: number) => {
+  for (let i = 0; i <= teamId.length; i++) {
+    const code = i < teamId.length ? teamId.charCodeAt(i) : 0;
     a = Math.imul(a ^ code, 0x01000193);
     b = Math.imul(b ^ code, 0x5bd1e995);
     b ^= b >>> 15;
-  };
-  for (let i = 0; i < teamId.length; i++) mix(teamId.charCodeAt(i));
-  mix(0);
-  for (let i = 0; i < id.length; i++) mix(id.charCodeAt(i));
+  }
+  return { a, b };
+}
+
+/** FNV-1a and a multiply-rotate variant over team + '\0' + id, each finished by fmix32. */
+export function keyHash(team: TeamHash | string, id: string): KeyHash {
+  const start = typeof team === 'string' ? teamHash(team) : team;
+  let a = start.a;
+  let b = start.b;
+  for (let i = 0; i < id.length; i++) {
+    const code = id.charCodeAt(i);
+    a = Math.imul(a ^ code, 0x01000193);
+    b = Math.imul(b ^ code, 0x5bd1e995);
+    b ^= b >>> 15;
+  }
   return { block: fmix32(a), bits: fmix32(b) };
 }
 

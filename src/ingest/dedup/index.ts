@@ -25,7 +25,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { Registry } from '../../stores/sqlite.js';
-import { keyHash, RunFilter, type KeyHash } from './filter.js';
+import { keyHash, RunFilter, teamHash, type KeyHash } from './filter.js';
 import { RunReader, writeRun, type ClaimRow } from './run-file.js';
 import type { RunJob, RunJobResult, RunJobSpec } from './worker.js';
 
@@ -48,12 +48,36 @@ export function runFolder(db: Registry): string {
   return path.join(path.dirname(db.name), 'dedup-runs');
 }
 
-/** A level-0 table and the exact map of its keys (team \0 id -> print as decimal text, or null). */
+/**
+ * The exact keys of a level-0 table: team -> id -> print as decimal text (or null). Per team, so a
+ * look-up hashes the id string as parsed from the request (V8 keeps a string's hash), instead of
+ * a new joined key per id.
+ */
+class KeyMap {
+  private readonly teams = new Map<string, Map<string, string | null>>();
+  size = 0;
+
+  get(teamId: string, id: string): string | null | undefined {
+    return this.teams.get(teamId)?.get(id);
+  }
+
+  /** Adds a key it does not hold; false when it held it. */
+  add(teamId: string, id: string, fp: string | null): boolean {
+    let ids = this.teams.get(teamId);
+    if (!ids) this.teams.set(teamId, (ids = new Map()));
+    if (ids.has(id)) return false;
+    ids.set(id, fp);
+    this.size++;
+    return true;
+  }
+}
+
+/** A level-0 table and the exact map of its keys. */
 interface Generation {
   table: string;
   day: string;
   seq: number;
-  keys: Map<string, string | null>;
+  keys: KeyMap;
   frozen: boolean;
   /** A worker is writing it as a run. */
   building: boolean;
@@ -163,10 +187,10 @@ export class ClaimIndex {
     );
   }
 
-  private load(table: string): Map<string, string | null> {
-    const keys = new Map<string, string | null>();
+  private load(table: string): KeyMap {
+    const keys = new KeyMap();
     const rows = this.db.prepare(`SELECT team_id, id, record_fp FROM ${table} ORDER BY rowid`).safeIntegers(true).iterate() as Iterable<ClaimRow>;
-    for (const r of rows) keys.set(`${r.team_id}\u0000${r.id}`, r.record_fp === null ? null : r.record_fp.toString());
+    for (const r of rows) keys.add(r.team_id, r.id, r.record_fp === null ? null : r.record_fp.toString());
     return keys;
   }
 
@@ -194,7 +218,7 @@ export class ClaimIndex {
     const seq = this.nextSeq++;
     const table = `ingest_claims_${day}_${seq}`;
     this.db.exec(`CREATE TABLE ${table} (team_id TEXT NOT NULL, id TEXT NOT NULL, record_fp INTEGER)`);
-    this.current = { table, day, seq, keys: new Map(), frozen: false, building: false };
+    this.current = { table, day, seq, keys: new KeyMap(), frozen: false, building: false };
     this.gens.push(this.current);
   }
 
@@ -213,16 +237,16 @@ export class ClaimIndex {
     const gens = this.gens.filter((g) => g.day >= this.oldest && g.keys.size > 0);
     const runs = this.runs.filter((r) => r.day >= this.oldest);
     const legacy = this.legacy.filter((l) => l.day >= this.oldest);
+    const team = runs.length > 0 ? teamHash(teamId) : undefined;
     for (const id of ids) {
-      const key = `${teamId}\u0000${id}`;
       let hit: { fp: bigint | null } | undefined;
       // Newest first: a key claimed again after its day left the window is found at its latest claim.
       for (let g = gens.length - 1; g >= 0 && !hit; g--) {
-        const fp = gens[g]!.keys.get(key);
+        const fp = gens[g]!.keys.get(teamId, id);
         if (fp !== undefined) hit = { fp: fp === null ? null : BigInt(fp) };
       }
-      if (!hit && runs.length > 0) {
-        const hash: KeyHash = keyHash(teamId, id);
+      if (!hit && team) {
+        const hash: KeyHash = keyHash(team, id);
         for (let r = runs.length - 1; r >= 0 && !hit; r--) {
           const run = runs[r]!;
           if (!run.reader.filter.mayHave(hash)) continue;
@@ -250,9 +274,7 @@ export class ClaimIndex {
     const inserted: string[] = [];
     const members: string[] = [];
     ids.forEach((id, i) => {
-      const key = `${teamId}\u0000${id}`;
-      if (gen.keys.has(key)) return;
-      gen.keys.set(key, fps[i] ?? null);
+      if (!gen.keys.add(teamId, id, fps[i] ?? null)) return;
       inserted.push(id);
       members.push(`${JSON.stringify(id)}:${fps[i] ?? 'null'}`);
     });
