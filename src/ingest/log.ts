@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { Registry } from '../stores/sqlite.js';
 import type { Steps } from '../stores/sql.js';
+import { fmix32 } from './dedup/filter.js';
 import { ClaimIndex, type ClaimIndexOptions } from './dedup/index.js';
 import type { EventRow } from './records.js';
 
@@ -69,16 +70,6 @@ function canonicalDecimal(value: string): string {
 /** Hex strings (addresses, transaction hashes) in one case: 0xAB.. and 0xab.. are one value. */
 function canonicalHex(value: string): string {
   return /^0x[0-9a-fA-F]+$/.test(value) ? value.toLowerCase() : value;
-}
-
-/** murmur3's final avalanche: every output bit depends on every input bit. */
-function fmix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
 }
 
 /** FNV-1a over the UTF-16 code units, then fmix32. */

@@ -97,7 +97,7 @@ interface LegacyDay {
   table: string;
   day: string;
   probe: Database.Statement;
-  converting: boolean;
+  building: boolean;
 }
 
 /** What one worker is doing, and its callbacks. */
@@ -198,7 +198,7 @@ export class ClaimIndex {
     const columns = new Set((this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name));
     // Day tables created before prints were kept: NULL, unknown (never a conflict).
     if (!columns.has('record_fp')) this.db.exec(`ALTER TABLE ${table} ADD COLUMN record_fp INTEGER`);
-    return { table, day, probe: this.db.prepare(`SELECT record_fp FROM ${table} WHERE team_id = ? AND id = ?`).safeIntegers(true), converting: false };
+    return { table, day, probe: this.db.prepare(`SELECT record_fp FROM ${table} WHERE team_id = ? AND id = ?`).safeIntegers(true), building: false };
   }
 
   /**
@@ -331,7 +331,7 @@ export class ClaimIndex {
     this.expire();
     if (!this.flusher.job) {
       const gen = this.gens.find((g) => g.frozen && !g.building);
-      const legacy = this.legacy.find((l) => !l.converting && l.day >= this.oldest);
+      const legacy = this.legacy.find((l) => !l.building && l.day >= this.oldest);
       if (gen && gen.keys.size === 0) {
         this.db.exec(`DROP TABLE IF EXISTS ${gen.table}`);
         this.gens = this.gens.filter((g) => g !== gen);
@@ -350,7 +350,7 @@ export class ClaimIndex {
   private expire(): void {
     if (!this.oldest) return;
     const gens = this.gens.filter((g) => g.day < this.oldest && g !== this.current && !g.building);
-    const legacy = this.legacy.filter((l) => l.day < this.oldest && !l.converting);
+    const legacy = this.legacy.filter((l) => l.day < this.oldest && !l.building);
     const runs = this.runs.filter((r) => r.day < this.oldest && !r.merging);
     if (gens.length + legacy.length + runs.length === 0) return;
     this.db.transaction(() => {
@@ -388,27 +388,28 @@ export class ClaimIndex {
   }
 
   private flush(gen: Generation): void {
-    gen.building = true;
-    const file = this.newRunFile();
-    this.start(this.flusher, { kind: 'table', registry: this.db.name, table: gen.table, rowid: true, file }, (rows, filter) => {
-      gen.building = false;
-      if (!this.gens.includes(gen)) return false;
-      this.register({ file, day: gen.day, level: 0, rows }, filter, () => this.db.exec(`DROP TABLE ${gen.table}`));
-      this.gens = this.gens.filter((g) => g !== gen);
-      return true;
-    }, () => (gen.building = false));
+    this.writeTable(gen, true, 0, () => this.gens.includes(gen), () => (this.gens = this.gens.filter((g) => g !== gen)));
   }
 
   private convert(legacy: LegacyDay): void {
-    legacy.converting = true;
+    this.writeTable(legacy, false, undefined, () => this.legacy.includes(legacy), () => (this.legacy = this.legacy.filter((l) => l !== legacy)));
+  }
+
+  /**
+   * A registry table written as one run by the flush worker, then listed with its table dropped.
+   * `held`: it is still wanted (not expired meanwhile); `level` undefined: by its size.
+   */
+  private writeTable(source: { table: string; day: string; building: boolean }, rowid: boolean, level: number | undefined, held: () => boolean, forget: () => void): void {
+    source.building = true;
     const file = this.newRunFile();
-    this.start(this.flusher, { kind: 'table', registry: this.db.name, table: legacy.table, rowid: false, file }, (rows, filter) => {
-      legacy.converting = false;
-      if (!this.legacy.includes(legacy)) return false;
-      this.register({ file, day: legacy.day, level: levelOf(rows, this.level0Keys), rows }, filter, () => this.db.exec(`DROP TABLE ${legacy.table}`));
-      this.legacy = this.legacy.filter((l) => l !== legacy);
+    const job = { kind: 'table', registry: this.db.name, table: source.table, rowid, file } as const;
+    this.start(this.flusher, job, (rows, filter) => {
+      source.building = false;
+      if (!held()) return false;
+      this.register({ file, day: source.day, level: level ?? levelOf(rows, this.level0Keys), rows }, filter, () => this.db.exec(`DROP TABLE ${source.table}`));
+      forget();
       return true;
-    }, () => (legacy.converting = false));
+    }, () => (source.building = false));
   }
 
   private merge(sources: Run[]): void {
