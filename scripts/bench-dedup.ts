@@ -58,7 +58,6 @@ async function main(): Promise<void> {
     /** Claims the batches at `day`, then waits for the runs: µs per id of the main thread and of the process's CPU. */
     const claimAll = async (day: number): Promise<{ main: number; cpu: number }> => {
       const cpu = process.cpuUsage();
-      const started = performance.now();
       let busy = 0;
       for (const [b, { ids, prints }] of batches.entries()) {
         const t0 = performance.now();
@@ -68,7 +67,6 @@ async function main(): Promise<void> {
         if (b % 10 === 9) await new Promise((resolve) => setImmediate(resolve));
       }
       await log.settled();
-      void started;
       const used = process.cpuUsage(cpu);
       return { main: (busy * 1000) / PER_DAY, cpu: (used.user + used.system) / PER_DAY };
     };
