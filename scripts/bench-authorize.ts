@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { callService, startChildService, startNullServer } from './service.js';
-import { median, percentile as pct } from './stats.js';
+import { cpuSeconds, median, percentile as pct } from './stats.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -43,8 +43,14 @@ async function call(port: number, method: string, route: string, body?: unknown)
   return callService(agent, port, method, route, { Authorization: `Bearer ${KEY}` }, body === undefined ? undefined : JSON.stringify(body));
 }
 
-/** Clients sending back to back for `seconds`: latencies (ms, sorted) and answers. */
-async function drive(concurrency: number, seconds: number, request: () => Promise<string | undefined>): Promise<{ latencies: number[]; count: number; approved: number }> {
+/** Clients sending back to back for `seconds`: latencies (ms, sorted), answers, and the CPU seconds the server (`pid`) spent meanwhile. */
+async function drive(
+  concurrency: number,
+  seconds: number,
+  request: () => Promise<string | undefined>,
+  pid?: number,
+): Promise<{ latencies: number[]; count: number; approved: number; serverCpu: number }> {
+  const cpu0 = pid === undefined ? 0 : cpuSeconds(pid);
   const latencies: number[] = [];
   let approved = 0;
   const end = performance.now() + seconds * 1000;
@@ -58,7 +64,7 @@ async function drive(concurrency: number, seconds: number, request: () => Promis
       }
     }),
   );
-  return { latencies: latencies.sort((a, b) => a - b), count: latencies.length, approved };
+  return { latencies: latencies.sort((a, b) => a - b), count: latencies.length, approved, serverCpu: pid === undefined ? 0 : cpuSeconds(pid) - cpu0 };
 }
 
 async function main(): Promise<void> {
@@ -113,20 +119,24 @@ async function main(): Promise<void> {
     await drive(4, 3, authorize); // warm-up, not counted
     console.log(`\nspendscope authorization benchmark, ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} cores, embedded ClickHouse, ` +
       `${args.policies} active policies over 200 agents, holds of 30 s; load generator on the same machine; ${SECONDS} s per row\n`);
-    console.log('authorize                     concurrency   decisions   decisions/s   approved   p50 ms   p99 ms');
+    // Server CPU: the whole process (event loop, WAL flushes, the engine's threads) per decision.
+    console.log('authorize                     concurrency   decisions   decisions/s   approved   p50 ms   p99 ms   server CPU µs/decision');
     const row = (name: string, concurrency: number, r: Awaited<ReturnType<typeof drive>>) =>
       console.log(
         `${name.padEnd(30)} ${String(concurrency).padStart(5)} ${r.count.toLocaleString('en-US').padStart(11)} ${Math.round(r.count / SECONDS).toLocaleString('en-US').padStart(13)}` +
-          ` ${((100 * r.approved) / r.count).toFixed(1).padStart(9)}% ${pct(r.latencies, 50).toFixed(2).padStart(8)} ${pct(r.latencies, 99).toFixed(2).padStart(8)}`,
+          ` ${((100 * r.approved) / r.count).toFixed(1).padStart(9)}% ${pct(r.latencies, 50).toFixed(2).padStart(8)} ${pct(r.latencies, 99).toFixed(2).padStart(8)}` +
+          ` ${Math.round((r.serverCpu * 1e6) / r.count).toLocaleString('en-US').padStart(24)}`,
       );
-    for (const concurrency of [1, 16]) row('spendscope', concurrency, await drive(concurrency, SECONDS, authorize));
+    for (const concurrency of [1, 16]) row('spendscope', concurrency, await drive(concurrency, SECONDS, authorize, service.pid));
     // The same requests answered with a fixed authorization by servers that do nothing else: the
     // machine's ceiling for this load, with the load generator on the same cores.
     for (const kind of ['express', 'node'] as const) {
       const yardstick = await startNullServer(kind);
       try {
         await drive(4, 2, authorizeOn(yardstick.port));
-        for (const concurrency of [1, 16]) row(kind === 'node' ? 'null Node JSON server' : 'bare express + express.json', concurrency, await drive(concurrency, SECONDS, authorizeOn(yardstick.port)));
+        for (const concurrency of [1, 16]) {
+          row(kind === 'node' ? 'null Node JSON server' : 'bare express + express.json', concurrency, await drive(concurrency, SECONDS, authorizeOn(yardstick.port), yardstick.pid));
+        }
       } finally {
         yardstick.stop();
       }

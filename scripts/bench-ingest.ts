@@ -44,6 +44,7 @@ import { SCHEMA_DIR } from '../src/paths.js';
 import { migrateRegistry } from '../src/stores/migrations.js';
 import { openRegistry } from '../src/stores/sqlite.js';
 import { callService, startChildService, startNullServer } from './service.js';
+import { cpuSeconds } from './stats.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -149,16 +150,6 @@ function rssMiB(pid: number): number {
     const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
     return kb / 1024;
-  } catch {
-    return 0;
-  }
-}
-
-/** user+system CPU seconds of a process so far, from /proc (Linux). */
-function cpuSeconds(pid: number): number {
-  try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
     return 0;
   }

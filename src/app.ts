@@ -1,8 +1,10 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Express } from 'express';
 import { dashboardPage } from './dashboard/page.js';
 import { docsPage } from './docs/page.js';
 import { cors } from './http/cors.js';
 import { errorHandler, notFound } from './http/errors.js';
+import { FastLane } from './http/fast-lane.js';
 import { requestLogger } from './http/logging.js';
 import { mountRoutes, type AppDeps, type MountOptions, type RouteSpec } from './http/routes.js';
 import { mountMcp } from './mcp/server.js';
@@ -12,6 +14,8 @@ import { ROUTES } from './routes.js';
 /**
  * The express application. Order matters: the request log wraps everything (so even a 404 has a
  * request id), routes come next, and the error handler is last so every failure has one shape.
+ * Routes with a fixed path are served first by the fast lane (src/http/fast-lane.ts), with the
+ * same request log, metrics, CORS, middleware and error handler, and without express's own cost.
  */
 export function createApp(deps: AppDeps, options: MountOptions = {}, routes: readonly RouteSpec[] = ROUTES): Express {
   const app = express();
@@ -20,17 +24,29 @@ export function createApp(deps: AppDeps, options: MountOptions = {}, routes: rea
   // No hash of every JSON answer: API answers are not cached by validators, and the dashboard's
   // assets carry their own ETag.
   app.set('etag', false);
-  app.use(requestLogger(deps.logger));
-  app.use(countRequests(deps.metrics));
+  const log = requestLogger(deps.logger);
+  const count = countRequests(deps.metrics);
+  const allowOrigins = cors(deps.config.corsOrigins);
+  const onError = errorHandler(deps.config.maxBodyBytes);
+  app.use(log);
+  app.use(count);
   // ClickHouse's protocol, not the API's: its own credentials, answers and errors (src/clickhouse-http).
   if (deps.clickhouseHttp) app.use('/clickhouse', deps.clickhouseHttp);
-  app.use(cors(deps.config.corsOrigins));
+  app.use(allowOrigins);
   app.use(docsPage());
   app.use(dashboardPage());
-  mountRoutes(app, routes, deps, options);
+  const lane = new FastLane([log, count, allowOrigins], onError);
+  mountRoutes(app, routes, deps, options, lane);
   // The Model Context Protocol: the same routes as tools, behind the same keys and limits.
   mountMcp(app, deps, options);
   app.use(notFound);
-  app.use(errorHandler(deps.config.maxBodyBytes));
+  app.use(onError);
+  // Every request reaches the app through handle(): the lane looks first (an express app is a
+  // function calling app.handle, for a server of its own and for supertest alike).
+  const core = app as unknown as { handle(req: IncomingMessage, res: ServerResponse, next?: unknown): void };
+  const handle = core.handle.bind(app);
+  core.handle = (req, res, next) => {
+    if (!lane.serve(req, res)) handle(req, res, next);
+  };
   return app;
 }

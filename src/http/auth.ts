@@ -12,7 +12,7 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 export function authenticate(db: Database): RequestHandler {
   const touched = new Map<string, number>();
   return async (req, res, next) => {
-    const header = req.get('authorization');
+    const header = req.headers.authorization;
     if (!header) {
       throw new ApiError('unauthorized', 'Missing API key: send "Authorization: Bearer <key>"', undefined, CHALLENGE);
     }

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 
 /**
@@ -6,6 +7,14 @@ import type { RequestHandler } from 'express';
  */
 const ALLOWED_HEADERS = 'Authorization, Content-Type, X-Request-Id, Mcp-Protocol-Version';
 const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, Location, Allow';
+
+/** Adds Origin to Vary (the answer differs by origin), keeping what is there. */
+function varyOnOrigin(res: ServerResponse): void {
+  const vary = res.getHeader('Vary');
+  const names = vary === undefined ? [] : String(vary).split(',').map((n) => n.trim());
+  if (names.includes('*') || names.some((n) => n.toLowerCase() === 'origin')) return;
+  res.setHeader('Vary', [...names.filter((n) => n !== ''), 'Origin'].join(', '));
+}
 
 /**
  * CORS for the origins of CORS_ORIGINS (none by default, `*` for any). Keys travel in the
@@ -19,7 +28,7 @@ export function cors(origins: readonly string[]): RequestHandler {
   return (req, res, next) => {
     const origin = req.headers.origin;
     if (origins.length === 0 || origin === undefined) return next();
-    if (!any) res.vary('Origin');
+    if (!any) varyOnOrigin(res);
     if (!any && !allowed.has(origin)) return next();
     res.setHeader('Access-Control-Allow-Origin', any ? '*' : origin);
     res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);

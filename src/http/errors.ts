@@ -1,6 +1,7 @@
 import { sharedStoreUnavailable } from '../stores/postgres.js';
 import { eventStoreUnavailable } from '../stores/clickhouse.js';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { sendJson, setHeaders } from './respond.js';
 
 /** Every machine code an error response can carry, and its HTTP status: the one place they map. */
 export const ERROR_STATUS = {
@@ -134,13 +135,13 @@ export function errorHandler(maxBodyBytes: number): ErrorRequestHandler {
     if (apiError) {
       // What the store said goes to the log, not to the client.
       if (apiError !== err && apiError.status >= 500) res.err = err as Error;
-      res.set(apiError.headers);
-      res.status(apiError.status).json(errorBody(apiError.code, apiError.message, req.id, apiError.details));
+      setHeaders(res, apiError.headers);
+      sendJson(res, apiError.status, errorBody(apiError.code, apiError.message, req.id, apiError.details));
       return;
     }
     // pino-http logs the request line at error level with this error and its stack.
     res.err = err as Error;
-    res.status(500).json(errorBody('internal_error', 'Internal error; quote the request id when reporting it', req.id));
+    sendJson(res, 500, errorBody('internal_error', 'Internal error; quote the request id when reporting it', req.id));
   };
 }
 

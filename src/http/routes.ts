@@ -1,4 +1,5 @@
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
+import typeis from 'type-is';
 import type { Logger } from 'pino';
 import type { ClickHouseHttpHandler } from '../clickhouse-http/interface.js';
 import type { Config } from '../config.js';
@@ -14,6 +15,8 @@ import type { RateLimiter } from '../limits/rate-limiter.js';
 import { authenticate, requireScope } from './auth.js';
 import { checkBodyShape, hasNul, NUL_REFUSED, scanBodyShape } from './body-shape.js';
 import { ApiError, allowedMethods, methodNotAllowed } from './errors.js';
+import { sendJson, sendText, setHeaders } from './respond.js';
+import type { FastLane } from './fast-lane.js';
 import type { SchemaRegistry } from './validation.js';
 
 /** What handlers need: the stores main.ts opened, the config, the compiled schemas. */
@@ -155,9 +158,10 @@ export interface MountOptions {
 
 /**
  * Mounts every route under each of its prefixes. Routes sharing a path share one express route,
- * whose fallback answers 405 with the methods it has.
+ * whose fallback answers 405 with the methods it has. A route with a fixed path is also given to
+ * `lane`, which serves exact matches of it without express (fast-lane.ts).
  */
-export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: AppDeps, options: MountOptions = {}): void {
+export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: AppDeps, options: MountOptions = {}, lane?: FastLane): void {
   const byPath = new Map<string, RouteSpec[]>();
   for (const spec of routes) {
     const key = `${(spec.prefixes ?? API_PREFIXES).join(',')} ${spec.path}`;
@@ -184,6 +188,7 @@ export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: Ap
         if (!spec.public && spec.batchField) chain.push(limitRecords(limiter, deps.metrics, spec.batchField));
         chain.push(runHandler(spec, deps, options));
         route[spec.method](...chain);
+        if (!/[:*]/.test(first.path)) lane?.add(spec.method, prefix + first.path, chain);
       }
       // OPTIONS (a browser's CORS preflight among them) needs no key and is never a 405.
       route.options(allowedMethods(specs.map((s) => s.method)));
@@ -206,8 +211,9 @@ const JSON_TYPES = ['application/json', 'application/*+json'];
  */
 function requireJson(spec: RouteSpec): RequestHandler {
   return (req, _res, next) => {
-    const empty = req.get('content-length') === '0' || req.is(JSON_TYPES) === null;
-    if (empty && !req.get('content-type')) {
+    const type = typeis(req, JSON_TYPES);
+    const empty = req.headers['content-length'] === '0' || type === null;
+    if (empty && !req.headers['content-type']) {
       if (spec.bodyWhenEmpty === undefined) {
         throw new ApiError('validation_failed', 'Request body is required', [{ field: 'body', message: 'is required' }]);
       }
@@ -215,10 +221,10 @@ function requireJson(spec: RouteSpec): RequestHandler {
       next();
       return;
     }
-    if (req.is(JSON_TYPES) === false) {
+    if (type === false) {
       throw new ApiError(
         'unsupported_media_type',
-        `Content-Type must be application/json, got ${req.get('content-type') ?? 'none'}`,
+        `Content-Type must be application/json, got ${req.headers['content-type'] ?? 'none'}`,
       );
     }
     next();
@@ -251,9 +257,9 @@ function runHandler(spec: RouteSpec, deps: AppDeps, options: MountOptions): Requ
     const result = await (spec.handler as (c: typeof ctx) => Promise<RouteResult> | RouteResult)(ctx);
     const status = result.status ?? 200;
     if (options.validateResponses) assertDeclaredResponse(spec, status, result.body, deps.schemas);
-    if (result.headers) res.set(result.headers);
-    if (result.text) res.status(status).type(result.text.contentType).send(result.text.content);
-    else res.status(status).json(result.body);
+    if (result.headers) setHeaders(res, result.headers);
+    if (result.text) sendText(res, status, result.text.contentType, result.text.content);
+    else sendJson(res, status, result.body);
   };
 }
 

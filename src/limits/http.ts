@@ -1,5 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ApiError } from '../http/errors.js';
+import { setHeaders } from '../http/respond.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { KeyOwner } from '../teams/repository.js';
 import type { KeyRates, LimitKind, LimitOutcome, RateLimiter } from './rate-limiter.js';
@@ -30,7 +31,7 @@ export function rateLimited(outcome: LimitOutcome, metrics: Metrics): ApiError {
 
 function answer(res: Response, outcome: LimitOutcome | undefined, metrics: Metrics): void {
   if (!outcome) return;
-  res.set(rateLimitHeaders(outcome));
+  setHeaders(res, rateLimitHeaders(outcome));
   if (outcome.allowed) return;
   throw rateLimited(outcome, metrics);
 }
@@ -55,7 +56,7 @@ function refundOn503(res: Response, limiter: RateLimiter, holderId: string, kind
       const status = typeof args[0] === 'number' ? args[0] : this.statusCode;
       if (status === 503 && !this.headersSent) {
         const after = limiter.refund(holderId, kind, rates, cost);
-        if (after) this.set(rateLimitHeaders(after));
+        if (after) setHeaders(this, rateLimitHeaders(after));
       }
     }
     return (writeHead as (...a: unknown[]) => Response).apply(this, args);

@@ -22,6 +22,11 @@ export function openRegistry(dataDir: string): Registry {
   // syscall path (measured with npm run bench:dedup).
   db.pragma('mmap_size = 4294967296');
   db.pragma('cache_size = -262144');
+  // A savepoint (the group commit opens one per decision, per evaluation, per operation) keeps a
+  // statement journal of each page it changes. On disk, SQLite's default for a large one, that is
+  // a temporary file opened, written, closed and unlinked on the event loop in every group: 15% of
+  // the event loop under authorizations (perf, docs/performance.md). In memory it is a page copy.
+  db.pragma('temp_store = MEMORY');
   return db;
 }
 
