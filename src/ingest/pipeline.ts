@@ -16,6 +16,7 @@ import { Loader } from './loader.js';
 import { IngestLog } from './log.js';
 import { SharedFreshness, SharedLoader } from './shared-loader.js';
 import { SharedIngestLog } from './shared-log.js';
+import { Checkpointer } from '../stores/checkpointer.js';
 
 /**
  * The write path as the routes see it, whichever store holds the log: routes -> ingestor -> group
@@ -61,6 +62,8 @@ export interface IngestPipelineDeps {
 export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluate?: boolean } = {}): IngestPipeline {
   const { config, registry, logger } = deps;
   const log = new IngestLog(registry, config.ingest.dedupWindowDays, { level0Keys: config.ingest.dedupLevel0Keys });
+  // The registry's WAL is copied back off the event loop: the writer of the log commits, this thread checkpoints.
+  const checkpointer = new Checkpointer(registry, logger);
   const { loadedPos, unloaded } = Loader.state(registry);
   const freshness = new Freshness(loadedPos, unloaded);
   const loader = new Loader(
@@ -94,6 +97,7 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
       await commit.close();
       await loader.stop();
       log.stop();
+      await checkpointer.stop();
     },
   };
 }
