@@ -1,5 +1,7 @@
 import type { KeyRates } from '../limits/rate-limiter.js';
 import type { Database, Sql } from '../stores/sql.js';
+import type { Statement } from 'better-sqlite3';
+import type { Registry } from '../stores/sqlite.js';
 import { generateApiKey, hashApiKey, newId, visiblePrefix } from './keys.js';
 
 export interface Team {
@@ -230,12 +232,24 @@ type OwnerRow = { keyId: string; keyName: string; holderId: string; scopes: stri
  * registry). On PostgreSQL, shared by several instances, every lookup asks the database until
  * changes are announced to every instance (issue 30).
  */
+/**
+ * The registry's data_version, read on its connection at once: reading it changes nothing, so it
+ * need not wait its turn behind a transaction in progress (a promise and a turn of the queue on
+ * every request, the decision path's hottest statement).
+ */
+function dataVersionOf(db: Registry): number {
+  let statement = dataVersions.get(db);
+  if (!statement) dataVersions.set(db, (statement = db.prepare<[], number>('PRAGMA data_version').pluck()));
+  return statement.get()!;
+}
+const dataVersions = new WeakMap<Registry, Statement<[], number>>();
+
 export async function findKeyOwner(sql: Sql, apiKey: string, now = Date.now()): Promise<KeyOwner | undefined> {
   let cache: KeyOwnerCache | undefined;
   if (sql.dialect === 'sqlite') {
     cache = keyOwnerCaches.get(sql.origin);
     if (!cache) keyOwnerCaches.set(sql.origin, (cache = { entries: new Map(), version: undefined }));
-    const version = (await sql.get<{ data_version: number }>('PRAGMA data_version'))!.data_version;
+    const version = dataVersionOf(sql.origin as Registry);
     if (version !== cache.version) {
       cache.entries.clear();
       cache.version = version;
