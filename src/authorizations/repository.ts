@@ -4,6 +4,7 @@
  * expires_at has passed reads as expired.
  */
 import { formatUnits, toUnits } from '../evaluation/money.js';
+import { isoTime } from '../evaluation/policies.js';
 import { all, forUpdate, get, perform, run, type Sql, type Steps } from '../stores/sql.js';
 import { isCallKind, type LimitKind } from '../policies/limits.js';
 import type { PolicyAction } from '../policies/repository.js';
@@ -64,19 +65,6 @@ export interface AuthorizationRow {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-/**
- * A window's bounds as ISO text, kept: every answer shows a few checks whose windows (this hour,
- * this day) are the same for every decision, and formatting a date is most of decoding a check.
- */
-function windowIso(ms: number): string {
-  let text = windowTexts.get(ms);
-  if (text === undefined) {
-    if (windowTexts.size >= 4_096) windowTexts.clear();
-    windowTexts.set(ms, (text = new Date(ms).toISOString()));
-  }
-  return text;
-}
-const windowTexts = new Map<number, string>();
 
 /**
  * A check as stored: [policy_id, policy_name, action, kind, window start ms, window end ms, limit,
@@ -101,7 +89,8 @@ function decodeChecks(text: string, amount: string): Check[] {
       policy_name,
       action,
       kind,
-      window: start === null ? null : { start: windowIso(start), end: end === null ? null : windowIso(end) },
+      // Kept texts: the windows (this hour, this day) are the same for every decision.
+      window: start === null ? null : { start: isoTime(start), end: end === null ? null : isoTime(end) },
       limit,
       spent,
       held,

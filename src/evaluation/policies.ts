@@ -340,11 +340,12 @@ export const formatObserved = (limit: Pick<CompiledLimit, 'measure'>, value: big
 export const shownEnd = (window: Window): number | null => (window.end >= TOTAL_END ? null : window.end);
 
 /**
- * Instants as alerts write them, remembered: a breach met by every group of a busy window writes
- * its window's bounds into each update's message, and formatting a date costs more than a look-up.
+ * Instants as alerts and authorizations write them, remembered: a breach met by every group of a
+ * busy window writes its window's bounds into each update's message, every decision's answer shows
+ * the bounds of the same windows, and formatting a date costs more than a look-up.
  */
 const isoTimes = new Map<number, string>();
-function isoTime(ms: number): string {
+export function isoTime(ms: number): string {
   let text = isoTimes.get(ms);
   if (text === undefined) {
     if (isoTimes.size >= 4096) isoTimes.clear();
