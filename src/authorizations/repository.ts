@@ -65,7 +65,6 @@ export interface AuthorizationRow {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-
 /**
  * A check as stored: [policy_id, policy_name, action, kind, window start ms, window end ms, limit,
  * spent, held]. A third the size of the API's object (every decision writes one per limit, so the

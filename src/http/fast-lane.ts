@@ -13,6 +13,9 @@ import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'exp
  * Anything not matched exactly (another case, a trailing slash, a path with parameters, HEAD,
  * OPTIONS, a 405) goes to express as before, which answers it as it always did.
  */
+/** Whether a route path has no parameter or pattern: the only paths the lane serves. */
+export const isFixedPath = (path: string) => !/[:*(]/.test(path);
+
 export class FastLane {
   private readonly routes = new Map<string, { route: string; chain: RequestHandler[] }>();
 
@@ -25,7 +28,7 @@ export class FastLane {
 
   /** A route served by `chain` at exactly `path` (no parameters) for `method`. */
   add(method: string, path: string, chain: RequestHandler[]): void {
-    if (/[:*(]/.test(path)) throw new Error(`the fast lane serves fixed paths only, not ${path}`);
+    if (!isFixedPath(path)) throw new Error(`the fast lane serves fixed paths only, not ${path}`);
     this.routes.set(`${method.toUpperCase()} ${path}`, { route: path, chain: [...this.prelude, ...chain] });
   }
 

@@ -16,7 +16,7 @@ import { authenticate, requireScope } from './auth.js';
 import { checkBodyShape, hasNul, NUL_REFUSED, scanBodyShape } from './body-shape.js';
 import { ApiError, allowedMethods, methodNotAllowed } from './errors.js';
 import { sendJson, sendText, setHeaders } from './respond.js';
-import type { FastLane } from './fast-lane.js';
+import { isFixedPath, type FastLane } from './fast-lane.js';
 import type { SchemaRegistry } from './validation.js';
 
 /** What handlers need: the stores main.ts opened, the config, the compiled schemas. */
@@ -188,7 +188,7 @@ export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: Ap
         if (!spec.public && spec.batchField) chain.push(limitRecords(limiter, deps.metrics, spec.batchField));
         chain.push(runHandler(spec, deps, options));
         route[spec.method](...chain);
-        if (!/[:*]/.test(first.path)) lane?.add(spec.method, prefix + first.path, chain);
+        if (isFixedPath(first.path)) lane?.add(spec.method, prefix + first.path, chain);
       }
       // OPTIONS (a browser's CORS preflight among them) needs no key and is never a 405.
       route.options(allowedMethods(specs.map((s) => s.method)));

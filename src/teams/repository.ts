@@ -222,16 +222,6 @@ function keysChanged(sql: Sql): void {
   sql.afterCommit(() => keyOwnerCaches.get(sql.origin)?.entries.clear());
 }
 
-type OwnerRow = { keyId: string; keyName: string; holderId: string; scopes: string; requests_per_second: number | null; records_per_second: number | null; expires_at: number | null; teamId: string; teamName: string };
-
-/**
- * Finds the team of a presented key. On SQLite, found keys are kept in memory, and a revoked or
- * rotated key still fails from the very next request: a revocation through this connection clears
- * them, and one by another process (the team CLI) changes the registry's data_version, which is
- * compared on every lookup (a cheap pragma, where the join costs several times more on a busy
- * registry). On PostgreSQL, shared by several instances, every lookup asks the database until
- * changes are announced to every instance (issue 30).
- */
 /**
  * The registry's data_version, read on its connection at once: reading it changes nothing, so it
  * need not wait its turn behind a transaction in progress (a promise and a turn of the queue on
@@ -244,6 +234,16 @@ function dataVersionOf(db: Registry): number {
 }
 const dataVersions = new WeakMap<Registry, Statement<[], number>>();
 
+type OwnerRow = { keyId: string; keyName: string; holderId: string; scopes: string; requests_per_second: number | null; records_per_second: number | null; expires_at: number | null; teamId: string; teamName: string };
+
+/**
+ * Finds the team of a presented key. On SQLite, found keys are kept in memory, and a revoked or
+ * rotated key still fails from the very next request: a revocation through this connection clears
+ * them, and one by another process (the team CLI) changes the registry's data_version, which is
+ * compared on every lookup (a cheap pragma, where the join costs several times more on a busy
+ * registry). On PostgreSQL, shared by several instances, every lookup asks the database until
+ * changes are announced to every instance (issue 30).
+ */
 export async function findKeyOwner(sql: Sql, apiKey: string, now = Date.now()): Promise<KeyOwner | undefined> {
   let cache: KeyOwnerCache | undefined;
   if (sql.dialect === 'sqlite') {
