@@ -126,8 +126,8 @@ describe('config', () => {
     expect(loadConfig({}).ingest).to.deep.equal({
       dedupWindowDays: 7,
       dedupLevel0Keys: 250_000,
-      loadBlockRows: 10_000,
-      loadIntervalMs: 200,
+      loadBlockRows: 25_000,
+      loadIntervalMs: 500,
       backlogMaxRows: 3_000_000,
       backlogMaxBytes: 2 * 1024 ** 3,
       readWaitMs: 10_000,

@@ -65,7 +65,8 @@ describeOnEachRegistry('budgets: windows, pools, filters, thresholds', () => {
   it('call counts: the call past count breaches; holds count as calls; count and amount are each refused on the other kinds', async () => {
     const team = await newTeam();
     await policy(team, { limits: [{ kind: 'calls_per_hour', count: 3 }] });
-    const now = Date.now() - MINUTE;
+    // Inside this hour (a minute ago, unless the hour began less than a minute ago): the calls count in its window.
+    const now = Math.max(Date.now() - MINUTE, Math.floor(Date.now() / HOUR) * HOUR);
     expect(await ingest(team, [{ amount: '0', created_at: now }, { amount: '5', created_at: now }])).to.equal(0);
     const held = await ask(team, { amount: '1' });
     expect(held.decision).to.equal('approved');
