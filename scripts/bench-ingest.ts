@@ -489,6 +489,16 @@ function limiterShare(results: LevelResult[]): void {
 }
 
 /**
+ * Data folders of finished phases, removed when the run ends: thousands of files deleted just
+ * before a phase slow its engine's file creations on a file system without a journal (ext4 then
+ * steps over recently freed inodes one by one), which would be charged to the next phase.
+ */
+const finishedDirs: string[] = [];
+const removeFinishedDirs = () => {
+  for (const dir of finishedDirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+};
+
+/**
  * Fresh services of two setups, `pairs` times, alternating which goes first (a shared machine drifts
  * within a run): each pair's ratio per level (second setup / first), and their median.
  */
@@ -499,7 +509,7 @@ async function comparePairs(pairs: number, names: [string, string], measure: (se
     const bySetup: LevelResult[][] = [];
     for (const setup of order) {
       const phase = await measure(setup);
-      fs.rmSync(phase.dataDir, { recursive: true, force: true });
+      finishedDirs.push(phase.dataDir);
       bySetup[setup] = phase.results;
     }
     const line = LEVELS.map((level, i) => {
@@ -515,6 +525,7 @@ async function comparePairs(pairs: number, names: [string, string], measure: (se
     const sorted = [...ratios[i]!].sort((a, b) => a - b);
     console.log(`  concurrency ${level}: ${fmt(sorted[Math.floor(sorted.length / 2)]!, 3)} (${sorted.map((r) => fmt(r, 3)).join(', ')})`);
   });
+  removeFinishedDirs();
 }
 
 async function main(): Promise<void> {
@@ -549,9 +560,8 @@ async function main(): Promise<void> {
     phase.results.forEach((r, i) => console.log(`  concurrency ${r.concurrency}: ${fmt(rate(r) / rate(baseline.results[i]!), 2)}`));
   }
   await verifyStore(phase.dataDir, phase.acknowledged);
-  // Removed only now: thousands of files deleted just before a phase slow the file creations of
-  // its engine on a file system without a journal (ext4 skips recently freed inodes one by one).
-  for (const dir of [baseline?.dataDir, phase.dataDir]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  finishedDirs.push(...(baseline ? [baseline.dataDir] : []), phase.dataDir);
+  removeFinishedDirs();
 }
 
 main().catch((err: unknown) => {
