@@ -1,9 +1,10 @@
 /**
- * npm run bench:authorize -- [--seconds 20] [--policies 100] [--rounds 3] [--profile DIR]
+ * npm run bench:authorize -- [--seconds 20] [--policies 100] [--rounds 3] [--concurrency 1,16] [--profile DIR]
  *
  * Authorizations against a service with `policies` active policies (each over two of 200 agents,
  * with a per-call, hourly, daily and per-endpoint limit; half of them block), on a temporary data
- * directory with the embedded engine. Measures POST /authorizations at concurrency 1 and 16: p50,
+ * directory with the embedded engine. Measures POST /authorizations at concurrency 1 and 16 (or the
+ * levels `--concurrency` lists: `--concurrency 16 --rounds 0` for a quick comparison): p50,
  * p99 and decisions a second (each approval holds for 30 s, so about as many holds are open as a
  * busy team would have). Then ordinary ingest (batches of 100 records, 4 clients) alone and with
  * 16 authorizing clients beside it, in alternating rounds, and prints the ingest throughput and
@@ -25,11 +26,13 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '20' },
     policies: { type: 'string', default: '100' },
     rounds: { type: 'string', default: '3' },
+    concurrency: { type: 'string', default: '1,16' },
     // A CPU profile of the service (node --cpu-prof) into this folder, written when it stops.
     profile: { type: 'string' },
   },
 });
 const SECONDS = Number(args.seconds);
+const LEVELS = args.concurrency!.split(',').map(Number);
 const KEY = 'bench-authorize-key-0123456789abcdef';
 const RUN = crypto.randomBytes(4).toString('hex');
 const AGENTS = Array.from({ length: 200 }, (_, i) => `agent-${i}`);
@@ -127,14 +130,14 @@ async function main(): Promise<void> {
           ` ${((100 * r.approved) / r.count).toFixed(1).padStart(9)}% ${pct(r.latencies, 50).toFixed(2).padStart(8)} ${pct(r.latencies, 99).toFixed(2).padStart(8)}` +
           ` ${Math.round((r.serverCpu * 1e6) / r.count).toLocaleString('en-US').padStart(24)}`,
       );
-    for (const concurrency of [1, 16]) row('spendscope', concurrency, await drive(concurrency, SECONDS, authorize, service.pid));
+    for (const concurrency of LEVELS) row('spendscope', concurrency, await drive(concurrency, SECONDS, authorize, service.pid));
     // The same requests answered with a fixed authorization by servers that do nothing else: the
     // machine's ceiling for this load, with the load generator on the same cores.
     for (const kind of ['express', 'node'] as const) {
       const yardstick = await startNullServer(kind);
       try {
         await drive(4, 2, authorizeOn(yardstick.port));
-        for (const concurrency of [1, 16]) {
+        for (const concurrency of LEVELS) {
           row(kind === 'node' ? 'null Node JSON server' : 'bare express + express.json', concurrency, await drive(concurrency, SECONDS, authorizeOn(yardstick.port), yardstick.pid));
         }
       } finally {

@@ -11,20 +11,23 @@ import { MigrationError } from './stores/migrations.js';
 import { bootstrapDefaultTeam } from './teams/bootstrap.js';
 import { startServer } from './server.js';
 import { assembleDeps } from './deps.js';
-import { banner, logDestination } from './http/log-format.js';
+import { banner, jsonLogDestination, logDestination } from './http/log-format.js';
 import { startBiServer } from './clickhouse-http/interface.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const destination = logDestination(config.logFormat);
-  const logger = destination ? pino({ level: config.logLevel }, destination) : pino({ level: config.logLevel });
+  const logger = pino({ level: config.logLevel }, logDestination(config.logFormat) ?? jsonLogDestination());
   // Compile the API schemas before touching any store: a broken schema file must not half-start.
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
   const stores = config.database ? await openSharedStores({ ...config, database: config.database }, logger) : await openStores(config, logger);
   const deps = await assembleDeps(config, stores, schemas, logger);
   const bannerLines: string[] = [];
   await bootstrapDefaultTeam(deps.db, config, (line) => bannerLines.push(line));
-  if (bannerLines.length > 0) process.stdout.write(banner(bannerLines));
+  if (bannerLines.length > 0) {
+    // After the log lines before it (the JSON log is written in chunks).
+    await new Promise<void>((resolve) => logger.flush(() => resolve()));
+    process.stdout.write(banner(bannerLines));
+  }
   const app = createApp(deps);
 
   const running = await startServer(app, deps);
@@ -54,6 +57,8 @@ async function main(): Promise<void> {
     `spendscope listening on http://${config.host}:${running.port}`,
   );
   if (bi) logger.info({ host: config.host, port: bi.port }, `ClickHouse HTTP interface for BI tools on http://${config.host}:${bi.port}`);
+  // At once: whoever started the service waits for that line.
+  logger.flush();
 }
 
 main().catch((err: unknown) => {

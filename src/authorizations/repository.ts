@@ -79,25 +79,37 @@ function decodeChecks(text: string, amount: string): Check[] {
   const asked = toUnits(amount);
   return stored.map((c): Check => {
     if (!Array.isArray(c)) return c;
-    const [policy_id, policy_name, action, kind, start, end, limit, spent, held] = c;
+    const [, , , kind, , , limit, spent, held] = c;
     const left = toUnits(limit) - toUnits(spent) - toUnits(held);
     // A call limit counts this call as one; a money limit, the amount asked.
     const wanted = isCallKind(kind) ? toUnits('1') : asked;
-    return {
-      policy_id,
-      policy_name,
-      action,
-      kind,
-      // Kept texts: the windows (this hour, this day) are the same for every decision.
-      window: start === null ? null : { start: isoTime(start), end: end === null ? null : isoTime(end) },
-      limit,
-      spent,
-      held,
-      remaining: formatUnits(left > 0n ? left : 0n),
-      breaks: wanted > left,
-    };
+    return apiCheck(c, formatUnits(left > 0n ? left : 0n), wanted > left);
   });
 }
+
+/** The API's shape of a stored check, given what is left of its limit (as text) and whether the call breaks it. */
+export function apiCheck([policy_id, policy_name, action, kind, start, end, limit, spent, held]: StoredCheck, remaining: string, breaks: boolean): Check {
+  return {
+    policy_id,
+    policy_name,
+    action,
+    kind,
+    // Kept texts: the windows (this hour, this day) are the same for every decision.
+    window: start === null ? null : { start: isoTime(start), end: end === null ? null : isoTime(end) },
+    limit,
+    spent,
+    held,
+    remaining,
+    breaks,
+  };
+}
+
+/**
+ * The checks of a decision just made, in the API's shape, for its answer: the decision had every
+ * figure at hand, where decoding what it stored parses them all again.
+ */
+const answeredChecks = new WeakMap<AuthorizationRow, Check[]>();
+export const keepAnswerChecks = (row: AuthorizationRow, checks: Check[]) => void answeredChecks.set(row, checks);
 
 /**
  * What became of it at `now`: a held one past its expiry reads as expired, a pending one past the
@@ -130,7 +142,7 @@ export function authorizationBody(row: AuthorizationRow, now = Date.now()) {
     payee_address: row.payee_address,
     expires_at: iso(row.expires_at)!,
     created_at: iso(row.created_at)!,
-    checks: decodeChecks(row.checks, row.amount),
+    checks: answeredChecks.get(row) ?? decodeChecks(row.checks, row.amount),
     reasons: lapsed ? [...(JSON.parse(row.reasons) as string[]), timedOutReason(row)] : (JSON.parse(row.reasons) as string[]),
     pending_until: iso(row.pending_until),
     decided_at: iso(lapsed ? row.pending_until : row.decided_at),

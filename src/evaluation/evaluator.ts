@@ -3,7 +3,7 @@ import { forgetWrittenAlerts, recordOccurrences, type Occurrence } from '../aler
 import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
 import { authorizationFacts, Holds } from '../authorizations/holds.js';
 import { approvalOccurrence, enqueueAuthorizationEvent, type ApprovalAsk } from '../authorizations/approvals.js';
-import { authorizationByKey, encodeChecks, insertAuthorization, liveHolds, type AuthorizationRow, type StoredCheck } from '../authorizations/repository.js';
+import { apiCheck, authorizationByKey, encodeChecks, insertAuthorization, keepAnswerChecks, liveHolds, type AuthorizationRow, type Check, type StoredCheck } from '../authorizations/repository.js';
 import { newId } from '../teams/keys.js';
 import type { AnomalyConfig, EvaluationConfig } from '../config.js';
 import { MAX_FUTURE_SKEW_MS, type EventRow } from '../ingest/records.js';
@@ -11,7 +11,7 @@ import type { Limit } from '../policies/limits.js';
 import { activePolicyRows, policyRevisions } from '../policies/repository.js';
 import { all, awaited, get, performNow, postgresOnly, run, savepoint, sqliteDatabase, type Database, type Steps } from '../stores/sql.js';
 import { ApiError } from '../http/errors.js';
-import type { AckEvaluator } from '../ingest/group-commit.js';
+import { DecisionFailed, type AckEvaluator } from '../ingest/group-commit.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import { OVERLAP_MS } from '../ingest/shared-log.js';
 import { caip2Network } from '../ingest/networks.js';
@@ -199,15 +199,24 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    * totals (this group's records included) plus what open authorizations hold, and writes it. An
    * approval holds its amount; a block policy it would break declines it and raises (or updates)
    * that breach's alert, marked declined. Requests are decided in order, so of many at once for
-   * one agent, exactly as many are approved as the limits allow.
+   * one agent, exactly as many are approved as the limits allow. Not `isolated`, a decision that
+   * fails throws DecisionFailed (the group commit rolls back and decides again, isolated).
    */
-  *decide(plan: EvaluationPlan, now = Date.now()): Steps<AuthorizationOutcome[]> {
+  *decide(plan: EvaluationPlan, now = Date.now(), isolated = true): Steps<AuthorizationOutcome[]> {
     // The alerts of declines are bounded like a group's records' (their own count): past the
     // bound, a team's declined breaches are counted into its storm alert.
     const bound = this.limits.maxAlertsPerCommit;
     const storms = new Storms(bound, bound * GROUP_ALERTS_PER_TEAM_BOUND);
     const outcomes: AuthorizationOutcome[] = [];
     for (const [i, request] of plan.requests.entries()) {
+      if (!isolated) {
+        try {
+          outcomes.push(yield* this.decideOne(plan, i, request, now, storms));
+        } catch (error) {
+          throw new DecisionFailed(error);
+        }
+        continue;
+      }
       try {
         // A savepoint each: one request that fails (a bug) fails alone, never the group's records
         // or another team's decision.
@@ -248,6 +257,8 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const amount = toUnits(request.amount);
     const state = plan.states.get(request.teamId)!;
     const checks: StoredCheck[] = [];
+    // The same, as the answer shows them.
+    const answer: Check[] = [];
     const reasons: string[] = [];
     const declines: Breach[] = [];
     // Allowlists a block policy holds it outside of; approve policies it would break (a person decides).
@@ -298,7 +309,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         const observed = (facts ? facts.spent + facts.held : 0n) + asked;
         const breaks = observed > limit.amount;
         const action = policy.action;
-        checks.push([
+        const check: StoredCheck = [
           policy.id,
           policy.name,
           action,
@@ -308,7 +319,10 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
           limit.amountText,
           facts ? facts.spentText : '0',
           facts ? facts.heldText : '0',
-        ]);
+        ];
+        checks.push(check);
+        const left = limit.amount - observed + asked;
+        answer.push(apiCheck(check, left > 0n ? formatObserved(limit, left) : '0', breaks));
         if (!breaks) continue;
         const what =
           limit.kind === 'per_call'
@@ -407,6 +421,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
         storms.samplePolicies(request.teamId, rest.map((b) => b.policy));
       }
     }
+    keepAnswerChecks(row, answer);
     // Last, once nothing of this decision can fail: memory follows what is written.
     if (!declined) this.holds.add({ id: row.id, teamId: row.team_id, agentId: row.agent_id, ...authorizationFacts(row), amount, at: now, expiresAt: row.expires_at });
     return { row };

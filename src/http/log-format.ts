@@ -7,7 +7,7 @@
  * `12:00:04.123 INFO  message  key=value …` in the process itself: no transport thread, no extra
  * package, and it runs only where a person reads the output.
  */
-import type { DestinationStream } from 'pino';
+import { pino, type DestinationStream } from 'pino';
 
 export type LogFormat = 'json' | 'pretty' | 'auto';
 
@@ -73,7 +73,21 @@ export function prettyLine(json: string, color: boolean): string {
   return color ? `${DIM}${time}${RESET} ${level.color}${level.name}${RESET} ${message}${fields}\n` : `${time} ${level.name} ${message}${fields}\n`;
 }
 
-/** Where pino writes: stdout as JSON, or readable lines (coloured on a terminal). */
+/**
+ * JSON lines are written to stdout in chunks of at least 4 KiB, or every 100 ms, whichever comes
+ * first: the request log is a line per request, and a write of each (a system call handed to a
+ * libuv thread, and a wake-up of the reader) cost the event loop about 3% of an authorization.
+ * Pino writes what is buffered when the process exits; a kill -9 loses at most those 100 ms of
+ * log lines (never data: nothing acknowledged waits on the log).
+ */
+const JSON_LOG = { minLength: 4096, periodicFlush: 100 };
+
+/** JSON lines to a file descriptor (stdout), buffered as above. */
+export function jsonLogDestination(fd = 1): DestinationStream {
+  return pino.destination({ dest: fd, sync: false, ...JSON_LOG });
+}
+
+/** Where pino writes: readable lines (coloured on a terminal), or undefined for JSON (jsonLogDestination). */
 export function logDestination(format: LogFormat, out: NodeJS.WriteStream = process.stdout): DestinationStream | undefined {
   const pretty = format === 'pretty' || (format === 'auto' && out.isTTY === true);
   if (!pretty) return undefined;

@@ -34,11 +34,15 @@ export function requestLogger(logger: Logger): HttpLogger {
     customLogLevel(_req, res, err) {
       return err || res.statusCode >= 500 ? 'error' : 'info';
     },
+    // Ours read the request itself: pino-http's wrapping would first copy it into pino's standard
+    // shape (headers, address and all) on every request, to keep three fields of it.
+    wrapSerializers: false,
     serializers: {
-      req: (req: { id: unknown; method: string; url: string }) => ({
+      req: (req: { id: unknown; method: string; url: string; originalUrl?: string }) => ({
         id: req.id,
         method: req.method,
-        path: req.url.split('?')[0],
+        // Express rewrites req.url under a mounted router; originalUrl is what the client asked.
+        path: (req.originalUrl ?? req.url).split('?')[0],
       }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },

@@ -53,8 +53,13 @@ export interface AckEvaluator<Plan> {
   lockTotals?(plan: Plan, now: number): Steps<void>;
   saveTotals?(plan: Plan): Steps<void>;
   apply(plan: Plan, fresh: readonly boolean[], now: number): Steps<number[]>;
-  /** After apply, in the same transaction: decides the group's authorizations, in order. */
-  decide(plan: Plan, now: number): Steps<AuthorizationOutcome[]>;
+  /**
+   * After apply, in the same transaction: decides the group's authorizations, in order. Not
+   * `isolated`: all in the group's transaction, and one that fails throws DecisionFailed (the group
+   * is then committed again, isolated). `isolated`: each in a savepoint of its own, so one that
+   * fails is answered with its error alone.
+   */
+  decide(plan: Plan, now: number, isolated: boolean): Steps<AuthorizationOutcome[]>;
   /** What deciding a request costs (the checks it lists), for the size of a group; 1 if absent. */
   weigh?(request: AuthorizationRequest): number;
   /** Forgets in-memory state that a rolled-back transaction may have changed. */
@@ -128,6 +133,11 @@ export interface CommitStore {
   transact<T>(steps: () => Steps<T>): Promise<{ result: T; durable: Promise<void> }>;
   /** Errors after which the same group may simply be committed again (deadlocks, changed policies). */
   retryable(err: unknown): boolean;
+  /**
+   * A flush under way that a group committed now could not join (it would wait for the next):
+   * the group commit gathers requests until it ends. Absent: durable at commit (PostgreSQL).
+   */
+  flushing?(): Promise<void> | undefined;
 }
 
 function sqliteCommits(db: Registry): CommitStore {
@@ -138,6 +148,7 @@ function sqliteCommits(db: Registry): CommitStore {
       return { result, durable: syncWal() };
     },
     retryable: () => false,
+    flushing: () => syncWal.flushing(),
   };
 }
 
@@ -151,6 +162,22 @@ export function sharedCommits(db: Database): CommitStore {
     retryable: (err) =>
       (err instanceof Error && err.name === 'StalePolicies') || RETRYABLE_SQLSTATES.has(String((err as { code?: unknown } | undefined)?.code ?? '')),
   };
+}
+
+/** GroupLimits' defaults; and operations (voids: one statement each, so a few hundred cost little) per group. */
+const GROUP_MAX_ROWS = 2_000;
+const GROUP_MAX_DECISIONS = 64;
+const GROUP_MAX_OPERATIONS = 256;
+
+/**
+ * A decision failed in a group whose decisions were not isolated: the group is rolled back and
+ * committed again with each decision in a savepoint, so that this one fails alone.
+ */
+export class DecisionFailed extends Error {
+  constructor(readonly failure: unknown) {
+    super('an authorization of the group failed to be decided');
+    this.name = 'DecisionFailed';
+  }
 }
 
 /** Tries of one group that fail with a retryable error before its requests are answered 503. */
@@ -263,7 +290,7 @@ export class GroupCommit {
    * a burst queued at once is committed in several groups with a turn of the loop between them.
    */
   private takeGroup(): PendingWrite[] {
-    const max = this.groupLimits.groupMaxRows ?? 2_000;
+    const max = this.groupLimits.groupMaxRows ?? GROUP_MAX_ROWS;
     let rows = 0;
     let n = 0;
     while (n < this.queue.length) {
@@ -275,9 +302,18 @@ export class GroupCommit {
     return this.queue.splice(0, n);
   }
 
+  /** Whether the queue holds a whole group's worth of records, decisions or operations. */
+  private fullGroupQueued(): boolean {
+    if (this.decisions.length >= (this.groupLimits.groupMaxDecisions ?? GROUP_MAX_DECISIONS) || this.operations.length >= GROUP_MAX_OPERATIONS) return true;
+    const max = this.groupLimits.groupMaxRows ?? GROUP_MAX_ROWS;
+    let rows = 0;
+    for (const pending of this.queue) if ((rows += pending.rows.length) >= max) return true;
+    return false;
+  }
+
   /** The authorizations of the next group, in arrival order, within both bounds (at least one). */
   private takeDecisions(): PendingDecision[] {
-    const maxCount = this.groupLimits.groupMaxDecisions ?? 64;
+    const maxCount = this.groupLimits.groupMaxDecisions ?? GROUP_MAX_DECISIONS;
     const maxChecks = this.groupLimits.groupMaxChecks ?? 20_000;
     let checks = 0;
     let n = 0;
@@ -300,10 +336,17 @@ export class GroupCommit {
   private async drain(): Promise<void> {
     try {
       while (this.queue.length > 0 || this.decisions.length > 0 || this.operations.length > 0) {
+        // What is committed while the WAL is being flushed waits for the flush after it anyway:
+        // until then, more requests join this group, for one transaction (and its WAL pages) instead
+        // of several. A full group is committed at once: with slow flushes the rate stays unbounded.
+        const flush = this.store.flushing?.();
+        if (flush && !this.fullGroupQueued()) {
+          await flush.catch(() => undefined);
+          continue;
+        }
         const group = this.takeGroup();
         const decisions = this.takeDecisions();
-        // Voids: one statement each, so a few hundred per group cost little.
-        const operations = this.operations.splice(0, 256);
+        const operations = this.operations.splice(0, GROUP_MAX_OPERATIONS);
         try {
           const { acknowledged } = await this.commit(group, decisions, operations);
           const settled = acknowledged.catch((err: unknown) => this.fail(group, err, decisions, operations));
@@ -334,8 +377,13 @@ export class GroupCommit {
     const started = performance.now();
     const now = Date.now();
     const all = group.flatMap((p) => p.rows);
-    // Claiming rewrites some rows (a derived id, a capture's amount): a group tried again starts from these.
-    const originals = this.evaluator?.sharedLedger ? all.map((row) => ({ ...row })) : undefined;
+    // Claiming rewrites some rows (a derived id, a capture's amount): a group tried again starts
+    // from these. On SQLite only a group with decisions is ever tried again (see DecisionFailed).
+    const originals = this.evaluator?.sharedLedger || decisions.length > 0 ? all.map((row) => ({ ...row })) : undefined;
+    // Decisions run without a savepoint each (a savepoint copies every page a decision changes,
+    // for a rollback that a decision almost never needs) until one fails: then the group is tried
+    // again with each isolated.
+    let isolated = false;
     for (let attempt = 1; ; attempt++) {
       let plan: unknown;
       if (this.evaluator) {
@@ -353,20 +401,32 @@ export class GroupCommit {
       const prepared = performance.now();
       const endPos = this.log.endPos;
       try {
-        const { result, durable } = await this.store.transact(() => this.body(group, all, plan, now, decisions, operations));
+        const { result, durable } = await this.store.transact(() => this.body(group, all, plan, now, decisions, operations, isolated));
         return { acknowledged: this.acknowledge(group, result, durable, started, prepared, decisions, operations) };
       } catch (err) {
         this.log.rolledBack(endPos);
         this.evaluator?.reset();
         this.agents?.reset();
-        const retryable = this.store.retryable(err);
-        if (attempt < GROUP_ATTEMPTS && retryable) {
-          this.logger.info({ err, attempt }, 'group commit rolled back; trying it again');
+        const restore = () =>
           originals?.forEach((row, i) => {
             const tried = all[i]! as unknown as Record<string, unknown>;
             for (const key of Object.keys(tried)) if (!(key in row)) delete tried[key];
             Object.assign(tried, row);
           });
+        if (err instanceof DecisionFailed && !isolated) {
+          this.logger.warn(
+            { err: err.failure, teamIds: [...new Set(decisions.map((d) => d.request.teamId))], decisions: decisions.length, records: all.length },
+            'an authorization failed to be decided; committing its group again, each decision in a savepoint',
+          );
+          isolated = true;
+          attempt--;
+          restore();
+          continue;
+        }
+        const retryable = this.store.retryable(err);
+        if (attempt < GROUP_ATTEMPTS && retryable) {
+          this.logger.info({ err, attempt }, 'group commit rolled back; trying it again');
+          restore();
           // A moment apart, at random: two groups that met do not meet again in step.
           await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
           continue;
@@ -379,14 +439,22 @@ export class GroupCommit {
   }
 
   /** The group's transaction: claims and appends the records, evaluates them, decides, runs the operations. */
-  private *body(group: PendingWrite[], all: EventRow[], plan: unknown, now: number, decisions: PendingDecision[], operations: PendingOperation[]): Steps<GroupResult> {
+  private *body(
+    group: PendingWrite[],
+    all: EventRow[],
+    plan: unknown,
+    now: number,
+    decisions: PendingDecision[],
+    operations: PendingOperation[],
+    isolated: boolean,
+  ): Steps<GroupResult> {
     const { chunks, outcomes } = yield* this.claimAndAppend(group, all, plan, now);
     // Decisions see the totals this group's records leave; a failure here fails the whole
     // group (its holds must never be half written).
     let decided: AuthorizationOutcome[] = [];
     if (decisions.length > 0) {
       if (plan === undefined) throw new Error('no evaluation plan for the authorizations of this group');
-      decided = yield* this.evaluator!.decide(plan, now);
+      decided = yield* this.evaluator!.decide(plan, now, isolated);
     }
     if (plan !== undefined && this.evaluator?.saveTotals) yield* this.evaluator.saveTotals(plan);
     const operated: OperationOutcome[] = [];

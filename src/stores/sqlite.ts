@@ -44,14 +44,25 @@ export function pingRegistry(db: Registry): void {
  * during the disk flush, and one flush covers every commit made before it started. Concurrent
  * callers share flushes: a call resolves after a flush that began after the call.
  */
-export function walSyncer(db: Registry): () => Promise<void> {
+export function walSyncer(db: Registry): WalSyncer {
   let syncer = syncers.get(db);
   if (!syncer) syncers.set(db, (syncer = newWalSyncer(db)));
   return syncer;
 }
 
+export interface WalSyncer {
+  /** Resolves once every frame written before the call is on disk. */
+  (): Promise<void>;
+  /**
+   * The flush under way (and the one queued after it), if any; it settles when the disk is idle
+   * again. A commit made meanwhile is durable only after the next flush, so a group commit gathers
+   * requests until then rather than committing (and paying a transaction) for each few.
+   */
+  flushing(): Promise<void> | undefined;
+}
+
 /** One syncer per connection, shared by the group commit and the loader. */
-const syncers = new WeakMap<Registry, () => Promise<void>>();
+const syncers = new WeakMap<Registry, WalSyncer>();
 
 /**
  * Runs `work` as one transaction written without fsync (synchronous=NORMAL); the caller awaits
@@ -75,7 +86,7 @@ export function unsyncedTransaction<T>(db: Registry, work: () => T): T {
 /** Prepared once per connection: unsyncedTransaction runs for every ingest commit. */
 const synchronousPragmas = new WeakMap<Registry, { normal: Database.Statement; full: Database.Statement }>();
 
-function newWalSyncer(db: Registry): () => Promise<void> {
+function newWalSyncer(db: Registry): WalSyncer {
   const walPath = `${db.name}-wal`;
   let fd: number | undefined;
   let running: Promise<void> | undefined;
@@ -85,7 +96,7 @@ function newWalSyncer(db: Registry): () => Promise<void> {
     fd ??= fs.openSync(walPath, 'r');
     await fdatasyncOffPool(fd);
   };
-  return () => {
+  const sync = () => {
     if (!running) {
       running = flush().finally(() => (running = undefined));
       return running;
@@ -101,4 +112,6 @@ function newWalSyncer(db: Registry): () => Promise<void> {
     });
     return next;
   };
+  // With one queued, a commit made now is covered by it: nothing to gather for.
+  return Object.assign(sync, { flushing: () => (next ? undefined : running) });
 }

@@ -225,14 +225,23 @@ function keysChanged(sql: Sql): void {
 /**
  * The registry's data_version, read on its connection at once: reading it changes nothing, so it
  * need not wait its turn behind a transaction in progress (a promise and a turn of the queue on
- * every request, the decision path's hottest statement).
+ * every request, the decision path's hottest statement). Read once per turn of the event loop:
+ * the requests that arrived together share one reading (a read transaction, about 7 µs: a tenth
+ * of an authorization's CPU when each asked it), and another process's change that landed
+ * during that turn is seen from the next request parsed after it, as it would be had those
+ * requests come a moment earlier.
  */
 function dataVersionOf(db: Registry): number {
-  let statement = dataVersions.get(db);
-  if (!statement) dataVersions.set(db, (statement = db.prepare<[], number>('PRAGMA data_version').pluck()));
-  return statement.get()!;
+  let reading = dataVersions.get(db);
+  if (!reading) dataVersions.set(db, (reading = { statement: db.prepare<[], number>('PRAGMA data_version').pluck(), version: undefined }));
+  if (reading.version === undefined) {
+    reading.version = reading.statement.get()!;
+    const forget = reading;
+    setImmediate(() => (forget.version = undefined));
+  }
+  return reading.version;
 }
-const dataVersions = new WeakMap<Registry, Statement<[], number>>();
+const dataVersions = new WeakMap<Registry, { statement: Statement<[], number>; version: number | undefined }>();
 
 type OwnerRow = { keyId: string; keyName: string; holderId: string; scopes: string; requests_per_second: number | null; records_per_second: number | null; expires_at: number | null; teamId: string; teamName: string };
 

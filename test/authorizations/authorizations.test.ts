@@ -18,6 +18,12 @@ async function ingest(team: Team, records: Record<string, unknown>[]): Promise<v
     .expect(200);
 }
 
+/** A batch of `count` records of 0.5 each, answered as it is (status and body). */
+function ingestAnswer(team: Team, count: number) {
+  const events = Array.from({ length: count }, (_, i) => ({ id: `r-${Date.now()}-${i}-${Math.random()}`, agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', method: 'POST', amount: '0.5' }));
+  return api().post('/api/v1/events').set(...team.auth).send({ events });
+}
+
 describeOnEachRegistry('authorizations', function () {
   this.timeout(30_000);
 
@@ -229,10 +235,70 @@ describeOnEachRegistry('authorizations', function () {
     const read = (await api().get(`/api/v1/authorizations/${asked.id}`).set(...team.auth).expect(200)).body;
     expect(read.checks).to.deep.equal(asked.checks);
     expect(read.checks[0]).to.deep.include({ kind: 'daily', limit: '10', spent: '0', held: '0', remaining: '10', breaks: false });
+    // The answer is built from the decision's own figures; reading it back decodes what was stored:
+    // the two agree with holds counted, a call limit, a fraction and a limit broken.
+    await policy(team, { name: 'calls', limits: [{ kind: 'calls_per_hour', count: 2 }] });
+    const second = await authorize(team, { amount: '5.125' });
+    const third = await authorize(team, { amount: '0.875' });
+    expect(second.checks.map((c: { remaining: string }) => c.remaining)).to.deep.equal(['6', '1']);
+    expect(third.checks).to.have.length(2);
+    expect(third.checks[0]).to.deep.include({ kind: 'daily', spent: '0', held: '9.125', remaining: '0.875', breaks: false });
+    expect(third.checks[1]).to.deep.include({ kind: 'calls_per_hour', held: '2', remaining: '0', breaks: true });
+    for (const decided of [second, third]) {
+      expect((await api().get(`/api/v1/authorizations/${decided.id}`).set(...team.auth).expect(200)).body.checks).to.deep.equal(decided.checks);
+    }
     // A row in the earlier format, checks as the API's objects.
     const old = [{ ...asked.checks[0], spent: '1.5', remaining: '8.5' }];
     await testEnv().deps.db.run('UPDATE authorizations SET checks = ? WHERE id = ?', [JSON.stringify(old), asked.id]);
     expect((await api().get(`/api/v1/authorizations/${asked.id}`).set(...team.auth).expect(200)).body.checks).to.deep.equal(old);
+  });
+
+  it('a decision that fails fails alone: the records and decisions of its group stand, counted once', async () => {
+    const team = await newTeam('auth');
+    await policy(team, { name: 'day', limits: [{ kind: 'daily', amount: '1000' }] });
+    const { db } = testEnv().deps;
+    // A real failure of the store for one agent's decisions: a bug's stand-in.
+    const sqlite = testEnv().dialect === 'sqlite';
+    if (sqlite) await db.run(`CREATE TRIGGER fail_boom BEFORE INSERT ON authorizations WHEN NEW.agent_id = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END`);
+    else {
+      await db.run(`CREATE FUNCTION fail_boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.agent_id = 'boom' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$`);
+      await db.run('CREATE TRIGGER fail_boom BEFORE INSERT ON authorizations FOR EACH ROW EXECUTE FUNCTION fail_boom()');
+    }
+    const ask = (agent: string) =>
+      api().post('/api/v1/authorizations').set(...team.auth).send({ agent_id: agent, endpoint: 'https://api.example.com/v1/x', amount: '1' });
+    const retries = () => testEnv().logLines.filter((l) => String(l.msg).startsWith('an authorization failed to be decided') && l.teamIds !== undefined);
+    const before = retries().length;
+    let approved = 0;
+    let rounds = 0;
+    try {
+      // Until the failing decision shared its group with other decisions and records (requests
+      // sent at once mostly do): the group is rolled back and committed again, each decision alone.
+      while (rounds < 10 && !retries().slice(before).some((l) => (l.decisions as number) > 1 && (l.records as number) > 0)) {
+        rounds++;
+        const [boom, records, ...others] = await Promise.all([ask('boom'), ingestAnswer(team, 5), ...Array.from({ length: 6 }, () => ask('bot'))]);
+        expect(boom.status).to.equal(500);
+        expect(errorOf(boom.body).code).to.equal('internal_error');
+        expect(records.status).to.equal(200);
+        expect(records.body).to.include({ ingested: 5, duplicates: 0 });
+        for (const other of others) {
+          expect(other.status).to.equal(200);
+          expect(other.body.decision).to.equal('approved');
+        }
+        approved += others.length;
+      }
+    } finally {
+      if (sqlite) await db.run('DROP TRIGGER fail_boom');
+      else {
+        await db.run('DROP TRIGGER fail_boom ON authorizations');
+        await db.run('DROP FUNCTION fail_boom()');
+      }
+    }
+    expect(retries().length).to.be.greaterThan(before);
+    expect(retries().slice(before).some((l) => (l.decisions as number) > 1 && (l.records as number) > 0), 'a failing decision shared a group with others').to.equal(true);
+    // What the tries rolled back is not counted: each record spent once, each approval held once.
+    const last = await authorize(team, { amount: '1' });
+    expect(last.checks[0]).to.deep.include({ spent: String(rounds * 5 * 0.5), held: String(approved) });
+    expect((await api().get('/api/v1/authorizations').query({ limit: 100 }).set(...team.auth).expect(200)).body.data).to.have.length(approved + 1);
   });
 
   it('bad requests are 400s naming the field; reading needs read, asking needs ingest', async () => {

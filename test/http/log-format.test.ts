@@ -1,7 +1,10 @@
 /** The log's two forms: JSON for collectors, readable lines for a person at a terminal. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { logDestination, prettyLine } from '../../src/http/log-format.js';
+import { jsonLogDestination, logDestination, prettyLine } from '../../src/http/log-format.js';
 
 /** A stand-in for stdout: what was written, and whether it says it is a terminal. */
 function terminal(isTTY: boolean) {
@@ -21,6 +24,32 @@ describe('log format', () => {
     const tty = terminal(true);
     pino({ level: 'info' }, logDestination('auto', tty.stream)!).info('hello');
     expect(tty.written[0]).to.include('\x1b[').and.include('hello');
+  });
+
+  it('JSON lines are written in chunks: a lone line within 100 ms, a burst in a few writes, the rest at exit', async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-log-')), 'out.log');
+    const destination = jsonLogDestination(fs.openSync(file, 'w')) as ReturnType<typeof pino.destination>;
+    try {
+      const logger = pino({ level: 'info' }, destination);
+      logger.info({ n: 0 }, 'alone');
+      // Held for a moment (no write per line), then written by the periodic flush.
+      expect(fs.readFileSync(file, 'utf8')).to.equal('');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(JSON.parse(fs.readFileSync(file, 'utf8')).msg).to.equal('alone');
+      for (let n = 1; n <= 200; n++) logger.info({ n }, 'burst');
+      // Past 4 KiB the buffer goes out without waiting for the timer.
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setImmediate(resolve));
+      const early = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
+      expect(early).to.be.greaterThan(1);
+      await new Promise<void>((resolve) => logger.flush(() => resolve()));
+      const lines = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { n: number });
+      expect(lines.map((l) => l.n)).to.deep.equal(Array.from({ length: 201 }, (_, n) => n));
+    } finally {
+      // Closes the file, and stops the periodic flush.
+      await new Promise((resolve) => destination.once('close', resolve).end());
+      fs.rmSync(path.dirname(file), { recursive: true, force: true });
+    }
   });
 
   it('a request reads as method, path, status and time; an error shows its stack; a line that is not JSON passes through', () => {
