@@ -22,7 +22,8 @@ export function openRegistry(dataDir: string): Registry {
   // syscall path (measured with npm run bench:dedup).
   db.pragma('mmap_size = 4294967296');
   db.pragma('cache_size = -262144');
-  // A savepoint (the group commit opens one per decision, per evaluation, per operation) keeps a
+  // A savepoint (the group commit opens one per evaluation and operation, and per decision when a
+  // decision of the group failed) keeps a
   // statement journal of each page it changes. On disk, SQLite's default for a large one, that is
   // a temporary file opened, written, closed and unlinked on the event loop in every group: 15% of
   // the event loop under authorizations (perf, docs/performance.md). In memory it is a page copy.
