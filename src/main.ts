@@ -16,18 +16,17 @@ import { startBiServer } from './clickhouse-http/interface.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const logger = pino({ level: config.logLevel }, logDestination(config.logFormat) ?? jsonLogDestination());
+  const destination = logDestination(config.logFormat) ?? jsonLogDestination();
+  const logger = pino({ level: config.logLevel }, destination);
   // Compile the API schemas before touching any store: a broken schema file must not half-start.
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
   const stores = config.database ? await openSharedStores({ ...config, database: config.database }, logger) : await openStores(config, logger);
   const deps = await assembleDeps(config, stores, schemas, logger);
   const bannerLines: string[] = [];
   await bootstrapDefaultTeam(deps.db, config, (line) => bannerLines.push(line));
-  if (bannerLines.length > 0) {
-    // After the log lines before it (the JSON log is written in chunks).
-    await new Promise<void>((resolve) => logger.flush(() => resolve()));
-    process.stdout.write(banner(bannerLines));
-  }
+  // Through the log's own stream: after the lines before it, whatever they wait in (the JSON log
+  // is written in chunks).
+  if (bannerLines.length > 0) destination.write(banner(bannerLines));
   const app = createApp(deps);
 
   const running = await startServer(app, deps);
