@@ -63,7 +63,8 @@ export interface AuthorizationRow {
   decision_note: string | null;
 }
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+// Kept texts (isoTime): the decisions of a group share their instant and expiry, and formatting a date costs more than a look-up.
+const iso = (ms: number | null) => (ms === null ? null : isoTime(ms));
 
 /**
  * A check as stored: [policy_id, policy_name, action, kind, window start ms, window end ms, limit,

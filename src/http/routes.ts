@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import typeis from 'type-is';
 import type { Logger } from 'pino';
@@ -170,7 +171,7 @@ export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: Ap
   const auth = authenticate(deps.db);
   const limiter = deps.rateLimiter;
   // The raw bytes are scanned for the shape limits before JSON.parse builds anything (body-shape.ts).
-  const json = express.json({ limit: deps.config.maxBodyBytes, type: JSON_TYPES, verify: scanBodyShape });
+  const json = express.json({ limit: deps.config.maxBodyBytes, type: (req) => jsonBody(req) === true, verify: scanBodyShape });
   for (const specs of byPath.values()) {
     const first = specs[0]!;
     for (const prefix of first.prefixes ?? API_PREFIXES) {
@@ -205,13 +206,33 @@ export function scopeOf(spec: RouteSpec): Scope | 'any' | undefined {
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
 
+/** Content-Type headers already read: whether each is JSON. Bounded: a client may send any number of them. */
+const jsonTypes = new Map<string, boolean>();
+
+/**
+ * Whether the request's body is JSON, as type-is tells it (null: the request has no body). Every
+ * request with a body asked this twice (here and in the JSON parser), parsing its Content-Type
+ * each time; the header is nearly always one of a few strings, so the answer is kept per string.
+ */
+function jsonBody(req: IncomingMessage): boolean | null {
+  if (!typeis.hasBody(req)) return null;
+  const header = req.headers['content-type'];
+  if (!header) return false;
+  let json = jsonTypes.get(header);
+  if (json === undefined) {
+    if (jsonTypes.size >= 256) jsonTypes.clear();
+    jsonTypes.set(header, (json = typeis.is(header, JSON_TYPES) !== false));
+  }
+  return json;
+}
+
 /**
  * A body of another type gets 415; no body at all (or an empty one) is a 400 "is required", unless
  * the route says what an empty request means (`bodyWhenEmpty`).
  */
 function requireJson(spec: RouteSpec): RequestHandler {
   return (req, _res, next) => {
-    const type = typeis(req, JSON_TYPES);
+    const type = jsonBody(req);
     const empty = req.headers['content-length'] === '0' || type === null;
     if (empty && !req.headers['content-type']) {
       if (spec.bodyWhenEmpty === undefined) {

@@ -628,6 +628,9 @@ export class GroupCommit {
     if (this.evaluator && plan !== undefined) {
       // Shared totals are locked here, after the claims (every instance takes its locks in this order).
       if (this.evaluator.lockTotals) yield* this.evaluator.lockTotals(plan, now);
+    }
+    // A group of authorizations alone has no records to evaluate or agents to record: no savepoints for nothing.
+    if (this.evaluator && plan !== undefined && all.length > 0) {
       try {
         // A savepoint: a failing evaluation rolls back its own writes, never the records.
         const created = yield* savepoint(this.evaluator.apply(plan, fresh, now));
@@ -643,7 +646,7 @@ export class GroupCommit {
         this.logger.error({ err, rows: all.length }, 'policy evaluation failed; the records are stored');
       }
     }
-    if (this.agents) {
+    if (this.agents && all.length > 0) {
       // Duplicates count too: their times are real, and a lost registry row is healed by a retry.
       // Conflicts do not: their content is not what was stored.
       const byTeam = new Map<string, EventRow[]>();

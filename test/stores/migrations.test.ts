@@ -96,6 +96,41 @@ describe('migrations', () => {
       db.close();
     });
 
+    it('020 (authorization checks as comparisons) keeps every row and index, refuses what the old checks refused, and builds no temporary B-tree per insert', () => {
+      const all = fs.readdirSync(path.join(SCHEMA_DIR, 'sqlite')).filter((f) => f.endsWith('.sql'));
+      const name = all.find((f) => f.startsWith('020'))!;
+      const dir = tempDir('migrations-020');
+      for (const f of all.filter((f) => f < '020')) fs.copyFileSync(path.join(SCHEMA_DIR, 'sqlite', f), path.join(dir, f));
+      const db = openRegistry(tempDir('registry-020'));
+      migrateRegistry(db, dir);
+      const insert = `INSERT INTO authorizations (id, team_id, agent_id, endpoint, domain, amount, asset, network, payee_address, decision, state, checks, reasons,
+                        idempotency_key, created_at, expires_at, captured_amount, captured_at, captured_by, voided_at, category, tags, hold_s, pending_until,
+                        decided_at, decided_by, decision_note) VALUES (?, 't1', ?, 'https://x.example/', 'x.example', '0.5', ?, ?, ?, ?, ?, '[["p1","b","block","daily",0,86400000,"1","0.25","0"]]',
+                        '["why"]', ?, ?, ?, ?, ?, ?, ?, 'api', ?, 300, ?, ?, ?, ?)`;
+      db.prepare(`INSERT INTO teams (id, name, created_at) VALUES ('t1', 'one', 1)`).run();
+      db.prepare(insert).run('au1', 'a1', 'USDC', 'eip155:8453', '0xabc', 'approved', 'captured', 'k1', 10, 20, '0.4', 15, 'au1.capture', null, '["x"]', null, 10, null, null);
+      db.prepare(insert).run('au2', 'a2', null, null, null, 'pending', 'pending', null, 11, 21, null, null, null, null, null, 21, null, null, null);
+      db.prepare(insert).run('au3', 'a1', null, null, null, 'declined', 'declined', null, 12, 22, null, null, null, null, null, null, 18, 'finance', 'no');
+      db.prepare(insert).run('au4', 'a1', null, null, null, 'approved', 'voided', null, 13, 23, null, null, null, 14, null, null, 13, null, null);
+      const before = db.prepare('SELECT rowid AS r, * FROM authorizations ORDER BY id').all();
+      const indexes = () => db.prepare(`SELECT name, sql FROM sqlite_master WHERE tbl_name = 'authorizations' AND type = 'index' AND sql IS NOT NULL ORDER BY name`).all();
+      const indexesBefore = indexes();
+      const opcodes = () => (db.prepare(`EXPLAIN ${insert}`).all(...Array<null>(19).fill(null)) as { opcode: string }[]).map((op) => op.opcode);
+      expect(opcodes()).to.include('OpenEphemeral');
+      fs.copyFileSync(path.join(SCHEMA_DIR, 'sqlite', name), path.join(dir, name));
+      expect(migrateRegistry(db, dir)).to.deep.equal([name]);
+      expect(db.prepare('SELECT rowid AS r, * FROM authorizations ORDER BY id').all()).to.deep.equal(before);
+      expect(indexes()).to.deep.equal(indexesBefore);
+      // The same values allowed, the same refused.
+      expect(() => db.prepare(insert).run('au5', 'a1', null, null, null, 'maybe', 'held', null, 1, 2, null, null, null, null, null, null, 1, null, null)).to.throw(/CHECK/);
+      expect(() => db.prepare(`UPDATE authorizations SET state = 'lost' WHERE id = 'au1'`).run()).to.throw(/CHECK/);
+      db.prepare(insert).run('au6', 'a1', null, null, null, 'approved', 'held', null, 1, 2, null, null, null, null, null, null, 1, null, null);
+      // What the rebuild is for: a decision's INSERT opens no temporary table for its checks.
+      expect(opcodes()).not.to.include('OpenEphemeral');
+      expect(db.pragma('foreign_key_check')).to.deep.equal([]);
+      db.close();
+    });
+
     it('the project registry migrations apply to an empty file', () => {
       const db = openRegistry(tempDir('registry'));
       expect(migrateRegistry(db, path.join(SCHEMA_DIR, 'sqlite'))).to.include('001_teams_and_keys.sql');
