@@ -6,7 +6,7 @@ import { admitsCapture, captureByRecord } from '../authorizations/capture.js';
 import type { FieldError } from '../http/errors.js';
 import { ApiError } from '../http/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { perform, performNow, savepoint, type Database, type Steps } from '../stores/sql.js';
+import { perform, performInTransaction, savepoint, type Database, type Steps } from '../stores/sql.js';
 import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.js';
 import type { Freshness } from './freshness.js';
 import { contentPrint, type ClaimOutcome, type GroupLog, type LogChunk } from './log.js';
@@ -144,7 +144,8 @@ function sqliteCommits(db: Registry): CommitStore {
   const syncWal = walSyncer(db);
   return {
     transact: async (steps) => {
-      const result = unsyncedTransaction(db, () => performNow(db, steps()));
+      // The group's steps run in this transaction itself: a failure rolls the whole group back.
+      const result = unsyncedTransaction(db, () => performInTransaction(db, steps()));
       return { result, durable: syncWal() };
     },
     retryable: () => false,

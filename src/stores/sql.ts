@@ -204,37 +204,56 @@ export async function perform<T>(sql: Sql, steps: Steps<T>): Promise<T> {
 
 /**
  * Runs `steps` on the SQLite connection now, synchronously, as one transaction (a savepoint inside
- * the caller's, as in the group commit).
+ * the caller's, when one is open).
  */
 export function performNow<T>(db: Registry, steps: Steps<T>): T {
   const committed: (() => void)[] = [];
-  const result = db.transaction(() => {
-    let next = steps.next();
-    while (!next.done) {
-      const step = next.value;
-      let result: unknown;
-      try {
-        if (step.kind === 'origin') result = db;
-        else if (step.kind === 'dialect') result = 'sqlite';
-        // The caller's transaction is synchronous: it is over when the event loop turns.
-        else if (step.kind === 'afterCommit') committed.push(step.fn);
-        else if (step.kind === 'await') throw new Error('a synchronous SQLite transaction cannot wait for anything');
-        else {
-          const statement = prepared(db, step.statement);
-          const params = step.params as unknown[];
-          result = step.kind === 'all' ? statement.all(...params) : step.kind === 'get' ? statement.get(...params) : statement.run(...params).changes;
-        }
-      } catch (err) {
-        next = steps.throw(err);
-        continue;
-      }
-      next = steps.next(result);
-    }
-    return next.value;
-  })();
+  const result = db.transaction(() => stepNow(db, steps, committed))();
   // Not when the steps threw: their savepoint rolled back.
   for (const fn of committed) setImmediate(fn);
   return result;
+}
+
+/**
+ * Runs `steps` now as part of the transaction open on the connection (unsyncedTransaction's), with
+ * no savepoint of their own: if they throw, the caller's transaction must fail whole, as the group
+ * commit's does. A savepoint there cost two statements and a copy of every page the group changed
+ * (SQLite's statement journal): 1.4% of the event loop under authorizations (perf,
+ * docs/performance.md).
+ */
+export function performInTransaction<T>(db: Registry, steps: Steps<T>): T {
+  if (!db.inTransaction) throw new Error('performInTransaction: no transaction is open on this connection');
+  const committed: (() => void)[] = [];
+  const result = stepNow(db, steps, committed);
+  // The caller commits synchronously, before any of these runs.
+  for (const fn of committed) setImmediate(fn);
+  return result;
+}
+
+/** The statements of `steps`, one at a time, on the connection now. */
+function stepNow<T>(db: Registry, steps: Steps<T>, committed: (() => void)[]): T {
+  let next = steps.next();
+  while (!next.done) {
+    const step = next.value;
+    let result: unknown;
+    try {
+      if (step.kind === 'origin') result = db;
+      else if (step.kind === 'dialect') result = 'sqlite';
+      // The caller's transaction is synchronous: it is over when the event loop turns.
+      else if (step.kind === 'afterCommit') committed.push(step.fn);
+      else if (step.kind === 'await') throw new Error('a synchronous SQLite transaction cannot wait for anything');
+      else {
+        const statement = prepared(db, step.statement);
+        const params = step.params as unknown[];
+        result = step.kind === 'all' ? statement.all(...params) : step.kind === 'get' ? statement.get(...params) : statement.run(...params).changes;
+      }
+    } catch (err) {
+      next = steps.throw(err);
+      continue;
+    }
+    next = steps.next(result);
+  }
+  return next.value;
 }
 
 /**

@@ -17,11 +17,16 @@ export function openRegistry(dataDir: string): Registry {
   // FULL: a commit is on disk when it returns. The ingest log acknowledges records on it, and
   // NORMAL (WAL) could lose the last commits on a power loss.
   db.pragma('synchronous = FULL');
-  // The (team, id) index of the ingest log is probed at random, in up to 8 day tables per claim:
-  // reading it through a memory map, with a larger page cache, keeps a probe off the read()
-  // syscall path (measured with npm run bench:dedup).
+  // Pages are read through a memory map, off the read() syscall path (the dedup index's level-0
+  // tables are probed at random; measured with npm run bench:dedup).
   db.pragma('mmap_size = 4294967296');
-  db.pragma('cache_size = -262144');
+  // A small page cache, on purpose: every commit that splits a B-tree page (most of them) ends by
+  // scanning the cache's whole hash table. SQLite's balance_nonroot renames a page to the
+  // pending-byte page number (page 262,145) for a moment, which leaves the cache believing it holds
+  // a page past the end of the file, and the commit's truncation then visits every slot. The cost
+  // grows with the pages cached: with 256 MB cached (the setting before), a commit of 8 rows took
+  // 436 µs against 175 µs with 16 MB (npm run bench:sqlite-cache; docs/performance.md).
+  db.pragma('cache_size = -16384');
   // A savepoint (the group commit opens one per evaluation and operation, and per decision when a
   // decision of the group failed) keeps a
   // statement journal of each page it changes. On disk, SQLite's default for a large one, that is
