@@ -626,10 +626,8 @@ export class GroupCommit {
     const chunks: LogChunk[] = [];
     for (const [teamId, rows] of rowsByTeam) chunks.push(...(yield* this.log.appending(teamId, rows, rowToTsv, now)));
 
-    if (this.evaluator && plan !== undefined) {
-      // Shared totals are locked here, after the claims (every instance takes its locks in this order).
-      if (this.evaluator.lockTotals) yield* this.evaluator.lockTotals(plan, now);
-    }
+    // Shared totals are locked here, after the claims (every instance takes its locks in this order).
+    if (this.evaluator?.lockTotals && plan !== undefined) yield* this.evaluator.lockTotals(plan, now);
     // A group of authorizations alone has no records to evaluate or agents to record: no savepoints for nothing.
     if (this.evaluator && plan !== undefined && all.length > 0) {
       try {

@@ -24,8 +24,8 @@ export function openRegistry(dataDir: string): Registry {
   // scanning the cache's whole hash table. SQLite's balance_nonroot renames a page to the
   // pending-byte page number (page 262,145) for a moment, which leaves the cache believing it holds
   // a page past the end of the file, and the commit's truncation then visits every slot. The cost
-  // grows with the pages cached: with 256 MB cached (the setting before), a commit of 8 rows took
-  // 436 µs against 175 µs with 16 MB (npm run bench:sqlite-cache; docs/performance.md).
+  // grows with the pages cached: once 60,000 pages were cached, a commit of 8 rows took 580 µs with
+  // a 256 MB cache (the setting before) against 238 µs with 16 MB (npm run bench:sqlite-cache).
   db.pragma('cache_size = -16384');
   // A savepoint (the group commit opens one per evaluation and operation, and per decision when a
   // decision of the group failed) keeps a
