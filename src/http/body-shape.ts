@@ -113,9 +113,10 @@ const SCAN_LEVELS = {
  * to refuse, and it stops at the first bracket that closes nothing. The first problem in document
  * order is the one named (shapeProblem may name another of several).
  */
-export function scanShapeProblem(text: Uint8Array): FieldError | undefined {
+export function scanShapeProblem(text: Uint8Array, facts?: ScanFacts): FieldError | undefined {
   const { isArray, items, keyStart, keyEnd } = SCAN_LEVELS;
   let depth = 0;
+  let escaped = false;
   // In an object, the next string is a key: after `{` and after each `,`.
   let expectKey = false;
   const length = text.length;
@@ -126,13 +127,16 @@ export function scanShapeProblem(text: Uint8Array): FieldError | undefined {
       // UTF-8 never has a byte below 0x80 inside a multi-byte character: only ASCII `"` and `\` matter.
       for (i++; i < length; i++) {
         const b = text[i]!;
-        if (b === BACKSLASH) i++;
-        else if (b === QUOTE) break;
+        if (b === BACKSLASH) {
+          i++;
+          escaped = true;
+        } else if (b === QUOTE) break;
       }
       if (expectKey && depth > 0 && !isArray[depth - 1]) {
         keyStart[depth - 1] = start;
         keyEnd[depth - 1] = Math.min(i + 1, length);
         expectKey = false;
+        if (!escaped && isReservedKey(text, start + 1, i)) escaped = true;
       }
     } else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) {
       if (depth >= MAX_BODY_DEPTH) {
@@ -159,8 +163,44 @@ export function scanShapeProblem(text: Uint8Array): FieldError | undefined {
       }
     }
   }
+  if (facts) facts.plain = !escaped;
   return undefined;
 }
+
+/**
+ * What a scan learnt of a body beside its shape. `plain`: no string of it holds an escape (the raw
+ * bytes have no backslash) and no key is a reserved name. Such a body's strings, once parsed, hold
+ * no NUL, no lone surrogate (UTF-8 cannot carry one; only `\u` escapes can), no tab, newline, CR or
+ * backslash (JSON has them raw in no string), and its objects no reserved key: what the per-record
+ * checks (records.ts) and the TSV escaping (tsv.ts) look for, known without walking the records.
+ */
+export interface ScanFacts {
+  plain: boolean;
+}
+
+const RESERVED_KEY_BYTES = [...RESERVED_KEYS].map((key) => Buffer.from(key, 'latin1'));
+
+/** Whether text[start..end) (a key's bytes, between its quotes) is a reserved name. */
+function isReservedKey(text: Uint8Array, start: number, end: number): boolean {
+  const length = end - start;
+  if (length !== 9 && length !== 11) return false;
+  next: for (const name of RESERVED_KEY_BYTES) {
+    if (name.length !== length) continue;
+    for (let k = 0; k < length; k++) if (text[start + k] !== name[k]) continue next;
+    return true;
+  }
+  return false;
+}
+
+/**
+ * Requests whose JSON body scanned plain (ScanFacts): an ingest route skips the per-record walk for
+ * what the scan already rules out. Only UTF-8 bodies: a body decoded from UTF-16 can hold a lone
+ * surrogate without any escape.
+ */
+const plainBodies = new WeakSet<object>();
+
+/** Whether the request's body scanned plain (see ScanFacts). */
+export const isPlainBody = (req: object): boolean => plainBodies.has(req);
 
 /** A body past the shape limits: the 400 every route gives, naming where. */
 function shapeError(problem: FieldError): ApiError {
@@ -172,9 +212,12 @@ function shapeError(problem: FieldError): ApiError {
  * is refused by the scan alone. Charsets other than UTF-8 are scanned after transcoding (UTF-16) or
  * refused (UTF-7 and UTF-32 can hide a bracket from a byte scan; RFC 8259 asks for UTF-8 anyway).
  */
-export function scanBodyShape(_req: unknown, _res: unknown, raw: Buffer, charset: string | null): void {
-  const problem = scanShapeProblem(utf8Of(raw, charset ?? 'utf-8'));
+export function scanBodyShape(req: object, _res: unknown, raw: Buffer, charset: string | null): void {
+  const text = utf8Of(raw, charset ?? 'utf-8');
+  const facts: ScanFacts = { plain: false };
+  const problem = scanShapeProblem(text, facts);
   if (problem) throw new BodyShapeRefusal(shapeError(problem));
+  if (facts.plain && text === raw) plainBodies.add(req);
 }
 
 function utf8Of(raw: Buffer, charset: string): Uint8Array {

@@ -14,7 +14,7 @@ import type { KeyOwner, Scope } from '../teams/repository.js';
 import { limitRecords, limitRequests, precheckRecords } from '../limits/http.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import { authenticate, requireScope } from './auth.js';
-import { checkBodyShape, hasNul, NUL_REFUSED, scanBodyShape } from './body-shape.js';
+import { checkBodyShape, hasNul, isPlainBody, NUL_REFUSED, scanBodyShape } from './body-shape.js';
 import { ApiError, allowedMethods, methodNotAllowed } from './errors.js';
 import { sendJson, sendText, setHeaders } from './respond.js';
 import { isFixedPath, type FastLane } from './fast-lane.js';
@@ -75,6 +75,11 @@ export interface PublicContext<Body, Query> {
   /** The route being served: method and pattern (`PATCH`, `/policies/:id`), for the audit log. */
   method: string;
   route: string;
+  /**
+   * The JSON body scanned plain (body-shape.ts, ScanFacts): no string of it holds an escape or a
+   * reserved key, so an ingest route's records need no per-record walk for them. Absent: unknown.
+   */
+  plainBody?: boolean;
 }
 
 export interface AuthedContext<Body, Query> extends PublicContext<Body, Query> {
@@ -274,6 +279,7 @@ function runHandler(spec: RouteSpec, deps: AppDeps, options: MountOptions): Requ
       method: spec.method.toUpperCase(),
       route: spec.path,
       team: res.locals.team as KeyOwner,
+      plainBody: isPlainBody(req),
     };
     const result = await (spec.handler as (c: typeof ctx) => Promise<RouteResult> | RouteResult)(ctx);
     const status = result.status ?? 200;

@@ -42,13 +42,28 @@ export const DOMAIN_CATEGORIES: Readonly<Record<string, string>> = {
 
 const known = new Set<string>(KNOWN_CATEGORIES);
 
+/**
+ * The rule's answer per recent host (null: no rule), so a host's labels are walked once, not per
+ * record. Bounded as records.ts bounds its host names.
+ */
+const byHost = new Map<string, string | null>();
+const BY_HOST_BOUND = 10_000;
+
 /** Category by domain rule, walking up the host's labels. */
 export function categoryOfDomain(domain: string): string | undefined {
+  const known = byHost.get(domain);
+  if (known !== undefined) return known ?? undefined;
+  let found: string | null = null;
   for (let host = domain; host.includes('.'); host = host.slice(host.indexOf('.') + 1)) {
     const category = DOMAIN_CATEGORIES[host];
-    if (category) return category;
+    if (category) {
+      found = category;
+      break;
+    }
   }
-  return undefined;
+  if (byHost.size >= BY_HOST_BOUND) byHost.clear();
+  byHost.set(domain, found);
+  return found ?? undefined;
 }
 
 /**

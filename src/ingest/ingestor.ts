@@ -42,8 +42,11 @@ export class Ingestor {
     private readonly rules: RecordRules = {},
   ) {}
 
-  /** `log` (the request's logger) gets a warning naming each rejected record's index, field and reason. */
-  async ingest(teamId: string, records: readonly unknown[], source: IngestSource, log?: Logger): Promise<IngestResult> {
+  /**
+   * `log` (the request's logger) gets a warning naming each rejected record's index, field and
+   * reason. `plain`: the records come from a body that scanned plain (see recordToRow).
+   */
+  async ingest(teamId: string, records: readonly unknown[], source: IngestSource, log?: Logger, plain = false): Promise<IngestResult> {
     const receivedAt = Date.now();
     const rows: EventRow[] = [];
     /** The batch index of each row. */
@@ -51,7 +54,7 @@ export class Ingestor {
     const errors: RecordError[] = [];
     const warnings: RecordError[] = [];
     records.forEach((record, index) => {
-      const outcome = recordToRow(record, this.schemas, teamId, source, receivedAt, this.rules);
+      const outcome = recordToRow(record, this.schemas, teamId, source, receivedAt, this.rules, plain);
       if (outcome.ok) {
         rows.push(outcome.row);
         indexOf.push(index);

@@ -88,6 +88,11 @@ export interface EventRow {
    */
   authorization_id?: string;
   /**
+   * Not a column: every string of the row is free of what TSV escapes (backslash, tab, newline, CR,
+   * NUL), known from a body that scanned plain; rowToTsv then copies them as they are.
+   */
+  plain?: boolean;
+  /**
    * Not a column: set when this record captured an authorization a person approved (an approve
    * policy asked for one): the payment was asked for and allowed, so it breaks no approve policy.
    */
@@ -210,6 +215,34 @@ interface ClientTime {
 /** Amounts have at most 20 integer digits (Decimal(38,18) in the event store). */
 const MAX_AMOUNT_INTEGER_DIGITS = 20;
 
+/**
+ * Host names of recent endpoints (undefined: not an absolute http or https URL). An agent calls the
+ * same few URLs again and again, and parsing one costs about as much as the rest of its record's
+ * checks. Bounded: past the bound it starts again (endless distinct URLs make records parse again,
+ * never give a wrong answer); long URLs are parsed each time.
+ */
+const hosts = new Map<string, string | undefined>();
+const HOSTS_BOUND = 10_000;
+const HOSTS_LONGEST_KEY = 512;
+
+/** The lower-case host of an absolute http or https URL, or undefined. */
+function domainOf(endpoint: string): string | undefined {
+  const known = hosts.get(endpoint);
+  if (known !== undefined || hosts.has(endpoint)) return known;
+  let domain: string | undefined;
+  try {
+    const url = new URL(endpoint);
+    if (url.protocol === 'http:' || url.protocol === 'https:') domain = url.hostname.toLowerCase();
+  } catch {
+    domain = undefined;
+  }
+  if (endpoint.length <= HOSTS_LONGEST_KEY) {
+    if (hosts.size >= HOSTS_BOUND) hosts.clear();
+    hosts.set(endpoint, domain);
+  }
+  return domain;
+}
+
 /** Unix ms of a record time (Unix ms or ISO 8601), or a reason it is not usable. */
 function parseTime(value: number | string): number | string {
   const ms = typeof value === 'number' ? value : Date.parse(value);
@@ -228,7 +261,9 @@ export interface RecordRules {
 
 /**
  * Validates one record and turns it into an event row: exact amount, event time, domain and
- * category derived. Invalid records come back with every field that is wrong.
+ * category derived. Invalid records come back with every field that is wrong. `plain`: the record
+ * comes from a body that scanned plain (src/http/body-shape.ts, ScanFacts), so none of its strings
+ * or keys can be unstorable, and its row needs no TSV escaping: the walk over its values is skipped.
  */
 export function recordToRow(
   input: unknown,
@@ -237,23 +272,18 @@ export function recordToRow(
   source: IngestSource,
   receivedAt: number,
   rules: RecordRules = {},
+  plain = false,
 ): RecordOutcome {
   const decimalsOf = rules.decimalsOf ?? assetDecimals;
   const problems = schemas.problems('audit-record.json', input);
   if (problems.length > 0) return { ok: false, errors: problems.map((p) => ({ ...p, field: p.field || 'record' })) };
   const record = input as AuditRecordInput;
   const errors: FieldError[] = [];
-  const problem = unstorable(input, '');
+  const problem = plain ? undefined : unstorable(input, '');
   if (problem) errors.push(problem);
 
-  let domain = '';
-  try {
-    const url = new URL(record.endpoint);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http');
-    domain = url.hostname.toLowerCase();
-  } catch {
-    errors.push({ field: 'endpoint', message: 'must be an absolute http or https URL' });
-  }
+  const domain = domainOf(record.endpoint);
+  if (domain === undefined) errors.push({ field: 'endpoint', message: 'must be an absolute http or https URL' });
 
   const timeField = record.created_at !== undefined ? 'created_at' : record.timestamp !== undefined ? 'timestamp' : undefined;
   let eventTime = receivedAt;
@@ -329,9 +359,9 @@ export function recordToRow(
       id: record.id ?? `srv_${crypto.randomUUID()}`,
       agent_id: record.agent_id,
       endpoint: record.endpoint,
-      domain,
+      domain: domain!,
       method,
-      category: categorize(record.category, metadata, tags, domain),
+      category: categorize(record.category, metadata, tags, domain!),
       amount,
       amount_text: record.amount ?? '',
       amount_raw: record.amount_raw ?? '',
@@ -358,6 +388,7 @@ export function recordToRow(
       source,
       record_extra: recordExtra(input as Record<string, unknown>, record, network!, method, clientTime),
       ingest_seq: 0, // set by the writer, in the order it stores rows
+      plain,
       ...(authorizationId === undefined ? {} : { authorization_id: authorizationId }),
     },
   };

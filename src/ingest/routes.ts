@@ -49,8 +49,8 @@ export const ingestEvents = defineRoute<{ events: unknown[] }>({
   body: 'events-batch.json',
   bodyExample: { events: [EXAMPLE_RECORD] },
   responses: RESPONSES,
-  async handler({ body, team, deps, log }): Promise<{ body: IngestResult }> {
-    return { body: await deps.ingest.ingestor.ingest(team.teamId, body.events, 'events', log) };
+  async handler({ body, team, deps, log, plainBody }): Promise<{ body: IngestResult }> {
+    return { body: await deps.ingest.ingestor.ingest(team.teamId, body.events, 'events', log, plainBody) };
   },
 });
 
@@ -71,8 +71,8 @@ export const ingestAuditBatch = defineRoute<{ records: unknown[] }>({
   body: 'audit-batch.json',
   bodyExample: { records: [{ id: '9f2c1a7b3d4e5f60', ...EXAMPLE_RECORD }] },
   responses: RESPONSES,
-  async handler({ body, team, deps, log }): Promise<{ body: IngestResult }> {
-    return { body: await deps.ingest.ingestor.ingest(team.teamId, body.records, 'sdk', log) };
+  async handler({ body, team, deps, log, plainBody }): Promise<{ body: IngestResult }> {
+    return { body: await deps.ingest.ingestor.ingest(team.teamId, body.records, 'sdk', log, plainBody) };
   },
 });
 
