@@ -20,27 +20,36 @@ interface AgentState {
  */
 export class AnomalyDetector {
   /**
-   * Per team and agent. One key per record, the URL looked up in the agent's own map: a key of
-   * team, agent and URL joined was a new long string to hash per record (5% of ingest's event loop).
+   * Per team, then agent, then URL, each looked up in its own map by the string as parsed (V8 keeps
+   * a string's hash): a key of team, agent and URL joined was a new long string to hash per record
+   * (5% of ingest's event loop), and a key of team and agent one of 0.15 µs.
    */
-  private readonly agents = new Map<string, AgentState>();
+  private readonly teams = new Map<string, Map<string, AgentState>>();
+  /** Agents held over all teams: past the bound, every team's are let go. */
+  private agents = 0;
   /** URLs held over all agents: past the bound, every agent's calls are let go. */
   private urls = 0;
+  private readonly spikeFactor: bigint;
 
-  constructor(private readonly config: AnomalyConfig) {}
+  constructor(private readonly config: AnomalyConfig) {
+    this.spikeFactor = BigInt(config.spikeFactor);
+  }
 
   /** Anomalies of one stored event, after which it joins the agent's history. */
   check(teamId: string, row: EventRow, amount: bigint): Occurrence[] {
     const found: Occurrence[] = [];
-    const key = `${teamId}\u0000${row.agent_id}`;
-    let agent = this.agents.get(key);
+    let team = this.teams.get(teamId);
+    if (!team) this.teams.set(teamId, (team = new Map()));
+    let agent = team.get(row.agent_id);
     if (!agent) {
-      if (this.agents.size > 200_000) {
-        this.agents.clear();
+      if (++this.agents > 200_000) {
+        this.teams.clear();
+        this.teams.set(teamId, (team = new Map()));
+        this.agents = 1;
         this.urls = 0;
       }
       agent = { amounts: [], next: 0, sum: 0n, calls: new Map() };
-      this.agents.set(key, agent);
+      team.set(row.agent_id, agent);
     }
     const spike = this.spike(teamId, row, amount, agent);
     if (spike) found.push(spike);
@@ -53,7 +62,7 @@ export class AnomalyDetector {
     const n = BigInt(b.amounts.length);
     let found: Occurrence | undefined;
     // amount > factor x average  <=>  amount x n > factor x sum (exact, no division).
-    if (b.amounts.length * 2 >= this.config.spikeBaseline && b.sum > 0n && amount * n > BigInt(this.config.spikeFactor) * b.sum) {
+    if (b.amounts.length * 2 >= this.config.spikeBaseline && b.sum > 0n && amount * n > this.spikeFactor * b.sum) {
       const average = formatUnits(b.sum / n);
       const threshold = formatUnits((BigInt(this.config.spikeFactor) * b.sum) / n);
       const times = Number((amount * 100n * n) / b.sum) / 100;
@@ -93,7 +102,7 @@ export class AnomalyDetector {
     let recent = agent.calls.get(row.endpoint);
     if (!recent) {
       if (++this.urls > 200_000) {
-        for (const other of this.agents.values()) other.calls.clear();
+        for (const team of this.teams.values()) for (const other of team.values()) other.calls.clear();
         this.urls = 1;
       }
       recent = { times: [], head: 0 };

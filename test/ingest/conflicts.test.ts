@@ -240,6 +240,19 @@ describe('ingest: a known id with other content, in the log', () => {
       expect(() => new IngestLog(db, 7)).not.to.throw();
     });
 
+    it('prints are the ones stored before (run files and level-0 tables keep them): the same values, asked once or again', () => {
+      // Computed by the release before the field hashes were remembered (5d0511f).
+      const sdk = {
+        agent_id: 'agent-1', endpoint: 'https://api.example.com/v1/search?q=spend', amount: '0.001000', amount_raw: '0',
+        asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', network: 'eip155:8453', payee_address: '0x2222222222222222222222222222222222222222', tx_hash: null,
+      };
+      for (let i = 0; i < 2; i++) {
+        expect(contentPrint(sdk)).to.deep.equal({ fp: '2127271123', txHash: null });
+        expect(contentPrint({ ...sdk, amount: '0.001', asset: sdk.asset.toUpperCase().replace('0X', '0x'), tx_hash: '0xDEADBEEF' })).to.deep.equal({ fp: '915669244174898387', txHash: '0xdeadbeef' });
+        expect(contentPrint({ ...sdk, agent_id: 'agent-2', endpoint: 'https://x.example/p', amount: '0', amount_raw: '1500', asset: 'WETH', network: 'base', payee_address: '' })).to.deep.equal({ fp: '3298748315', txHash: null });
+      }
+    });
+
     it('prints an amount by its value and hex in any case; a derived id is unique per (id, tx_hash) and at most 128 characters', () => {
       expect(contentPrint(row({ amount: '1.500000' }))).to.deep.equal(contentPrint(row({ amount: '01.5' })));
       expect(contentPrint(row({ payee_address: '0xabc' }))).to.deep.equal(contentPrint(row()));
