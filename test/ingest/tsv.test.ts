@@ -122,14 +122,17 @@ describe('the ingest log TSV', () => {
         expect(scanShapeProblem(Buffer.from(body, 'utf8'), facts)).to.equal(undefined);
         return facts.plain;
       };
-      expect(plain('{"records":[{"agent_id":"a b","metadata":{"k":"é 😀 \' ["}}]}')).to.equal(true);
-      expect(plain('{"records":[{"agent_id":"a\\tb"}]}')).to.equal(false);
-      expect(plain('{"records":[{"agent_id":"\\ud800"}]}')).to.equal(false);
-      expect(plain('{"records":[{"agent_id":"a","metadata":{"__proto__":{}}}]}')).to.equal(false);
-      expect(plain('{"records":[{"agent_id":"a","constructor":1}]}')).to.equal(false);
-      expect(plain('{"records":[{"agent_id":"a","prototype":1}]}')).to.equal(false);
-      // A value may be such a word; only keys are reserved.
-      expect(plain('{"records":[{"agent_id":"__proto__","tags":["prototype"]}]}')).to.equal(true);
+      const cases: [string, boolean][] = [
+        ['{"records":[{"agent_id":"a b","metadata":{"k":"é 😀 \' ["}}]}', true],
+        ['{"records":[{"agent_id":"a\\tb"}]}', false],
+        ['{"records":[{"agent_id":"\\ud800"}]}', false],
+        ['{"records":[{"agent_id":"a","metadata":{"__proto__":{}}}]}', false],
+        ['{"records":[{"agent_id":"a","constructor":1}]}', false],
+        ['{"records":[{"agent_id":"a","prototype":1}]}', false],
+        // A value may be such a word; only keys are reserved.
+        ['{"records":[{"agent_id":"__proto__","tags":["prototype"]}]}', true],
+      ];
+      for (const [body, expected] of cases) expect(plain(body), body).to.equal(expected);
     });
 
     it('a row from a plain body keeps what TSV escapes out of its strings; any other row is escaped', () => {
