@@ -26,7 +26,8 @@
  * one run of the index, the service started again): a busy day's index (20,000,000 is 230
  * records a second for a day), measured right after that restart.
  * Also: --server-log FILE keeps the server's log (LOG_LEVEL=debug adds per-commit figures),
- * --profile DIR writes a CPU profile of the server.
+ * --profile DIR writes a CPU profile of the server; --threads prints, per level, the server's CPU
+ * per record in its event loop, its other Node threads and the engine's own threads (from /proc).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -44,7 +45,7 @@ import { SCHEMA_DIR } from '../src/paths.js';
 import { migrateRegistry } from '../src/stores/migrations.js';
 import { openRegistry } from '../src/stores/sqlite.js';
 import { callService, startChildService, startNullServer } from './service.js';
-import { cpuSeconds } from './stats.js';
+import { cpuSeconds, threadCpuSeconds, threadSplit } from './stats.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -63,6 +64,8 @@ const { values: args } = parseArgs({
     'server-log': { type: 'string' },
     // Writes a V8 CPU profile of the server to this folder (open it in Chrome DevTools).
     profile: { type: 'string' },
+    // Splits the server's CPU by thread: is the event loop the limit, or the cores?
+    threads: { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(args.seconds);
@@ -245,6 +248,8 @@ interface LevelResult {
   /** CPU seconds per wall second: the server process, and this load generator. */
   serverCpu: number;
   clientCpu: number;
+  /** With --threads: the server's CPU seconds over the level, by thread (threadSplit). */
+  threads?: { eventLoop: number; nodeThreads: number; namedThreads: number };
   /** Events acknowledged in each 5 s of the level, in order (how fast a restarted service gets up to speed). */
   timeline: number[];
 }
@@ -257,6 +262,7 @@ async function drive(target: Target, concurrency: number, seconds: number): Prom
   let peakRss = rssMiB(target.pid);
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMiB(target.pid))), 100);
   const serverCpu0 = cpuSeconds(target.pid);
+  const threads0 = args.threads ? threadCpuSeconds(target.pid) : undefined;
   const clientCpu0 = process.cpuUsage();
   const start = performance.now();
   const end = start + seconds * 1000;
@@ -286,6 +292,7 @@ async function drive(target: Target, concurrency: number, seconds: number): Prom
     latencies,
     peakRss,
     serverCpu: (cpuSeconds(target.pid) - serverCpu0) / elapsed,
+    ...(threads0 ? { threads: threadSplit(target.pid, threads0, threadCpuSeconds(target.pid)) } : {}),
     clientCpu: (client.user + client.system) / 1e6 / elapsed,
     timeline: Array.from(timeline, (n) => n ?? 0),
   };
@@ -306,6 +313,14 @@ function printLevels(title: string, results: LevelResult[]): void {
       `${String(r.concurrency).padStart(11)}  ${fmt(rate(r)).padStart(10)}  ${fmt(percentile(sorted, 50), 1).padStart(8)}` +
         `  ${fmt(percentile(sorted, 99), 1).padStart(8)}  ${fmt(r.peakRss).padStart(14)}  ${fmt(r.serverCpu, 2).padStart(12)}` +
         `  ${fmt(perRecord, 1).padStart(22)}  ${fmt(r.clientCpu, 2).padStart(20)}`,
+    );
+  }
+  for (const r of results) {
+    if (!r.threads || r.events === 0) continue;
+    const part = (seconds: number) => `${fmt((seconds * 1e6) / r.events, 1)} µs/record (${fmt((100 * seconds) / r.seconds)}% of a core)`;
+    console.log(
+      `  concurrency ${r.concurrency}, server threads: event loop ${part(r.threads.eventLoop)}, other Node threads ${part(r.threads.nodeThreads)}, ` +
+        `the engine's own ${part(r.threads.namedThreads)}`,
     );
   }
 }
