@@ -1,3 +1,5 @@
+import { memoized } from './memo.js';
+
 /** Categories that a tag can name; an explicit category field may also be a client's own word. */
 export const KNOWN_CATEGORIES = ['llm', 'api', 'data', 'search', 'compute', 'storage', 'media'] as const;
 
@@ -43,28 +45,16 @@ export const DOMAIN_CATEGORIES: Readonly<Record<string, string>> = {
 const known = new Set<string>(KNOWN_CATEGORIES);
 
 /**
- * The rule's answer per recent host (null: no rule), so a host's labels are walked once, not per
- * record. Bounded as records.ts bounds its host names.
+ * Category by domain rule, walking up the host's labels. Remembered per host, so a host's labels
+ * are walked once, not per record.
  */
-const byHost = new Map<string, string | null>();
-const BY_HOST_BOUND = 10_000;
-
-/** Category by domain rule, walking up the host's labels. */
-export function categoryOfDomain(domain: string): string | undefined {
-  const known = byHost.get(domain);
-  if (known !== undefined) return known ?? undefined;
-  let found: string | null = null;
+export const categoryOfDomain = memoized((domain: string): string | undefined => {
   for (let host = domain; host.includes('.'); host = host.slice(host.indexOf('.') + 1)) {
     const category = DOMAIN_CATEGORIES[host];
-    if (category) {
-      found = category;
-      break;
-    }
+    if (category) return category;
   }
-  if (byHost.size >= BY_HOST_BOUND) byHost.clear();
-  byHost.set(domain, found);
-  return found ?? undefined;
-}
+  return undefined;
+});
 
 /**
  * The category of a record: its explicit field, else metadata.category, else the first tag that

@@ -3,6 +3,7 @@ import type { Registry } from '../stores/sqlite.js';
 import type { Steps } from '../stores/sql.js';
 import { fmix32 } from './dedup/filter.js';
 import { ClaimIndex, type ClaimIndexOptions } from './dedup/index.js';
+import { memoized } from './memo.js';
 import type { EventRow } from './records.js';
 
 /** What one append wrote: a chunk of the log, positions firstPos..lastPos of one team. */
@@ -82,24 +83,10 @@ function hash32(text: string, seed = 0x811c9dc5): number {
 /**
  * hash32 of the print's fields that repeat from record to record (agent, URL, network; asset and
  * payee as canonicalHex), remembered per text as sent: a look-up instead of a pass over 40 to 100
- * characters. Bounded (texts up to 256 characters, 20,000 of them, then started again); the
- * hashes are the same either way.
+ * characters. The hashes are the same either way.
  */
-const plainHashes = new Map<string, number>();
-const hexHashes = new Map<string, number>();
-const FIELD_HASHES_BOUND = 20_000;
-const FIELD_HASH_LONGEST_KEY = 256;
-
-function fieldHash(text: string, hex: boolean): number {
-  if (text.length > FIELD_HASH_LONGEST_KEY) return hash32(hex ? canonicalHex(text) : text);
-  const known = (hex ? hexHashes : plainHashes).get(text);
-  if (known !== undefined) return known;
-  const hashes = hex ? hexHashes : plainHashes;
-  const h = hash32(hex ? canonicalHex(text) : text);
-  if (hashes.size >= FIELD_HASHES_BOUND) hashes.clear();
-  hashes.set(text, h);
-  return h;
-}
+const textHash = memoized((text: string) => hash32(text), 20_000, 256);
+const hexHash = memoized((text: string) => hash32(canonicalHex(text)), 20_000, 256);
 
 const SERVER_ID_PRINT: ContentPrint = { fp: '0', txHash: null };
 
@@ -117,12 +104,12 @@ export function contentPrint(
   // An amount_raw in an asset of unknown decimals is stored as amount 0: the raw value is the payment's.
   if (amount === '0' && /[1-9]/.test(row.amount_raw)) amount = `raw:${canonicalDecimal(row.amount_raw)}`;
   const hashes = [
-    fieldHash(row.agent_id, false),
-    fieldHash(row.endpoint, false),
+    textHash(row.agent_id),
+    textHash(row.endpoint),
     hash32(amount),
-    fieldHash(row.asset, true),
-    fieldHash(row.network, false),
-    fieldHash(row.payee_address, true),
+    hexHash(row.asset),
+    textHash(row.network),
+    hexHash(row.payee_address),
   ];
   let tags = 0;
   let whole = 0x9747b28c;

@@ -4,6 +4,7 @@ import type { FieldError } from '../http/errors.js';
 import type { SchemaRegistry } from '../http/validation.js';
 import { assetDecimals, rawToAmount, type DecimalsOf } from './assets.js';
 import { categorize } from './categories.js';
+import { memoized } from './memo.js';
 import { caip2Network } from './networks.js';
 
 /** Which route received a record. */
@@ -216,32 +217,18 @@ interface ClientTime {
 const MAX_AMOUNT_INTEGER_DIGITS = 20;
 
 /**
- * Host names of recent endpoints (undefined: not an absolute http or https URL). An agent calls the
- * same few URLs again and again, and parsing one costs about as much as the rest of its record's
- * checks. Bounded: past the bound it starts again (endless distinct URLs make records parse again,
- * never give a wrong answer); long URLs are parsed each time.
+ * The lower-case host of an absolute http or https URL, or undefined. Remembered per URL: an agent
+ * calls the same few URLs again and again, and parsing one costs about as much as the rest of its
+ * record's checks.
  */
-const hosts = new Map<string, string | undefined>();
-const HOSTS_BOUND = 10_000;
-const HOSTS_LONGEST_KEY = 512;
-
-/** The lower-case host of an absolute http or https URL, or undefined. */
-function domainOf(endpoint: string): string | undefined {
-  const known = hosts.get(endpoint);
-  if (known !== undefined || hosts.has(endpoint)) return known;
-  let domain: string | undefined;
+const domainOf = memoized((endpoint: string): string | undefined => {
   try {
     const url = new URL(endpoint);
-    if (url.protocol === 'http:' || url.protocol === 'https:') domain = url.hostname.toLowerCase();
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.hostname.toLowerCase() : undefined;
   } catch {
-    domain = undefined;
+    return undefined;
   }
-  if (endpoint.length <= HOSTS_LONGEST_KEY) {
-    if (hosts.size >= HOSTS_BOUND) hosts.clear();
-    hosts.set(endpoint, domain);
-  }
-  return domain;
-}
+});
 
 /** Unix ms of a record time (Unix ms or ISO 8601), or a reason it is not usable. */
 function parseTime(value: number | string): number | string {
