@@ -172,11 +172,19 @@ describeOnEachRegistry('authorizations: asking a person (approve policies)', fun
       for (let t = 0; decisionWaiters.size < 1_000 && t < 300; t++) await sleep(50);
       expect(decisionWaiters.size).to.equal(1_000);
       // The event loop's CPU, where waiting requests would poll: the process's would also count the
-      // shared embedded engine merging what earlier tests wrote, which failed this on a slow machine.
-      const cpu = eventLoopCpuMs();
-      await sleep(2_000);
-      // Two seconds of 1,000 waiting requests: well under a tenth of one core (no polling).
-      expect(eventLoopCpuMs() - cpu).to.be.below(200);
+      // shared embedded engine merging what earlier tests wrote. Measured in five windows of 400 ms,
+      // judged by their median: polling would cost every window, while one collection of the test
+      // process's large heap (ten minutes of earlier tests) or one background task lands in one or
+      // two. A single 2 s window failed this on a slow machine with 240 ms.
+      const windows: number[] = [];
+      for (let w = 0; w < 5; w++) {
+        const cpu = eventLoopCpuMs();
+        await sleep(400);
+        windows.push(eventLoopCpuMs() - cpu);
+      }
+      // 1,000 waiting requests: well under a tenth of one core (no polling).
+      const median = [...windows].sort((a, b) => a - b)[2];
+      expect(median, `event loop CPU ms per 400 ms window: ${windows.join(', ')}`).to.be.below(40);
       // Decided (half approved, half denied): every waiter answers with its decision.
       for (const [k, id] of ids.entries()) await api().post(`/api/v1/authorizations/${id}/${k % 2 ? 'deny' : 'approve'}`).set(...team.auth).send({}).expect(200);
       const answers = await Promise.all(waits);
