@@ -7,8 +7,9 @@
  * and prints the median and p90 time per block, rows/s and the process's CPU per row for both (the
  * records shaped as bench:ingest sends them). Then where a block's time goes:
  * the events insert alone, and the same TSV into a table of the same columns with the Null engine
- * (nothing stored: what the engine spends parsing the block, the floor of any loader). Run it with
- * the server stopped.
+ * (nothing stored: what the engine spends parsing the block, the floor of any loader); each of the
+ * last two again with the block as RowBinary (src/ingest/rowbinary.ts, the log's candidate format),
+ * and what encoding a row costs in each format. Run it with the server stopped.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -18,7 +19,8 @@ import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
 import { SchemaRegistry } from '../src/http/validation.js';
 import { insertBlock } from '../src/ingest/loader.js';
-import { recordToRow } from '../src/ingest/records.js';
+import { recordToRow, type EventRow } from '../src/ingest/records.js';
+import { RowBinaryWriter } from '../src/ingest/rowbinary.js';
 import { rowToTsv, TSV_COLUMNS } from '../src/ingest/tsv.js';
 import { SCHEMA_DIR } from '../src/paths.js';
 import { openStores } from '../src/stores/open.js';
@@ -28,15 +30,22 @@ const BLOCKS = Number(args.blocks);
 const ROWS = Number(args.rows);
 const TABLES = ['events', 'spend_hourly_by', 'spend_minutely', 'spend_daily_by'];
 
+const cpuMicros = () => {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+};
+
 async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-bench-loader-'));
   const config = loadConfig({ DATA_DIR: dataDir });
   const { registry, events, loaderEvents } = await openStores(config, pino({ level: 'warn' }));
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
   let pos = 1;
+  // What encoding a block's rows costs, per format (CPU µs per row, summed over the blocks).
+  const encoding = { tsv: 0, rowBinary: 0, rows: 0 };
   const block = () => {
     const now = Date.now();
-    const lines: string[] = [];
+    const rows: EventRow[] = [];
     for (let i = 0; i < ROWS; i++) {
       const outcome = recordToRow(
         {
@@ -65,20 +74,38 @@ async function main(): Promise<void> {
       );
       if (!outcome.ok) throw new Error(JSON.stringify(outcome.errors));
       outcome.row.ingest_seq = now * 1000 + i;
-      lines.push(rowToTsv(outcome.row, pos++));
+      rows.push(outcome.row);
     }
-    return { firstPos: pos - ROWS, lastPos: pos - 1, body: Buffer.from(lines.join('')) };
+    const firstPos = pos;
+    pos += ROWS;
+    let started = cpuMicros();
+    const body = Buffer.from(rows.map((row, i) => rowToTsv(row, firstPos + i)).join(''));
+    encoding.tsv += cpuMicros() - started;
+    started = cpuMicros();
+    const writer = new RowBinaryWriter(body.length);
+    rows.forEach((row, i) => writer.write(row, firstPos + i));
+    const binary = Buffer.from(writer.rows);
+    encoding.rowBinary += cpuMicros() - started;
+    encoding.rows += ROWS;
+    return { firstPos, lastPos: pos - 1, body, binary };
   };
-  const measure = async (label: string, insert = (positions: { firstPos: number; lastPos: number }, body: Buffer) => insertBlock(loaderEvents, 'bench', positions, body)) => {
+  type Block = ReturnType<typeof block>;
+  // The RowBinary candidate (src/ingest/rowbinary.ts) goes through a file: chDB's raw insert takes text formats only.
+  const binaryFile = path.join(dataDir, 'block.bin');
+  const insertBinary = async (table: string, { binary }: Block, settings: string) => {
+    fs.writeFileSync(binaryFile, binary);
+    await loaderEvents.command(`INSERT INTO ${table} (${TSV_COLUMNS.join(', ')}) FROM INFILE '${binaryFile}' SETTINGS ${settings} FORMAT RowBinary`);
+  };
+  const measure = async (label: string, insert = (b: Block) => insertBlock(loaderEvents, 'bench', b, b.body)) => {
     const times: number[] = [];
     // The process's CPU while the engine inserts (its threads; the block is built before): what a
     // row costs the machine, beside the wall time, which the engine's parallel threads shorten.
     const cpus: number[] = [];
     for (let b = 0; b < BLOCKS; b++) {
-      const { body, ...positions } = block();
+      const b = block();
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
-      await insert(positions, body);
+      await insert(b);
       times.push(performance.now() - t0);
       const cpu = process.cpuUsage(cpu0);
       cpus.push(cpu.user + cpu.system);
@@ -97,9 +124,15 @@ async function main(): Promise<void> {
     for (const t of TABLES) await events.command(`ALTER TABLE ${t} MODIFY SETTING fsync_after_insert = 0, fsync_part_directory = 0`);
     await measure('parts not fsynced');
     let n = 0;
-    await measure('events only, not fsynced', (_positions, body) => loaderEvents.insertTsv('events', TSV_COLUMNS, body, { insert_deduplication_token: `events-only-${n++}`, input_format_parallel_parsing: 0 }));
+    await measure('events only, not fsynced', ({ body }) => loaderEvents.insertTsv('events', TSV_COLUMNS, body, { insert_deduplication_token: `events-only-${n++}`, input_format_parallel_parsing: 0 }));
+    await measure('  the same as RowBinary', (b) => insertBinary('events', b, `insert_deduplication_token = 'events-binary-${n++}', input_format_parallel_parsing = 0`));
     await events.command('CREATE TABLE events_parse_only AS events ENGINE = Null');
-    await measure('parsing only (Null engine)', (_positions, body) => loaderEvents.insertTsv('events_parse_only', TSV_COLUMNS, body, { input_format_parallel_parsing: 0 }));
+    await measure('parsing only (Null engine)', ({ body }) => loaderEvents.insertTsv('events_parse_only', TSV_COLUMNS, body, { input_format_parallel_parsing: 0 }));
+    await measure('  the same as RowBinary', (b) => insertBinary('events_parse_only', b, 'input_format_parallel_parsing = 0'));
+    console.log(
+      `encoding the rows (JS, CPU per row over all blocks): TSV lines ${(encoding.tsv / encoding.rows).toFixed(2)} µs, ` +
+        `RowBinary ${(encoding.rowBinary / encoding.rows).toFixed(2)} µs`,
+    );
   } finally {
     registry.close();
     await events.close();
