@@ -65,6 +65,15 @@ const KINDS: readonly Kind[] = [
   Kind.UInt64, // log_pos
 ];
 
+/** Bytes of the fixed-width kinds (little-endian integers). */
+const FIXED_WIDTH = new Map<Kind, number>([
+  [Kind.Time, 8],
+  [Kind.UInt64, 8],
+  [Kind.Money, 16],
+  [Kind.UInt16, 2],
+  [Kind.UInt32, 4],
+]);
+
 const TEN_TO_18 = 10n ** 18n;
 const EIGHTEEN_ZEROS = '000000000000000000';
 const LOW_64 = 0xffffffffffffffffn;
@@ -231,54 +240,37 @@ export function rowBinaryBoundaries(body: Buffer): RowBinaryBoundaries {
       if (shift > 28) throw new Error(`RowBinary length too long at byte ${at}`);
     }
   };
-  const text = () => {
-    const bytes = varint();
+  const skip = (bytes: number) => {
     need(bytes);
     at += bytes;
+  };
+  const text = () => {
+    const bytes = varint();
+    skip(bytes);
     return [at - bytes, at] as const;
   };
   while (at < body.length) {
     starts.push(at);
     for (let column = 0; column < KINDS.length; column++) {
-      switch (KINDS[column]) {
-        case Kind.Text: {
-          const [from, to] = text();
-          if (column === 0) teamIds.push(body.toString('utf8', from, to));
-          else if (column === 2) ids.push(body.toString('utf8', from, to));
-          break;
-        }
-        case Kind.OptionalText:
-          need(1);
-          if (body[at++] === 0) text();
-          break;
-        case Kind.OptionalTime:
-          need(1);
-          if (body[at++] === 0) {
-            need(8);
-            at += 8;
-          }
-          break;
-        case Kind.Time:
-        case Kind.UInt64:
-          need(8);
-          at += 8;
-          break;
-        case Kind.Money:
-          need(16);
-          at += 16;
-          break;
-        case Kind.UInt16:
-          need(2);
-          at += 2;
-          break;
-        case Kind.UInt32:
-          need(4);
-          at += 4;
-          break;
-        case Kind.Tags: {
-          const count = varint();
-          for (let t = 0; t < count; t++) text();
-          break;
+      const kind = KINDS[column]!;
+      const width = FIXED_WIDTH.get(kind);
+      if (width !== undefined) {
+        skip(width);
+        continue;
+      }
+      if (kind === Kind.Text) {
+        const [from, to] = text();
+        if (column === 0) teamIds.push(body.toString('utf8', from, to));
+        else if (column === 2) ids.push(body.toString('utf8', from, to));
+      } else if (kind === Kind.Tags) {
+        const count = varint();
+        for (let t = 0; t < count; t++) text();
+      } else {
+        // Nullable: a byte, 1 for NULL, else the value.
+        skip(1);
+        if (body[at - 1] === 0) {
+          if (kind === Kind.OptionalText) text();
+          else skip(8);
         }
       }
     }
