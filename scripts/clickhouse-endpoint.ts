@@ -34,6 +34,8 @@ export async function serveEmbeddedClickHouse(enginePath: string, port = 0): Pro
     void serveClickHouseHttp(req, res, {
       enginePath,
       maxBodyBytes: 256 * 1024 * 1024,
+      // A binary INSERT (the loader's RowBinary blocks) reaches the engine through a file here.
+      binaryInsertFolder: `${enginePath}-inserts`,
       // Everything the client asks for, as a ClickHouse server's default user may.
       policy: { prepare: (request) => ({ setup: settingStatements(request.settings) }) },
     });

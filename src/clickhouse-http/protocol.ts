@@ -11,7 +11,9 @@
  * This module is the protocol only: who may run what is the caller's (`ClickHouseHttpPolicy`).
  */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import path from 'node:path';
 import zlib from 'node:zlib';
 import { Session, type ChdbQueryStream } from 'chdb';
 import { ClickHouseException } from './exception.js';
@@ -32,6 +34,11 @@ export interface ClickHouseRequest {
   settings: Record<string, string>;
   credentials: { user: string; password: string };
   queryId: string;
+  /**
+   * An INSERT's data in a binary format (RowBinary, Native), kept as bytes apart from `sql`: only
+   * where the options give `binaryInsertFolder`.
+   */
+  data?: Buffer;
 }
 
 /**
@@ -61,7 +68,17 @@ export interface ClickHouseHttpOptions {
   policy: ClickHouseHttpPolicy;
   /** Largest request body taken (an INSERT's data is part of it). */
   maxBodyBytes: number;
+  /**
+   * Where an INSERT's binary data (RowBinary, Native: the statement in the URL, the data as the
+   * body) is written for the engine to read with `FROM INFILE`; the statement and the data cannot
+   * travel as one text. Unset (the service's own /clickhouse, whose keys are read-only): such a
+   * body is read as text, as any other.
+   */
+  binaryInsertFolder?: string;
 }
+
+/** An INSERT naming a binary input format at its end: its data cannot be joined to it as text. */
+const BINARY_INSERT = /^\s*INSERT\b[\s\S]*\bFORMAT\s+(RowBinary\w*|Native)\s*;?\s*$/i;
 
 /** URL parameters that are the protocol's own, not settings. */
 const PROTOCOL_PARAMETERS = new Set([
@@ -154,7 +171,7 @@ async function formFields(body: Buffer, type: string): Promise<[string, string][
 }
 
 /** Parses a request as ClickHouse's HTTP handler does. */
-export async function parseRequest(req: IncomingMessage, url: URL, maxBodyBytes: number): Promise<ClickHouseRequest> {
+export async function parseRequest(req: IncomingMessage, url: URL, maxBodyBytes: number, binaryInserts = false): Promise<ClickHouseRequest> {
   const body = req.method === 'POST' ? await readBody(req, maxBodyBytes) : Buffer.alloc(0);
   const type = String(req.headers['content-type'] ?? '');
   const multipart = /^multipart\/form-data\b/i.test(type);
@@ -164,7 +181,8 @@ export async function parseRequest(req: IncomingMessage, url: URL, maxBodyBytes:
   const queries = fields.filter(([n]) => n === 'query').map(([, v]) => v);
   // Multipart: the query is the 'query' fields joined; otherwise the URL's query, a newline and the body.
   const inUrl = first('query');
-  const sql = multipart ? queries.join('') : inUrl === undefined ? body.toString('utf8') : body.length > 0 ? `${inUrl}\n${body.toString('utf8')}` : inUrl;
+  const binary = binaryInserts && !multipart && inUrl !== undefined && body.length > 0 && BINARY_INSERT.test(inUrl);
+  const sql = multipart ? queries.join('') : inUrl === undefined ? body.toString('utf8') : body.length > 0 && !binary ? `${inUrl}\n${body.toString('utf8')}` : inUrl;
   if (sql.trim() === '') throw new ClickHouseException(62, 'SYNTAX_ERROR', 'Empty query');
   const params: Record<string, string> = {};
   const settings: Record<string, string> = {};
@@ -187,6 +205,7 @@ export async function parseRequest(req: IncomingMessage, url: URL, maxBodyBytes:
     settings,
     credentials: credentialsOf(req, url),
     queryId: first('query_id') || crypto.randomUUID(),
+    ...(binary ? { data: body } : {}),
   };
 }
 
@@ -270,6 +289,8 @@ export async function serveClickHouseHttp(req: IncomingMessage, res: ServerRespo
   let session: Session | undefined;
   let stream: ChdbQueryStream | undefined;
   let prepared: PreparedQuery | undefined;
+  /** An INSERT's binary data, written for the engine to read (binaryInsertFolder). */
+  let dataFile: string | undefined;
   // A client that goes away ends its query at once: the engine stream is cancelled and the write
   // loop stops waiting, so the query's slot is released (finally) without waiting for a drain.
   let gone = false;
@@ -283,7 +304,7 @@ export async function serveClickHouseHttp(req: IncomingMessage, res: ServerRespo
   try {
     if (url.pathname !== '/' && url.pathname !== '') throw new ClickHouseException(0, 'NOT_FOUND', `There is no handler ${url.pathname}`);
     if (req.method !== 'GET' && req.method !== 'POST') throw new ClickHouseException(1, 'UNSUPPORTED_METHOD', `HTTP method ${req.method} is not supported`);
-    const request = await parseRequest(req, url, options.maxBodyBytes);
+    const request = await parseRequest(req, url, options.maxBodyBytes, options.binaryInsertFolder !== undefined);
     prepared = await options.policy.prepare(request);
     session = new Session(options.enginePath);
     const statements = [
@@ -297,7 +318,13 @@ export async function serveClickHouseHttp(req: IncomingMessage, res: ServerRespo
     // The check sees the query as it will run: its placeholders bound (the session holds the parameters).
     const checked = await prepared.check?.(async (sql) => (await open.queryAsync(sql, { format: 'TabSeparated' })).text());
     // What runs is what the policy checked, when it answers one.
-    const sql = checked ?? request.sql;
+    let sql = checked ?? request.sql;
+    if (request.data && options.binaryInsertFolder) {
+      dataFile = path.join(options.binaryInsertFolder, `insert-${request.queryId.replace(/[^\w-]/g, '_')}-${crypto.randomBytes(6).toString('hex')}.bin`);
+      await fs.promises.mkdir(options.binaryInsertFolder, { recursive: true });
+      await fs.promises.writeFile(dataFile, request.data);
+      sql = sql.replace(/\bFORMAT\s+(\w+)\s*;?\s*$/i, (_all, format: string) => `FROM INFILE ${sqlString(dataFile!)} FORMAT ${format}`);
+    }
     // The statement's own FORMAT clause names the result's format, as on a server.
     const format = statementFormat(sql) ?? request.format;
     const headers: Record<string, string> = {
@@ -358,6 +385,7 @@ export async function serveClickHouseHttp(req: IncomingMessage, res: ServerRespo
     stream?.cancel();
     session?.close();
     prepared?.release?.();
+    if (dataFile) await fs.promises.rm(dataFile, { force: true });
   }
 }
 

@@ -1,6 +1,9 @@
 import { ClickHouseLogLevel, createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
 import { createChdbConnection } from 'chdb/connection';
+import fs from 'node:fs';
+import path from 'node:path';
 import { Readable } from 'node:stream';
+import { sqlString } from '../clickhouse-http/protocol.js';
 import type { ClickHouseConfig } from '../config.js';
 
 /**
@@ -27,6 +30,14 @@ export interface EventStore {
    * on the engine's threads); server: the body of one HTTP request.
    */
   insertTsv(table: string, columns: readonly string[], body: Buffer, settings: Record<string, string | number>): Promise<void>;
+  /**
+   * Inserts RowBinary rows (src/ingest/rowbinary.ts), with settings as insertTsv. Embedded: chDB's
+   * raw insert takes text formats only and its inline data fails past about 1 MiB, so the block is
+   * written to a file beside the engine's folder and read with `INSERT ... FROM INFILE` (from the
+   * page cache; the log holds the durable copy, so the file is not synced); server: the body of one
+   * HTTP request.
+   */
+  insertRowBinary(table: string, columns: readonly string[], body: Buffer, settings: Record<string, string | number>): Promise<void>;
   /** Throws when the store does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -109,12 +120,66 @@ export class EventStoreOpenError extends Error {
 type ClientConnection = NonNullable<Parameters<typeof createClient>[0]>['connection'];
 type ChdbConnection = ReturnType<typeof createChdbConnection>;
 
+/** A setting's value as a ClickHouse literal: a number as it is, text quoted. */
+function settingLiteral(value: string | number): string {
+  if (typeof value !== 'number') return sqlString(value);
+  if (!Number.isFinite(value)) throw new Error(`setting value ${value} is not a finite number`);
+  return String(value);
+}
+
+/**
+ * The files through which the embedded engine takes RowBinary blocks, in `<engine folder>-blocks`:
+ * one per insert, removed once the engine has read it. The engine locks its folder to one process,
+ * so a file found there at the first insert was left by a process that died mid-insert: removed.
+ */
+const blockFiles = {
+  cleared: new Map<string, Promise<string>>(),
+  next: 0,
+  folder(enginePath: string): Promise<string> {
+    let folder = this.cleared.get(enginePath);
+    if (!folder) {
+      const dir = `${enginePath}-blocks`;
+      folder = fs.promises.rm(dir, { recursive: true, force: true }).then(async () => {
+        await fs.promises.mkdir(dir, { recursive: true });
+        return dir;
+      });
+      this.cleared.set(enginePath, folder);
+    }
+    return folder;
+  },
+  async insert(enginePath: string, into: string, body: Buffer, settings: Record<string, string | number>, run: (sql: string) => Promise<unknown>): Promise<void> {
+    // Settings inline: the embedded connection would SET them on the shared session (see query).
+    const clause = Object.entries(settings)
+      .map(([name, value]) => {
+        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`setting name ${JSON.stringify(name)} is not an identifier`);
+        return `${name} = ${settingLiteral(value)}`;
+      })
+      .join(', ');
+    const file = path.join(await this.folder(enginePath), `block-${process.pid}-${this.next++}.bin`);
+    await fs.promises.writeFile(file, body);
+    try {
+      await run(`${into} FROM INFILE ${sqlString(file)}${clause ? ` SETTINGS ${clause}` : ''} FORMAT RowBinary`);
+    } finally {
+      await fs.promises.rm(file, { force: true });
+    }
+  },
+};
+
 /**
  * Each store built here is its own engine session (embedded) or client (server): the service
  * opens one for reads and one for the loader, so a read never queues behind an insert (chDB runs
  * sessions on one data path in parallel).
  */
 function clientStore(client: ClickHouseClient, config: ClickHouseConfig, embedded?: ChdbConnection): EventStore {
+  /** A block as the body of one HTTP request (server mode). */
+  const insertOverHttp = async (table: string, columns: readonly string[], body: Buffer, settings: Record<string, string | number>, format: 'TabSeparated' | 'RowBinary') => {
+    const result = await client.exec({
+      query: `INSERT INTO ${table} (${columns.join(', ')}) FORMAT ${format}`,
+      values: Readable.from([body], { objectMode: false }),
+      clickhouse_settings: settings,
+    });
+    for await (const _chunk of result.stream) void _chunk;
+  };
   return {
     mode: config.mode,
     database: config.database,
@@ -135,12 +200,15 @@ function clientStore(client: ClickHouseClient, config: ClickHouseConfig, embedde
         await embedded.chdb.rawInsert({ table, columns, values: body, format: 'TSV', settings });
         return;
       }
-      const result = await client.exec({
-        query: `INSERT INTO ${table} (${columns.join(', ')}) FORMAT TabSeparated`,
-        values: Readable.from([body], { objectMode: false }),
-        clickhouse_settings: settings,
-      });
-      for await (const _chunk of result.stream) void _chunk;
+      await insertOverHttp(table, columns, body, settings, 'TabSeparated');
+    },
+    async insertRowBinary(table: string, columns: readonly string[], body: Buffer, settings: Record<string, string | number>): Promise<void> {
+      if (body.length === 0) return;
+      if (embedded && config.mode === 'embedded') {
+        await blockFiles.insert(config.path, `INSERT INTO ${table} (${columns.join(', ')})`, body, settings, (sql) => client.command({ query: sql }));
+        return;
+      }
+      await insertOverHttp(table, columns, body, settings, 'RowBinary');
     },
     async ping(): Promise<void> {
       const result = await client.ping();

@@ -11,6 +11,10 @@ import { ApiStorage, AuditLogger } from '@x402sentinel/x402';
 import { startClickHouseServer } from '../helpers/clickhouse-server.js';
 import { testEnv } from '../helpers/context.js';
 import { sdkRecord } from '../ingest/fixtures.js';
+import { recordToRow } from '../../src/ingest/records.js';
+import { RowBinaryWriter } from '../../src/ingest/rowbinary.js';
+import { rowToTsv, TSV_COLUMNS } from '../../src/ingest/tsv.js';
+import { createEventStore } from '../../src/stores/clickhouse.js';
 import { callWithKey, startService, tempDir, type RunningService } from '../helpers/processes.js';
 
 describe('ClickHouse HTTP interface over the embedded engine', function () {
@@ -82,6 +86,40 @@ describe('ClickHouse HTTP interface over the embedded engine', function () {
       thrown = err as { code?: string; type?: string };
     }
     expect(thrown).to.include({ code: '60', type: 'UNKNOWN_TABLE' });
+  });
+
+  it('takes a RowBinary INSERT as its body (the loader in server mode): the same rows as their TSV lines, once per token', async () => {
+    // The events columns, from the run's own engine.
+    const columns = await testEnv().events.query<{ name: string; type: string }>(
+      "SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = 'events' ORDER BY position",
+    );
+    for (const table of ['from_tsv', 'from_binary']) {
+      await client.command({ query: `CREATE TABLE ${database}.${table} (${columns.map((c) => `${c.name} ${c.type}`).join(', ')}) ENGINE = MergeTree ORDER BY tuple() SETTINGS non_replicated_deduplication_window = 100` });
+    }
+    const now = Date.UTC(2026, 10, 29, 12);
+    const rows = Array.from({ length: 50 }, (_, i) => {
+      const outcome = recordToRow(
+        sdkRecord({ created_at: now - i, tags: i % 3 ? [] : ['ops', `t${i}`], tx_hash: i % 2 ? null : `0x${i}`, metadata: { note: i === 7 ? 'é'.repeat(3_000) : `n\t${i}` } }),
+        testEnv().schemas, 'team-rb', 'sdk', now,
+      );
+      if (!outcome.ok) throw new Error(JSON.stringify(outcome.errors));
+      return { ...outcome.row, ingest_seq: now * 1000 + i };
+    });
+    const store = createEventStore({ mode: 'server', url: server.url, user: 'default', password: '', database });
+    try {
+      const writer = new RowBinaryWriter();
+      rows.forEach((r, i) => writer.write(r, 1 + i));
+      await store.insertTsv('from_tsv', TSV_COLUMNS, Buffer.from(rows.map((r, i) => rowToTsv(r, 1 + i)).join('')), {});
+      for (let i = 0; i < 2; i++) await store.insertRowBinary('from_binary', TSV_COLUMNS, Buffer.from(writer.rows), { insert_deduplication_token: 'log:1-50:events' });
+      const list = TSV_COLUMNS.join(', ');
+      const [counts] = await store.query<{ tsv: string; binary: string; differing: string }>(
+        `SELECT (SELECT toString(count()) FROM from_tsv) AS tsv, (SELECT toString(count()) FROM from_binary) AS binary,
+                (SELECT toString(count()) FROM (SELECT ${list} FROM from_tsv EXCEPT SELECT ${list} FROM from_binary)) AS differing`,
+      );
+      expect(counts).to.deep.equal({ tsv: '50', binary: '50', differing: '0' });
+    } finally {
+      await store.close();
+    }
   });
 
   describe('the service in server mode (CLICKHOUSE_URL) against it', () => {

@@ -7,9 +7,9 @@ import BigNumber from 'bignumber.js';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { EventRow } from '../../src/ingest/records.js';
+import { refusedForData } from '../../src/ingest/loader.js';
 import { rowBinaryBoundaries, RowBinaryWriter } from '../../src/ingest/rowbinary.js';
 import { rowToTsv, TSV_COLUMNS } from '../../src/ingest/tsv.js';
 import { testEnv } from '../helpers/context.js';
@@ -76,6 +76,23 @@ function encode(rows: readonly EventRow[], firstPos: number): Buffer {
 }
 
 describe('the ingest log as RowBinary', () => {
+  it('the first insert of a process removes the block files a process that died mid-insert left', async () => {
+    const { loaderEvents, config } = testEnv();
+    // The engine locks its folder to one process: a file here is from a process that is gone.
+    const folder = `${(config.clickhouse as { path: string }).path}-blocks`;
+    fs.mkdirSync(folder, { recursive: true });
+    fs.writeFileSync(path.join(folder, 'block-1-0.bin'), 'left by a crash');
+    await loaderEvents.command('CREATE TABLE rowbinary_first AS events ENGINE = Memory');
+    try {
+      await loaderEvents.insertRowBinary('rowbinary_first', TSV_COLUMNS, encode(fc.sample(row, { numRuns: 3, seed: 1 }), 1), {});
+      expect(fs.readdirSync(folder)).to.deep.equal([]);
+      const [stored] = await loaderEvents.query<{ n: string }>('SELECT toString(count()) AS n FROM rowbinary_first');
+      expect(stored!.n).to.equal('3');
+    } finally {
+      await loaderEvents.command('DROP TABLE IF EXISTS rowbinary_first');
+    }
+  });
+
   it('finds every row of a body again: where it starts, its team and its id; a body cut inside a row is refused', () => {
     fc.assert(
       fc.property(fc.array(row, { minLength: 1, maxLength: 8 }), (rows) => {
@@ -100,14 +117,12 @@ describe('the ingest log as RowBinary', () => {
     // Rows as the service makes them too: an SDK record with no optional field set.
     rows.push({ ...rows[0]!, team_label: null, tx_hash: null, facilitator: null, tags: [], settled_at: null, amount: '0', record_extra: '' });
     const tsv = Buffer.from(rows.map((r, i) => rowToTsv(r, 1 + i)).join(''));
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rowbinary-')), 'block.bin');
-    fs.writeFileSync(file, encode(rows, 1));
     const columns = TSV_COLUMNS.join(', ');
     try {
       await loaderEvents.command('CREATE TABLE rowbinary_from_tsv AS events ENGINE = Memory');
       await loaderEvents.command('CREATE TABLE rowbinary_from_binary AS events ENGINE = Memory');
-      await loaderEvents.insertTsv('rowbinary_from_tsv', TSV_COLUMNS, tsv, { insert_deduplicate: 0 });
-      await loaderEvents.command(`INSERT INTO rowbinary_from_binary (${columns}) FROM INFILE '${file}' SETTINGS insert_deduplicate = 0 FORMAT RowBinary`);
+      await loaderEvents.insertTsv('rowbinary_from_tsv', TSV_COLUMNS, tsv, {});
+      await loaderEvents.insertRowBinary('rowbinary_from_binary', TSV_COLUMNS, encode(rows, 1), {});
       const [counts] = await loaderEvents.query<{ tsv: string; binary: string; onlyTsv: string; onlyBinary: string }>(
         `SELECT (SELECT count() FROM rowbinary_from_tsv) AS tsv, (SELECT count() FROM rowbinary_from_binary) AS binary,
                 (SELECT count() FROM (SELECT ${columns} FROM rowbinary_from_tsv EXCEPT SELECT ${columns} FROM rowbinary_from_binary)) AS onlyTsv,
@@ -125,7 +140,29 @@ describe('the ingest log as RowBinary', () => {
     } finally {
       await loaderEvents.command('DROP TABLE IF EXISTS rowbinary_from_tsv');
       await loaderEvents.command('DROP TABLE IF EXISTS rowbinary_from_binary');
-      fs.rmSync(path.dirname(file), { recursive: true, force: true });
+    }
+  });
+
+  it('a block inserted twice with one token is stored once; a cut block is refused as data, as a bad TSV line is; no file stays behind', async () => {
+    const { loaderEvents, config } = testEnv();
+    const folder = `${(config.clickhouse as { path: string }).path}-blocks`;
+    const rows = fc.sample(row, { numRuns: 20, seed: 7 }).map((r) => ({ ...r, event_time: Date.UTC(2026, 10, 29, 12) }));
+    const body = encode(rows, 1);
+    try {
+      await loaderEvents.command('CREATE TABLE rowbinary_tokens AS events ENGINE = MergeTree ORDER BY tuple() SETTINGS non_replicated_deduplication_window = 100');
+      for (let i = 0; i < 2; i++) await loaderEvents.insertRowBinary('rowbinary_tokens', TSV_COLUMNS, body, { insert_deduplication_token: "log-1:1-20:events 'quoted'" });
+      await loaderEvents.insertRowBinary('rowbinary_tokens', TSV_COLUMNS, body, { insert_deduplication_token: 'log-1:21-40:events' });
+      const [stored] = await loaderEvents.query<{ n: string }>('SELECT toString(count()) AS n FROM rowbinary_tokens');
+      expect(stored!.n).to.equal('40');
+      const refused = await loaderEvents.insertRowBinary('rowbinary_tokens', TSV_COLUMNS, body.subarray(0, body.length - 3), {}).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(refused, 'a cut block must fail').to.be.instanceOf(Error);
+      expect(refusedForData(refused), String(refused)).to.equal(true);
+      expect(fs.readdirSync(folder)).to.deep.equal([]);
+    } finally {
+      await loaderEvents.command('DROP TABLE IF EXISTS rowbinary_tokens');
     }
   });
 });
