@@ -203,6 +203,17 @@ describe('BI interface under attack: a read key reaches no file, no environment,
     ['497', '164', '62']);
   });
 
+  it('INSERT FROM INFILE and binary INSERT bodies: no file read, none written (only the test endpoint takes binary data)', async () => {
+    await refuseAll([
+      { sql: `INSERT INTO events (team_id, id) FROM INFILE '${canaryFile}' FORMAT CSV` },
+      { sql: `INSERT INTO events (team_id) FROM INFILE '${canaryFile}' FORMAT RowBinary` },
+      { sql: `INSERT INTO FUNCTION file('${path.join(watched, 'x.bin')}', 'RowBinary') FROM INFILE '${canaryFile}' FORMAT RowBinary` },
+      // The statement in the URL, bytes as the body: read as text here, refused as the INSERT it is.
+      { sql: '\u0005hello\u0000\u0001', params: { query: 'INSERT INTO events (team_id) FORMAT RowBinary' } },
+      { sql: '\u0005hello', params: { query: 'INSERT INTO events (team_id) FORMAT Native' } },
+    ], ['497', '164', '62']);
+  });
+
   it('what a read key may do still works: its rows, catalog reads, allowed formats and settings', async () => {
     const allowed: Attack[] = [
       { sql: 'SELECT count() AS n, toString(sum(amount)) FROM events FORMAT JSON' },
