@@ -5,11 +5,11 @@
  * inserted as the loader does (events, then every rollup, each with its token), first with parts
  * fsynced (fsync_after_insert and fsync_part_directory, the schema's setting) and then without,
  * and prints the median and p90 time per block, rows/s and the process's CPU per row for both (the
- * records shaped as bench:ingest sends them). Then where a block's time goes:
- * the events insert alone, and the same TSV into a table of the same columns with the Null engine
- * (nothing stored: what the engine spends parsing the block, the floor of any loader); each of the
- * last two again with the block as RowBinary (src/ingest/rowbinary.ts, the log's candidate format),
- * and what encoding a row costs in each format. Run it with the server stopped.
+ * records shaped as bench:ingest sends them), as the log holds them (RowBinary) and, fsynced, as
+ * the TSV chunks written before issue 33. Then where a block's time goes: the events insert alone,
+ * and the same rows into a table of the same columns with the Null engine (nothing stored: what
+ * the engine spends parsing the block, the floor of any loader), each in TSV and in RowBinary, and
+ * what encoding a row costs in each format. Run it with the server stopped.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -90,13 +90,11 @@ async function main(): Promise<void> {
     return { firstPos, lastPos: pos - 1, body, binary };
   };
   type Block = ReturnType<typeof block>;
-  // The RowBinary candidate (src/ingest/rowbinary.ts) goes through a file: chDB's raw insert takes text formats only.
-  const binaryFile = path.join(dataDir, 'block.bin');
-  const insertBinary = async (table: string, { binary }: Block, settings: string) => {
-    fs.writeFileSync(binaryFile, binary);
-    await loaderEvents.command(`INSERT INTO ${table} (${TSV_COLUMNS.join(', ')}) FROM INFILE '${binaryFile}' SETTINGS ${settings} FORMAT RowBinary`);
-  };
-  const measure = async (label: string, insert = (b: Block) => insertBlock(loaderEvents, 'bench', b, b.body)) => {
+  const insertBinary = (table: string, { binary }: Block, settings: Record<string, string | number>) => loaderEvents.insertRowBinary(table, TSV_COLUMNS, binary, settings);
+  // The loader's block as the log holds it now (RowBinary), or as chunks written before issue 33 (TSV).
+  const asLogged = (b: Block) => insertBlock(loaderEvents, 'bench', b, { format: 'rowbinary', bytes: b.binary });
+  const asTsv = (b: Block) => insertBlock(loaderEvents, 'bench', b, { format: 'tsv', bytes: b.body });
+  const measure = async (label: string, insert: (b: Block) => Promise<void>) => {
     const times: number[] = [];
     // The process's CPU while the engine inserts (its threads; the block is built before): what a
     // row costs the machine, beside the wall time, which the engine's parallel threads shorten.
@@ -120,15 +118,16 @@ async function main(): Promise<void> {
   };
   try {
     console.log(`loader blocks into a fresh embedded store, ${BLOCKS} blocks of ${ROWS} rows, ${os.cpus().length} cores`);
-    await measure('parts fsynced (the schema)');
+    await measure('parts fsynced (the schema)', asLogged);
+    await measure('  the same from TSV chunks', asTsv);
     for (const t of TABLES) await events.command(`ALTER TABLE ${t} MODIFY SETTING fsync_after_insert = 0, fsync_part_directory = 0`);
-    await measure('parts not fsynced');
+    await measure('parts not fsynced', asLogged);
     let n = 0;
     await measure('events only, not fsynced', ({ body }) => loaderEvents.insertTsv('events', TSV_COLUMNS, body, { insert_deduplication_token: `events-only-${n++}`, input_format_parallel_parsing: 0 }));
-    await measure('  the same as RowBinary', (b) => insertBinary('events', b, `insert_deduplication_token = 'events-binary-${n++}', input_format_parallel_parsing = 0`));
+    await measure('  the same as RowBinary', (b) => insertBinary('events', b, { insert_deduplication_token: `events-binary-${n++}`, input_format_parallel_parsing: 0 }));
     await events.command('CREATE TABLE events_parse_only AS events ENGINE = Null');
     await measure('parsing only (Null engine)', ({ body }) => loaderEvents.insertTsv('events_parse_only', TSV_COLUMNS, body, { input_format_parallel_parsing: 0 }));
-    await measure('  the same as RowBinary', (b) => insertBinary('events_parse_only', b, 'input_format_parallel_parsing = 0'));
+    await measure('  the same as RowBinary', (b) => insertBinary('events_parse_only', b, { input_format_parallel_parsing: 0 }));
     console.log(
       `encoding the rows (JS, CPU per row over all blocks): TSV lines ${(encoding.tsv / encoding.rows).toFixed(2)} µs, ` +
         `RowBinary ${(encoding.rowBinary / encoding.rows).toFixed(2)} µs`,

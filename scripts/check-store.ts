@@ -49,7 +49,7 @@ export async function checkStore(dataDir: string): Promise<StoreCheck> {
     const { unloaded } = registry
       .prepare('SELECT coalesce(sum(rows), 0) AS unloaded FROM ingest_log WHERE last_pos > (SELECT loaded_pos FROM ingest_loader)')
       .get() as { unloaded: number };
-    const { setAside } = registry.prepare('SELECT count(*) AS setAside FROM ingest_rejects').get() as { setAside: number };
+    const { setAside } = registry.prepare('SELECT coalesce(sum(rows), 0) AS setAside FROM ingest_rejects').get() as { setAside: number };
     return { ...result, unloadedRecords: unloaded, setAside };
   } finally {
     registry.close();

@@ -71,13 +71,16 @@ export class Freshness {
     return { rows: this.rows, bytes: this.bytes, oldestCommittedAt: oldest ? oldest.committedAt : null };
   }
 
-  /** The first unloaded chunks, up to about `rows` records (at least one chunk). */
+  /**
+   * The first unloaded chunks, up to about `rows` records (at least one chunk), all of the first
+   * one's format (a block is inserted in one format).
+   */
   nextChunks(rows: number): LogChunk[] {
     const out: LogChunk[] = [];
     let n = 0;
     for (let i = this.head; i < this.unloaded.length; i++) {
       const chunk = this.unloaded[i]!;
-      if (out.length > 0 && n + chunk.rows > rows) break;
+      if (out.length > 0 && (n + chunk.rows > rows || chunk.format !== out[0]!.format)) break;
       out.push(chunk);
       n += chunk.rows;
     }

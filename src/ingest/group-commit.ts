@@ -11,7 +11,6 @@ import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.
 import type { Freshness } from './freshness.js';
 import { contentPrint, type ClaimOutcome, type GroupLog, type LogChunk } from './log.js';
 import type { EventRow } from './records.js';
-import { rowToTsv } from './tsv.js';
 
 /** What happened to the rows of one request. */
 export interface CommitOutcome {
@@ -622,9 +621,9 @@ export class GroupCommit {
       }
       outcomes.push({ stored: pending.rows.length - duplicates - conflicts.length, duplicates, conflicts, alertsCreated: 0, warnings, refused: 0 });
     }
-    // One chunk per team; each line carries its log position (the loader finds a block's rows by it).
+    // One chunk per team; each row carries its log position (the loader finds a block's rows by it).
     const chunks: LogChunk[] = [];
-    for (const [teamId, rows] of rowsByTeam) chunks.push(...(yield* this.log.appending(teamId, rows, rowToTsv, now)));
+    for (const [teamId, rows] of rowsByTeam) chunks.push(...(yield* this.log.appending(teamId, rows, now)));
 
     // Shared totals are locked here, after the claims (every instance takes its locks in this order).
     if (this.evaluator?.lockTotals && plan !== undefined) yield* this.evaluator.lockTotals(plan, now);

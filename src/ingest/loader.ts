@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import { clickHouseErrorCode, type EventStore } from '../stores/clickhouse.js';
 import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.js';
 import type { Freshness } from './freshness.js';
-import type { LogChunk } from './log.js';
+import type { LogChunk, LogFormat } from './log.js';
+import { rowBinaryBoundaries } from './rowbinary.js';
 import { TSV_COLUMNS, teamAndIdOf } from './tsv.js';
 
 export interface LoaderOptions {
@@ -22,6 +23,13 @@ export interface LoaderObserver {
 interface Block {
   firstPos: number;
   lastPos: number;
+  format: LogFormat;
+}
+
+/** A block's records as the loader sends them: the bytes of its chunks (or of their rows), in one format. */
+export interface BlockBody {
+  format: LogFormat;
+  bytes: Buffer;
 }
 
 /**
@@ -104,21 +112,25 @@ const ROLLUPS: Rollup[] = (['hour', 'day'] as const)
  * Inserts one block of the log into events and then into every rollup, each table with its own
  * deduplication token made from the log's id and the block's positions: inserted again (after a
  * crash or a failure at any step), every table keeps the block once. Throws what ClickHouse
- * throws; a data error can only come from the first insert (the TSV), before anything is written.
+ * throws; a data error can only come from the first insert (the rows), before anything is written.
  * A block ending at or before `legacyUntil` was recorded before the later dimensions existed.
  */
 export async function insertBlock(
   store: EventStore,
   logId: string,
   block: BlockPositions,
-  body: Buffer,
+  body: BlockBody,
   legacyUntil = 0,
 ): Promise<void> {
   const token = (name: string) => `${logId}:${block.key ?? `${block.firstPos}-${block.lastPos}`}:${name}`;
-  // One thread parses the block: the engine's parallel parsing cut it into segments for threads of
-  // its own, which cost about 0.3 µs a row more CPU on this 2-core machine (and compete with the
+  // One thread parses a TSV block: the engine's parallel parsing cut it into segments for threads
+  // of its own, which cost about 0.3 µs a row more CPU on this 2-core machine (and compete with the
   // event loop); the loader is not waited on, so the shorter wall time buys nothing.
-  await store.insertTsv('events', TSV_COLUMNS, body, { insert_deduplication_token: token('events'), input_format_parallel_parsing: 0 });
+  const settings = { insert_deduplication_token: token('events'), input_format_parallel_parsing: 0 };
+  // The token names positions, not bytes: a block recorded as TSV and inserted again after an
+  // upgrade is still one block (and is inserted as TSV: a block keeps its format).
+  if (body.format === 'rowbinary') await store.insertRowBinary('events', TSV_COLUMNS, body.bytes, settings);
+  else await store.insertTsv('events', TSV_COLUMNS, body.bytes, settings);
   // Positions are integers of our own: inlined, so the statement does not queue behind
   // parameterised reads (the embedded engine serialises those).
   const rows = block.ranges
@@ -212,18 +224,77 @@ export class Nap {
   }
 }
 
+/** What the loader reads of a chunk of the log to cut it or set part of it aside. */
+export interface StoredChunk {
+  firstPos: number;
+  lastPos: number;
+  teamId: string;
+  format: LogFormat;
+  body: Buffer;
+}
+
+/** A chunk whose records cannot be told apart: its bytes do not hold its rows, one after another. */
+export class DamagedChunkError extends Error {
+  override name = 'DamagedChunkError';
+}
+
 /**
- * The lines of a log chunk (TSV, one record a line, positions from `firstPos`) whose position
- * `wanted` accepts: a block split inside a chunk takes part of it.
+ * The records of a chunk whose position `wanted` accepts, each as its bytes: a block split inside
+ * a chunk takes part of it. TSV records are lines; RowBinary rows are found by reading their
+ * lengths. Throws DamagedChunkError when the body does not hold the chunk's rows.
  */
-export function linesOf(firstPos: number, body: Buffer, wanted: (pos: number) => boolean): Buffer[] {
-  const lines = body.toString('utf8').split('\n');
-  lines.pop(); // the text after the last '\n' is empty
+export function recordsOf(chunk: StoredChunk, wanted: (pos: number) => boolean): Buffer[] {
+  const rows = chunk.lastPos - chunk.firstPos + 1;
+  let starts: number[];
+  if (chunk.format === 'rowbinary') {
+    try {
+      starts = rowBinaryBoundaries(chunk.body).starts;
+    } catch (err) {
+      throw new DamagedChunkError(`log chunk ${chunk.firstPos}..${chunk.lastPos}: ${(err as Error).message}`);
+    }
+  } else {
+    starts = [0];
+    for (let at = chunk.body.indexOf(10); at >= 0; at = chunk.body.indexOf(10, at + 1)) starts.push(at + 1);
+    if (starts.at(-1) !== chunk.body.length) starts.push(chunk.body.length); // a last line without its '\n'
+  }
+  if (starts.length - 1 !== rows) throw new DamagedChunkError(`log chunk ${chunk.firstPos}..${chunk.lastPos} holds ${starts.length - 1} records, not ${rows}`);
   const parts: Buffer[] = [];
-  lines.forEach((line, i) => {
-    if (wanted(firstPos + i)) parts.push(Buffer.from(`${line}\n`));
-  });
+  for (let i = 0; i < rows; i++) if (wanted(chunk.firstPos + i)) parts.push(chunk.body.subarray(starts[i], starts[i + 1]));
   return parts;
+}
+
+/** What a refused block inside one chunk sets aside in ingest_rejects: one record, or a damaged chunk whole. */
+export interface SetAside {
+  teamId: string;
+  /** '' when the records of a damaged chunk cannot be told apart. */
+  id: string;
+  format: LogFormat;
+  bytes: Buffer;
+  rows: number;
+}
+
+/**
+ * A refused block whose positions first..last lie in one chunk: what to set aside when it cannot
+ * be halved (one record, or a chunk whose records cannot be told apart: set aside whole, the only
+ * way past it), or undefined when it is halved by positions.
+ */
+export function setAsideInside(chunk: StoredChunk, first: number, last: number): SetAside | undefined {
+  let records: Buffer[];
+  try {
+    records = recordsOf(chunk, (pos) => pos >= first && pos <= last);
+  } catch (err) {
+    if (!(err instanceof DamagedChunkError)) throw err;
+    return { teamId: chunk.teamId, id: '', format: chunk.format, bytes: chunk.body, rows: last - first + 1 };
+  }
+  if (records.length > 1) return undefined;
+  const bytes = records[0]!;
+  const { teamId, id } = chunk.format === 'rowbinary' ? firstRowOf(bytes) : teamAndIdOf(bytes.toString('utf8'));
+  return { teamId, id, format: chunk.format, bytes, rows: 1 };
+}
+
+function firstRowOf(bytes: Buffer): { teamId: string; id: string } {
+  const { teamIds, ids } = rowBinaryBoundaries(bytes);
+  return { teamId: teamIds[0]!, id: ids[0]! };
 }
 
 /**
@@ -256,13 +327,15 @@ export class Loader {
   ) {
     this.logId = (db.prepare('SELECT log_id FROM ingest_loader WHERE id = 1').get() as { log_id: string }).log_id;
     this.statements = {
-      pending: db.prepare('SELECT first_pos AS firstPos, last_pos AS lastPos FROM ingest_blocks ORDER BY first_pos'),
-      record: db.prepare('INSERT INTO ingest_blocks (first_pos, last_pos) VALUES (?, ?)'),
+      pending: db.prepare('SELECT first_pos AS firstPos, last_pos AS lastPos, format FROM ingest_blocks ORDER BY first_pos'),
+      record: db.prepare('INSERT INTO ingest_blocks (first_pos, last_pos, format) VALUES (?, ?, ?)'),
       forget: db.prepare('DELETE FROM ingest_blocks WHERE first_pos = ?'),
       loaded: db.prepare('UPDATE ingest_loader SET loaded_pos = max(loaded_pos, ?) WHERE id = 1'),
       prune: db.prepare('DELETE FROM ingest_log WHERE last_pos <= ?'),
-      bodies: db.prepare('SELECT first_pos AS firstPos, last_pos AS lastPos, body FROM ingest_log WHERE last_pos >= ? AND first_pos <= ? ORDER BY first_pos'),
-      reject: db.prepare('INSERT OR IGNORE INTO ingest_rejects (pos, team_id, id, line, error, rejected_at) VALUES (?, ?, ?, ?, ?, ?)'),
+      bodies: db.prepare(
+        'SELECT first_pos AS firstPos, last_pos AS lastPos, team_id AS teamId, format, body FROM ingest_log WHERE last_pos >= ? AND first_pos <= ? ORDER BY first_pos',
+      ),
+      reject: db.prepare('INSERT OR IGNORE INTO ingest_rejects (pos, team_id, id, line, error, rejected_at, format, rows) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
     };
     freshness.wakeLoader = () => {
       this.urgent = true;
@@ -275,7 +348,7 @@ export class Loader {
     const { loaded_pos } = db.prepare('SELECT loaded_pos FROM ingest_loader WHERE id = 1').get() as { loaded_pos: number };
     const unloaded = db
       .prepare(
-        `SELECT first_pos AS firstPos, last_pos AS lastPos, team_id AS teamId, rows, bytes, committed_at AS committedAt
+        `SELECT first_pos AS firstPos, last_pos AS lastPos, team_id AS teamId, rows, bytes, committed_at AS committedAt, format
            FROM ingest_log WHERE last_pos > ? ORDER BY first_pos`,
       )
       .all(loaded_pos) as LogChunk[];
@@ -310,8 +383,8 @@ export class Loader {
         } else if (await this.due()) {
           const chunks = this.freshness.nextChunks(this.options.blockRows);
           if (chunks.length === 0) continue;
-          const block = { firstPos: chunks[0]!.firstPos, lastPos: chunks.at(-1)!.lastPos };
-          await this.recordBlocks(() => this.statements.record.run(block.firstPos, block.lastPos));
+          const block = { firstPos: chunks[0]!.firstPos, lastPos: chunks.at(-1)!.lastPos, format: chunks[0]!.format };
+          await this.recordBlocks(() => this.statements.record.run(block.firstPos, block.lastPos, block.format));
           await this.load(block);
         }
         this.failing = false;
@@ -349,27 +422,32 @@ export class Loader {
   }
 
 
+  private chunks(block: Block): StoredChunk[] {
+    return this.statements.bodies.all(block.firstPos, block.lastPos) as StoredChunk[];
+  }
+
   /**
-   * The TSV of positions firstPos..lastPos, read from the log: whole chunks as they are (the usual
-   * block), or cut by line where a split block starts or ends inside a chunk.
+   * The records of positions firstPos..lastPos, read from the log: whole chunks as they are (the
+   * usual block), or cut between records where a split block starts or ends inside a chunk.
    */
-  private body(block: Block): Buffer {
+  private body(block: Block): BlockBody {
     const parts: Buffer[] = [];
     let rows = 0;
-    for (const chunk of this.statements.bodies.all(block.firstPos, block.lastPos) as { firstPos: number; lastPos: number; body: Buffer }[]) {
+    for (const chunk of this.chunks(block)) {
+      if (chunk.format !== block.format) throw new Error(`ingest log chunk ${chunk.firstPos} is ${chunk.format}, its block ${block.format}: the log is damaged`);
       if (chunk.firstPos >= block.firstPos && chunk.lastPos <= block.lastPos) {
         parts.push(chunk.body);
         rows += chunk.lastPos - chunk.firstPos + 1;
         continue;
       }
-      const lines = linesOf(chunk.firstPos, chunk.body, (pos) => pos >= block.firstPos && pos <= block.lastPos);
-      parts.push(...lines);
-      rows += lines.length;
+      const records = recordsOf(chunk, (pos) => pos >= block.firstPos && pos <= block.lastPos);
+      parts.push(...records);
+      rows += records.length;
     }
     if (rows !== block.lastPos - block.firstPos + 1) {
       throw new Error(`ingest log positions ${block.firstPos}..${block.lastPos} hold ${rows} records: the log is damaged`);
     }
-    return Buffer.concat(parts);
+    return { format: block.format, bytes: Buffer.concat(parts) };
   }
 
   /** Inserts one recorded block and confirms it; splits it when ClickHouse refuses its data. */
@@ -410,34 +488,48 @@ export class Loader {
     this.freshness.loaded(block.lastPos);
   }
 
-  /** Halves a refused block (both halves recorded before either is tried); a lone refused row is set aside. */
+  /**
+   * Halves a refused block (both halves recorded before either is tried): between chunks while it
+   * spans several (a chunk's records are told apart only by reading it, which a damaged one does
+   * not allow), then between records. A lone refused record is set aside, and so is a chunk whose
+   * records cannot be told apart, whole.
+   */
   private async split(block: Block, err: unknown): Promise<void> {
-    if (block.firstPos === block.lastPos) {
-      const line = this.body(block).toString('utf8');
-      const { teamId, id } = teamAndIdOf(line);
-      const message = err instanceof Error ? err.message : String(err);
-      // Synced before the log forgets the line: the set-aside record is its only copy then.
-      await this.recordBlocks(() => {
-        this.statements.reject.run(block.firstPos, teamId, id, Buffer.from(line), message.slice(0, 2000), Date.now());
-        this.statements.forget.run(block.firstPos);
-        this.statements.loaded.run(block.lastPos);
-        this.statements.prune.run(block.lastPos);
-      });
-      this.freshness.loaded(block.lastPos);
-      this.observer?.rowsSetAside(1);
-      this.logger.error({ teamId, id, pos: block.firstPos, err: message.slice(0, 500) }, 'ClickHouse refused a record; set aside in ingest_rejects');
-      return;
+    const chunks = this.chunks(block);
+    let cut: number | undefined;
+    if (chunks.length > 1) {
+      // The chunk start nearest the middle.
+      const middle = (block.firstPos + block.lastPos + 1) / 2;
+      cut = chunks.slice(1).reduce((best, c) => (Math.abs(c.firstPos - middle) < Math.abs(best - middle) ? c.firstPos : best), chunks[1]!.firstPos);
+    } else {
+      const aside = setAsideInside(chunks[0]!, block.firstPos, block.lastPos);
+      if (aside) return this.setAside(block, aside, err);
+      cut = block.firstPos + Math.floor((block.lastPos - block.firstPos) / 2) + 1;
     }
-    const middle = block.firstPos + Math.floor((block.lastPos - block.firstPos) / 2);
     const halves = [
-      { firstPos: block.firstPos, lastPos: middle },
-      { firstPos: middle + 1, lastPos: block.lastPos },
+      { firstPos: block.firstPos, lastPos: cut - 1, format: block.format },
+      { firstPos: cut, lastPos: block.lastPos, format: block.format },
     ];
     this.logger.warn({ ...block, rows: block.lastPos - block.firstPos + 1 }, 'ClickHouse refused a block for its data; splitting it to find the records at fault');
     await this.recordBlocks(() => {
       this.statements.forget.run(block.firstPos);
-      for (const half of halves) this.statements.record.run(half.firstPos, half.lastPos);
+      for (const half of halves) this.statements.record.run(half.firstPos, half.lastPos, half.format);
     });
     for (const half of halves) await this.load(half);
+  }
+
+  private async setAside(block: Block, aside: SetAside, err: unknown): Promise<void> {
+    const message = err instanceof Error ? err.message : String(err);
+    // Synced before the log forgets the records: the set-aside copy is their only one then.
+    await this.recordBlocks(() => {
+      this.statements.reject.run(block.firstPos, aside.teamId, aside.id, aside.bytes, message.slice(0, 2000), Date.now(), aside.format, aside.rows);
+      this.statements.forget.run(block.firstPos);
+      this.statements.loaded.run(block.lastPos);
+      this.statements.prune.run(block.lastPos);
+    });
+    this.freshness.loaded(block.lastPos);
+    this.observer?.rowsSetAside(aside.rows);
+    const what = aside.rows === 1 ? 'a record' : `a damaged log chunk of ${aside.rows} records`;
+    this.logger.error({ teamId: aside.teamId, id: aside.id, pos: block.firstPos, rows: aside.rows, err: message.slice(0, 500) }, `ClickHouse refused ${what}; set aside in ingest_rejects`);
   }
 }

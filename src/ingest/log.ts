@@ -5,6 +5,14 @@ import { fmix32 } from './dedup/filter.js';
 import { ClaimIndex, type ClaimIndexOptions } from './dedup/index.js';
 import { memoized } from './memo.js';
 import type { EventRow } from './records.js';
+import { rowBinaryOf } from './rowbinary.js';
+
+/**
+ * How a chunk's records are written: RowBinary (src/ingest/rowbinary.ts), what every chunk is
+ * since issue 33; TSV lines (src/ingest/tsv.ts) in chunks written before, which load as they are.
+ * The column `format` of the chunk says which; a block holds chunks of one format.
+ */
+export type LogFormat = 'tsv' | 'rowbinary';
 
 /** What one append wrote: a chunk of the log, positions firstPos..lastPos of one team. */
 export interface LogChunk {
@@ -14,6 +22,7 @@ export interface LogChunk {
   rows: number;
   bytes: number;
   committedAt: number;
+  format: LogFormat;
 }
 
 /** Ids are at most this long (audit-record.json); a derived id stays within it. */
@@ -241,8 +250,8 @@ export function* claimSteps(
  */
 export interface GroupLog {
   claiming(teamId: string, ids: readonly string[], now: number, prints?: readonly ContentPrint[]): Steps<ClaimOutcome[]>;
-  /** Appends one team's claimed rows; each row's line is encoded with its position. */
-  appending<Row>(teamId: string, rows: readonly Row[], encode: (row: Row, pos: number) => string, now: number): Steps<LogChunk[]>;
+  /** Appends one team's claimed rows as RowBinary, each row with its position. */
+  appending(teamId: string, rows: readonly EventRow[], now: number): Steps<LogChunk[]>;
   /** What rolledBack takes the log back to, read before the transaction. */
   readonly endPos: number;
   rolledBack(endPos: number): void;
@@ -271,7 +280,7 @@ export class IngestLog implements GroupLog {
 
   constructor(db: Registry, windowDays: number, options?: ClaimIndexOptions) {
     this.appendChunk = db.prepare(
-      'INSERT INTO ingest_log (first_pos, last_pos, team_id, rows, bytes, committed_at, body) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO ingest_log (first_pos, last_pos, team_id, rows, bytes, committed_at, format, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     );
     // Positions never repeat, even once the log is pruned empty: they name ClickHouse blocks.
     const row = db
@@ -337,17 +346,19 @@ export class IngestLog implements GroupLog {
   }
 
   // eslint-disable-next-line require-yield
-  *appending<Row>(teamId: string, rows: readonly Row[], encode: (row: Row, pos: number) => string, now: number): Steps<LogChunk[]> {
-    const first = this.nextPos;
-    return [this.append(teamId, rows.map((row, i) => encode(row, first + i)), now)];
+  *appending(teamId: string, rows: readonly EventRow[], now: number): Steps<LogChunk[]> {
+    // A view of the writer's buffer: SQLite copies a blob when it is bound.
+    return [this.append(teamId, 'rowbinary', rowBinaryOf(rows, this.nextPos), rows.length, now)];
   }
 
-  /** Appends one team's claimed rows as a chunk of TSV lines; returns its positions. */
-  append(teamId: string, lines: readonly string[], now: number): LogChunk {
-    const body = Buffer.from(lines.join(''));
-    const chunk = { firstPos: this.nextPos, lastPos: this.nextPos + lines.length - 1, teamId, rows: lines.length, bytes: body.length, committedAt: now };
-    this.appendChunk.run(chunk.firstPos, chunk.lastPos, teamId, chunk.rows, chunk.bytes, now, body);
-    this.nextPos += lines.length;
+  /**
+   * Appends one team's claimed records as a chunk: `body` holds `rows` records in `format`, each
+   * with its position from endPos on (what appending writes; tests write other chunks).
+   */
+  append(teamId: string, format: LogFormat, body: Buffer, rows: number, now: number): LogChunk {
+    const chunk: LogChunk = { firstPos: this.nextPos, lastPos: this.nextPos + rows - 1, teamId, rows, bytes: body.length, committedAt: now, format };
+    this.appendChunk.run(chunk.firstPos, chunk.lastPos, teamId, rows, chunk.bytes, now, format, body);
+    this.nextPos += rows;
     return chunk;
   }
 

@@ -16,9 +16,21 @@ import type { EventStore } from '../stores/clickhouse.js';
 import type { SharedStore } from '../stores/postgres.js';
 import { postgresOnly, type Database, type Sql } from '../stores/sql.js';
 import { behind, type Backlog } from './freshness.js';
-import type { LogChunk } from './log.js';
-import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, insertBlock, linesOf, Nap, refusedForData, type LoaderObserver, type LoaderOptions } from './loader.js';
-import { teamAndIdOf } from './tsv.js';
+import type { LogChunk, LogFormat } from './log.js';
+import {
+  BACKOFF_MAX_MS,
+  BACKOFF_MIN_MS,
+  insertBlock,
+  Nap,
+  recordsOf,
+  refusedForData,
+  setAsideInside,
+  type BlockBody,
+  type LoaderObserver,
+  type LoaderOptions,
+  type SetAside,
+  type StoredChunk,
+} from './loader.js';
 
 type Range = [number, number];
 
@@ -26,6 +38,7 @@ interface RecordedBlock {
   id: number;
   origin: number;
   ranges: Range[];
+  format: LogFormat;
 }
 
 const LOCK = "hashtext('spendscope:loader')";
@@ -33,6 +46,22 @@ const LOCK = "hashtext('spendscope:loader')";
 const CHANNEL = 'spendscope_loader';
 
 const sizeOf = (ranges: readonly Range[]) => ranges.reduce((n, [first, last]) => n + last - first + 1, 0);
+
+/**
+ * A refused block's ranges in two: between ranges (each lies in one chunk) while there are
+ * several, at the boundary nearest the middle, as the SQLite loader cuts between chunks first.
+ */
+function halveBetween(ranges: readonly Range[]): [Range[], Range[]] {
+  const middle = sizeOf(ranges) / 2;
+  let best = 1;
+  let before = 0;
+  let bestDistance = Infinity;
+  for (let i = 1; i < ranges.length; i++) {
+    before += ranges[i - 1]![1] - ranges[i - 1]![0] + 1;
+    if (Math.abs(before - middle) < bestDistance) [best, bestDistance] = [i, Math.abs(before - middle)];
+  }
+  return [ranges.slice(0, best), ranges.slice(best)];
+}
 
 /** Ranges cut in two of about equal positions (a block ClickHouse refused, halved to find the rows at fault). */
 function halve(ranges: readonly Range[]): [Range[], Range[]] {
@@ -161,8 +190,8 @@ export class SharedLoader {
   }
 
   private async recorded(): Promise<RecordedBlock[]> {
-    const rows = await this.db.all<{ id: number; origin: number; ranges: string }>(postgresOnly('SELECT id, origin, ranges FROM ingest_blocks ORDER BY id'));
-    return rows.map((r) => ({ id: r.id, origin: r.origin, ranges: JSON.parse(r.ranges) as Range[] }));
+    const rows = await this.db.all<{ id: number; origin: number; ranges: string; format: LogFormat }>(postgresOnly('SELECT id, origin, ranges, format FROM ingest_blocks ORDER BY id'));
+    return rows.map((r) => ({ id: r.id, origin: r.origin, ranges: JSON.parse(r.ranges) as Range[], format: r.format }));
   }
 
   /** Waits until a block is due: a full block waits, the oldest chunk is intervalMs old, a reader waits; false when stopping. */
@@ -185,52 +214,64 @@ export class SharedLoader {
     return false;
   }
 
-  /** Takes the oldest unblocked chunks, up to about blockRows records (whole chunks), into a block recorded now. */
+  /**
+   * Takes the oldest unblocked chunks, up to about blockRows records (whole chunks, all of the
+   * first one's format), into a block recorded now.
+   */
   private async nextBlock(): Promise<RecordedBlock | undefined> {
     return this.db.transaction(async (sql) => {
-      const chunks = await sql.all<{ first_pos: number; last_pos: number; rows: number }>(
-        postgresOnly('SELECT first_pos, last_pos, rows FROM ingest_chunks WHERE block_id IS NULL ORDER BY first_pos LIMIT 10000'),
+      const chunks = await sql.all<{ first_pos: number; last_pos: number; rows: number; format: LogFormat }>(
+        postgresOnly('SELECT first_pos, last_pos, rows, format FROM ingest_chunks WHERE block_id IS NULL ORDER BY first_pos LIMIT 10000'),
       );
       const taken: Range[] = [];
       let rows = 0;
       for (const c of chunks) {
-        if (taken.length > 0 && rows + c.rows > this.options.blockRows) break;
+        if (taken.length > 0 && (rows + c.rows > this.options.blockRows || c.format !== chunks[0]!.format)) break;
         taken.push([c.first_pos, c.last_pos]);
         rows += c.rows;
       }
       if (taken.length === 0) return undefined;
+      const format = chunks[0]!.format;
       const { id } = (await sql.get<{ id: number }>(
         postgresOnly(`WITH n AS (SELECT nextval('ingest_blocks_id_seq') AS id)
-                      INSERT INTO ingest_blocks (id, origin, ranges, made_at) SELECT id, id, $1, $2 FROM n RETURNING id`),
-        [JSON.stringify(taken), Date.now()],
+                      INSERT INTO ingest_blocks (id, origin, ranges, made_at, format) SELECT id, id, $1, $2, $3 FROM n RETURNING id`),
+        [JSON.stringify(taken), Date.now(), format],
       ))!;
       await sql.run(postgresOnly('UPDATE ingest_chunks SET block_id = $1 WHERE first_pos = ANY($2::bigint[])'), [id, taken.map(([first]) => first)]);
-      return { id, origin: id, ranges: taken };
+      return { id, origin: id, ranges: taken, format };
     });
   }
 
-  /** The TSV of a block's positions: its chunks whole, or cut by line where a split block covers part of one. */
-  private async body(block: RecordedBlock): Promise<Buffer> {
-    const chunks = await this.db.all<{ first_pos: number; last_pos: number; body: Buffer }>(
-      postgresOnly('SELECT first_pos, last_pos, body FROM ingest_chunks WHERE block_id = $1 ORDER BY first_pos'),
+  /** The chunks of a block's origin that its ranges touch. */
+  private async chunks(block: RecordedBlock): Promise<StoredChunk[]> {
+    const chunks = await this.db.all<StoredChunk>(
+      postgresOnly(`SELECT first_pos AS "firstPos", last_pos AS "lastPos", team_id AS "teamId", format, body
+                      FROM ingest_chunks WHERE block_id = $1 ORDER BY first_pos`),
       [block.origin],
     );
+    return chunks
+      .map((c) => ({ ...c, firstPos: Number(c.firstPos), lastPos: Number(c.lastPos) }))
+      .filter((c) => block.ranges.some(([a, b]) => b >= c.firstPos && a <= c.lastPos));
+  }
+
+  /** The records of a block's positions: its chunks whole, or cut between records where a split block covers part of one. */
+  private async body(block: RecordedBlock): Promise<BlockBody> {
     const parts: Buffer[] = [];
     let rows = 0;
-    for (const chunk of chunks) {
-      const inside = block.ranges.filter(([a, b]) => b >= chunk.first_pos && a <= chunk.last_pos);
-      if (inside.length === 0) continue;
-      if (inside.length === 1 && inside[0]![0] <= chunk.first_pos && inside[0]![1] >= chunk.last_pos) {
+    for (const chunk of await this.chunks(block)) {
+      if (chunk.format !== block.format) throw new Error(`shared ingest log chunk ${chunk.firstPos} is ${chunk.format}, its block ${block.id} ${block.format}: the log is damaged`);
+      const inside = block.ranges.filter(([a, b]) => b >= chunk.firstPos && a <= chunk.lastPos);
+      if (inside.length === 1 && inside[0]![0] <= chunk.firstPos && inside[0]![1] >= chunk.lastPos) {
         parts.push(chunk.body);
-        rows += chunk.last_pos - chunk.first_pos + 1;
+        rows += chunk.lastPos - chunk.firstPos + 1;
         continue;
       }
-      const lines = linesOf(chunk.first_pos, chunk.body, (pos) => inside.some(([a, b]) => pos >= a && pos <= b));
-      parts.push(...lines);
-      rows += lines.length;
+      const records = recordsOf(chunk, (pos) => inside.some(([a, b]) => pos >= a && pos <= b));
+      parts.push(...records);
+      rows += records.length;
     }
     if (rows !== sizeOf(block.ranges)) throw new Error(`shared ingest log block ${block.id} should hold ${sizeOf(block.ranges)} records, holds ${rows}: the log is damaged`);
-    return Buffer.concat(parts);
+    return { format: block.format, bytes: Buffer.concat(parts) };
   }
 
   /** Inserts one recorded block and confirms it; splits it when ClickHouse refuses its data. */
@@ -255,38 +296,54 @@ export class SharedLoader {
     await sql.run(postgresOnly('DELETE FROM ingest_chunks WHERE block_id = $1 AND NOT EXISTS (SELECT 1 FROM ingest_blocks WHERE origin = $1)'), [block.origin]);
   }
 
-  /** Halves a refused block (both halves recorded before either is tried); a lone refused row is set aside. */
+  /**
+   * Halves a refused block (both halves recorded before either is tried): between chunks while it
+   * spans several, then between records (as the SQLite loader). A lone refused record is set
+   * aside, and so is a chunk whose records cannot be told apart, whole.
+   */
   private async split(block: RecordedBlock, err: unknown): Promise<void> {
-    if (sizeOf(block.ranges) === 1) {
-      const line = (await this.body(block)).toString('utf8');
-      const { teamId, id } = teamAndIdOf(line);
-      const message = err instanceof Error ? err.message : String(err);
-      await this.db.transaction(async (sql) => {
-        await sql.run(
-          postgresOnly('INSERT INTO ingest_rejects (pos, team_id, id, line, error, rejected_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING'),
-          [block.ranges[0]![0], teamId, id, Buffer.from(line), message.slice(0, 2000), Date.now()],
-        );
-        await this.forget(sql, block);
-      });
-      this.observer?.rowsSetAside(1);
-      this.logger.error({ teamId, id, pos: block.ranges[0]![0], err: message.slice(0, 500) }, 'ClickHouse refused a record; set aside in ingest_rejects');
-      return;
+    let halves: [Range[], Range[]];
+    if (block.ranges.length > 1) halves = halveBetween(block.ranges);
+    else {
+      const [[first, last]] = block.ranges as [Range];
+      const chunk = (await this.chunks(block))[0];
+      if (!chunk) throw new Error(`shared ingest log block ${block.id} has no chunk: the log is damaged`);
+      const aside = setAsideInside(chunk, first, last);
+      if (aside) return this.setAside(block, aside, err);
+      halves = halve(block.ranges);
     }
     this.logger.warn({ block: block.id, rows: sizeOf(block.ranges) }, 'ClickHouse refused a block for its data; splitting it to find the records at fault');
-    const halves = await this.db.transaction(async (sql) => {
+    const made = await this.db.transaction(async (sql) => {
       await sql.run(postgresOnly('DELETE FROM ingest_blocks WHERE id = $1'), [block.id]);
-      const made: RecordedBlock[] = [];
-      for (const ranges of halve(block.ranges)) {
-        const { id } = (await sql.get<{ id: number }>(postgresOnly('INSERT INTO ingest_blocks (origin, ranges, made_at) VALUES ($1, $2, $3) RETURNING id'), [
+      const recorded: RecordedBlock[] = [];
+      for (const ranges of halves) {
+        const { id } = (await sql.get<{ id: number }>(postgresOnly('INSERT INTO ingest_blocks (origin, ranges, made_at, format) VALUES ($1, $2, $3, $4) RETURNING id'), [
           block.origin,
           JSON.stringify(ranges),
           Date.now(),
+          block.format,
         ]))!;
-        made.push({ id, origin: block.origin, ranges });
+        recorded.push({ id, origin: block.origin, ranges, format: block.format });
       }
-      return made;
+      return recorded;
     });
-    for (const half of halves) await this.load(half);
+    for (const half of made) await this.load(half);
+  }
+
+  private async setAside(block: RecordedBlock, aside: SetAside, err: unknown): Promise<void> {
+    const message = err instanceof Error ? err.message : String(err);
+    const pos = block.ranges[0]![0];
+    await this.db.transaction(async (sql) => {
+      await sql.run(
+        postgresOnly(`INSERT INTO ingest_rejects (pos, team_id, id, line, error, rejected_at, format, rows) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                      ON CONFLICT DO NOTHING`),
+        [pos, aside.teamId, aside.id, aside.bytes, message.slice(0, 2000), Date.now(), aside.format, aside.rows],
+      );
+      await this.forget(sql, block);
+    });
+    this.observer?.rowsSetAside(aside.rows);
+    const what = aside.rows === 1 ? 'a record' : `a damaged log chunk of ${aside.rows} records`;
+    this.logger.error({ teamId: aside.teamId, id: aside.id, pos, rows: aside.rows, err: message.slice(0, 500) }, `ClickHouse refused ${what}; set aside in ingest_rejects`);
   }
 
 }

@@ -15,6 +15,8 @@
  */
 import { all, get, perform, postgresOnly, run, type Sql, type Steps } from '../stores/sql.js';
 import { claimSteps, type ClaimOutcome, type ContentPrint, type GroupLog, type LogChunk } from './log.js';
+import type { EventRow } from './records.js';
+import { rowBinaryOf } from './rowbinary.js';
 
 const DAY_MS = 86_400_000;
 /** Claims this close after midnight (UTC) go into the day before too; more than any clock skew between instances. */
@@ -68,8 +70,8 @@ export class SharedIngestLog implements GroupLog {
   }
 
   /** Appends one team's claimed rows inside `sql`'s transaction (see appending). */
-  append<Row>(sql: Sql, teamId: string, rows: readonly Row[], encode: (row: Row, pos: number) => string, now: number): Promise<LogChunk[]> {
-    return perform(sql, this.appending(teamId, rows, encode, now));
+  append(sql: Sql, teamId: string, rows: readonly EventRow[], now: number): Promise<LogChunk[]> {
+    return perform(sql, this.appending(teamId, rows, now));
   }
 
   /** Nothing to take back after a rollback: positions come from a sequence, gaps and all. */
@@ -133,18 +135,20 @@ export class SharedIngestLog implements GroupLog {
   }
 
   /**
-   * Appends one team's claimed rows in the caller's transaction, as chunks of at most
-   * CHUNK_POSITIONS rows; each row's line is encoded with its position.
+   * Appends one team's claimed rows in the caller's transaction, as RowBinary chunks of at most
+   * CHUNK_POSITIONS rows, each row with its position.
    */
-  *appending<Row>(teamId: string, rows: readonly Row[], encode: (row: Row, pos: number) => string, now: number): Steps<LogChunk[]> {
+  *appending(teamId: string, rows: readonly EventRow[], now: number): Steps<LogChunk[]> {
     const chunks: LogChunk[] = [];
     for (let start = 0; start < rows.length; start += CHUNK_POSITIONS) {
       const part = rows.slice(start, start + CHUNK_POSITIONS);
       const { pos } = (yield* get<{ pos: number }>(postgresOnly("SELECT nextval('ingest_positions') AS pos")))!;
-      const body = Buffer.from(part.map((row, i) => encode(row, pos + i)).join(''));
-      const chunk: LogChunk = { firstPos: pos, lastPos: pos + part.length - 1, teamId, rows: part.length, bytes: body.length, committedAt: now };
+      // A copy: the writer's buffer is written over by the next chunk before this one is sent.
+      const body = Buffer.from(rowBinaryOf(part, pos));
+      const chunk: LogChunk = { firstPos: pos, lastPos: pos + part.length - 1, teamId, rows: part.length, bytes: body.length, committedAt: now, format: 'rowbinary' };
       yield* run(
-        postgresOnly('INSERT INTO ingest_chunks (first_pos, last_pos, team_id, rows, bytes, committed_at, body) VALUES ($1, $2, $3, $4, $5, $6, $7)'),
+        postgresOnly(`INSERT INTO ingest_chunks (first_pos, last_pos, team_id, rows, bytes, committed_at, format, body)
+                      VALUES ($1, $2, $3, $4, $5, $6, 'rowbinary', $7)`),
         [chunk.firstPos, chunk.lastPos, teamId, chunk.rows, chunk.bytes, now, body],
       );
       chunks.push(chunk);

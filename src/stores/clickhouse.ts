@@ -25,7 +25,7 @@ export interface EventStore {
   /** Inserts objects as JSONEachRow (small, occasional writes: migrations records). */
   insert(table: string, rows: readonly object[]): Promise<void>;
   /**
-   * Inserts TabSeparated lines (the ingest loader's blocks) with query-level settings such as
+   * Inserts TabSeparated lines (the loader's blocks of log chunks written before issue 33) with query-level settings such as
    * insert_deduplication_token. Embedded: the bytes go to the engine as they are (no copy, parsed
    * on the engine's threads); server: the body of one HTTP request.
    */
@@ -129,23 +129,24 @@ function settingLiteral(value: string | number): string {
 
 /**
  * The files through which the embedded engine takes RowBinary blocks, in `<engine folder>-blocks`:
- * one per insert, removed once the engine has read it. The engine locks its folder to one process,
- * so a file found there at the first insert was left by a process that died mid-insert: removed.
+ * one per insert, named by the process, removed once the engine has read it. The engine locks its
+ * folder to one process, so another process's file there was left by one that died mid-insert:
+ * each insert removes those (a look at a folder of a file or two).
  */
 const blockFiles = {
-  cleared: new Map<string, Promise<string>>(),
+  made: new Map<string, Promise<string>>(),
   next: 0,
-  folder(enginePath: string): Promise<string> {
-    let folder = this.cleared.get(enginePath);
-    if (!folder) {
+  async folder(enginePath: string): Promise<string> {
+    let made = this.made.get(enginePath);
+    if (!made) {
       const dir = `${enginePath}-blocks`;
-      folder = fs.promises.rm(dir, { recursive: true, force: true }).then(async () => {
-        await fs.promises.mkdir(dir, { recursive: true });
-        return dir;
-      });
-      this.cleared.set(enginePath, folder);
+      made = fs.promises.mkdir(dir, { recursive: true }).then(() => dir);
+      this.made.set(enginePath, made);
     }
-    return folder;
+    const dir = await made;
+    const own = `block-${process.pid}-`;
+    for (const name of await fs.promises.readdir(dir)) if (!name.startsWith(own)) await fs.promises.rm(path.join(dir, name), { force: true, recursive: true });
+    return dir;
   },
   async insert(enginePath: string, into: string, body: Buffer, settings: Record<string, string | number>, run: (sql: string) => Promise<unknown>): Promise<void> {
     // Settings inline: the embedded connection would SET them on the shared session (see query).

@@ -1,13 +1,15 @@
 /**
  * The write path behind the acknowledgement: the ingest log, its loader and what reads see. All on
  * the shared real SQLite file and embedded engine; failures are real ones (a detached ClickHouse
- * table, a line ClickHouse cannot parse).
+ * table, a line ClickHouse cannot parse, a chunk cut short).
  */
 import { expect } from 'chai';
 import { GroupCommit } from '../../src/ingest/group-commit.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import { recordToRow } from '../../src/ingest/records.js';
-import { insertBlock } from '../../src/ingest/loader.js';
+import { insertBlock, type BlockBody } from '../../src/ingest/loader.js';
+import type { EventRow } from '../../src/ingest/records.js';
+import { rowBinaryOf } from '../../src/ingest/rowbinary.js';
 import { rowToTsv, TSV_COLUMNS } from '../../src/ingest/tsv.js';
 import { api, appWith, errorOf, loadedEvents, newTeam, testEnv } from '../helpers/context.js';
 import { event, sdkRecord, storedCount } from './fixtures.js';
@@ -31,6 +33,11 @@ async function rawAndRollups(teamId: string): Promise<Record<string, { n: string
 
 /** Every table a block lands in, and the asset dimension of the by-dimension rollups. */
 const ROLLED_UP = ['events', 'spend_minutely', 'spend_hourly_by', 'spend_daily_by', 'spend_hourly_by asset', 'spend_daily_by asset'];
+
+/** Rows as the log holds them, positions from `first`. */
+const logged = (rows: readonly EventRow[], first: number): BlockBody => ({ format: 'rowbinary', bytes: Buffer.from(rowBinaryOf(rows, first)) });
+/** The same as the TSV lines of a chunk written before issue 33. */
+const tsvLines = (rows: readonly EventRow[], first: number): string[] => rows.map((row, i) => rowToTsv(row, first + i));
 
 /** Rows of a team as the ingest route would build them. */
 function rowsFor(teamId: string, records: Record<string, unknown>[]) {
@@ -95,7 +102,7 @@ describe('ingest log and loader', () => {
       const rows = rowsFor(team.teamId, [event({ id: 'b1', amount: '0.5' }), event({ id: 'b2', amount: '2.25', agent_id: 'other' })]);
       const first = 9e15 + Math.floor(Math.random() * 1e9);
       const block = { firstPos: first, lastPos: first + 1 };
-      const body = Buffer.from(rows.map((row, i) => rowToTsv(row, first + i)).join(''));
+      const body = logged(rows, first);
       const { loaderEvents } = testEnv();
       const logId = `test-${team.teamId}`;
       await insertBlock(loaderEvents, logId, block, body);
@@ -107,8 +114,8 @@ describe('ingest log and loader', () => {
       // A crash between the events insert and the rollups: the block again completes them, once.
       const later = { firstPos: first + 10, lastPos: first + 11 };
       const again = rowsFor(team.teamId, [event({ id: 'b3', amount: '1' }), event({ id: 'b4', amount: '1' })]);
-      const laterBody = Buffer.from(again.map((row, i) => rowToTsv(row, later.firstPos + i)).join(''));
-      await loaderEvents.insertTsv('events', TSV_COLUMNS, laterBody, { insert_deduplication_token: `${logId}:${later.firstPos}-${later.lastPos}:events` });
+      const laterBody = logged(again, later.firstPos);
+      await loaderEvents.insertRowBinary('events', TSV_COLUMNS, laterBody.bytes, { insert_deduplication_token: `${logId}:${later.firstPos}-${later.lastPos}:events` });
       expect((await rawAndRollups(team.teamId)).spend_minutely!.n).to.equal('2');
       await insertBlock(loaderEvents, logId, later, laterBody);
       const completed = await rawAndRollups(team.teamId);
@@ -122,7 +129,8 @@ describe('ingest log and loader', () => {
       const rows = rowsFor(team.teamId, [event({ id: 'l1', amount: '0.5', asset: 'USDC' }), event({ id: 'l2', amount: '2.25', asset: 'EURC' })]);
       const first = 8e15 + Math.floor(Math.random() * 1e9);
       const block = { firstPos: first, lastPos: first + 1 };
-      const body = Buffer.from(rows.map((row, i) => rowToTsv(row, first + i)).join(''));
+      // Recorded then, so its chunks were TSV lines.
+      const body: BlockBody = { format: 'tsv', bytes: Buffer.from(tsvLines(rows, first).join('')) };
       const { loaderEvents } = testEnv();
       const logId = `test-${team.teamId}`;
       for (let i = 0; i < 3; i++) await insertBlock(loaderEvents, logId, block, body, block.lastPos);
@@ -160,29 +168,74 @@ describe('ingest log and loader', () => {
       expect(await storedCount(bad.teamId)).to.equal(1);
     });
 
-    it('a record ClickHouse refuses is set aside; the rest of its block loads and the loader goes on', async () => {
+    it('a record ClickHouse refuses (in a TSV chunk of before issue 33) is set aside; the rest of its block loads and the loader goes on', async () => {
       const bad = await newTeam('refused');
       const good = await newTeam('neighbour');
       const { registry, deps } = testEnv();
       const rows = rowsFor(bad.teamId, [event({ id: 'r-ok-1' }), event({ id: 'r-bad' }), event({ id: 'r-ok-2' })]);
       const first = deps.ingest.log.endPos;
-      const lines = rows.map((row, i) => rowToTsv(row, first + i));
+      const lines = tsvLines(rows, first);
       // What validation let through and ClickHouse cannot parse (here: a corrupt event time).
       lines[1] = lines[1]!.replace(/^([^\t]*)\t[^\t]*\t/, '$1\tnot-a-time\t');
       const setAsideBefore = (await deps.metrics.setAside.get()).values[0]?.value ?? 0;
       const chunk = registry.transaction(() => {
         deps.ingest.log.claim(bad.teamId, rows.map((r) => r.id), Date.now());
-        return deps.ingest.log.append(bad.teamId, lines, Date.now());
+        return deps.ingest.log.append(bad.teamId, 'tsv', Buffer.from(lines.join('')), lines.length, Date.now());
       })();
       deps.ingest.freshness.committed([chunk]);
       // Another team's records, acknowledged behind it, must all arrive.
       await api().post('/api/v1/events').set(...good.auth).send({ events: [event({ id: 'n-1' }), event({ id: 'n-2' })] }).expect(200);
       expect(await storedCount(good.teamId)).to.equal(2);
       expect(await storedCount(bad.teamId)).to.equal(2);
-      const rejected = registry.prepare('SELECT team_id, id, error FROM ingest_rejects WHERE team_id = ?').all(bad.teamId) as { team_id: string; id: string; error: string }[];
-      expect(rejected.map((r) => r.id)).to.deep.equal(['r-bad']);
+      const rejected = registry.prepare('SELECT team_id, id, error, format, rows, line FROM ingest_rejects WHERE team_id = ?').all(bad.teamId) as {
+        team_id: string;
+        id: string;
+        error: string;
+        format: string;
+        rows: number;
+        line: Buffer;
+      }[];
+      expect(rejected.map((r) => [r.id, r.format, r.rows])).to.deep.equal([['r-bad', 'tsv', 1]]);
+      expect(rejected[0]!.line.toString()).to.equal(lines[1]);
       expect(rejected[0]!.error).to.match(/Code: \d+/);
       expect((await deps.metrics.setAside.get()).values[0]!.value).to.equal(setAsideBefore + 1);
+      expect(deps.ingest.loader.isFailing).to.equal(false);
+    });
+
+    it('a RowBinary chunk whose rows cannot be told apart (cut short) is set aside whole; the chunks beside it in its block load', async () => {
+      const bad = await newTeam('damaged');
+      const good = await newTeam('beside');
+      const { registry, deps } = testEnv();
+      const setAsideBefore = (await deps.metrics.setAside.get()).values[0]?.value ?? 0;
+      const now = Date.now();
+      const goodRows = (from: number) => rowsFor(good.teamId, [event({ id: `d-ok-${from}` }), event({ id: `d-ok-${from + 1}` })]);
+      const badRows = rowsFor(bad.teamId, [event({ id: 'd-1' }), event({ id: 'd-2' }), event({ id: 'd-3' })]);
+      let damaged = Buffer.alloc(0);
+      // Three chunks committed at once, so one block takes them all: good, damaged, good.
+      const chunks = registry.transaction(() => {
+        const { log } = deps.ingest;
+        const before = goodRows(1);
+        const after = goodRows(3);
+        const first = log.append(good.teamId, 'rowbinary', logged(before, log.endPos).bytes, 2, now);
+        damaged = Buffer.from(logged(badRows, log.endPos).bytes.subarray(0, -3));
+        const middle = log.append(bad.teamId, 'rowbinary', damaged, 3, now);
+        return [first, middle, log.append(good.teamId, 'rowbinary', logged(after, log.endPos).bytes, 2, now)];
+      })();
+      deps.ingest.freshness.committed(chunks);
+      expect(await storedCount(good.teamId)).to.equal(4);
+      await deps.ingest.freshness.waitFor(chunks[2]!.lastPos, 20_000);
+      expect(await storedCount(bad.teamId)).to.equal(0);
+      const rejected = registry.prepare('SELECT pos, team_id, id, format, rows, line FROM ingest_rejects WHERE team_id = ?').all(bad.teamId) as {
+        pos: number;
+        team_id: string;
+        id: string;
+        format: string;
+        rows: number;
+        line: Buffer;
+      }[];
+      expect(rejected.map((r) => [r.pos, r.id, r.format, r.rows])).to.deep.equal([[chunks[1]!.firstPos, '', 'rowbinary', 3]]);
+      expect(rejected[0]!.line.equals(damaged)).to.equal(true);
+      expect((await deps.metrics.setAside.get()).values[0]!.value).to.equal(setAsideBefore + 3);
       expect(deps.ingest.loader.isFailing).to.equal(false);
     });
   });

@@ -76,7 +76,7 @@ function encode(rows: readonly EventRow[], firstPos: number): Buffer {
 }
 
 describe('the ingest log as RowBinary', () => {
-  it('the first insert of a process removes the block files a process that died mid-insert left', async () => {
+  it('an insert removes the block files a process that died mid-insert left', async () => {
     const { loaderEvents, config } = testEnv();
     // The engine locks its folder to one process: a file here is from a process that is gone.
     const folder = `${(config.clickhouse as { path: string }).path}-blocks`;

@@ -11,12 +11,14 @@ import { Evaluator } from '../../src/evaluation/evaluator.js';
 import { GroupCommit, sharedCommits } from '../../src/ingest/group-commit.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import { insertBlock } from '../../src/ingest/loader.js';
+import { recordToRow } from '../../src/ingest/records.js';
+import { rowBinaryOf } from '../../src/ingest/rowbinary.js';
 import { SharedIngestLog } from '../../src/ingest/shared-log.js';
 import { SharedFreshness, SharedLoader } from '../../src/ingest/shared-loader.js';
 import { SCHEMA_DIR } from '../../src/paths.js';
 import { migrateSharedStore } from '../../src/stores/migrations.js';
 import { openSharedStore, type SharedStore } from '../../src/stores/postgres.js';
-import { postgresDatabase, type Database } from '../../src/stores/sql.js';
+import { postgresDatabase, postgresOnly, type Database } from '../../src/stores/sql.js';
 import { createPolicy, updatePolicy } from '../../src/policies/repository.js';
 import { createTeam } from '../../src/teams/repository.js';
 import { testEnv } from '../helpers/context.js';
@@ -106,11 +108,11 @@ describe('shared ingest log loader (PostgreSQL)', function () {
     const db = instances[0]!.db;
     const chunks = await db.all<{ first_pos: number; last_pos: number; body: Buffer }>('SELECT first_pos, last_pos, body FROM ingest_chunks ORDER BY first_pos');
     const ranges = chunks.map((c) => [c.first_pos, c.last_pos] as [number, number]);
-    const block = (await db.get<{ id: number }>("INSERT INTO ingest_blocks (origin, ranges, made_at) VALUES (0, ?, 0) RETURNING id", [JSON.stringify(ranges)]))!.id;
+    const block = (await db.get<{ id: number }>("INSERT INTO ingest_blocks (origin, ranges, made_at, format) VALUES (0, ?, 0, 'rowbinary') RETURNING id", [JSON.stringify(ranges)]))!.id;
     await db.run('UPDATE ingest_blocks SET origin = id WHERE id = ?', [block]);
     await db.run('UPDATE ingest_chunks SET block_id = ?', [block]);
     const { log_id: logId } = (await db.get<{ log_id: string }>('SELECT log_id FROM ingest_loader'))!;
-    await insertBlock(deps.loaderEvents, logId, { firstPos: ranges[0]![0], lastPos: ranges.at(-1)![1], ranges, key: `b${block}` }, Buffer.concat(chunks.map((c) => c.body)));
+    await insertBlock(deps.loaderEvents, logId, { firstPos: ranges[0]![0], lastPos: ranges.at(-1)![1], ranges, key: `b${block}` }, { format: 'rowbinary', bytes: Buffer.concat(chunks.map((c) => c.body)) });
 
     for (const i of instances) i.loader.start();
     // The first of these found loading (the dying one may still say it is, until its stop settles).
@@ -134,6 +136,39 @@ describe('shared ingest log loader (PostgreSQL)', function () {
     expect(Date.now() - died, 'takeover within seconds').to.be.below(5_000);
     expect(await others[1]!.freshness.waitFor(team.id, 20_000)).to.equal(true);
     expect(await inClickHouse(team.id)).to.deep.equal({ events: 70, ids: 70, minutely: 70, daily: 70 });
+  });
+
+  it('a RowBinary chunk whose rows cannot be told apart is set aside whole, the chunks beside it load; a loader of the release before cannot record a block', async () => {
+    const [instance] = await threeInstances();
+    const { deps } = testEnv();
+    const { db } = instance!;
+    const { team } = await createTeam(db, 'damaged');
+    await instance!.ingestor.ingest(team.id, Array.from({ length: 10 }, record), 'events');
+    // A chunk cut short, between two of the group commit's: one block takes all three.
+    const rows = Array.from({ length: 3 }, (_, i) => {
+      const made = recordToRow({ ...record(), id: `cut-${i}` }, deps.schemas, team.id, 'events', Date.now());
+      if (!made.ok) throw new Error(JSON.stringify(made.errors));
+      return made.row;
+    });
+    const { pos } = (await db.get<{ pos: number }>(postgresOnly("SELECT nextval('ingest_positions') AS pos")))!;
+    const damaged = Buffer.from(rowBinaryOf(rows, pos).subarray(0, -3));
+    await db.run(
+      postgresOnly("INSERT INTO ingest_chunks (first_pos, last_pos, team_id, rows, bytes, committed_at, format, body) VALUES ($1, $2, $3, 3, $4, $5, 'rowbinary', $6)"),
+      [pos, pos + 2, team.id, damaged.length, Date.now(), damaged],
+    );
+    await instance!.ingestor.ingest(team.id, Array.from({ length: 10 }, record), 'events');
+    // What the loader of the release before ran to record a block (no format): refused, so it
+    // never sends RowBinary chunks to ClickHouse as TSV.
+    const refused = await db.run("INSERT INTO ingest_blocks (origin, ranges, made_at) VALUES (0, '[]', 0)").then(() => undefined, (err: Error) => err);
+    expect(refused?.message).to.match(/null value in column "format"/);
+
+    instance!.loader.start();
+    expect(await instance!.freshness.waitFor(team.id, 20_000)).to.equal(true);
+    expect(await inClickHouse(team.id)).to.deep.equal({ events: 20, ids: 20, minutely: 20, daily: 20 });
+    const rejects = await db.all<{ pos: number; team_id: string; id: string; format: string; rows: number; line: Buffer }>('SELECT pos, team_id, id, format, rows, line FROM ingest_rejects');
+    expect(rejects.map((r) => [Number(r.pos), r.team_id, r.id, r.format, r.rows])).to.deep.equal([[pos, team.id, '', 'rowbinary', 3]]);
+    expect(rejects[0]!.line.equals(damaged)).to.equal(true);
+    expect(instance!.loader.isFailing).to.equal(false);
   });
 
   it('a daily total stays the sum of the day while its policy is turned off and on, through an instance that never saw it on', async () => {

@@ -4,9 +4,12 @@
  */
 import { expect } from 'chai';
 import { contentPrint, IngestLog, type ClaimOutcome, type ContentPrint } from '../../src/ingest/log.js';
+import { recordToRow, type EventRow } from '../../src/ingest/records.js';
+import { rowBinaryBoundaries } from '../../src/ingest/rowbinary.js';
 import { claimDay, OVERLAP_MS, SharedIngestLog } from '../../src/ingest/shared-log.js';
 import type { Database } from '../../src/stores/sql.js';
 import type { Registry } from '../../src/stores/sqlite.js';
+import { testEnv } from '../helpers/context.js';
 import { forEachDialect } from '../helpers/dialects.js';
 
 const DAY = 86_400_000;
@@ -108,17 +111,24 @@ describe('ingest claims, on SQLite and PostgreSQL', function () {
     it('appends chunks of at most 65,536 rows, each row at its own position, in the caller transaction', async () => {
       const { db } = await open();
       const log = new SharedIngestLog(WINDOW_DAYS);
-      const rows = Array.from({ length: 65_540 }, (_, i) => i);
-      const chunks = await db.transaction((sql) => log.append(sql, 'team_a', rows, (row, pos) => `${row}\t${pos}\n`, NOON));
-      expect(chunks.map((c) => c.rows)).to.deep.equal([65_536, 4]);
-      const stored = await db.all<{ first_pos: number; last_pos: number; body: Buffer }>('SELECT first_pos, last_pos, body FROM ingest_chunks ORDER BY first_pos');
-      expect(stored.map((c) => [c.first_pos, c.last_pos])).to.deep.equal(chunks.map((c) => [c.firstPos, c.lastPos]));
-      const lines = stored.flatMap((c) => c.body.toString().trimEnd().split('\n'));
-      expect(lines).to.have.length(65_540);
-      expect(new Set(lines.map((l) => l.split('\t')[1])).size).to.equal(65_540);
-      expect(lines[65_537]).to.equal(`65537\t${chunks[1]!.firstPos + 1}`);
+      const made = recordToRow({ agent_id: 'bot', endpoint: 'https://api.example.com/x', method: 'GET', amount: '0.5' }, testEnv().schemas, 'team_a', 'events', NOON);
+      if (!made.ok) throw new Error(JSON.stringify(made.errors));
+      const rows: EventRow[] = Array.from({ length: 65_540 }, (_, i) => ({ ...made.row, id: `r${i}` }));
+      const chunks = await db.transaction((sql) => log.append(sql, 'team_a', rows, NOON));
+      expect(chunks.map((c) => [c.rows, c.format])).to.deep.equal([[65_536, 'rowbinary'], [4, 'rowbinary']]);
+      const stored = await db.all<{ first_pos: number; last_pos: number; format: string; body: Buffer }>('SELECT first_pos, last_pos, format, body FROM ingest_chunks ORDER BY first_pos');
+      expect(stored.map((c) => [Number(c.first_pos), Number(c.last_pos), c.format])).to.deep.equal(chunks.map((c) => [c.firstPos, c.lastPos, 'rowbinary']));
+      // Each row as RowBinary, its position (log_pos) in its last 8 bytes.
+      const read = stored.flatMap((c) => {
+        const { starts, ids } = rowBinaryBoundaries(c.body);
+        return ids.map((id, i) => [id, Number(c.body.readBigUInt64LE(starts[i + 1]! - 8))] as const);
+      });
+      expect(read).to.have.length(65_540);
+      expect(read.map(([id]) => id)).to.deep.equal(rows.map((r) => r.id));
+      expect(new Set(read.map(([, pos]) => pos)).size).to.equal(65_540);
+      expect(read[65_537]).to.deep.equal(['r65537', chunks[1]!.firstPos + 1]);
       await db.transaction(async (sql) => {
-        await log.append(sql, 'team_a', [1], (row, pos) => `${row}\t${pos}\n`, NOON);
+        await log.append(sql, 'team_a', rows.slice(0, 1), NOON);
         throw new Error('rolled back');
       }).catch(() => undefined);
       expect(await db.all('SELECT first_pos FROM ingest_chunks')).to.have.length(2);
