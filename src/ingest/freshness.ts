@@ -10,6 +10,13 @@ export interface Backlog {
   oldestCommittedAt: number | null;
 }
 
+/**
+ * Chunk bodies kept in memory for the loader, at most: a second or two of a busy ingest (about 425
+ * bytes a record), and far less than a backlog may grow to while ClickHouse is down, when the
+ * loader reads what is past this from the log again.
+ */
+export const KEPT_BODY_BYTES = 128 * 1024 * 1024;
+
 interface Waiter {
   pos: number;
   resolve: () => void;
@@ -27,12 +34,17 @@ export class Freshness {
   private head = 0;
   private rows = 0;
   private bytes = 0;
+  private keptBytes = 0;
   private loadedPos: number;
   private waiters: Waiter[] = [];
   /** Set by the loader: load now, a reader is waiting. */
   wakeLoader: () => void = () => undefined;
 
-  constructor(loadedPos: number, unloaded: readonly LogChunk[] = []) {
+  constructor(
+    loadedPos: number,
+    unloaded: readonly LogChunk[] = [],
+    private readonly keepBodyBytes = KEPT_BODY_BYTES,
+  ) {
     this.loadedPos = loadedPos;
     this.committed(unloaded);
   }
@@ -41,6 +53,10 @@ export class Freshness {
   committed(chunks: readonly LogChunk[]): void {
     for (const chunk of chunks) {
       if (chunk.lastPos <= this.loadedPos) continue;
+      if (chunk.body) {
+        if (this.keptBytes + chunk.body.length > this.keepBodyBytes) chunk.body = undefined;
+        else this.keptBytes += chunk.body.length;
+      }
       this.unloaded.push(chunk);
       this.rows += chunk.rows;
       this.bytes += chunk.bytes;
@@ -56,6 +72,10 @@ export class Freshness {
       const chunk = this.unloaded[this.head++]!;
       this.rows -= chunk.rows;
       this.bytes -= chunk.bytes;
+      if (chunk.body) {
+        this.keptBytes -= chunk.body.length;
+        chunk.body = undefined;
+      }
     }
     if (this.head > 1024 && this.head * 2 > this.unloaded.length) {
       this.unloaded.splice(0, this.head);

@@ -23,6 +23,11 @@ export interface LogChunk {
   bytes: number;
   committedAt: number;
   format: LogFormat;
+  /**
+   * The chunk's bytes, kept in memory from its commit until it is loaded, while Freshness has room
+   * for them (the SQLite log): the loader takes a block from here instead of reading it back.
+   */
+  body?: Buffer;
 }
 
 /** Ids are at most this long (audit-record.json); a derived id stays within it. */
@@ -347,8 +352,11 @@ export class IngestLog implements GroupLog {
 
   // eslint-disable-next-line require-yield
   *appending(teamId: string, rows: readonly EventRow[], now: number): Steps<LogChunk[]> {
-    // A view of the writer's buffer: SQLite copies a blob when it is bound.
-    return [this.append(teamId, 'rowbinary', rowBinaryOf(rows, this.nextPos), rows.length, now)];
+    // A view of the writer's buffer (SQLite copies a blob when it is bound), copied for the loader.
+    const body = rowBinaryOf(rows, this.nextPos);
+    const chunk = this.append(teamId, 'rowbinary', body, rows.length, now);
+    chunk.body = Buffer.from(body);
+    return [chunk];
   }
 
   /**

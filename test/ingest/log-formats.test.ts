@@ -139,6 +139,32 @@ describe('the ingest log\'s formats: RowBinary, and TSV chunks of before', funct
     expect(registry.prepare('SELECT count(*) AS n FROM ingest_blocks').get()).to.deep.equal({ n: 0 });
   });
 
+  it('a new block is taken from the bodies kept since their commit; past their bound, and after a restart, from the log', async () => {
+    const team = `kept-${process.pid}-${Date.now()}`;
+    const registry = registryAt();
+    const log = new IngestLog(registry, 7);
+    opened.at(-1)!.log = log;
+    const append = (from: number) => registry.transaction(() => performNow(registry, log.appending(team, rowsFor(team, from, 4), Date.now())))();
+    const written = [append(1), append(5), append(9)].flat();
+    expect(written.map((c) => c.body?.length)).to.deep.equal(written.map((c) => c.bytes));
+    // Room for two of the three: the third is read back from the log when its block is loaded.
+    const freshness = new Freshness(0, [], written[0]!.bytes + written[1]!.bytes);
+    freshness.committed(written);
+    expect(written.map((c) => c.body !== undefined)).to.deep.equal([true, true, false]);
+    expect(freshness.nextChunks(1_000)).to.deep.equal(written);
+    freshness.loaded(4);
+    expect(written[0]!.body, 'let go once loaded').to.equal(undefined);
+    // A restart: the chunks are summaries read from the log, without bodies.
+    expect(Loader.state(registry).unloaded.every((c) => c.body === undefined && c.format === 'rowbinary')).to.equal(true);
+
+    // Loaded through a loader of this registry: what is kept and what is read back are the same bytes.
+    const { freshness: loading } = startLoader(registry);
+    const more = [append(13), append(17)].flat();
+    loading.committed(more);
+    expect(await loading.waitFor(20, 20_000), 'loaded').to.equal(true);
+    expect(await stored(team)).to.deep.include({ n: 20, ids: 20, positions: Array.from({ length: 20 }, (_, i) => i + 1), rollupsEqual: true });
+  });
+
   describe('cutting a chunk between its records', () => {
     const team = 'team-cut';
     const rows = () => rowsFor(team, 1, 5);
