@@ -169,8 +169,34 @@ export class RowBinaryWriter {
     this.buffer[this.length++] = v;
   }
 
-  /** A String: its UTF-8 length as a varint, then the bytes. Written in place, then moved if the length takes more than a byte. */
+  /**
+   * A String: its UTF-8 length as a varint, then the bytes. Most texts are short ASCII (ids,
+   * names, URLs, addresses): copied a character at a time, which costs less than a call into
+   * Buffer.write per field (--cpu-prof: the wrapper and utf8Write were 3.3% of the event loop).
+   */
   private text(value: string): void {
+    const n = value.length;
+    if (n < 0x80) {
+      this.reserve(n + 1);
+      const buffer = this.buffer;
+      const at = this.length + 1;
+      let i = 0;
+      while (i < n) {
+        const c = value.charCodeAt(i);
+        if (c >= 0x80) break;
+        buffer[at + i++] = c;
+      }
+      if (i === n) {
+        buffer[at - 1] = n;
+        this.length = at + n;
+        return;
+      }
+    }
+    this.utf8Text(value);
+  }
+
+  /** Any String, written in place, then moved if the length takes more than a byte. */
+  private utf8Text(value: string): void {
     this.reserve(value.length * 3 + 5);
     const start = this.length;
     const bytes = this.buffer.write(value, start + 1);
@@ -203,8 +229,51 @@ export class RowBinaryWriter {
     this.length += 8;
   }
 
-  /** Decimal(38, 18): the amount's digits as an Int128 of 10^-18 units, little-endian (the amount is validated: at most 20 integer and 18 fractional digits). */
+  /**
+   * Decimal(38, 18): the amount's digits as an Int128 of 10^-18 units, little-endian (the amount is
+   * validated: at most 20 integer and 18 fractional digits, no sign). Summed in eight 16-bit limbs,
+   * seven digits at a time (a limb times 10^7 plus a carry stays below 2^53): no BigInt, which
+   * allocated per record (1.5% of the event loop). Anything else takes the BigInt way.
+   */
   private money(amount: string): void {
+    const dot = amount.indexOf('.');
+    const whole = dot < 0 ? amount.length : dot;
+    const fraction = dot < 0 ? 0 : amount.length - dot - 1;
+    if (whole < 1 || whole > 20 || (dot >= 0 && (fraction < 1 || fraction > 18))) return this.bigMoney(amount);
+    const limbs = this.limbs;
+    limbs.fill(0);
+    let chunk = 0;
+    let chunkDigits = 0;
+    // The digits without the dot, then zeros up to 18 fractional digits.
+    const digits = whole + 18;
+    for (let d = 0; d < digits; d++) {
+      let digit = 0;
+      if (d < whole) digit = amount.charCodeAt(d) - 48;
+      else if (d - whole < fraction) digit = amount.charCodeAt(d + 1) - 48;
+      if (digit < 0 || digit > 9) return this.bigMoney(amount);
+      chunk = chunk * 10 + digit;
+      if (++chunkDigits === 7 || d === digits - 1) {
+        let carry = chunk;
+        const scale = 10 ** chunkDigits;
+        for (let l = 0; l < 8; l++) {
+          const v = limbs[l]! * scale + carry;
+          limbs[l] = v % 65_536;
+          carry = Math.floor(v / 65_536);
+        }
+        chunk = 0;
+        chunkDigits = 0;
+      }
+    }
+    this.reserve(16);
+    for (let l = 0; l < 8; l++) {
+      this.buffer[this.length++] = limbs[l]! & 0xff;
+      this.buffer[this.length++] = limbs[l]! >>> 8;
+    }
+  }
+
+  private readonly limbs = [0, 0, 0, 0, 0, 0, 0, 0];
+
+  private bigMoney(amount: string): void {
     const dot = amount.indexOf('.');
     const units = dot < 0 ? BigInt(amount) * TEN_TO_18 : BigInt(amount.slice(0, dot) + (amount.slice(dot + 1) + EIGHTEEN_ZEROS).slice(0, 18));
     this.reserve(16);
