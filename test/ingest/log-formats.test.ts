@@ -120,11 +120,16 @@ describe('the ingest log\'s formats: RowBinary, and TSV chunks of before', funct
     expect(registry.prepare('SELECT count(*) AS n FROM ingest_rejects').get()).to.deep.equal({ n: 0 });
   });
 
-  it('blocks recorded inside a RowBinary chunk (a bisection cut short by a kill) load its rows once', async () => {
-    const team = `cut-${process.pid}-${Date.now()}`;
+  /** A registry of the current schema with its log, for a team of the test's own. */
+  function freshLog(label: string): { team: string; registry: Registry; log: IngestLog } {
     const registry = registryAt();
     const log = new IngestLog(registry, 7);
     opened.at(-1)!.log = log;
+    return { team: `${label}-${process.pid}-${Date.now()}`, registry, log };
+  }
+
+  it('blocks recorded inside a RowBinary chunk (a bisection cut short by a kill) load its rows once', async () => {
+    const { team, registry, log } = freshLog('cut');
     const rows = rowsFor(team, 1, 7);
     registry.transaction(() => {
       performNow(registry, log.appending(team, rows, Date.now()));
@@ -140,10 +145,7 @@ describe('the ingest log\'s formats: RowBinary, and TSV chunks of before', funct
   });
 
   it('a new block is taken from the bodies kept since their commit; past their bound, and after a restart, from the log', async () => {
-    const team = `kept-${process.pid}-${Date.now()}`;
-    const registry = registryAt();
-    const log = new IngestLog(registry, 7);
-    opened.at(-1)!.log = log;
+    const { team, registry, log } = freshLog('kept');
     const append = (from: number) => registry.transaction(() => performNow(registry, log.appending(team, rowsFor(team, from, 4), Date.now())))();
     const written = [append(1), append(5), append(9)].flat();
     expect(written.map((c) => c.body?.length)).to.deep.equal(written.map((c) => c.bytes));

@@ -39,6 +39,19 @@ const logged = (rows: readonly EventRow[], first: number): BlockBody => ({ forma
 /** The same as the TSV lines of a chunk written before issue 33. */
 const tsvLines = (rows: readonly EventRow[], first: number): string[] => rows.map((row, i) => rowToTsv(row, first + i));
 
+/** What the loader set aside of a team, in the shared registry. */
+function rejectsOf(teamId: string) {
+  return testEnv().registry.prepare('SELECT pos, team_id, id, error, format, rows, line FROM ingest_rejects WHERE team_id = ?').all(teamId) as {
+    pos: number;
+    team_id: string;
+    id: string;
+    error: string;
+    format: string;
+    rows: number;
+    line: Buffer;
+  }[];
+}
+
 /** Rows of a team as the ingest route would build them. */
 function rowsFor(teamId: string, records: Record<string, unknown>[]) {
   const { schemas } = testEnv();
@@ -187,14 +200,7 @@ describe('ingest log and loader', () => {
       await api().post('/api/v1/events').set(...good.auth).send({ events: [event({ id: 'n-1' }), event({ id: 'n-2' })] }).expect(200);
       expect(await storedCount(good.teamId)).to.equal(2);
       expect(await storedCount(bad.teamId)).to.equal(2);
-      const rejected = registry.prepare('SELECT team_id, id, error, format, rows, line FROM ingest_rejects WHERE team_id = ?').all(bad.teamId) as {
-        team_id: string;
-        id: string;
-        error: string;
-        format: string;
-        rows: number;
-        line: Buffer;
-      }[];
+      const rejected = rejectsOf(bad.teamId);
       expect(rejected.map((r) => [r.id, r.format, r.rows])).to.deep.equal([['r-bad', 'tsv', 1]]);
       expect(rejected[0]!.line.toString()).to.equal(lines[1]);
       expect(rejected[0]!.error).to.match(/Code: \d+/);
@@ -225,14 +231,7 @@ describe('ingest log and loader', () => {
       expect(await storedCount(good.teamId)).to.equal(4);
       await deps.ingest.freshness.waitFor(chunks[2]!.lastPos, 20_000);
       expect(await storedCount(bad.teamId)).to.equal(0);
-      const rejected = registry.prepare('SELECT pos, team_id, id, format, rows, line FROM ingest_rejects WHERE team_id = ?').all(bad.teamId) as {
-        pos: number;
-        team_id: string;
-        id: string;
-        format: string;
-        rows: number;
-        line: Buffer;
-      }[];
+      const rejected = rejectsOf(bad.teamId);
       expect(rejected.map((r) => [r.pos, r.id, r.format, r.rows])).to.deep.equal([[chunks[1]!.firstPos, '', 'rowbinary', 3]]);
       expect(rejected[0]!.line.equals(damaged)).to.equal(true);
       expect((await deps.metrics.setAside.get()).values[0]!.value).to.equal(setAsideBefore + 3);
