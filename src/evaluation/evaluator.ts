@@ -126,8 +126,13 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
   /** The running totals by key (see totalKey); a TouchedTotal keeps the cell it found (see totalOf). */
   private readonly totals = new Map<string, TotalCell>();
   private anomalies: AnomalyDetector;
-  /** Payees per team and agent (loaded from the registry on first use). */
-  private readonly payees = new Map<string, Set<string>>();
+  /**
+   * Payees per team, then agent (loaded from the registry on first use), each map looked up by the
+   * string as parsed: no joined key to build and hash per record.
+   */
+  private readonly payees = new Map<string, Map<string, Set<string>>>();
+  /** Agents whose payees are held, over all teams: past 100,000, all are let go. */
+  private payeeAgents = 0;
   /** Windows that ended before this may have been dropped from `totals`. */
   private droppedBefore = 0;
   /** Team, scope and window start of windows read whole from the event store. */
@@ -702,6 +707,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     this.totals.clear();
     this.loadedWindows.clear();
     this.payees.clear();
+    this.payeeAgents = 0;
     this.anomalies = new AnomalyDetector(this.config);
     // What this process remembers of alerts may include the rolled-back write.
     forgetWrittenAlerts();
@@ -901,7 +907,9 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     for (const i of claimed) {
       const row = rows[i]!;
       if (!row.payee_address) continue;
-      const known = yield* this.knownPayees(row.team_id, row.agent_id);
+      // The common case, a payee known in memory, without a generator per record (6% of what
+      // ingest allocated went to this look-up).
+      const known = this.payees.get(row.team_id)?.get(row.agent_id) ?? (yield* this.knownPayees(row.team_id, row.agent_id));
       if (known.has(row.payee_address)) continue;
       // New only if this insert made it: of two instances learning one payee, one raises the alert.
       const inserted = yield* get(
@@ -939,13 +947,18 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
   }
 
   private *knownPayees(teamId: string, agentId: string): Steps<Set<string>> {
-    const key = `${teamId}\u0000${agentId}`;
-    let known = this.payees.get(key);
+    let team = this.payees.get(teamId);
+    let known = team?.get(agentId);
     if (!known) {
-      if (this.payees.size > 100_000) this.payees.clear();
+      if (++this.payeeAgents > 100_000) {
+        this.payees.clear();
+        this.payeeAgents = 1;
+        team = undefined;
+      }
       const rows = yield* all<{ payee: string }>('SELECT payee FROM agent_payees WHERE team_id = ? AND agent_id = ?', [teamId, agentId]);
       known = new Set(rows.map((r) => r.payee));
-      this.payees.set(key, known);
+      if (!team) this.payees.set(teamId, (team = new Map()));
+      team.set(agentId, known);
     }
     return known;
   }

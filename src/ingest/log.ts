@@ -136,7 +136,28 @@ export function contentPrint(
   if (row.tx_hash === null) return { fp: String(low), txHash: null };
   const txHash = canonicalHex(row.tx_hash);
   const txTag = hash32(txHash, 0x01000193) || 1;
-  return { fp: BigInt.asIntN(64, (BigInt(txTag) << 32n) | BigInt(low)).toString(), txHash };
+  return { fp: int64Text(txTag, low), txHash };
+}
+
+/**
+ * The signed 64-bit integer whose high and low 32 bits are `hi` and `lo` (unsigned), as decimal
+ * text, in plain numbers: the BigInt way (asIntN of a shift and an or, then toString) made five
+ * BigInts per record, 7% of what ingest allocated. Exact: every product below stays under 2^53.
+ */
+export function int64Text(hi: number, lo: number): string {
+  let sign = '';
+  if (hi >= 0x80000000) {
+    // Negative: its magnitude is 2^64 - (hi * 2^32 + lo).
+    sign = '-';
+    lo = (0x100000000 - lo) % 0x100000000;
+    hi = 0xffffffff - hi + (lo === 0 ? 1 : 0);
+  }
+  // hi * 2^32 + lo = hi * 429496 * 10^4 + (hi * 7296 + lo), since 2^32 = 429496 * 10^4 + 7296.
+  const below = hi * 7296 + lo;
+  const carry = Math.floor(below / 10_000);
+  const high = hi * 429496 + carry;
+  const last = below - carry * 10_000;
+  return high === 0 ? `${sign}${last}` : `${sign}${high}${String(last).padStart(4, '0')}`;
 }
 
 /** The fields two prints' content halves differ in, by their tags; `content` when no tag tells. */

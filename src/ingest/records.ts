@@ -122,7 +122,9 @@ const NOT_NULL_TEXT_FIELDS = ['scheme', 'payer_address', 'payee_address', 'asset
 function recordExtra(input: Record<string, unknown>, record: AuditRecordInput, network: string, method: string, clientTime: ClientTime | undefined): string {
   let extra: Record<string, unknown> | undefined;
   const keep = (key: string, value: unknown) => ((extra ??= {})[key] = value);
-  for (const key of Object.keys(input)) if (!AUDIT_RECORD_FIELDS.has(key)) keep(key, input[key]);
+  // for-in, not Object.keys: no array of keys per record (3.7% of what ingest allocated). A parsed
+  // record is a plain object whose keys are its own (reserved keys were refused by the walk).
+  for (const key in input) if (!AUDIT_RECORD_FIELDS.has(key)) keep(key, input[key]);
   if (record.network !== undefined && record.network !== network) keep('network', record.network);
   if (record.method !== method) keep('method', record.method);
   // A time too far ahead was replaced by the receive time; the client's own is kept beside it.

@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { ApiStorage, AuditLogger, MemoryStorage } from '@x402sentinel/x402';
-import { contentPrint, derivedId, IngestLog, type ContentPrint } from '../../src/ingest/log.js';
+import { contentPrint, derivedId, IngestLog, int64Text, type ContentPrint } from '../../src/ingest/log.js';
 import { SCHEMA_DIR } from '../../src/paths.js';
 import { migrateRegistry } from '../../src/stores/migrations.js';
 import { openRegistry, type Registry } from '../../src/stores/sqlite.js';
@@ -251,6 +251,16 @@ describe('ingest: a known id with other content, in the log', () => {
         expect(contentPrint({ ...sdk, amount: '0.001', asset: sdk.asset.toUpperCase().replace('0X', '0x'), tx_hash: '0xDEADBEEF' })).to.deep.equal({ fp: '915669244174898387', txHash: '0xdeadbeef' });
         expect(contentPrint({ ...sdk, agent_id: 'agent-2', endpoint: 'https://x.example/p', amount: '0', amount_raw: '1500', asset: 'WETH', network: 'base', payee_address: '' })).to.deep.equal({ fp: '3298748315', txHash: null });
       }
+    });
+
+    it('writes the 64 bits of a print as the signed decimal BigInt writes, at every edge and for 20,000 random pairs', () => {
+      const asBigInt = (hi: number, lo: number) => BigInt.asIntN(64, (BigInt(hi) << 32n) | BigInt(lo)).toString();
+      const edges = [0, 1, 9_999, 10_000, 0x7fffffff, 0x80000000, 0x80000001, 0xfffffffe, 0xffffffff];
+      const pairs = edges.flatMap((hi) => edges.map((lo) => [hi, lo] as const));
+      const random = crypto.randomBytes(8 * 20_000);
+      for (let i = 0; i < 20_000; i++) pairs.push([random.readUInt32LE(8 * i), random.readUInt32LE(8 * i + 4)]);
+      const wrong = pairs.filter(([hi, lo]) => int64Text(hi, lo) !== asBigInt(hi, lo));
+      expect(wrong.slice(0, 5).map(([hi, lo]) => `${hi},${lo}: ${int64Text(hi, lo)} against ${asBigInt(hi, lo)}`)).to.deep.equal([]);
     });
 
     it('prints an amount by its value and hex in any case; a derived id is unique per (id, tx_hash) and at most 128 characters', () => {
