@@ -94,11 +94,6 @@ async function main(): Promise<void> {
   // The loader's block as the log holds it now (RowBinary), or as chunks written before issue 33 (TSV).
   const asLogged = (b: Block) => insertBlock(loaderEvents, 'bench', b, { format: 'rowbinary', parts: [b.binary] });
   const asTsv = (b: Block) => insertBlock(loaderEvents, 'bench', b, { format: 'tsv', parts: [b.body] });
-  // As the loader sends a new block: the bodies of its chunks (one a group commit, about 30 a block), written with one writev.
-  const asChunks = (b: Block) => {
-    const cuts = Array.from({ length: 31 }, (_, k) => Math.floor((b.binary.length * k) / 30));
-    return insertBlock(loaderEvents, 'bench', b, { format: 'rowbinary', parts: cuts.slice(1).map((end, k) => b.binary.subarray(cuts[k], end)) });
-  };
   const measure = async (label: string, insert: (b: Block) => Promise<void>) => {
     const times: number[] = [];
     // The process's CPU while the engine inserts (its threads; the block is built before): what a
@@ -124,8 +119,6 @@ async function main(): Promise<void> {
   try {
     console.log(`loader blocks into a fresh embedded store, ${BLOCKS} blocks of ${ROWS} rows, ${os.cpus().length} cores`);
     await measure('parts fsynced (the schema)', asLogged);
-    await measure('  the same in 30 parts', asChunks);
-    await measure('  the same in one part', asLogged);
     await measure('  the same from TSV chunks', asTsv);
     for (const t of TABLES) await events.command(`ALTER TABLE ${t} MODIFY SETTING fsync_after_insert = 0, fsync_part_directory = 0`);
     await measure('parts not fsynced', asLogged);
