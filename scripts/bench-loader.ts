@@ -92,8 +92,8 @@ async function main(): Promise<void> {
   type Block = ReturnType<typeof block>;
   const insertBinary = (table: string, { binary }: Block, settings: Record<string, string | number>) => loaderEvents.insertRowBinary(table, TSV_COLUMNS, binary, settings);
   // The loader's block as the log holds it now (RowBinary), or as chunks written before issue 33 (TSV).
-  const asLogged = (b: Block) => insertBlock(loaderEvents, 'bench', b, { format: 'rowbinary', parts: [b.binary] });
-  const asTsv = (b: Block) => insertBlock(loaderEvents, 'bench', b, { format: 'tsv', parts: [b.body] });
+  const asLogged = (b: Block) => insertBlock(loaderEvents, 'bench', b, { format: 'rowbinary', bytes: b.binary });
+  const asTsv = (b: Block) => insertBlock(loaderEvents, 'bench', b, { format: 'tsv', bytes: b.body });
   const measure = async (label: string, insert: (b: Block) => Promise<void>) => {
     const times: number[] = [];
     // The process's CPU while the engine inserts (its threads; the block is built before): what a

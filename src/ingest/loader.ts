@@ -26,13 +26,10 @@ interface Block {
   format: LogFormat;
 }
 
-/**
- * A block's records as the loader sends them: the bodies of its chunks (or of their rows), in one
- * format, in order. Not joined: the store writes the parts as they are.
- */
+/** A block's records as the loader sends them: the bytes of its chunks (or of their rows), in one format. */
 export interface BlockBody {
   format: LogFormat;
-  parts: readonly Buffer[];
+  bytes: Buffer;
 }
 
 /**
@@ -132,8 +129,8 @@ export async function insertBlock(
   const settings = { insert_deduplication_token: token('events'), input_format_parallel_parsing: 0 };
   // The token names positions, not bytes: a block recorded as TSV and inserted again after an
   // upgrade is still one block (and is inserted as TSV: a block keeps its format).
-  if (body.format === 'rowbinary') await store.insertRowBinary('events', TSV_COLUMNS, body.parts, settings);
-  else await store.insertTsv('events', TSV_COLUMNS, body.parts, settings);
+  if (body.format === 'rowbinary') await store.insertRowBinary('events', TSV_COLUMNS, body.bytes, settings);
+  else await store.insertTsv('events', TSV_COLUMNS, body.bytes, settings);
   // Positions are integers of our own: inlined, so the statement does not queue behind
   // parameterised reads (the embedded engine serialises those).
   const rows = block.ranges
@@ -437,7 +434,7 @@ export class Loader {
    */
   private body(block: Block, kept?: readonly LogChunk[]): BlockBody {
     if (kept?.every((chunk) => chunk.body !== undefined && chunk.format === block.format)) {
-      return { format: block.format, parts: kept.map((chunk) => chunk.body!) };
+      return { format: block.format, bytes: Buffer.concat(kept.map((chunk) => chunk.body!)) };
     }
     const parts: Buffer[] = [];
     let rows = 0;
@@ -455,7 +452,7 @@ export class Loader {
     if (rows !== block.lastPos - block.firstPos + 1) {
       throw new Error(`ingest log positions ${block.firstPos}..${block.lastPos} hold ${rows} records: the log is damaged`);
     }
-    return { format: block.format, parts };
+    return { format: block.format, bytes: Buffer.concat(parts) };
   }
 
   /** Inserts one recorded block (its chunks, when it is a new one) and confirms it; splits it when ClickHouse refuses its data. */

@@ -271,7 +271,7 @@ export class SharedLoader {
       rows += records.length;
     }
     if (rows !== sizeOf(block.ranges)) throw new Error(`shared ingest log block ${block.id} should hold ${sizeOf(block.ranges)} records, holds ${rows}: the log is damaged`);
-    return { format: block.format, parts };
+    return { format: block.format, bytes: Buffer.concat(parts) };
   }
 
   /** Inserts one recorded block and confirms it; splits it when ClickHouse refuses its data. */

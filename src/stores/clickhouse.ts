@@ -29,23 +29,19 @@ export interface EventStore {
    * insert_deduplication_token. Embedded: the bytes go to the engine as they are (no copy, parsed
    * on the engine's threads); server: the body of one HTTP request.
    */
-  insertTsv(table: string, columns: readonly string[], body: BlockBytes, settings: Record<string, string | number>): Promise<void>;
+  insertTsv(table: string, columns: readonly string[], body: Buffer, settings: Record<string, string | number>): Promise<void>;
   /**
    * Inserts RowBinary rows (src/ingest/rowbinary.ts), with settings as insertTsv. Embedded: chDB's
    * raw insert takes text formats only and its inline data fails past about 1 MiB, so the block is
    * written to a file beside the engine's folder and read with `INSERT ... FROM INFILE` (from the
    * page cache; the log holds the durable copy, so the file is not synced); server: the body of one
-   * HTTP request. Parts are written as they are (one `writev`, or the request's stream): a block is
-   * its chunks' bodies, and joining 8 MB of them cost the event loop 2.4% of its time.
+   * HTTP request.
    */
-  insertRowBinary(table: string, columns: readonly string[], body: BlockBytes, settings: Record<string, string | number>): Promise<void>;
+  insertRowBinary(table: string, columns: readonly string[], body: Buffer, settings: Record<string, string | number>): Promise<void>;
   /** Throws when the store does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
-
-/** A block's bytes: one buffer, or its parts in order (the bodies of its log chunks). */
-export type BlockBytes = Buffer | readonly Buffer[];
 
 /** Money and counts must not pass through a JS number: quote Decimals and 64-bit integers. */
 const READ_SETTINGS: ClickHouseSettings = {
@@ -152,7 +148,7 @@ const blockFiles = {
     for (const name of await fs.promises.readdir(dir)) if (!name.startsWith(own)) await fs.promises.rm(path.join(dir, name), { force: true, recursive: true });
     return dir;
   },
-  async insert(enginePath: string, into: string, body: BlockBytes, settings: Record<string, string | number>, run: (sql: string) => Promise<unknown>): Promise<void> {
+  async insert(enginePath: string, into: string, body: Buffer, settings: Record<string, string | number>, run: (sql: string) => Promise<unknown>): Promise<void> {
     // Settings inline: the embedded connection would SET them on the shared session (see query).
     const clause = Object.entries(settings)
       .map(([name, value]) => {
@@ -161,7 +157,7 @@ const blockFiles = {
       })
       .join(', ');
     const file = path.join(await this.folder(enginePath), `block-${process.pid}-${this.next++}.bin`);
-    await writeParts(file, body);
+    await fs.promises.writeFile(file, body);
     try {
       await run(`${into} FROM INFILE ${sqlString(file)}${clause ? ` SETTINGS ${clause}` : ''} FORMAT RowBinary`);
     } finally {
@@ -170,22 +166,6 @@ const blockFiles = {
   },
 };
 
-/** The parts of a block's bytes, in order. */
-const partsOf = (body: BlockBytes): readonly Buffer[] => (Buffer.isBuffer(body) ? [body] : body);
-
-/** Writes a block's parts to a new file with one `writev` (libuv writes them all, IOV_MAX at a time). */
-async function writeParts(file: string, body: BlockBytes): Promise<void> {
-  const parts = partsOf(body);
-  const handle = await fs.promises.open(file, 'w');
-  try {
-    const { bytesWritten } = await handle.writev(parts as Buffer[]);
-    const expected = parts.reduce((sum, part) => sum + part.length, 0);
-    if (bytesWritten !== expected) throw new Error(`block file ${file}: wrote ${bytesWritten} of ${expected} bytes`);
-  } finally {
-    await handle.close();
-  }
-}
-
 /**
  * Each store built here is its own engine session (embedded) or client (server): the service
  * opens one for reads and one for the loader, so a read never queues behind an insert (chDB runs
@@ -193,10 +173,10 @@ async function writeParts(file: string, body: BlockBytes): Promise<void> {
  */
 function clientStore(client: ClickHouseClient, config: ClickHouseConfig, embedded?: ChdbConnection): EventStore {
   /** A block as the body of one HTTP request (server mode). */
-  const insertOverHttp = async (table: string, columns: readonly string[], body: BlockBytes, settings: Record<string, string | number>, format: 'TabSeparated' | 'RowBinary') => {
+  const insertOverHttp = async (table: string, columns: readonly string[], body: Buffer, settings: Record<string, string | number>, format: 'TabSeparated' | 'RowBinary') => {
     const result = await client.exec({
       query: `INSERT INTO ${table} (${columns.join(', ')}) FORMAT ${format}`,
-      values: Readable.from(partsOf(body), { objectMode: false }),
+      values: Readable.from([body], { objectMode: false }),
       clickhouse_settings: settings,
     });
     for await (const _chunk of result.stream) void _chunk;
@@ -215,17 +195,16 @@ function clientStore(client: ClickHouseClient, config: ClickHouseConfig, embedde
       if (rows.length === 0) return;
       await client.insert({ table, values: rows as object[], format: 'JSONEachRow' });
     },
-    async insertTsv(table: string, columns: readonly string[], body: BlockBytes, settings: Record<string, string | number>): Promise<void> {
-      if (partsOf(body).every((part) => part.length === 0)) return;
+    async insertTsv(table: string, columns: readonly string[], body: Buffer, settings: Record<string, string | number>): Promise<void> {
+      if (body.length === 0) return;
       if (embedded) {
-        // The raw insert takes one buffer; TSV blocks are only those of chunks written before issue 33.
-        await embedded.chdb.rawInsert({ table, columns, values: Buffer.isBuffer(body) ? body : Buffer.concat(body), format: 'TSV', settings });
+        await embedded.chdb.rawInsert({ table, columns, values: body, format: 'TSV', settings });
         return;
       }
       await insertOverHttp(table, columns, body, settings, 'TabSeparated');
     },
-    async insertRowBinary(table: string, columns: readonly string[], body: BlockBytes, settings: Record<string, string | number>): Promise<void> {
-      if (partsOf(body).every((part) => part.length === 0)) return;
+    async insertRowBinary(table: string, columns: readonly string[], body: Buffer, settings: Record<string, string | number>): Promise<void> {
+      if (body.length === 0) return;
       if (embedded && config.mode === 'embedded') {
         await blockFiles.insert(config.path, `INSERT INTO ${table} (${columns.join(', ')})`, body, settings, (sql) => client.command({ query: sql }));
         return;

@@ -35,8 +35,7 @@ async function rawAndRollups(teamId: string): Promise<Record<string, { n: string
 const ROLLED_UP = ['events', 'spend_minutely', 'spend_hourly_by', 'spend_daily_by', 'spend_hourly_by asset', 'spend_daily_by asset'];
 
 /** Rows as the log holds them, positions from `first`. */
-const binary = (rows: readonly EventRow[], first: number): Buffer => Buffer.from(rowBinaryOf(rows, first));
-const logged = (rows: readonly EventRow[], first: number): BlockBody => ({ format: 'rowbinary', parts: [binary(rows, first)] });
+const logged = (rows: readonly EventRow[], first: number): BlockBody => ({ format: 'rowbinary', bytes: Buffer.from(rowBinaryOf(rows, first)) });
 /** The same as the TSV lines of a chunk written before issue 33. */
 const tsvLines = (rows: readonly EventRow[], first: number): string[] => rows.map((row, i) => rowToTsv(row, first + i));
 
@@ -129,7 +128,7 @@ describe('ingest log and loader', () => {
       const later = { firstPos: first + 10, lastPos: first + 11 };
       const again = rowsFor(team.teamId, [event({ id: 'b3', amount: '1' }), event({ id: 'b4', amount: '1' })]);
       const laterBody = logged(again, later.firstPos);
-      await loaderEvents.insertRowBinary('events', TSV_COLUMNS, laterBody.parts, { insert_deduplication_token: `${logId}:${later.firstPos}-${later.lastPos}:events` });
+      await loaderEvents.insertRowBinary('events', TSV_COLUMNS, laterBody.bytes, { insert_deduplication_token: `${logId}:${later.firstPos}-${later.lastPos}:events` });
       expect((await rawAndRollups(team.teamId)).spend_minutely!.n).to.equal('2');
       await insertBlock(loaderEvents, logId, later, laterBody);
       const completed = await rawAndRollups(team.teamId);
@@ -144,7 +143,7 @@ describe('ingest log and loader', () => {
       const first = 8e15 + Math.floor(Math.random() * 1e9);
       const block = { firstPos: first, lastPos: first + 1 };
       // Recorded then, so its chunks were TSV lines.
-      const body: BlockBody = { format: 'tsv', parts: tsvLines(rows, first).map((line) => Buffer.from(line)) };
+      const body: BlockBody = { format: 'tsv', bytes: Buffer.from(tsvLines(rows, first).join('')) };
       const { loaderEvents } = testEnv();
       const logId = `test-${team.teamId}`;
       for (let i = 0; i < 3; i++) await insertBlock(loaderEvents, logId, block, body, block.lastPos);
@@ -223,10 +222,10 @@ describe('ingest log and loader', () => {
         const { log } = deps.ingest;
         const before = goodRows(1);
         const after = goodRows(3);
-        const first = log.append(good.teamId, 'rowbinary', binary(before, log.endPos), 2, now);
-        damaged = Buffer.from(binary(badRows, log.endPos).subarray(0, -3));
+        const first = log.append(good.teamId, 'rowbinary', logged(before, log.endPos).bytes, 2, now);
+        damaged = Buffer.from(logged(badRows, log.endPos).bytes.subarray(0, -3));
         const middle = log.append(bad.teamId, 'rowbinary', damaged, 3, now);
-        return [first, middle, log.append(good.teamId, 'rowbinary', binary(after, log.endPos), 2, now)];
+        return [first, middle, log.append(good.teamId, 'rowbinary', logged(after, log.endPos).bytes, 2, now)];
       })();
       deps.ingest.freshness.committed(chunks);
       expect(await storedCount(good.teamId)).to.equal(4);

@@ -112,7 +112,7 @@ describe('shared ingest log loader (PostgreSQL)', function () {
     await db.run('UPDATE ingest_blocks SET origin = id WHERE id = ?', [block]);
     await db.run('UPDATE ingest_chunks SET block_id = ?', [block]);
     const { log_id: logId } = (await db.get<{ log_id: string }>('SELECT log_id FROM ingest_loader'))!;
-    await insertBlock(deps.loaderEvents, logId, { firstPos: ranges[0]![0], lastPos: ranges.at(-1)![1], ranges, key: `b${block}` }, { format: 'rowbinary', parts: chunks.map((c) => c.body) });
+    await insertBlock(deps.loaderEvents, logId, { firstPos: ranges[0]![0], lastPos: ranges.at(-1)![1], ranges, key: `b${block}` }, { format: 'rowbinary', bytes: Buffer.concat(chunks.map((c) => c.body)) });
 
     for (const i of instances) i.loader.start();
     // The first of these found loading (the dying one may still say it is, until its stop settles).
