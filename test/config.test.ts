@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { tempDir } from './helpers/processes.js';
 
 describe('config', () => {
   it('has the documented defaults', () => {
@@ -218,7 +219,7 @@ describe('config', () => {
 
   describe('credentials: the bootstrap key and the key of the secrets at rest', () => {
     const secretFile = (content: string) => {
-      const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-secret-')), 'secret');
+      const file = path.join(tempDir('secret'), 'secret');
       fs.writeFileSync(file, content, { mode: 0o600 });
       return file;
     };

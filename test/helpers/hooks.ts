@@ -1,5 +1,6 @@
 import { startTestEnv, stopTestEnv } from './context.js';
 import { stopTestPostgres } from './postgres.js';
+import { removeTempDirs } from './processes.js';
 
 /** Mocha root hooks: one environment (and one embedded engine) for the whole run. */
 export const mochaHooks = {
@@ -13,6 +14,8 @@ export const mochaHooks = {
       await stopTestEnv();
     } finally {
       await stopTestPostgres();
+      // Last: the folders of services, registries and engines the tests made (3 GB after a few runs otherwise).
+      removeTempDirs();
     }
   },
 };

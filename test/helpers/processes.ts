@@ -7,8 +7,20 @@ import { PROJECT_ROOT } from '../../src/paths.js';
 
 export const MAIN = path.join(PROJECT_ROOT, 'dist/src/main.js');
 
+/** The folders tempDir made in this run: removed once it ends (removeTempDirs, the root hooks). */
+const made = new Set<string>();
+
+/** A new folder in the system temp folder, removed when the run ends (a test may remove it sooner). */
 export function tempDir(label: string): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), `spendscope-${label}-`));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `spendscope-${label}-`));
+  made.add(dir);
+  return dir;
+}
+
+/** Removes every folder tempDir made (the run's services and engines are stopped by then). */
+export function removeTempDirs(): void {
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+  made.clear();
 }
 
 export interface RunningService {
