@@ -909,7 +909,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       if (!row.payee_address) continue;
       // The common case, a payee known in memory, without a generator per record (6% of what
       // ingest allocated went to this look-up).
-      const known = this.payees.get(row.team_id)?.get(row.agent_id) ?? (yield* this.knownPayees(row.team_id, row.agent_id));
+      const known = this.payees.get(row.team_id)?.get(row.agent_id) ?? (yield* this.loadPayees(row.team_id, row.agent_id));
       if (known.has(row.payee_address)) continue;
       // New only if this insert made it: of two instances learning one payee, one raises the alert.
       const inserted = yield* get(
@@ -946,20 +946,17 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     return found;
   }
 
-  private *knownPayees(teamId: string, agentId: string): Steps<Set<string>> {
-    let team = this.payees.get(teamId);
-    let known = team?.get(agentId);
-    if (!known) {
-      if (++this.payeeAgents > 100_000) {
-        this.payees.clear();
-        this.payeeAgents = 1;
-        team = undefined;
-      }
-      const rows = yield* all<{ payee: string }>('SELECT payee FROM agent_payees WHERE team_id = ? AND agent_id = ?', [teamId, agentId]);
-      known = new Set(rows.map((r) => r.payee));
-      if (!team) this.payees.set(teamId, (team = new Map()));
-      team.set(agentId, known);
+  /** An agent's payees read from the registry and kept (on a miss of `payees`). */
+  private *loadPayees(teamId: string, agentId: string): Steps<Set<string>> {
+    if (++this.payeeAgents > 100_000) {
+      this.payees.clear();
+      this.payeeAgents = 1;
     }
+    const rows = yield* all<{ payee: string }>('SELECT payee FROM agent_payees WHERE team_id = ? AND agent_id = ?', [teamId, agentId]);
+    const known = new Set(rows.map((r) => r.payee));
+    let team = this.payees.get(teamId);
+    if (!team) this.payees.set(teamId, (team = new Map()));
+    team.set(agentId, known);
     return known;
   }
 }
