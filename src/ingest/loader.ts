@@ -309,6 +309,13 @@ export class Loader {
   private stopped = false;
   private running: Promise<void> | undefined;
   private readonly nap = new Nap();
+  /**
+   * A new block's bytes are copied here, not into a new buffer per block: a fresh 10 MB buffer
+   * (Buffer.concat) cost 5-13 ms of CPU in page faults, 2.4% of the event loop at 25,000 records a
+   * second, against 0.3-0.8 ms to copy into memory already touched. Blocks load one at a time, and
+   * a block's bytes are written to its file before its insert runs, so the next block may reuse it.
+   */
+  private blockBytes = Buffer.alloc(0);
   private failing = false;
   /** A reader (or evaluation) waits: the next block goes without waiting for its interval. */
   private urgent = false;
@@ -434,7 +441,13 @@ export class Loader {
    */
   private body(block: Block, kept?: readonly LogChunk[]): BlockBody {
     if (kept?.every((chunk) => chunk.body !== undefined && chunk.format === block.format)) {
-      return { format: block.format, bytes: Buffer.concat(kept.map((chunk) => chunk.body!)) };
+      let length = 0;
+      for (const chunk of kept) length += chunk.body!.length;
+      // Grown with room to spare, so blocks a little larger than the last do not each allocate.
+      if (this.blockBytes.length < length) this.blockBytes = Buffer.allocUnsafeSlow(Math.ceil(length * 1.25));
+      let at = 0;
+      for (const chunk of kept) at += chunk.body!.copy(this.blockBytes, at);
+      return { format: block.format, bytes: this.blockBytes.subarray(0, length) };
     }
     const parts: Buffer[] = [];
     let rows = 0;
