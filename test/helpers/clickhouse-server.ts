@@ -44,6 +44,8 @@ export async function startClickHouseServer(): Promise<TestClickHouseServer> {
     async close() {
       await kill('SIGTERM');
       fs.rmSync(dataDir, { recursive: true, force: true });
+      // The endpoint's folder for binary INSERT data sits beside the engine's (scripts/clickhouse-endpoint.ts).
+      fs.rmSync(`${dataDir}-inserts`, { recursive: true, force: true });
     },
   };
 }
