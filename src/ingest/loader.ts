@@ -313,7 +313,8 @@ export class Loader {
    * A new block's bytes are copied here, not into a new buffer per block: a fresh 10 MB buffer
    * (Buffer.concat) cost 5-13 ms of CPU in page faults, 2.4% of the event loop at 25,000 records a
    * second, against 0.3-0.8 ms to copy into memory already touched. Blocks load one at a time, and
-   * a block's bytes are written to its file before its insert runs, so the next block may reuse it.
+   * a block's bytes are read only until its events insert returns (written to the engine's file,
+   * or sent as the request's body to a server); a retry reads its block from the log, not from here.
    */
   private blockBytes = Buffer.alloc(0);
   private failing = false;
