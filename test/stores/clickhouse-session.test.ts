@@ -10,15 +10,13 @@ import { testEnv } from '../helpers/context.js';
 
 describe('event store session settings', function () {
   this.timeout(60_000);
-  const stores: EventStore[] = [];
+  let store: EventStore;
   // A session of its own on the shared engine: no query has run on it yet.
-  const freshStore = () => {
-    const store = createEventStore(testEnv().config.clickhouse);
-    stores.push(store);
-    return store;
-  };
+  before(() => {
+    store = createEventStore(testEnv().config.clickhouse);
+  });
   after(async () => {
-    for (const store of stores) await store.close();
+    await store.close();
   });
 
   type Row = { amount: unknown; big: unknown };
@@ -26,7 +24,6 @@ describe('event store session settings', function () {
   const expected: Row = { amount: '12345678901234567.123456789012345678', big: '18446744073709551615' };
 
   it('quotes money and 64-bit integers in the first queries, sent at once, and in every later one', async () => {
-    const store = freshStore();
     const first = await Promise.all([store.query<Row>(sql), store.query<Row>(sql), store.query<Row>(sql)]);
     for (const rows of first) expect(rows).to.deep.equal([expected]);
     await store.command('SELECT 1');
