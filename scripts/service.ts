@@ -23,11 +23,18 @@ export interface ChildServiceOptions {
   root?: string;
 }
 
+/**
+ * NODE_OPTIONS as `npm start` and the Docker image set it when the environment does not
+ * (docs/configuration.md): the benchmarks measure the service as it ships, and a NODE_OPTIONS of
+ * the caller's (an A/B of another pool size) replaces it.
+ */
+export const SERVICE_NODE_OPTIONS = '--v8-pool-size=1';
+
 /** Starts `node dist/src/main.js` on a free port and resolves once it listens. */
 export async function startChildService(options: ChildServiceOptions): Promise<ChildService> {
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), path.join(options.root ?? PROJECT_ROOT, 'dist/src/main.js')], {
     // The start-up line with the port is logged at info, so the level is at least info.
-    env: { ...process.env, LOG_LEVEL: 'info', ...options.env, DATA_DIR: options.dataDir, PORT: '0' },
+    env: { NODE_OPTIONS: SERVICE_NODE_OPTIONS, ...process.env, LOG_LEVEL: 'info', ...options.env, DATA_DIR: options.dataDir, PORT: '0' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let stopping = false;
