@@ -131,6 +131,48 @@ describe('migrations', () => {
       db.close();
     });
 
+    it('022 (time-ascending indexes) keeps every row, the newest-first lists read the indexes backwards without a sort, and new rows fill their pages', () => {
+      const all = fs.readdirSync(path.join(SCHEMA_DIR, 'sqlite')).filter((f) => f.endsWith('.sql'));
+      const name = all.find((f) => f.startsWith('022'))!;
+      const dir = tempDir('migrations-022');
+      for (const f of all.filter((f) => f < '022')) fs.copyFileSync(path.join(SCHEMA_DIR, 'sqlite', f), path.join(dir, f));
+      const db = openRegistry(tempDir('registry-022'));
+      migrateRegistry(db, dir);
+      db.prepare(`INSERT INTO teams (id, name, created_at) VALUES ('t1', 'one', 1)`).run();
+      const insert = db.prepare(`INSERT INTO authorizations (id, team_id, agent_id, endpoint, domain, amount, decision, state, checks, reasons, created_at, expires_at)
+                                 VALUES (?, 't1', ?, 'https://x.example/', 'x.example', '0.5', 'approved', 'held', '[]', '[]', ?, ?)`);
+      // Rows as the service writes them: time goes up, the agents take turns.
+      const fill = db.transaction((from: number, rows: number) => {
+        for (let i = from; i < from + rows; i++) insert.run(`au${String(i).padStart(8, '0')}`, `agent-${i % 20}`, 1_000 + i, 31_000 + i);
+      });
+      fill(0, 200);
+      const rows = () => db.prepare('SELECT rowid AS r, * FROM authorizations ORDER BY rowid').all();
+      const before = rows();
+      const list = `SELECT id FROM authorizations WHERE team_id = 't1' AND (created_at < ? OR (created_at = ? AND id < ?)) ORDER BY created_at DESC, id DESC LIMIT 5`;
+      const byAgent = `SELECT id FROM authorizations WHERE team_id = 't1' AND agent_id = 'agent-3' ORDER BY created_at DESC, id DESC LIMIT 5`;
+      const alerts = `SELECT id FROM alerts WHERE team_id = 't1' ORDER BY created_at DESC, id DESC LIMIT 5`;
+      const page = () => db.prepare(list).all(1_150, 1_150, 'au00000150');
+      const agentPage = () => db.prepare(byAgent).all();
+      const pageBefore = page();
+      const agentPageBefore = agentPage();
+      fs.copyFileSync(path.join(SCHEMA_DIR, 'sqlite', name), path.join(dir, name));
+      expect(migrateRegistry(db, dir)).to.deep.equal([name]);
+      expect(rows()).to.deep.equal(before);
+      expect(page()).to.deep.equal(pageBefore);
+      expect(agentPage()).to.deep.equal(agentPageBefore);
+      expect(pageBefore.map((r) => (r as { id: string }).id)).to.deep.equal(['au00000149', 'au00000148', 'au00000147', 'au00000146', 'au00000145']);
+      const plan = (query: string, ...args: unknown[]) =>
+        (db.prepare(`EXPLAIN QUERY PLAN ${query}`).all(...args) as { detail: string }[]).map((r) => r.detail).join('; ');
+      expect(plan(list, 0, 0, '')).to.match(/USING (COVERING )?INDEX authorizations_team_created/).and.not.match(/TEMP B-TREE/);
+      expect(plan(byAgent)).to.match(/USING (COVERING )?INDEX authorizations_team_agent/).and.not.match(/TEMP B-TREE/);
+      expect(plan(alerts)).to.match(/USING (COVERING )?INDEX alerts_by_team/).and.not.match(/TEMP B-TREE/);
+      // What it is for: rows appended in time order leave the pages of the (team, time) index full.
+      fill(200, 20_000);
+      const unused = db.prepare(`SELECT sum(unused) * 1.0 / sum(pgsize) AS share FROM dbstat WHERE name = 'authorizations_team_created' AND pagetype = 'leaf'`).get() as { share: number };
+      expect(unused.share).to.be.below(0.2);
+      db.close();
+    });
+
     it('the project registry migrations apply to an empty file', () => {
       const db = openRegistry(tempDir('registry'));
       expect(migrateRegistry(db, path.join(SCHEMA_DIR, 'sqlite'))).to.include('001_teams_and_keys.sql');

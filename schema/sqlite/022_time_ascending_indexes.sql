@@ -1,0 +1,14 @@
+-- The (team, time) indexes of the newest-first lists, authorizations and alerts, keyed in
+-- ascending time: the lists read them backwards, which SQLite does as cheaply (the same search, no
+-- sort). Keyed DESC, every new row went in at the left end of its range, and SQLite's page split
+-- leaves the pages behind such an insert half empty: twice the pages on disk and in the cache, and
+-- more of them rewritten into the WAL at each commit. Ascending, a new row goes in at the right end
+-- of its range, where the pages behind it stay full (issue 33, docs/performance.md).
+DROP INDEX authorizations_team_created;
+CREATE INDEX authorizations_team_created ON authorizations (team_id, created_at, id);
+DROP INDEX alerts_by_team;
+CREATE INDEX alerts_by_team ON alerts (team_id, created_at, id);
+-- The agent's list (`GET /authorizations?agent=`) orders by time and then id: without the id in
+-- the index, the planner preferred to walk the whole team's list and skip other agents' rows.
+DROP INDEX authorizations_team_agent;
+CREATE INDEX authorizations_team_agent ON authorizations (team_id, agent_id, created_at, id);
