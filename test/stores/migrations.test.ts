@@ -131,7 +131,7 @@ describe('migrations', () => {
       db.close();
     });
 
-    it('022 (time-ascending indexes) keeps every row, the newest-first lists read the indexes backwards without a sort, and new rows fill their pages', () => {
+    it('022 (list indexes) keeps every row, the newest-first lists read the indexes backwards without a sort, the lists of one agent or status are searched, and new rows fill their pages', () => {
       const all = fs.readdirSync(path.join(SCHEMA_DIR, 'sqlite')).filter((f) => f.endsWith('.sql'));
       const name = all.find((f) => f.startsWith('022'))!;
       const dir = tempDir('migrations-022');
@@ -166,6 +166,10 @@ describe('migrations', () => {
       expect(plan(list, 0, 0, '')).to.match(/USING (COVERING )?INDEX authorizations_team_created/).and.not.match(/TEMP B-TREE/);
       expect(plan(byAgent)).to.match(/USING (COVERING )?INDEX authorizations_team_agent/).and.not.match(/TEMP B-TREE/);
       expect(plan(alerts)).to.match(/USING (COVERING )?INDEX alerts_by_team/).and.not.match(/TEMP B-TREE/);
+      // The alerts of one agent, and the open ones, are searched for, not found by walking the team's.
+      const alertsOf = (where: string) => plan(`SELECT * FROM alerts WHERE team_id = 't1' AND ${where} ORDER BY created_at DESC, id DESC LIMIT 5`);
+      expect(alertsOf(`agent_id = 'a1'`)).to.match(/USING INDEX alerts_by_agent \(team_id=\? AND agent_id=\?\)/).and.not.match(/TEMP B-TREE/);
+      expect(alertsOf(`status = 'open'`)).to.match(/USING INDEX alerts_by_status \(team_id=\? AND status=\?\)/).and.not.match(/TEMP B-TREE/);
       // What it is for: rows appended in time order leave the pages of the (team, time) index full.
       fill(200, 20_000);
       const unused = db.prepare(`SELECT sum(unused) * 1.0 / sum(pgsize) AS share FROM dbstat WHERE name = 'authorizations_team_created' AND pagetype = 'leaf'`).get() as { share: number };

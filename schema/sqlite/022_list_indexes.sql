@@ -14,3 +14,9 @@ CREATE INDEX alerts_by_team ON alerts (team_id, created_at, id);
 -- (60 ms for an agent with 6 of a team's 300,000; now 0.07 ms).
 DROP INDEX authorizations_team_agent;
 CREATE INDEX authorizations_team_agent ON authorizations (team_id, agent_id, created_at, id);
+-- The alerts' lists by agent (the dashboard's agent page) and by status (open ones) had no index
+-- of their own either: the team's whole history was walked for an agent or a status it seldom has
+-- (65 ms for 20 open alerts among 300,000; now 0.15 ms). Occurrences of an open alert update its
+-- count and times, which neither index holds.
+CREATE INDEX alerts_by_agent ON alerts (team_id, agent_id, created_at, id);
+CREATE INDEX alerts_by_status ON alerts (team_id, status, created_at, id);

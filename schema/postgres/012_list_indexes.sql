@@ -10,3 +10,7 @@ CREATE INDEX alerts_by_team ON alerts (team_id, created_at, id);
 -- The agent's list orders by time and then id: with the id in the index it needs no sort.
 DROP INDEX authorizations_team_agent;
 CREATE INDEX authorizations_team_agent ON authorizations (team_id, agent_id, created_at, id);
+-- The alerts' lists by agent and by status (open ones) get indexes of their own: without them the
+-- team's whole history was read for an agent or a status it seldom has.
+CREATE INDEX alerts_by_agent ON alerts (team_id, agent_id, created_at, id);
+CREATE INDEX alerts_by_status ON alerts (team_id, status, created_at, id);
