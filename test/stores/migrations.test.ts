@@ -13,6 +13,27 @@ function writeMigrations(files: Record<string, string>): string {
   return dir;
 }
 
+/**
+ * A registry migrated with the project's SQLite migrations before `version`; `applyNext()`
+ * applies that version's file (`name`) and returns what it applied.
+ */
+function registryBefore(version: string): { db: ReturnType<typeof openRegistry>; name: string; applyNext: () => string[] } {
+  const all = fs.readdirSync(path.join(SCHEMA_DIR, 'sqlite')).filter((f) => f.endsWith('.sql'));
+  const name = all.find((f) => f.startsWith(version))!;
+  const dir = tempDir(`migrations-${version}`);
+  for (const f of all.filter((f) => f < version)) fs.copyFileSync(path.join(SCHEMA_DIR, 'sqlite', f), path.join(dir, f));
+  const db = openRegistry(tempDir(`registry-${version}`));
+  migrateRegistry(db, dir);
+  return {
+    db,
+    name,
+    applyNext: () => {
+      fs.copyFileSync(path.join(SCHEMA_DIR, 'sqlite', name), path.join(dir, name));
+      return migrateRegistry(db, dir);
+    },
+  };
+}
+
 describe('migrations', () => {
   describe('registry (SQLite)', () => {
     it('applies files in version order, records them, and is safe to re-run', () => {
@@ -97,12 +118,7 @@ describe('migrations', () => {
     });
 
     it('020 (authorization checks as comparisons) keeps every row and index, refuses what the old checks refused, and builds no temporary B-tree per insert', () => {
-      const all = fs.readdirSync(path.join(SCHEMA_DIR, 'sqlite')).filter((f) => f.endsWith('.sql'));
-      const name = all.find((f) => f.startsWith('020'))!;
-      const dir = tempDir('migrations-020');
-      for (const f of all.filter((f) => f < '020')) fs.copyFileSync(path.join(SCHEMA_DIR, 'sqlite', f), path.join(dir, f));
-      const db = openRegistry(tempDir('registry-020'));
-      migrateRegistry(db, dir);
+      const { db, name, applyNext } = registryBefore('020');
       const insert = `INSERT INTO authorizations (id, team_id, agent_id, endpoint, domain, amount, asset, network, payee_address, decision, state, checks, reasons,
                         idempotency_key, created_at, expires_at, captured_amount, captured_at, captured_by, voided_at, category, tags, hold_s, pending_until,
                         decided_at, decided_by, decision_note) VALUES (?, 't1', ?, 'https://x.example/', 'x.example', '0.5', ?, ?, ?, ?, ?, '[["p1","b","block","daily",0,86400000,"1","0.25","0"]]',
@@ -117,8 +133,7 @@ describe('migrations', () => {
       const indexesBefore = indexes();
       const opcodes = () => (db.prepare(`EXPLAIN ${insert}`).all(...Array<null>(19).fill(null)) as { opcode: string }[]).map((op) => op.opcode);
       expect(opcodes()).to.include('OpenEphemeral');
-      fs.copyFileSync(path.join(SCHEMA_DIR, 'sqlite', name), path.join(dir, name));
-      expect(migrateRegistry(db, dir)).to.deep.equal([name]);
+      expect(applyNext()).to.deep.equal([name]);
       expect(db.prepare('SELECT rowid AS r, * FROM authorizations ORDER BY id').all()).to.deep.equal(before);
       expect(indexes()).to.deep.equal(indexesBefore);
       // The same values allowed, the same refused.
@@ -132,12 +147,7 @@ describe('migrations', () => {
     });
 
     it('022 (list indexes) keeps every row, the newest-first lists read the indexes backwards without a sort, the lists of one agent or status are searched, and new rows fill their pages', () => {
-      const all = fs.readdirSync(path.join(SCHEMA_DIR, 'sqlite')).filter((f) => f.endsWith('.sql'));
-      const name = all.find((f) => f.startsWith('022'))!;
-      const dir = tempDir('migrations-022');
-      for (const f of all.filter((f) => f < '022')) fs.copyFileSync(path.join(SCHEMA_DIR, 'sqlite', f), path.join(dir, f));
-      const db = openRegistry(tempDir('registry-022'));
-      migrateRegistry(db, dir);
+      const { db, name, applyNext } = registryBefore('022');
       db.prepare(`INSERT INTO teams (id, name, created_at) VALUES ('t1', 'one', 1)`).run();
       const insert = db.prepare(`INSERT INTO authorizations (id, team_id, agent_id, endpoint, domain, amount, decision, state, checks, reasons, created_at, expires_at)
                                  VALUES (?, 't1', ?, 'https://x.example/', 'x.example', '0.5', 'approved', 'held', '[]', '[]', ?, ?)`);
@@ -155,8 +165,7 @@ describe('migrations', () => {
       const agentPage = () => db.prepare(byAgent).all();
       const pageBefore = page();
       const agentPageBefore = agentPage();
-      fs.copyFileSync(path.join(SCHEMA_DIR, 'sqlite', name), path.join(dir, name));
-      expect(migrateRegistry(db, dir)).to.deep.equal([name]);
+      expect(applyNext()).to.deep.equal([name]);
       expect(rows()).to.deep.equal(before);
       expect(page()).to.deep.equal(pageBefore);
       expect(agentPage()).to.deep.equal(agentPageBefore);
