@@ -159,10 +159,11 @@ describe('migrations', () => {
       const rows = () => db.prepare('SELECT rowid AS r, * FROM authorizations ORDER BY rowid').all();
       const before = rows();
       const list = `SELECT id FROM authorizations WHERE team_id = 't1' AND (created_at < ? OR (created_at = ? AND id < ?)) ORDER BY created_at DESC, id DESC LIMIT 5`;
-      const byAgent = `SELECT id FROM authorizations WHERE team_id = 't1' AND agent_id = 'agent-3' ORDER BY created_at DESC, id DESC LIMIT 5`;
+      // The repositories' queries, with their values bound as they bind them (listAuthorizations, listAlerts).
+      const byAgent = `SELECT id FROM authorizations WHERE team_id = ? AND agent_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`;
       const alerts = `SELECT id FROM alerts WHERE team_id = 't1' ORDER BY created_at DESC, id DESC LIMIT 5`;
       const page = () => db.prepare(list).all(1_150, 1_150, 'au00000150');
-      const agentPage = () => db.prepare(byAgent).all();
+      const agentPage = () => db.prepare(byAgent).all('t1', 'agent-3', 5);
       const pageBefore = page();
       const agentPageBefore = agentPage();
       expect(applyNext()).to.deep.equal([name]);
@@ -173,12 +174,13 @@ describe('migrations', () => {
       const plan = (query: string, ...args: unknown[]) =>
         (db.prepare(`EXPLAIN QUERY PLAN ${query}`).all(...args) as { detail: string }[]).map((r) => r.detail).join('; ');
       expect(plan(list, 0, 0, '')).to.match(/USING (COVERING )?INDEX authorizations_team_created/).and.not.match(/TEMP B-TREE/);
-      expect(plan(byAgent)).to.match(/USING (COVERING )?INDEX authorizations_team_agent/).and.not.match(/TEMP B-TREE/);
+      expect(plan(byAgent, 't1', 'agent-3', 5)).to.match(/USING (COVERING )?INDEX authorizations_team_agent/).and.not.match(/TEMP B-TREE/);
       expect(plan(alerts)).to.match(/USING (COVERING )?INDEX alerts_by_team/).and.not.match(/TEMP B-TREE/);
       // The alerts of one agent, and the open ones, are searched for, not found by walking the team's.
-      const alertsOf = (where: string) => plan(`SELECT * FROM alerts WHERE team_id = 't1' AND ${where} ORDER BY created_at DESC, id DESC LIMIT 5`);
-      expect(alertsOf(`agent_id = 'a1'`)).to.match(/USING INDEX alerts_by_agent \(team_id=\? AND agent_id=\?\)/).and.not.match(/TEMP B-TREE/);
-      expect(alertsOf(`status = 'open'`)).to.match(/USING INDEX alerts_by_status \(team_id=\? AND status=\?\)/).and.not.match(/TEMP B-TREE/);
+      const alertsOf = (column: string, value: string) =>
+        plan(`SELECT * FROM alerts WHERE team_id = ? AND ${column} = ? ORDER BY created_at DESC, id DESC LIMIT ?`, 't1', value, 5);
+      expect(alertsOf('agent_id', 'a1')).to.match(/USING INDEX alerts_by_agent \(team_id=\? AND agent_id=\?\)/).and.not.match(/TEMP B-TREE/);
+      expect(alertsOf('status', 'open')).to.match(/USING INDEX alerts_by_status \(team_id=\? AND status=\?\)/).and.not.match(/TEMP B-TREE/);
       // What it is for: rows appended in time order leave the pages of the (team, time) index full.
       fill(200, 20_000);
       const unused = db.prepare(`SELECT sum(unused) * 1.0 / sum(pgsize) AS share FROM dbstat WHERE name = 'authorizations_team_created' AND pagetype = 'leaf'`).get() as { share: number };
