@@ -374,13 +374,41 @@ export const FUNCTIONS: ReadonlySet<string> = new Set([
 export const TABLE_FUNCTIONS: ReadonlySet<string> = new Set(names('numbers numbers_mt zeros zeros_mt generate_series generateSeries values null generateRandom'));
 
 /**
- * System tables a client reads to find its way, none holding a team's data or the server's
- * state: the catalog (tables, columns and databases, each filtered to this database by the
- * policy), settings, functions, formats, types and time zones, and the constant tables.
+ * System tables a client reads to find its way, and the columns of each it may read: the catalog
+ * (tables, columns and databases, each filtered to this database by the policy), settings,
+ * functions, formats, types and time zones, and the constant tables. Left out of the catalog's
+ * columns: sizes and counts of rows, bytes, parts and marks (every team's data together), paths
+ * on the server's disk, and loading and definer internals. `*` is every column of a table whose
+ * rows are the engine's own constants.
  */
-export const SYSTEM_TABLES: ReadonlySet<string> = new Set(
-  names('one numbers numbers_mt zeros zeros_mt tables columns databases settings functions table_functions data_type_families formats time_zones collations build_options'),
-);
+export const SYSTEM_TABLE_COLUMNS: ReadonlyMap<string, ReadonlySet<string> | '*'> = new Map<string, ReadonlySet<string> | '*'>([
+  [
+    'tables',
+    new Set(
+      names(
+        `database name uuid engine is_temporary metadata_modification_time dependencies_database dependencies_table
+         create_table_query engine_full as_select partition_key sorting_key primary_key sampling_key storage_policy comment`,
+      ),
+    ),
+  ],
+  [
+    'columns',
+    new Set(
+      names(
+        `database table name type position default_kind default_expression comment is_in_partition_key is_in_sorting_key
+         is_in_primary_key is_in_sampling_key compression_codec character_octet_length numeric_precision
+         numeric_precision_radix numeric_scale datetime_precision`,
+      ),
+    ),
+  ],
+  ['databases', new Set(names('name engine uuid comment'))],
+  ...names('one numbers numbers_mt zeros zeros_mt settings functions table_functions data_type_families formats time_zones collations build_options').map(
+    (table) => [table, '*'] as [string, '*'],
+  ),
+]);
+
+/** The system tables a statement may name. */
+export const SYSTEM_TABLES: ReadonlySet<string> = new Set(SYSTEM_TABLE_COLUMNS.keys());
 
 /**
  * Output formats: text, JSON, columnar and binary encodings of the result. Left out: Template
@@ -456,3 +484,24 @@ export const AST_NODES: ReadonlySet<string> = new Set(
      QueryParameter SampleRatio Alias`,
   ),
 );
+
+/**
+ * Kinds of statement, by the root node of their `EXPLAIN AST`: a query, EXPLAIN of one, the SHOW
+ * forms the interface rewrites into queries, and the catalog statements of one named table.
+ */
+export const STATEMENT_ROOTS: ReadonlySet<string> = new Set(
+  names('SelectWithUnionQuery SelectIntersectExceptQuery Explain ShowTables ShowColumns DescribeQuery ExistsTableQuery ShowCreateTableQuery ShowCreateViewQuery'),
+);
+
+/**
+ * EXPLAIN kinds (the root's text after `Explain EXPLAIN`; none is PLAN), and the settings each may
+ * take. Left out: ESTIMATE, PIPELINE and PLAN's `indexes`, `projections` and `actions`, which show
+ * counts of rows, marks, parts or streams of every team's data together.
+ */
+export const EXPLAIN_KINDS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ['', new Set(names('header description json sorting'))],
+  ['PLAN', new Set(names('header description json sorting'))],
+  ['AST', new Set(names('graph optimize'))],
+  ['SYNTAX', new Set(names('oneline run_query_tree_passes query_tree_passes'))],
+  ['QUERY TREE', new Set(names('run_passes dump_passes passes dump_tree dump_ast'))],
+]);

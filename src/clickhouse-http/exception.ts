@@ -71,3 +71,6 @@ const HTTP_STATUS: Record<string, number> = {
   UNSUPPORTED_METHOD: 501,
   NOT_IMPLEMENTED: 501,
 };
+
+/** A statement that reaches what a team's read key may not (497, as a server refuses a grant it lacks). */
+export const accessDenied = (what: string) => new ClickHouseException(497, 'ACCESS_DENIED', `${what}: a spendscope key reads its team's rows of the spendscope database only`);

@@ -204,7 +204,7 @@ export function tokens(sql: string): Token[] {
   return [...lex(sql)];
 }
 
-const isWord = (token: Token | undefined, word: string) => token?.kind === 'word' && token.text.toUpperCase() === word;
+export const isWord = (token: Token | undefined, word: string) => token?.kind === 'word' && token.text.toUpperCase() === word;
 
 /**
  * The one statement of a query, a trailing semicolon (or several) allowed; anything after it is
@@ -248,17 +248,17 @@ export function leadingKeyword(sql: string): string {
 }
 
 /** A name as written: bare, or a quoted identifier unquoted. */
-function nameOf(token: Token): string {
+export function nameOf(token: Token): string {
   if (token.kind !== 'quoted') return token.text;
   const quote = token.text[0]!;
   return token.text.slice(1, -1).replace(new RegExp(`\\\\(.)|${quote === '`' ? '``' : '""'}`, 'g'), (_match, escaped: string | undefined) => escaped ?? quote);
 }
 
 /**
- * The format named by the statement's own `FORMAT <name>` clause (ParserQueryWithOutput): at top
- * level, followed only by the end of the statement or a trailing `SETTINGS …` clause.
+ * The statement's own `FORMAT <name>` clause (ParserQueryWithOutput): at top level, followed only
+ * by the end of the statement or a trailing `SETTINGS …` clause. Its name, and where it stands.
  */
-export function outputFormat(sql: string): string | undefined {
+export function formatClause(sql: string): { name: string; start: number; end: number } | undefined {
   const all = tokens(sql);
   let end = all.length;
   while (end > 0 && all[end - 1]!.text === ';') end--;
@@ -270,10 +270,22 @@ export function outputFormat(sql: string): string | undefined {
     else if (depth === 0 && isWord(token, 'FORMAT')) {
       const name = all[i + 1];
       if (!name || (name.kind !== 'word' && name.kind !== 'quoted')) continue;
-      if (i + 2 === end || isWord(all[i + 2], 'SETTINGS')) return nameOf(name);
+      if (i + 2 === end || isWord(all[i + 2], 'SETTINGS')) return { name: nameOf(name), start: token.start, end: name.end };
     }
   }
   return undefined;
+}
+
+/** The format named by the statement's own `FORMAT <name>` clause, if it has one. */
+export function outputFormat(sql: string): string | undefined {
+  return formatClause(sql)?.name;
+}
+
+/** The statement without its own FORMAT clause (what EXPLAIN takes), and that clause's text ('' without one). */
+export function splitFormat(sql: string): { body: string; format: string } {
+  const clause = formatClause(sql);
+  if (!clause) return { body: sql, format: '' };
+  return { body: `${sql.slice(0, clause.start)}${sql.slice(clause.end)}`.trim(), format: sql.slice(clause.start, clause.end) };
 }
 
 /** Whether the words INTO OUTFILE appear as two consecutive words anywhere (a result written to the server's disk). */

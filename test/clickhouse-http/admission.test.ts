@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { startBiServer } from '../../src/clickhouse-http/interface.js';
 import { serveClickHouseHttp } from '../../src/clickhouse-http/protocol.js';
+import { BiAdmission } from '../../src/clickhouse-http/admission.js';
 import { engineCatalog, TeamScopedPolicy, type BiLimits } from '../../src/clickhouse-http/team-policy.js';
 import { api, newTeam, testEnv } from '../helpers/context.js';
 
@@ -84,7 +85,7 @@ describe('BI admission: holders, teams, the process and memory', function () {
   });
 
   it('running queries belong to the holder: a rotated key does not get fresh places', async () => {
-    const url = await biWith({ concurrentQueriesPerKey: 2, concurrentQueries: 4, maxMemoryBytes: 256 * MiB, totalMemoryBytes: 4096 * MiB });
+    const url = await biWith({ concurrentQueriesPerKey: 2, concurrentQueries: 6, maxMemoryBytes: 256 * MiB, totalMemoryBytes: 4096 * MiB });
     const team = await newTeam('bi-holder');
     const key = await readKey(team);
     const old = clientOf(url, key);
@@ -97,22 +98,64 @@ describe('BI admission: holders, teams, the process and memory', function () {
     expect(await outcome(rotated, 'SELECT 1'), 'places given back when the queries end').to.equal('ok');
   });
 
-  it('a team holds at most its share, whatever its keys; the process at most its total', async () => {
-    const url = await biWith({ concurrentQueriesPerKey: 2, concurrentQueriesPerTeam: 3, concurrentQueries: 4, maxMemoryBytes: 256 * MiB, totalMemoryBytes: 4096 * MiB });
+  it("a team holds at most half the places, whatever its keys and BI_CONCURRENT_QUERIES_PER_TEAM: another team's query is answered meanwhile", async () => {
+    // As configured by default: a team's limit equal to the process's.
+    const url = await biWith({ concurrentQueriesPerKey: 2, concurrentQueriesPerTeam: 4, concurrentQueries: 4, maxMemoryBytes: 256 * MiB, totalMemoryBytes: 4096 * MiB });
     const team = await newTeam('bi-team');
-    const [k1, k2, k3] = [clientOf(url, await readKey(team)), clientOf(url, await readKey(team)), clientOf(url, await readKey(team))];
-    const running = [await hold(k1), await hold(k1), await hold(k2)];
-    const refused = await k3.query({ query: 'SELECT 1', format: 'JSONEachRow' }).then(
+    const [k1, k2] = [clientOf(url, await readKey(team)), clientOf(url, await readKey(team))];
+    // Two keys of one team try to hold all four places.
+    const running = [await hold(k1), await hold(k1), await hold(k2), await hold(k2)];
+    const other = clientOf(url, await readKey(await newTeam('bi-other')));
+    expect(await outcome(other, 'SELECT 1'), "another team's query while the first holds its share").to.equal('ok');
+    const refused = await k2.query({ query: 'SELECT 1', format: 'JSONEachRow' }).then(
       () => undefined,
       (err: Error & { code?: string }) => err,
     );
     expect(refused?.code).to.equal('202');
-    expect(refused?.message).to.match(/for this team/);
-    const other = clientOf(url, await readKey((await newTeam('bi-other'))));
-    running.push(await hold(other));
-    // Four running in the process: a fifth team is refused too.
-    expect(await outcome(clientOf(url, await readKey((await newTeam('bi-fifth')))), 'SELECT 1')).to.equal('202');
+    expect(refused?.message).to.match(/for this team\. Maximum: 2/);
+    expect((await ended(running)).sort()).to.deep.equal(['159', '159', '202', '202']);
+  });
+
+  it('a query that finds the process full waits for a place instead of being refused, and is refused when none frees in time', async () => {
+    const url = await biWith({ concurrentQueriesPerKey: 2, concurrentQueriesPerTeam: 2, concurrentQueries: 2, maxMemoryBytes: 256 * MiB, totalMemoryBytes: 4096 * MiB, queueWaitMs: 8_000 });
+    const running = [await hold(clientOf(url, await readKey(await newTeam('bi-full-a')))), await hold(clientOf(url, await readKey(await newTeam('bi-full-b'))))];
+    // Both places run until their 2 s limit: the third team's query waits for one, then runs.
+    expect(await outcome(clientOf(url, await readKey(await newTeam('bi-full-c'))), 'SELECT 1')).to.equal('ok');
     await ended(running);
+    const short = await biWith({ concurrentQueriesPerKey: 1, concurrentQueriesPerTeam: 1, concurrentQueries: 1, maxMemoryBytes: 256 * MiB, totalMemoryBytes: 4096 * MiB, queueWaitMs: 300 });
+    const held = await hold(clientOf(short, await readKey(await newTeam('bi-short-a'))));
+    const late = await clientOf(short, await readKey(await newTeam('bi-short-b'))).query({ query: 'SELECT 1', format: 'JSONEachRow' }).then(
+      () => undefined,
+      (err: Error & { code?: string }) => err,
+    );
+    expect(late?.code).to.equal('202');
+    expect(late?.message).to.match(/none ended within 0\.3 s/);
+    await ended([held]);
+  });
+
+  it('places that free up go to the waiting teams in turn, not to the team that asked most', async () => {
+    const admission = new BiAdmission({ perHolder: 4, perTeam: 4, total: 4, maxMemoryBytes: 64 * MiB, totalMemoryBytes: 4096 * MiB, queueWaitMs: 60_000 });
+    expect(admission.perTeam, 'half of four').to.equal(2);
+    const a = [await admission.admit('a1', 'A'), await admission.admit('a2', 'A')];
+    const b = [await admission.admit('b1', 'B'), await admission.admit('b2', 'B')];
+    const served: string[] = [];
+    const wait = (holder: string, team: string) => admission.admit(holder, team).then((place) => (served.push(holder), place));
+    const waiting = [wait('c1', 'C'), wait('c2', 'C'), wait('d1', 'D')];
+    const refused = await admission.admit('b3', 'B').then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(refused?.message).to.match(/for this team/);
+    await new Promise((r) => setImmediate(r));
+    expect(served).to.deep.equal([]);
+    a[0]!.release();
+    a[1]!.release();
+    await new Promise((r) => setImmediate(r));
+    expect(served, 'C first (it waited first), then D, before C again').to.deep.equal(['c1', 'd1']);
+    b[0]!.release();
+    await new Promise((r) => setImmediate(r));
+    expect(served).to.deep.equal(['c1', 'd1', 'c2']);
+    for (const place of [...(await Promise.all(waiting)), b[1]!]) place.release();
   });
 
   it('memory: each query gets at most what the BI total has left, and none starts with too little', async () => {

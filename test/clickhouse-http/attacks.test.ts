@@ -10,6 +10,7 @@ import { expect } from 'chai';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { forbiddenThings, grammarCorpus } from '../helpers/bi-corpus.js';
 import { callWithKey, startService, tempDir, type RunningService } from '../helpers/processes.js';
 
 interface Attack {
@@ -116,6 +117,15 @@ describe('BI interface under attack: a read key reaches no file, no environment,
       { sql: "SELECT aiGenerate('hello')" },
       { sql: 'SELECT sleep(1)' },
     ]);
+  });
+
+  it("SHOW TABLES WHERE file(…), and every kind of statement at every place with the environment's file: no secret in any answer", async () => {
+    await refuseAll([{ sql: "SHOW TABLES WHERE name = 'events' AND toInt32(file('/proc/self/environ')) > 0" }], ['497']);
+    const [environ] = forbiddenThings('/proc/self/environ');
+    await refuseAll(
+      grammarCorpus([environ!]).map(({ sql, params }) => ({ sql, ...(params ? { params } : {}) })),
+      ['497'],
+    );
   });
 
   it('table functions that read files, the network or processes, whatever the nesting', async () => {

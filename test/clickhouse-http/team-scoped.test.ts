@@ -82,7 +82,7 @@ describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
   it('a settings override of the filter, SET, writes and DDL are refused with ClickHouse codes', async () => {
     const a = clientOf(teamA.apiKey);
     const override = await failure(a, "SELECT count() FROM events SETTINGS additional_table_filters = {'spendscope.events': '1'}");
-    expect(override).to.include({ code: '164', type: 'READONLY' });
+    expect(override, 'a setting not on the list, in a SETTINGS clause').to.include({ code: '497', type: 'ACCESS_DENIED' });
     const viaParam = await a.query({ query: 'SELECT 1', format: 'JSONEachRow', clickhouse_settings: { additional_table_filters: "{'spendscope.events':'1'}" } as never }).then(
       () => undefined,
       (err: { code?: string }) => err,
@@ -130,6 +130,47 @@ describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
       expect(['164', '497'], query).to.include(err.code);
     }
     expect(await rows(a, 'SELECT count() AS n FROM numbers(10)')).to.deep.equal([{ n: '10' }]);
+  });
+
+  it('SHOW, DESCRIBE, EXISTS, SHOW CREATE and EXPLAIN answer as a server does, of the database only', async () => {
+    const a = clientOf(teamA.apiKey);
+    const text = async (query: string) => (await (await a.query({ query, format: 'TabSeparated' })).text()).trim().split('\n');
+    expect(await text("SHOW TABLES LIKE 'spend_d%'")).to.include('spend_daily_by');
+    expect(await text("SHOW TABLES FROM spendscope WHERE name = 'events' LIMIT 1")).to.deep.equal(['events']);
+    expect(await text('SHOW DATABASES')).to.deep.equal(['spendscope']);
+    const columns = await rows<{ field: string; type: string; null: string }>(a, "SHOW COLUMNS FROM events WHERE field IN ('team_id', 'amount')");
+    expect(columns.map((c) => c.field)).to.deep.equal(['amount', 'team_id']);
+    expect(Object.keys((await rows(a, 'SHOW FULL COLUMNS IN spendscope.events LIMIT 1'))[0] as object)).to.deep.equal(['field', 'type', 'null', 'key', 'default', 'extra', 'collation', 'comment', 'privileges']);
+    expect((await text('DESCRIBE TABLE events')).map((line) => line.split('\t')[0])).to.include('amount');
+    expect(await text('EXISTS TABLE events')).to.deep.equal(['1']);
+    expect((await text('SHOW CREATE TABLE events')).join('\n')).to.match(/^CREATE TABLE spendscope\.events/);
+    for (const kind of ['', 'PLAN', 'PLAN header = 1, json = 1', 'AST', 'SYNTAX', 'QUERY TREE']) {
+      const explained = await text(`EXPLAIN ${kind} SELECT count() FROM events WHERE agent_id = 'x'`);
+      expect(explained.length, kind).to.be.greaterThan(0);
+    }
+    expect(await rows(a, "SELECT name, engine FROM system.tables WHERE name = 'events'")).to.deep.equal([{ name: 'events', engine: 'MergeTree' }]);
+    expect(await rows(a, "SELECT value FROM system.settings WHERE name = 'allow_introspection_functions'"), 'introspection off').to.deep.equal([{ value: '0' }]);
+  });
+
+  it("no figure of every team's data together: sizes in system tables, EXPLAIN's counts, parts and virtual columns are refused", async () => {
+    const a = clientOf(teamA.apiKey);
+    for (const query of [
+      'SELECT total_rows FROM system.tables',
+      "SELECT sum(total_bytes) FROM system.tables WHERE database = 'spendscope'",
+      'SELECT * FROM system.tables',
+      'SELECT t FROM (SELECT lifetime_rows AS t FROM system.tables)',
+      'SELECT data_compressed_bytes FROM system.columns',
+      'SELECT data_path FROM system.databases',
+      'SHOW TABLES WHERE total_rows > 0',
+      'EXPLAIN indexes = 1 SELECT count() FROM events',
+      'EXPLAIN actions = 1 SELECT count() FROM events',
+      'EXPLAIN ESTIMATE SELECT count() FROM events',
+      'EXPLAIN PIPELINE SELECT count() FROM events',
+      'SELECT _part, _part_offset FROM events',
+      'SELECT max(_block_number) FROM events',
+    ]) {
+      expect(await failure(a, query), query).to.include({ code: '497', type: 'ACCESS_DENIED' });
+    }
   });
 
   it('a wrong key, or one without read, is an authentication error; a query over its time limit stops', async () => {
