@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import fs from 'node:fs';
 import path from 'node:path';
 import { MigrationError, migrateEventStore, migrateRegistry, readMigrations, splitStatements } from '../../src/stores/migrations.js';
+import { run } from '../../src/stores/sql.js';
 import { openRegistry } from '../../src/stores/sqlite.js';
 import { SCHEMA_DIR } from '../../src/paths.js';
 import { testEnv } from '../helpers/context.js';
@@ -185,6 +186,33 @@ describe('migrations', () => {
       fill(200, 20_000);
       const unused = db.prepare(`SELECT sum(unused) * 1.0 / sum(pgsize) AS share FROM dbstat WHERE name = 'authorizations_team_created' AND pagetype = 'leaf'`).get() as { share: number };
       expect(unused.share).to.be.below(0.2);
+      db.close();
+    });
+
+    it('a code step named as a migration runs before its SQL, in its transaction; one that fails leaves nothing applied or recorded', () => {
+      const db = openRegistry(tempDir('registry'));
+      const dir = writeMigrations({
+        '001_widgets.sql': 'CREATE TABLE widgets (id INTEGER PRIMARY KEY, name TEXT);',
+        '002_name_widgets.sql': 'INSERT INTO widgets (id, name) SELECT id, name FROM widget_names; DROP TABLE widget_names;',
+        '003_broken.sql': 'CREATE TABLE never (id INTEGER);',
+      });
+      const steps = {
+        name_widgets: function* () {
+          yield* run('CREATE TEMP TABLE widget_names (id INTEGER, name TEXT)');
+          yield* run('INSERT INTO widget_names (id, name) VALUES (?, ?)', [1, 'computed in code']);
+        },
+        broken: function* () {
+          yield* run('CREATE TEMP TABLE half_done (id INTEGER)');
+          throw new Error('the step failed');
+        },
+      };
+      expect(() => migrateRegistry(db, dir, 'schema_migrations', steps)).to.throw(MigrationError, /003_broken\.sql failed: the step failed/);
+      // The three files are applied in one transaction: none of them was.
+      expect(db.prepare(`SELECT name FROM sqlite_master WHERE name IN ('widgets', 'never') UNION ALL SELECT name FROM sqlite_temp_master`).all()).to.deep.equal([]);
+      fs.rmSync(path.join(dir, '003_broken.sql'));
+      expect(migrateRegistry(db, dir, 'schema_migrations', steps)).to.deep.equal(['001_widgets.sql', '002_name_widgets.sql']);
+      expect(db.prepare('SELECT id, name FROM widgets').all()).to.deep.equal([{ id: 1, name: 'computed in code' }]);
+      expect(db.prepare('SELECT name FROM sqlite_temp_master').all()).to.deep.equal([]);
       db.close();
     });
 
