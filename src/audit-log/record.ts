@@ -9,6 +9,8 @@ export interface ChangeSpec {
   resourceId: string;
   before: Record<string, unknown> | null;
   after: Record<string, unknown> | null;
+  /** Fields that changed behind a mask (a credential in a URL): recorded though they show the same before and after. */
+  maskedChanges?: readonly string[];
 }
 
 /**

@@ -26,17 +26,19 @@ export type NewChange = Omit<ManagementChange, 'id' | 'at' | 'changes'> & {
   /** The resource's fields before and after, as the API shows them; null when it did not exist. */
   before: Record<string, unknown> | null;
   after: Record<string, unknown> | null;
+  /** Fields that changed behind a mask: recorded though their shown values are equal. */
+  maskedChanges?: readonly string[];
 };
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
-/** The fields whose values differ, each with its value before and after. */
-export function changedFields(before: Record<string, unknown> | null, after: Record<string, unknown> | null): Record<string, FieldChange> {
+/** The fields whose values differ, and those in `masked`, each with its value before and after. */
+export function changedFields(before: Record<string, unknown> | null, after: Record<string, unknown> | null, masked: readonly string[] = []): Record<string, FieldChange> {
   const changes: Record<string, FieldChange> = {};
   for (const field of new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})])) {
     const b = before?.[field] ?? null;
     const a = after?.[field] ?? null;
-    if (!same(b, a)) changes[field] = { before: b, after: a };
+    if (!same(b, a) || masked.includes(field)) changes[field] = { before: b, after: a };
   }
   return changes;
 }
@@ -46,7 +48,7 @@ export function changedFields(before: Record<string, unknown> | null, after: Rec
  * the change: the record and the change commit together, or neither does.
  */
 export async function recordChange(sql: Sql, teamId: string, change: NewChange, at = Date.now()): Promise<void> {
-  const { before, after, ...who } = change;
+  const { before, after, maskedChanges, ...who } = change;
   await sql.run(
     `INSERT INTO management_audit (id, team_id, at, key_id, key_name, request_id, method, route, action, resource_type, resource_id, changes)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -62,7 +64,7 @@ export async function recordChange(sql: Sql, teamId: string, change: NewChange, 
       who.action,
       who.resourceType,
       who.resourceId,
-      JSON.stringify(changedFields(before, after)),
+      JSON.stringify(changedFields(before, after, maskedChanges)),
     ],
   );
 }

@@ -2,7 +2,9 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { EventStore } from './clickhouse.js';
+import { MIGRATION_STEPS, type MigrationStep } from './migration-steps.js';
 import { inTransaction, type SharedStore } from './postgres.js';
+import { perform, performInTransaction, postgresSql } from './sql.js';
 import type { Registry } from './sqlite.js';
 
 /** One `NNN_name.sql` file of `schema/sqlite`, `schema/postgres` or `schema/clickhouse`. */
@@ -49,6 +51,12 @@ export function readMigrations(dir: string): Migration[] {
   return migrations;
 }
 
+/** The code step a registry migration runs before its SQL (migration-steps.ts), if it has one. */
+function stepOf(migration: Migration, steps: Readonly<Record<string, MigrationStep>>): MigrationStep | undefined {
+  const name = FILE_NAME.exec(migration.name)?.[2];
+  return name === undefined || !Object.hasOwn(steps, name) ? undefined : steps[name];
+}
+
 interface AppliedMigration {
   version: number;
   name: string;
@@ -73,8 +81,11 @@ function pendingMigrations(all: Migration[], applied: AppliedMigration[], store:
   return all.filter((m) => !byVersion.has(m.version));
 }
 
-/** Applies pending registry migrations, each in a transaction with its record. Returns their names. */
-export function migrateRegistry(db: Registry, dir: string, table = 'schema_migrations'): string[] {
+/**
+ * Applies pending registry migrations, each in a transaction with its record, its code step (if
+ * any) first. Returns their names.
+ */
+export function migrateRegistry(db: Registry, dir: string, table = 'schema_migrations', steps = MIGRATION_STEPS): string[] {
   if (!TABLE_NAME.test(table)) throw new MigrationError(`bad migrations table name ${table}`);
   db.exec(`CREATE TABLE IF NOT EXISTS ${table} (
     version INTEGER PRIMARY KEY,
@@ -91,6 +102,8 @@ export function migrateRegistry(db: Registry, dir: string, table = 'schema_migra
     const record = db.prepare(`INSERT INTO ${table} (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)`);
     for (const migration of pending) {
       try {
+        const step = stepOf(migration, steps);
+        if (step) performInTransaction(db, step());
         db.exec(migration.sql);
       } catch (err) {
         throw new MigrationError(`registry migration ${migration.name} failed: ${(err as Error).message}`, {
@@ -99,18 +112,22 @@ export function migrateRegistry(db: Registry, dir: string, table = 'schema_migra
       }
       record.run(migration.version, migration.name, migration.checksum, Date.now());
     }
-    return pending.map((m) => m.name);
+    return pending;
   });
-  return run.immediate();
+  const applied = run.immediate();
+  // A step rewrites stored values, some to take credentials out: no older version stays in the WAL.
+  if (applied.some((m) => stepOf(m, steps))) db.pragma('wal_checkpoint(TRUNCATE)');
+  return applied.map((m) => m.name);
 }
 
 /**
  * Applies pending migrations of the shared PostgreSQL store, each in a transaction with its record.
  * Several instances may start at once: each migration's transaction first takes one advisory lock
  * (held until it commits), then reads what is applied, so a migration another instance applied
- * meanwhile is skipped, never applied twice. Returns the names this call applied.
+ * meanwhile is skipped, never applied twice. A migration's code step (if any) runs first in its
+ * transaction. Returns the names this call applied.
  */
-export async function migrateSharedStore(store: SharedStore, dir: string, table = 'schema_migrations'): Promise<string[]> {
+export async function migrateSharedStore(store: SharedStore, dir: string, table = 'schema_migrations', steps = MIGRATION_STEPS): Promise<string[]> {
   if (!TABLE_NAME.test(table)) throw new MigrationError(`bad migrations table name ${table}`);
   const all = readMigrations(dir);
   const lock = `SELECT pg_advisory_xact_lock(hashtextextended('spendscope:${table}', 0))`;
@@ -130,6 +147,8 @@ export async function migrateSharedStore(store: SharedStore, dir: string, table 
       const rows = (await client.query<AppliedMigration>(`SELECT version, name, checksum FROM ${table}`)).rows;
       if (pendingMigrations([migration], rows, 'PostgreSQL').length === 0) return false;
       try {
+        const step = stepOf(migration, steps);
+        if (step) await perform(postgresSql(client, client), step());
         await client.query(migration.sql);
       } catch (err) {
         throw new MigrationError(`PostgreSQL migration ${migration.name} failed: ${(err as Error).message}`, { cause: err });

@@ -351,7 +351,8 @@ function newSqliteDatabase(db: Registry): Database {
   };
 }
 
-function postgresSql(client: pg.Pool | pg.PoolClient, origin: object): Sql {
+/** The Sql of a pool, or of one connection (a transaction begun on it: a migration's). */
+export function postgresSql(client: pg.Pool | pg.PoolClient, origin: object): Sql {
   const query = async <T>(statement: Statement, params: readonly unknown[]) =>
     client.query(postgresText(statement), params as unknown[]) as unknown as Promise<pg.QueryResult<T & pg.QueryResultRow>>;
   return {

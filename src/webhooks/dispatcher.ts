@@ -6,7 +6,8 @@ import type { SecretBox } from '../stores/secrets.js';
 import { get, perform, performNow, run, sqliteDatabase, type Database, type Statement, type Steps } from '../stores/sql.js';
 import { unsyncedTransaction, type Registry } from '../stores/sqlite.js';
 import { onDeliveriesQueued } from './outbox.js';
-import { endpointOf, shownUrl } from './repository.js';
+import { endpointOf } from './repository.js';
+import { shownUrl } from './shown-url.js';
 import { Sender, sharedOutbox, sqliteOutbox, type Attempt, type SenderOptions } from './sender.js';
 
 export { RESPONSE_CAP_BYTES, signatures } from './sender.js';
@@ -277,12 +278,12 @@ export class Dispatcher {
   }
 
   private *disable(row: Attempt['row'], now: number): Steps<void> {
-    // The alert is stored and sent on: it names the URL as the API shows it (a slack one masked).
+    // The alert is stored and sent on: it names the URL as the API shows it, masked.
     let url: string;
     try {
       const endpoint = yield* endpointOf(this.box, row.team_id, row.endpoint_id);
       if (!endpoint) return;
-      url = shownUrl(endpoint);
+      url = shownUrl(endpoint.url, endpoint.format);
     } catch {
       // A stored URL that does not open must not stop the outcomes from being written.
       url = 'its stored URL does not decrypt';

@@ -51,9 +51,10 @@ interface EndpointRow {
 }
 
 /**
- * The columns sealed at rest (src/stores/secrets.ts): the signing secrets, and the URL, which for a
- * slack endpoint is itself the credential (Slack's token is in its path). Each is sealed for its
- * row and column, so a value copied to another endpoint does not open.
+ * The columns sealed at rest (src/stores/secrets.ts): the signing secrets, and the URL, which may
+ * hold credentials (a user and password, a query token; a slack endpoint's path is Slack's token).
+ * Each is sealed for its row and column, so a value copied to another endpoint does not open.
+ * Elsewhere a URL is stored and shown masked (shown-url.ts).
  */
 const SEALED_COLUMNS = ['url', 'secret', 'previous_secret'] as const;
 type SealedColumn = (typeof SEALED_COLUMNS)[number];
@@ -78,18 +79,6 @@ const toEndpoint = (box: SecretBox, r: EndpointRow): WebhookEndpoint => {
     updatedAt: r.updated_at,
   };
 };
-
-/**
- * The URL as the API, the audit log and alerts show it. A slack URL's last path segment is Slack's
- * token: like a signing secret it is not shown back, only enough to tell endpoints apart.
- */
-export function shownUrl(endpoint: Pick<WebhookEndpoint, 'url' | 'format'>): string {
-  if (endpoint.format !== 'slack') return endpoint.url;
-  const url = new URL(endpoint.url);
-  url.pathname = url.pathname.replace(/[^/]*$/, '***');
-  url.search = '';
-  return url.toString();
-}
 
 /**
  * Start-up, before anything reads an endpoint: seals under the current key every value stored in

@@ -5,6 +5,7 @@ import { defineRoute, type AuthedContext } from '../http/routes.js';
 import { NO_STORE } from '../teams/key-routes.js';
 import { urlProblem } from './address.js';
 import { perform } from '../stores/sql.js';
+import { shownUrl } from './shown-url.js';
 import { enqueueEvent } from './outbox.js';
 import {
   createEndpoint,
@@ -14,7 +15,6 @@ import {
   listDeliveries,
   listEndpoints,
   rotateSecret,
-  shownUrl,
   TooManyEndpoints,
   updateEndpoint,
   MAX_ENDPOINTS_PER_TEAM,
@@ -28,10 +28,10 @@ import {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-/** An endpoint as the API shows it: never its secret (that is added once, at creation or rotation), a slack URL masked. */
+/** An endpoint as the API shows it: never its secret (that is added once, at creation or rotation), its URL masked (shown-url.ts). */
 const toBody = (e: WebhookEndpoint) => ({
   id: e.id,
-  url: shownUrl(e),
+  url: shownUrl(e.url, e.format),
   description: e.description,
   events: e.events,
   format: e.format,
@@ -43,8 +43,8 @@ const toBody = (e: WebhookEndpoint) => ({
   updatedAt: iso(e.updatedAt)!,
 });
 
-/** What the audit log records of an endpoint: its settings, never its secret (nor a slack URL's token). */
-const settings = (e: WebhookEndpoint) => ({ url: shownUrl(e), description: e.description, events: e.events, format: e.format, active: e.active });
+/** What the audit log records of an endpoint: its settings, never its secret, its URL masked. */
+const settings = (e: WebhookEndpoint) => ({ url: shownUrl(e.url, e.format), description: e.description, events: e.events, format: e.format, active: e.active });
 
 const notFound = (id: string) => new ApiError('not_found', `No webhook "${id}" in this team`);
 
@@ -161,7 +161,9 @@ export const updateWebhookRoute = defineRoute<{ url?: string; description?: stri
       const before = await findEndpoint(sql, deps.secrets, team.teamId, params.id!, true);
       const after = before && (await updateEndpoint(sql, deps.secrets, team.teamId, params.id!, body));
       if (!before || !after) return { result: undefined };
-      return { result: after, log: { action: 'webhook.update', resourceType: 'webhook', resourceId: after.id, before: settings(before), after: settings(after) } };
+      // A new token in the same URL shows as the old one did: the log still says the URL changed.
+      const maskedChanges = after.url !== before.url ? ['url'] : [];
+      return { result: after, log: { action: 'webhook.update', resourceType: 'webhook', resourceId: after.id, before: settings(before), after: settings(after), maskedChanges } };
     });
     if (!endpoint) throw notFound(params.id!);
     return { body: toBody(endpoint) };

@@ -1,11 +1,16 @@
 import { expect } from 'chai';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { MigrationError, migrateEventStore, migrateRegistry, readMigrations, splitStatements } from '../../src/stores/migrations.js';
+import { MigrationError, migrateEventStore, migrateRegistry, migrateSharedStore, readMigrations, splitStatements } from '../../src/stores/migrations.js';
+import { openSharedStore } from '../../src/stores/postgres.js';
+import { postgresDatabase, run, sqliteDatabase, type Database } from '../../src/stores/sql.js';
 import { openRegistry } from '../../src/stores/sqlite.js';
 import { SCHEMA_DIR } from '../../src/paths.js';
 import { testEnv } from '../helpers/context.js';
+import { freshDatabase } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/processes.js';
+import { registryBytes } from '../helpers/registry-bytes.js';
 
 function writeMigrations(files: Record<string, string>): string {
   const dir = tempDir('migrations');
@@ -32,6 +37,102 @@ function registryBefore(version: string): { db: ReturnType<typeof openRegistry>;
       return migrateRegistry(db, dir);
     },
   };
+}
+
+/** As registryBefore, on a fresh PostgreSQL database migrated by the project's PostgreSQL migrations. */
+async function sharedStoreBefore(version: string) {
+  const all = fs.readdirSync(path.join(SCHEMA_DIR, 'postgres')).filter((f) => f.endsWith('.sql'));
+  const name = all.find((f) => f.startsWith(version))!;
+  const dir = tempDir(`pg-migrations-${version}`);
+  for (const f of all.filter((f) => f < version)) fs.copyFileSync(path.join(SCHEMA_DIR, 'postgres', f), path.join(dir, f));
+  const pool = openSharedStore(await freshDatabase(`migrations-${version}`));
+  await migrateSharedStore(pool, dir);
+  return {
+    db: postgresDatabase(pool),
+    name,
+    applyNext: () => {
+      fs.copyFileSync(path.join(SCHEMA_DIR, 'postgres', name), path.join(dir, name));
+      return migrateSharedStore(pool, dir);
+    },
+  };
+}
+
+const MASKED_TABLES = ['management_audit', 'alerts', 'webhook_deliveries'] as const;
+const rowsOf = async (db: Database) => Promise.all(MASKED_TABLES.map((t) => db.all<Record<string, unknown>>(`SELECT * FROM ${t} ORDER BY id`)));
+
+/**
+ * Rows holding webhook URLs in clear as the release before wrote them (issue 58): the audit log's
+ * entries of endpoints (a slack one masked then, with its token left before a trailing slash), an
+ * alert of an endpoint disabled, and the event that carried it. Returns the secrets in them and
+ * what each rewritten row should hold after the migration, by id.
+ */
+async function writeClearWebhookUrls(db: Database): Promise<{ secrets: string[]; rewritten: Record<string, Record<string, string>> }> {
+  const s = Array.from({ length: 8 }, () => crypto.randomBytes(10).toString('hex'));
+  await db.run(`INSERT INTO teams (id, name, created_at) VALUES ('t1', 'one', 1)`);
+  const endpoint = `INSERT INTO webhook_endpoints (id, team_id, url, description, events, format, active, secret, created_at, updated_at)
+                    VALUES (?, 't1', 'enc:v1:00000000:sealed', NULL, '["test"]', ?, 1, NULL, 1, 1)`;
+  await db.run(endpoint, ['whk_std', 'standard']);
+  await db.run(endpoint, ['whk_slack', 'slack']);
+  const rewritten: Record<string, Record<string, string>> = {};
+  let at = 0;
+  const entry = async (id: string, resource: string, changes: Record<string, unknown>, masked?: Record<string, unknown>) => {
+    await db.run(
+      `INSERT INTO management_audit (id, team_id, at, key_id, key_name, request_id, method, route, action, resource_type, resource_id, changes)
+       VALUES (?, 't1', ?, 'key_1', 'alice', 'req-1', 'PATCH', '/webhooks/:id', 'webhook.update', ?, ?, ?)`,
+      [id, ++at, resource.startsWith('whk_') ? 'webhook' : 'policy', resource, JSON.stringify(changes)],
+    );
+    if (masked) rewritten[id] = { changes: JSON.stringify({ ...changes, ...masked }) };
+  };
+  const created = (url: string, format: string) => ({ url: { before: null, after: url }, format: { before: null, after: format } });
+  // A slack endpoint deleted since, on a host of its own: its format is known from its first entry only.
+  await entry('chg_0', 'whk_gone', created(`https://chat.example.com/hooks/${s[0]}/***`, 'slack'), { url: { before: null, after: 'https://chat.example.com/***' } });
+  await entry('chg_1', 'whk_std', created(`https://hooks.example.com/x?token=${s[1]}`, 'standard'), { url: { before: null, after: 'https://hooks.example.com/x?token=***' } });
+  await entry(
+    'chg_2',
+    'whk_std',
+    { url: { before: `https://hooks.example.com/x?token=${s[1]}`, after: `https://${s[2]}:${s[3]}@hooks.example.com/x?token=${s[1]}` } },
+    { url: { before: 'https://hooks.example.com/x?token=***', after: 'https://***:***@hooks.example.com/x?token=***' } },
+  );
+  await entry('chg_3', 'whk_slack', created(`https://hooks.slack.com/services/T1/B1/${s[4]}/***`, 'slack'), { url: { before: null, after: 'https://hooks.slack.com/***' } });
+  await entry(
+    'chg_4',
+    'whk_gone',
+    { url: { before: `https://chat.example.com/hooks/${s[0]}/***`, after: `https://chat.example.com/hooks/${s[5]}` } },
+    { url: { before: 'https://chat.example.com/***', after: 'https://chat.example.com/***' } },
+  );
+  // An endpoint no row or entry gives the format of: a Slack host, in capitals, is enough.
+  await entry('chg_5', 'whk_unknown', { url: { before: null, after: `HTTPS://HOOKS.SLACK.COM/services/T2/B2/${s[6]}` } }, { url: { before: null, after: 'https://hooks.slack.com/***' } });
+  await entry('chg_6', 'pol_1', { name: { before: 'a', after: 'b' } });
+  await entry('chg_7', 'whk_std', { description: { before: null, after: 'ops' } });
+
+  const url = `https://hooks.example.com/x?token=${s[7]}`;
+  const shown = 'https://hooks.example.com/x?token=***';
+  const message = (u: string) => `Webhook endpoint whk_std (${u}) was disabled: every attempt failed for 24 hours. Fix it, then PATCH it with {"active": true}.`;
+  const details = (u: string) => ({ endpointId: 'whk_std', url: u, failingForHours: 24 });
+  const alert = `INSERT INTO alerts (id, team_id, dedup_key, type, kind, severity, status, agent_id, subject, details, message, sample_event_ids, count, first_seen, last_seen, created_at, updated_at)
+                 VALUES (?, 't1', ?, 'system', 'webhook_disabled', 'warning', 'open', '', ?, ?, ?, '[]', 1, 1, 1, 1, 1)`;
+  await db.run(alert, ['alr_1', 'webhook_disabled:whk_std', 'whk_std', JSON.stringify(details(url)), message(url)]);
+  rewritten.alr_1 = { details: JSON.stringify(details(shown)), message: message(shown) };
+  const undecrypted = 'its stored URL does not decrypt';
+  await db.run(alert, ['alr_2', 'webhook_disabled:whk_slack', 'whk_slack', JSON.stringify({ ...details(undecrypted), endpointId: 'whk_slack' }), message(undecrypted)]);
+  const event = (u: string) => ({ type: 'alert.opened', id: 'evt_1', timestamp: '2026-11-23T10:00:00.000Z', data: { id: 'alr_1', type: 'system', kind: 'webhook_disabled', details: details(u), message: message(u) } });
+  const delivery = `INSERT INTO webhook_deliveries (id, team_id, endpoint_id, event_id, event_type, payload, status, attempts, created_at) VALUES (?, 't1', ?, ?, ?, ?, 'delivered', 1, 1)`;
+  await db.run(delivery, ['dlv_1', 'whk_slack', 'evt_1', 'alert.opened', JSON.stringify(event(url))]);
+  rewritten.dlv_1 = { payload: JSON.stringify(event(shown)) };
+  await db.run(delivery, ['dlv_2', 'whk_std', 'evt_2', 'test', JSON.stringify({ type: 'test', id: 'evt_2', timestamp: '2026-11-23T10:00:00.000Z', data: { message: 'hello' } })]);
+  return { secrets: s, rewritten };
+}
+
+/** After the migration: each row as it was, but for the URLs it held, now masked; the audit log still append-only. */
+async function expectWebhookUrlsMasked(db: Database, before: Record<string, unknown>[][], rewritten: Record<string, Record<string, string>>, secrets: string[]): Promise<void> {
+  const after = await rowsOf(db);
+  expect(after).to.deep.equal(before.map((rows) => rows.map((row) => ({ ...row, ...rewritten[row.id as string] }))));
+  for (const secret of secrets) expect(JSON.stringify(after)).to.not.include(secret);
+  for (const change of ['UPDATE management_audit SET key_name = ?', 'DELETE FROM management_audit WHERE key_name = ?']) {
+    let refused: unknown;
+    await db.run(change, ['alice']).catch((err) => (refused = err));
+    expect((refused as Error)?.message, change).to.match(/append-only/);
+  }
 }
 
 describe('migrations', () => {
@@ -188,10 +289,71 @@ describe('migrations', () => {
       db.close();
     });
 
+    it('a code step named as a migration runs before its SQL, in its transaction; one that fails leaves nothing applied or recorded', () => {
+      const db = openRegistry(tempDir('registry'));
+      const dir = writeMigrations({
+        '001_widgets.sql': 'CREATE TABLE widgets (id INTEGER PRIMARY KEY, name TEXT);',
+        '002_name_widgets.sql': 'INSERT INTO widgets (id, name) SELECT id, name FROM widget_names; DROP TABLE widget_names;',
+        '003_broken.sql': 'CREATE TABLE never (id INTEGER);',
+      });
+      const steps = {
+        name_widgets: function* () {
+          yield* run('CREATE TEMP TABLE widget_names (id INTEGER, name TEXT)');
+          yield* run('INSERT INTO widget_names (id, name) VALUES (?, ?)', [1, 'computed in code']);
+        },
+        broken: function* () {
+          yield* run('CREATE TEMP TABLE half_done (id INTEGER)');
+          throw new Error('the step failed');
+        },
+      };
+      expect(() => migrateRegistry(db, dir, 'schema_migrations', steps)).to.throw(MigrationError, /003_broken\.sql failed: the step failed/);
+      // The three files are applied in one transaction: none of them was.
+      expect(db.prepare(`SELECT name FROM sqlite_master WHERE name IN ('widgets', 'never') UNION ALL SELECT name FROM sqlite_temp_master`).all()).to.deep.equal([]);
+      fs.rmSync(path.join(dir, '003_broken.sql'));
+      expect(migrateRegistry(db, dir, 'schema_migrations', steps)).to.deep.equal(['001_widgets.sql', '002_name_widgets.sql']);
+      expect(db.prepare('SELECT id, name FROM widgets').all()).to.deep.equal([{ id: 1, name: 'computed in code' }]);
+      expect(db.prepare('SELECT name FROM sqlite_temp_master').all()).to.deep.equal([]);
+      db.close();
+    });
+
+    it('023 (mask webhook URLs) rewrites the URLs the audit log, alerts and events held in clear, as the API shows them, and leaves them in no page of the file', async () => {
+      const { db, name, applyNext } = registryBefore('023');
+      const { secrets, rewritten } = await writeClearWebhookUrls(sqliteDatabase(db));
+      const before = await rowsOf(sqliteDatabase(db));
+      // As an install of the release before has them: in the file itself, not only in the WAL.
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      expect(registryBytes(db).includes(secrets[1]!)).to.equal(true);
+      expect(applyNext()).to.deep.equal([name]);
+      await expectWebhookUrlsMasked(sqliteDatabase(db), before, rewritten, secrets);
+      expect(db.prepare('SELECT name FROM sqlite_temp_master').all()).to.deep.equal([]);
+      const bytes = registryBytes(db);
+      for (const secret of secrets) expect(bytes.includes(secret), `${secret} in the registry's files`).to.equal(false);
+      expect(applyNext()).to.deep.equal([]);
+      db.close();
+    });
+
     it('the project registry migrations apply to an empty file', () => {
       const db = openRegistry(tempDir('registry'));
       expect(migrateRegistry(db, path.join(SCHEMA_DIR, 'sqlite'))).to.include('001_teams_and_keys.sql');
       db.close();
+    });
+  });
+
+  describe('shared store (PostgreSQL)', function () {
+    this.timeout(120_000);
+
+    it('013 (mask webhook URLs) rewrites the URLs the audit log, alerts and events held in clear, as the API shows them', async () => {
+      const { db, name, applyNext } = await sharedStoreBefore('013');
+      try {
+        const { secrets, rewritten } = await writeClearWebhookUrls(db);
+        const before = await rowsOf(db);
+        expect(await applyNext()).to.deep.equal([name]);
+        await expectWebhookUrlsMasked(db, before, rewritten, secrets);
+        expect(await db.all(`SELECT relname FROM pg_class WHERE relname = 'webhook_url_rewrites'`)).to.deep.equal([]);
+        expect(await applyNext()).to.deep.equal([]);
+      } finally {
+        await db.close();
+      }
     });
   });
 

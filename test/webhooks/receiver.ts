@@ -3,6 +3,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface Received {
+  /** The request's path and query, as sent. */
+  url: string;
   headers: http.IncomingHttpHeaders;
   body: string;
   at: number;
@@ -24,7 +26,7 @@ export class Receiver {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        this.received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+        this.received.push({ url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
         const status = this.answers.shift() ?? 200;
         res.writeHead(status, { 'Content-Type': 'text/plain', ...this.headers }).end(this.bodyOf(status));
       });
