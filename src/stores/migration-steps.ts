@@ -32,7 +32,7 @@ function maskedAlert(alert: DisabledAlert, shown: (url: unknown, endpointId: unk
 }
 
 /**
- * mask_webhook_urls (issue 58): the webhook URLs stored in clear outside their sealed column, as
+ * mask_webhook_urls: the webhook URLs stored in clear outside their sealed column, as
  * shownUrl shows them now, into `webhook_url_rewrites` (table, row id, column, new value): the
  * audit log's entries of endpoints, the alerts of endpoints disabled, and the events that carried
  * those alerts. A slack URL masked before is masked again: with a trailing slash its token was left.
