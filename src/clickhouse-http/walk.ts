@@ -244,7 +244,7 @@ export class StatementWalk {
       const column = at < 0 ? '' : line.slice(at + ', column_name: '.length, line.indexOf(', result_type: ', at));
       const [db, name] = splitName(table) as [string, string];
       const allowed = db === 'system' ? SYSTEM_TABLE_COLUMNS.get(name) : own.get(table);
-      if (allowed !== '*' && !allowed?.has(column)) throw accessDenied(`Column ${column} of ${table}`);
+      if (allowed !== '*' && !(allowed && columnOf(allowed, column))) throw accessDenied(`Column ${column} of ${table}`);
     }
   }
 
@@ -277,6 +277,13 @@ export class StatementWalk {
     }
     throw accessDenied(`Function ${written}`);
   }
+}
+
+/** A declared column, or a subcolumn of one (`payer.null`, which `payer IS NULL` reads). */
+function columnOf(declared: ReadonlySet<string>, column: string): boolean {
+  if (declared.has(column)) return true;
+  for (let dot = column.indexOf('.'); dot > 0; dot = column.indexOf('.', dot + 1)) if (declared.has(column.slice(0, dot))) return true;
+  return false;
 }
 
 /** A dotted name as the trees print it, each part unquoted. */

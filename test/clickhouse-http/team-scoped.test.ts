@@ -149,6 +149,8 @@ describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
       expect(explained.length, kind).to.be.greaterThan(0);
     }
     expect(await rows(a, "SELECT name, engine FROM system.tables WHERE name = 'events'")).to.deep.equal([{ name: 'events', engine: 'MergeTree' }]);
+    // The engine reads `tx_hash IS NULL` as the subcolumn tx_hash.null of a declared column.
+    expect(await rows(a, 'SELECT count() AS n FROM events WHERE tx_hash IS NULL AND isNotNull(agent_id)')).to.deep.equal([{ n: '30' }]);
     expect(await rows(a, "SELECT value FROM system.settings WHERE name = 'allow_introspection_functions'"), 'introspection off').to.deep.equal([{ value: '0' }]);
   });
 
