@@ -3,6 +3,7 @@
  * log, against the running totals and the open holds), GET reads them, void releases a hold.
  */
 import { decodeCursor, keysetPage } from '../http/cursor.js';
+import { assertKeyStillWorks } from '../http/auth.js';
 import { ApiError } from '../http/errors.js';
 import { defineRoute, type RouteSpec } from '../http/routes.js';
 import { parseQueryTime } from '../http/validation.js';
@@ -140,10 +141,14 @@ export const getAuthorizationRoute = defineRoute<unknown, { wait?: number }>({
   description:
     'With `wait` (seconds, at most 60) and a pending authorization: answered as soon as a person approves or denies it or its ' +
     'wait ends, else after `wait` seconds as it is (still pending: ask again). A waiting request costs the service a timer, ' +
-    'no polling. Without `wait`, or when it is not pending, answered at once.',
+    'no polling. Without `wait`, or when it is not pending, answered at once. A key revoked or expired while it waits is ' +
+    'answered 401, not the decision.',
   tag: 'authorizations',
   query: 'authorization-get-query.json',
-  responses: { 200: { description: 'The authorization', schema: 'authorization.json', example: EXAMPLE } },
+  responses: {
+    200: { description: 'The authorization', schema: 'authorization.json', example: EXAMPLE },
+    401: { description: 'The key is missing, unknown, or was revoked or expired (also while it waited)', schema: 'error.json' },
+  },
   async handler({ params, query, team, deps }) {
     let row = await findAuthorization(deps.db, team.teamId, params.id!);
     if (!row) throw notFound(params.id!);
@@ -151,6 +156,8 @@ export const getAuthorizationRoute = defineRoute<unknown, { wait?: number }>({
     if (wait > 0 && statusOf(row) === 'pending') {
       // Until the decision wakes it, or the sooner of the wait asked for and the end of the person's.
       await decisionWaiters.wait(row.id, Math.min(wait * 1000, row.expires_at - Date.now()));
+      // A key revoked or expired while it waited is not told the decision.
+      await assertKeyStillWorks(deps.db, team);
       row = (await findAuthorization(deps.db, team.teamId, row.id))!;
     }
     return { body: authorizationBody(row) };

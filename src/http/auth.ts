@@ -1,12 +1,15 @@
 import type { RequestHandler } from 'express';
 import type { Database } from '../stores/sql.js';
-import { findKeyOwner, touchKey, type KeyOwner, type Scope } from '../teams/repository.js';
+import { findKeyOwner, listKeys, touchKey, type KeyOwner, type Scope } from '../teams/repository.js';
 import { ApiError } from './errors.js';
 
 const CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="spendscope"' };
 
 /** last_used_at is kept to the minute: a key's row is written at most once a minute, not per request. */
 const LAST_USED_RESOLUTION_MS = 60_000;
+
+// Unknown, revoked and expired keys get the same answer: the response must not tell which.
+const invalidKey = () => new ApiError('unauthorized', 'Invalid, revoked or expired API key', undefined, CHALLENGE);
 
 /** Reads `Authorization: Bearer <key>` and puts the key's team in `res.locals.team`; else 401. */
 export function authenticate(db: Database): RequestHandler {
@@ -22,8 +25,7 @@ export function authenticate(db: Database): RequestHandler {
     }
     const now = Date.now();
     const owner = await findKeyOwner(db, match[1]!, now);
-    // Unknown, revoked and expired keys get the same answer: the response must not tell which.
-    if (!owner) throw new ApiError('unauthorized', 'Invalid, revoked or expired API key', undefined, CHALLENGE);
+    if (!owner) throw invalidKey();
     const minute = now - (now % LAST_USED_RESOLUTION_MS);
     if (touched.get(owner.keyId) !== minute) {
       if (touched.size > 100_000) touched.clear();
@@ -34,6 +36,15 @@ export function authenticate(db: Database): RequestHandler {
     res.locals.team = owner;
     next();
   };
+}
+
+/**
+ * The 401 of a revoked or expired key, for a request that outlived its authentication (a long
+ * poll, a queued call of an MCP batch): what it answers must not reach a key that no longer works.
+ */
+export async function assertKeyStillWorks(db: Database, owner: KeyOwner, now = Date.now()): Promise<void> {
+  const working = await listKeys(db, owner.teamId, now);
+  if (!working.some((k) => k.id === owner.keyId)) throw invalidKey();
 }
 
 /** Whether a key may use a route of this scope: admin may use every route. */

@@ -102,13 +102,19 @@ export function limitRequests(limiter: RateLimiter, metrics: Metrics): RequestHa
   return (_req, res, next) => take(res, limiter, metrics, 'requests', 1, next);
 }
 
-/** Ingest, before the body is read: an empty records bucket refuses without parsing anything. */
-export function precheckRecords(limiter: RateLimiter, metrics: Metrics): RequestHandler {
+/** Refuses, before the body is read, when the bucket of this kind is empty: no cost could be admitted. */
+function precheck(limiter: RateLimiter, metrics: Metrics, kind: LimitKind): RequestHandler {
   return (_req, res, next) => {
     const owner = res.locals.team as KeyOwner;
-    whenKnown(limiter.precheck(owner.holderId, 'records', owner.rates), (o) => answer(res, o, metrics), next);
+    whenKnown(limiter.precheck(owner.holderId, kind, owner.rates), (o) => answer(res, o, metrics), next);
   };
 }
+
+/** Ingest, before the body is read: an empty records bucket refuses without parsing anything. */
+export const precheckRecords = (limiter: RateLimiter, metrics: Metrics): RequestHandler => precheck(limiter, metrics, 'records');
+
+/** /mcp, before the body is read: its calls are counted once it is parsed, and an empty bucket admits none. */
+export const precheckRequests = (limiter: RateLimiter, metrics: Metrics): RequestHandler => precheck(limiter, metrics, 'requests');
 
 /**
  * Ingest, once the body is parsed: a batch costs one token per record it carries, valid or not (1

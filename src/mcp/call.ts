@@ -1,25 +1,28 @@
 /**
- * One tool call: the key's scope, the arguments checked by the route's own schemas, the agent
- * checked against the team's, then the route's handler; its answer, or its error as a tool error.
+ * One tool call: its slot, the key (again, if it queued), the key's scope, the arguments checked
+ * by the route's own schemas, the agent checked against the team's, then the route's handler; its
+ * answer, or its error as a tool error.
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { findAgent } from '../agents/repository.js';
-import { assertScope } from '../http/auth.js';
+import { assertKeyStillWorks, assertScope } from '../http/auth.js';
 import { shapeProblem } from '../http/body-shape.js';
 import { ApiError, errorBody, fromStores, type FieldError } from '../http/errors.js';
 import { assertDeclaredResponse, scopeOf, type AppDeps, type AuthedContext, type MountOptions } from '../http/routes.js';
-import { rateLimited } from '../limits/http.js';
 import type { KeyOwner } from '../teams/repository.js';
+import type { Admission } from './admission.js';
+import type { CallSlots } from './call-slots.js';
 import { ownArguments, TOOL_ARGUMENTS_SCHEMA, type ToolSpec } from './tools.js';
 
-/** What every call of one MCP request shares: the key's team and the request it came in. */
+/** What every call of one MCP request shares: the key's team, the request it came in, and its slots. */
 export interface CallContext {
   team: KeyOwner;
   deps: AppDeps;
   log: Logger;
   requestId: string;
   options: MountOptions;
+  slots: CallSlots;
 }
 
 const invalid = (problems: FieldError[]) => {
@@ -27,14 +30,29 @@ const invalid = (problems: FieldError[]) => {
   return new ApiError('validation_failed', `Arguments are invalid: ${first.field} ${first.message}`, problems);
 };
 
-/** Runs a tool: its route's answer as structured content, or a tool error (never a stack trace). */
-export async function callTool(tool: ToolSpec, args: Record<string, unknown>, ctx: CallContext): Promise<CallToolResult> {
-  try {
-    const body = await runRoute(tool, args, ctx);
-    return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body as Record<string, unknown> };
-  } catch (err) {
-    return toolError(tool, err, ctx);
-  }
+/**
+ * Runs an admitted tool in a slot of its request: its route's answer as structured content, or a
+ * tool error (never a stack trace). A call refused by the rate limits is answered at once. Its
+ * tokens are given back when it is refused for the service's own reason (a 503) or never runs.
+ */
+export async function callTool(tool: ToolSpec, args: Record<string, unknown>, ctx: CallContext, admission: Admission, signal: AbortSignal): Promise<CallToolResult> {
+  if (!admission.admitted) return toolError(tool, admission.refusal, ctx);
+  return ctx.slots.run(async (queued) => {
+    // Cancelled, or its client gone, while it queued: nobody reads an answer.
+    if (signal.aborted) {
+      admission.refund();
+      return { isError: true, content: [] };
+    }
+    try {
+      // A key revoked while the call queued runs nothing more for it.
+      if (queued) await assertKeyStillWorks(ctx.deps.db, ctx.team);
+      const body = await runRoute(tool, args, ctx);
+      return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body as Record<string, unknown> };
+    } catch (err) {
+      if ((err instanceof ApiError ? err : fromStores(err))?.status === 503) admission.refund();
+      return toolError(tool, err, ctx);
+    }
+  });
 }
 
 /** A tool's arguments as its route takes them, each part checked by the schema the route checks it with. */
@@ -78,13 +96,6 @@ async function runRoute(tool: ToolSpec, args: Record<string, unknown>, ctx: Call
   const { params, query, body } = routeInput(tool, args, deps);
   const agent = tool.agentArgument === undefined ? undefined : args[tool.agentArgument];
   if (typeof agent === 'string') await assertTeamAgent(team, deps, agent, tool.agentArgument!);
-  // A record costs a token of the key's records bucket, as on the ingest routes (the request itself cost one of requests).
-  let recordToken = false;
-  if (route.batchField) {
-    const outcome = await deps.rateLimiter.take(team.holderId, 'records', team.rates, 1);
-    if (outcome && !outcome.allowed) throw rateLimited(outcome, deps.metrics);
-    recordToken = outcome !== undefined;
-  }
   const context: AuthedContext<unknown, unknown> = {
     body,
     query,
@@ -96,14 +107,7 @@ async function runRoute(tool: ToolSpec, args: Record<string, unknown>, ctx: Call
     route: route.path,
     team,
   };
-  let result;
-  try {
-    result = await route.handler(context);
-  } catch (err) {
-    // Refused for the service's own reason (a 503: nothing stored, retry): the record cost nothing.
-    if (recordToken && (err instanceof ApiError ? err : fromStores(err))?.status === 503) deps.rateLimiter.refund(team.holderId, 'records', team.rates, 1);
-    throw err;
-  }
+  const result = await route.handler(context);
   if (ctx.options.validateResponses) assertDeclaredResponse(route, result.status ?? 200, result.body, deps.schemas);
   return result.body;
 }

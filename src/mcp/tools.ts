@@ -80,7 +80,8 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
     description:
       'The authorization authorization_id, once it is no longer pending (an approval policy waiting for a person), or as it ' +
       'stands after wait_s seconds (default 30, at most 60); one already decided is answered at once. Same as GET ' +
-      '/api/v1/authorizations/{id}?wait=wait_s. Needs the read scope.',
+      '/api/v1/authorizations/{id}?wait=wait_s. A key revoked or expired while it waits gets an unauthorized error, not the ' +
+      'decision. Needs the read scope.',
     route: authed(getAuthorizationRoute),
     rest: 'none',
     params: authorizationId,

@@ -151,6 +151,25 @@ describeOnEachRegistry('authorizations: asking a person (approve policies)', fun
     await api().get(`/api/v1/authorizations/${big.id}?wait=61`).set(...team.auth).expect(400);
   });
 
+  it('GET ?wait= of a key revoked while it waits is a 401, not the decision made after', async () => {
+    const team = await newTeam('wait-revoked');
+    await askAbove5(team);
+    const big = await authorize(team, { amount: '7' });
+    const agentKey = (await api().post('/api/v1/keys').set(...team.auth).send({ name: 'agent', scopes: ['read'] }).expect(201)).body;
+    const parked = decisionWaiters.size;
+    const waiting = api().get(`/api/v1/authorizations/${big.id}?wait=20`).set('Authorization', `Bearer ${agentKey.apiKey}`).then((res) => res);
+    for (let t = 0; decisionWaiters.size === parked && t < 200; t++) await sleep(25);
+    expect(decisionWaiters.size, 'the request waits').to.equal(parked + 1);
+    await api().delete(`/api/v1/keys/${agentKey.id}`).set(...team.auth).expect(204);
+    const approved = (await api().post(`/api/v1/authorizations/${big.id}/approve`).set(...team.auth).send({}).expect(200)).body;
+    expect(approved).to.include({ status: 'held' });
+    const answer = await waiting;
+    expect(answer.status, JSON.stringify(answer.body)).to.equal(401);
+    expect(answer.headers['www-authenticate']).to.equal('Bearer realm="spendscope"');
+    expect(errorOf(answer.body)).to.include({ code: 'unauthorized', message: 'Invalid, revoked or expired API key' });
+    expect(JSON.stringify(answer.body)).to.not.include(big.id);
+  });
+
   it('1,000 agents long-polling at once cost no CPU while they wait, and all are answered by the decisions', async () => {
     const team = await newTeam('many');
     await askAbove5(team, { agents: [] });

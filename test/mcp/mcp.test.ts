@@ -6,43 +6,14 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Express } from 'express';
 import { api, appWith, errorOf, listenOnce, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
-
-type Team = Awaited<ReturnType<typeof newTeam>>;
-type ToolError = { error: { code: string; message: string; details?: { field: string; message: string }[]; requestId: string } };
+import { decisionWaiters } from '../../src/authorizations/approvals.js';
+import { answer, call, connect, ENDPOINT, keyWith, newKey, registerAgent, toolError, type Team } from './client.js';
 
 const TOOLS = ['get_budget_status', 'authorize_payment', 'wait_for_decision', 'capture_payment', 'void_authorization', 'record_payment', 'get_spend_summary'];
-const ENDPOINT = 'https://api.example.com/v1/search';
-
-async function connect(url: string, apiKey: string): Promise<Client> {
-  const client = new Client({ name: 'spendscope-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${apiKey}` } } }));
-  return client;
-}
-
-async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<CallToolResult> {
-  return (await client.callTool({ name, arguments: args })) as CallToolResult;
-}
-
-/** A tool's answer: not an error, with the same JSON as text and as structured content. */
-function answer<T = Record<string, any>>(result: CallToolResult): T {
-  expect(result.isError, JSON.stringify(result.content)).to.not.equal(true);
-  const text = result.content.find((c) => c.type === 'text') as { text: string } | undefined;
-  expect(JSON.parse(text!.text)).to.deep.equal(result.structuredContent);
-  return result.structuredContent as T;
-}
-
-/** A tool error: the API's error shape, as structured content and as text. */
-function toolError(result: CallToolResult): ToolError['error'] {
-  expect(result.isError, JSON.stringify(result.content)).to.equal(true);
-  const text = (result.content.find((c) => c.type === 'text') as { text: string }).text;
-  expect(JSON.parse(text)).to.deep.equal(result.structuredContent);
-  return errorOf(result.structuredContent) as ToolError['error'];
-}
 
 /** A tool error of a bad argument: validation_failed, naming the field in the message and in details. */
 function expectFieldError(result: CallToolResult, field: string): void {
@@ -50,14 +21,6 @@ function expectFieldError(result: CallToolResult, field: string): void {
   expect(error.code).to.equal('validation_failed');
   expect(error.details!.map((d) => d.field)).to.include(field);
   expect(error.message).to.include(field);
-}
-
-async function registerAgent(team: Team, id: string): Promise<void> {
-  await api().post('/api/v1/agents').set(...team.auth).send({ external_id: id, name: id }).expect(201);
-}
-
-async function keyWith(team: Team, scopes: string[], rateLimit?: object): Promise<string> {
-  return (await api().post('/api/v1/keys').set(...team.auth).send({ name: scopes.join('-'), scopes, ...(rateLimit ? { rate_limit: rateLimit } : {}) }).expect(201)).body.apiKey;
 }
 
 const httpGet = async (team: Team, path: string) => (await api().get(path).set(...team.auth).expect(200)).body;
@@ -193,6 +156,29 @@ describeOnEachRegistry('MCP at /mcp', function () {
       const again = Date.now();
       expect(answer(await call(c, 'wait_for_decision', { authorization_id: other.id, wait_s: 1 }))).to.include({ id: other.id, status: 'pending' });
       expect(Date.now() - again).to.be.at.least(900).and.below(5_000);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('wait_for_decision of a key revoked while it waits is an unauthorized tool error, not the decision made after', async () => {
+    const t = await newTeam('mcp-wait-revoked');
+    await registerAgent(t, 'bot');
+    await api().post('/api/v1/policies').set(...t.auth).send({ name: 'ask above 5', agents: ['bot'], action: 'approve', limits: [{ kind: 'per_call', amount: '5' }] }).expect(201);
+    const agentKey = await newKey(t, ['ingest', 'read']);
+    const c = await connect(server.url, agentKey.apiKey);
+    try {
+      const pending = answer(await call(c, 'authorize_payment', { agent_id: 'bot', endpoint: ENDPOINT, amount: '9' }));
+      expect(pending.status).to.equal('pending');
+      const parked = decisionWaiters.size;
+      const waiting = call(c, 'wait_for_decision', { authorization_id: pending.id, wait_s: 20 });
+      for (let i = 0; decisionWaiters.size === parked && i < 200; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+      expect(decisionWaiters.size, 'the call waits').to.equal(parked + 1);
+      await api().delete(`/api/v1/keys/${agentKey.id}`).set(...t.auth).expect(204);
+      expect((await api().post(`/api/v1/authorizations/${pending.id}/approve`).set(...t.auth).send({}).expect(200)).body.status).to.equal('held');
+      const result = await waiting;
+      expect(toolError(result)).to.include({ code: 'unauthorized', message: 'Invalid, revoked or expired API key' });
+      expect(JSON.stringify(result)).to.not.include('held');
     } finally {
       await c.close();
     }
