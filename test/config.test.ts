@@ -249,6 +249,24 @@ describe('config', () => {
         .to.throw(ConfigError, /SECRETS_KEY, SECRETS_KEY_FILE: set one of them, not both/);
     });
 
+    it('the URLs and password of the stores are credentials too: each may be a _FILE, and none is left in the environment', () => {
+      const env: Record<string, string | undefined> = {
+        DATABASE_URL_FILE: secretFile('postgres://svc:pw-from-a-file@db:5432/spendscope\n'),
+        CLICKHOUSE_URL_FILE: secretFile('http://svc:ch-pw-in-url@clickhouse:8123\n'),
+        CLICKHOUSE_PASSWORD_FILE: secretFile('ch-pw-from-a-file\n'),
+        SECRETS_KEY: crypto.randomBytes(32).toString('base64'),
+      };
+      const config = loadConfig(env);
+      expect(config.database?.url).to.equal('postgres://svc:pw-from-a-file@db:5432/spendscope');
+      expect(config.clickhouse).to.include({ mode: 'server', url: 'http://svc:ch-pw-in-url@clickhouse:8123', password: 'ch-pw-from-a-file' });
+      expect(env).to.deep.equal({});
+      const direct: Record<string, string | undefined> = { CLICKHOUSE_PASSWORD: 'pw', DATABASE_URL: 'postgres://a:b@db/x', CLICKHOUSE_URL: 'http://clickhouse:8123', SECRETS_KEY: crypto.randomBytes(32).toString('base64') };
+      loadConfig(direct);
+      expect(direct).to.deep.equal({});
+      expect(() => loadConfig({ DATABASE_URL_FILE: secretFile('mysql://db/x') })).to.throw(ConfigError, /DATABASE_URL_FILE: must be a postgres:\/\/ URL/);
+      expect(() => loadConfig({ CLICKHOUSE_PASSWORD: 'pw', CLICKHOUSE_PASSWORD_FILE: secretFile('pw') })).to.throw(ConfigError, /CLICKHOUSE_PASSWORD, CLICKHOUSE_PASSWORD_FILE: set one of them, not both/);
+    });
+
     it('takes them out of process.env once read: a child process started afterwards does not inherit them', () => {
       const names = ['BOOTSTRAP_API_KEY', 'SECRETS_KEY', 'SECRETS_KEY_PREVIOUS_FILE'];
       const saved = Object.fromEntries(Object.entries(process.env));
