@@ -85,8 +85,18 @@ export interface HttpLimits {
   keepAliveTimeoutMs: number;
   /** A connection with no bytes either way for this long is closed (a client that stops reading). */
   idleTimeoutMs: number;
-  /** Connections open at once; past it, new ones are closed at once. */
+  /** Connections open at once. */
   maxConnections: number;
+  /** Connections of one client (an IPv4 address, or an IPv6 /64) open at once; its next one is closed at once. */
+  maxConnectionsPerClient: number;
+  /**
+   * New connections (the first request's headers not complete yet) open at once, of all clients
+   * together. Past it, or past maxConnections, the oldest new connection of the client holding the
+   * most new ones is closed to make room; a connection that has sent a request never is.
+   */
+  maxNewConnections: number;
+  /** A new connection that has not sent its first request's headers within this is closed (408). */
+  newConnectionTimeoutMs: number;
 }
 
 /** The ingest log and its loader (src/ingest). */
@@ -280,13 +290,27 @@ export function loadConfig(env: Env = process.env): Config {
     requestsPerSecond: integer('RATE_LIMIT_REQUESTS_PER_SECOND', 1_000, 0, 1_000_000),
     recordsPerSecond: integer('RATE_LIMIT_RECORDS_PER_SECOND', 100_000, 0, 100_000_000),
   };
+  const maxConnections = integer('HTTP_MAX_CONNECTIONS', 1_024, 1, 1_000_000);
+  const headersTimeoutMs = integer('HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
   const httpLimits: HttpLimits = {
-    headersTimeoutMs: integer('HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
+    headersTimeoutMs,
     requestTimeoutMs: integer('HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
     keepAliveTimeoutMs: integer('HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
     idleTimeoutMs: integer('HTTP_IDLE_TIMEOUT_MS', 60_000, 100, 3_600_000),
-    maxConnections: integer('HTTP_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
+    maxConnections,
+    // An eighth: one client cannot take the server; it takes eight at their share.
+    maxConnectionsPerClient: integer('HTTP_MAX_CONNECTIONS_PER_CLIENT', Math.max(1, Math.floor(maxConnections / 8)), 1, 1_000_000),
+    // A quarter: connections that have sent nothing useful yet never crowd out those serving requests.
+    maxNewConnections: integer('HTTP_MAX_NEW_CONNECTIONS', Math.max(1, Math.floor(maxConnections / 4)), 1, 1_000_000),
+    // A client sends its headers with the connection's first packets; 3 s allows for a slow network.
+    newConnectionTimeoutMs: integer('HTTP_NEW_CONNECTION_TIMEOUT_MS', Math.min(3_000, headersTimeoutMs), 100, 600_000),
   };
+  for (const [name, value] of [['HTTP_MAX_CONNECTIONS_PER_CLIENT', httpLimits.maxConnectionsPerClient], ['HTTP_MAX_NEW_CONNECTIONS', httpLimits.maxNewConnections]] as const) {
+    if (value > maxConnections) problems.push(`${name}: must not exceed HTTP_MAX_CONNECTIONS (${maxConnections}), got ${value}`);
+  }
+  if (httpLimits.newConnectionTimeoutMs > headersTimeoutMs) {
+    problems.push(`HTTP_NEW_CONNECTION_TIMEOUT_MS: must not exceed HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs}), got ${httpLimits.newConnectionTimeoutMs}`);
+  }
   // A read may wait READ_WAIT_MS for the loader without a byte on the wire: the socket must outlast it.
   if (httpLimits.idleTimeoutMs <= ingest.readWaitMs) {
     problems.push(`HTTP_IDLE_TIMEOUT_MS: must be longer than READ_WAIT_MS (${ingest.readWaitMs}), got ${httpLimits.idleTimeoutMs}`);
