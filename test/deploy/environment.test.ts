@@ -64,15 +64,17 @@ describe('credentials in the environment', function () {
   it('started by a shell that keeps them in its own environment, the service erases its copy and names the shell in a warning', async () => {
     const key = `canary-${crypto.randomBytes(16).toString('hex')}`;
     const shell = await startService({ DATA_DIR: tempDir('environ-shell'), BOOTSTRAP_API_KEY: key }, ['/bin/sh', '-c', '"$0" "$@"; exit $?']);
-    let servicePid: number | undefined;
+    // The service is the shell's child: every log line carries its pid, to stop it whatever fails.
+    const servicePid = logLines(shell.stdout())[0]?.pid;
     try {
+      expect(servicePid).to.be.a('number').and.not.equal(shell.child.pid);
       const warning = logLines(shell.stdout()).find((line) => line.level === 40 && line.ancestorPid !== undefined);
       expect(warning, shell.stdout()).to.include({ ancestorPid: shell.child.pid, ancestorCommand: 'sh' });
       expect(warning!.variables).to.deep.equal(['BOOTSTRAP_API_KEY']);
       expect(warning!.msg).to.include('BOOTSTRAP_API_KEY_FILE');
-      servicePid = warning!.pid;
+      expect(warning!.pid).to.equal(servicePid);
       expect(environOf(shell.child.pid!)).to.include(`BOOTSTRAP_API_KEY=${key}`);
-      expect(environOf(servicePid).join('\n')).not.to.include(key);
+      expect(environOf(servicePid!).join('\n')).not.to.include(key);
     } finally {
       if (servicePid) process.kill(servicePid, 'SIGKILL');
       shell.child.kill('SIGKILL');
