@@ -85,8 +85,18 @@ export interface HttpLimits {
   keepAliveTimeoutMs: number;
   /** A connection with no bytes either way for this long is closed (a client that stops reading). */
   idleTimeoutMs: number;
-  /** Connections open at once; past it, new ones are closed at once. */
+  /** Connections open at once. */
   maxConnections: number;
+  /** Connections of one client (an IPv4 address, or an IPv6 /64) open at once; its next one is closed at once. */
+  maxConnectionsPerClient: number;
+  /**
+   * New connections (the first request's headers not complete yet) open at once, of all clients
+   * together. Past it, or past maxConnections, the oldest new connection of the client holding the
+   * most new ones is closed to make room; a connection that has sent a request never is.
+   */
+  maxNewConnections: number;
+  /** A new connection that has not sent its first request's headers within this is closed (408). */
+  newConnectionTimeoutMs: number;
 }
 
 /** The ingest log and its loader (src/ingest). */
@@ -155,6 +165,13 @@ export class ConfigError extends Error {
 }
 
 type Env = Record<string, string | undefined>;
+
+/**
+ * The variables that carry credentials, each also given as the path of a file holding it (NAME_FILE):
+ * read once, then taken out of the environment (and, by main.ts, out of the kernel's copy of it).
+ */
+export const CREDENTIAL_VARIABLES = ['BOOTSTRAP_API_KEY', 'SECRETS_KEY', 'SECRETS_KEY_PREVIOUS', 'CLICKHOUSE_URL', 'CLICKHOUSE_PASSWORD', 'DATABASE_URL'] as const;
+type CredentialVariable = (typeof CREDENTIAL_VARIABLES)[number];
 
 /**
  * ASSET_DECIMALS: "ETH:18,WBTC:8,0xabc…:6". Symbols are matched in any case, 0x addresses lower-cased,
@@ -273,13 +290,27 @@ export function loadConfig(env: Env = process.env): Config {
     requestsPerSecond: integer('RATE_LIMIT_REQUESTS_PER_SECOND', 1_000, 0, 1_000_000),
     recordsPerSecond: integer('RATE_LIMIT_RECORDS_PER_SECOND', 100_000, 0, 100_000_000),
   };
+  const maxConnections = integer('HTTP_MAX_CONNECTIONS', 1_024, 1, 1_000_000);
+  const headersTimeoutMs = integer('HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
   const httpLimits: HttpLimits = {
-    headersTimeoutMs: integer('HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
+    headersTimeoutMs,
     requestTimeoutMs: integer('HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
     keepAliveTimeoutMs: integer('HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
     idleTimeoutMs: integer('HTTP_IDLE_TIMEOUT_MS', 60_000, 100, 3_600_000),
-    maxConnections: integer('HTTP_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
+    maxConnections,
+    // An eighth: one client cannot take the server; it takes eight at their share.
+    maxConnectionsPerClient: integer('HTTP_MAX_CONNECTIONS_PER_CLIENT', Math.max(1, Math.floor(maxConnections / 8)), 1, 1_000_000),
+    // A quarter: connections that have sent nothing useful yet never crowd out those serving requests.
+    maxNewConnections: integer('HTTP_MAX_NEW_CONNECTIONS', Math.max(1, Math.floor(maxConnections / 4)), 1, 1_000_000),
+    // A client sends its headers with the connection's first packets; 3 s allows for a slow network.
+    newConnectionTimeoutMs: integer('HTTP_NEW_CONNECTION_TIMEOUT_MS', Math.min(3_000, headersTimeoutMs), 100, 600_000),
   };
+  for (const [name, value] of [['HTTP_MAX_CONNECTIONS_PER_CLIENT', httpLimits.maxConnectionsPerClient], ['HTTP_MAX_NEW_CONNECTIONS', httpLimits.maxNewConnections]] as const) {
+    if (value > maxConnections) problems.push(`${name}: must not exceed HTTP_MAX_CONNECTIONS (${maxConnections}), got ${value}`);
+  }
+  if (httpLimits.newConnectionTimeoutMs > headersTimeoutMs) {
+    problems.push(`HTTP_NEW_CONNECTION_TIMEOUT_MS: must not exceed HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs}), got ${httpLimits.newConnectionTimeoutMs}`);
+  }
   // A read may wait READ_WAIT_MS for the loader without a byte on the wire: the socket must outlast it.
   if (httpLimits.idleTimeoutMs <= ingest.readWaitMs) {
     problems.push(`HTTP_IDLE_TIMEOUT_MS: must be longer than READ_WAIT_MS (${ingest.readWaitMs}), got ${httpLimits.idleTimeoutMs}`);
@@ -299,9 +330,9 @@ export function loadConfig(env: Env = process.env): Config {
   /**
    * A credential: NAME, or the content of the file NAME_FILE names (Docker secrets; one trailing
    * newline dropped), never both. Both are removed from `env` once read, so child processes and
-   * workers do not inherit them (/proc/self/environ still shows what the process started with).
+   * workers do not inherit them; the kernel's copy (/proc/self/environ) is main.ts's to erase.
    */
-  const credential = (name: string): { value: string; variable: string } | undefined => {
+  const credential = (name: CredentialVariable): { value: string; variable: string } | undefined => {
     const direct = env[name];
     const file = env[`${name}_FILE`];
     delete env[name];
@@ -337,7 +368,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (bootstrap && (bootstrap.value.length < 16 || bootstrap.value.length > 256 || /\s/.test(bootstrap.value))) {
     problems.push(`${bootstrap.variable}: must be 16 to 256 characters without spaces`);
   }
-  const secretsKey = (name: string): SecretsKey | undefined => {
+  const secretsKey = (name: 'SECRETS_KEY' | 'SECRETS_KEY_PREVIOUS'): SecretsKey | undefined => {
     const given = credential(name);
     const bytes = given && parseKey(given.value);
     if (given && !bytes) problems.push(`${given.variable}: must be the base64 of 32 random bytes (openssl rand -base64 32)`);
@@ -347,33 +378,32 @@ export function loadConfig(env: Env = process.env): Config {
   const database = text('CLICKHOUSE_DATABASE', 'spendscope', (v) =>
     /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(v) ? null : 'must be a plain identifier (letters, digits, _)',
   );
-  const url = text('CLICKHOUSE_URL', '', (v) => {
+  /** A URL credential of one of `protocols`; '' when not given or bad (a problem names its variable). */
+  const urlOf = (given: { value: string; variable: string } | undefined, protocols: string[], expected: string): string => {
+    if (!given) return '';
     try {
-      const u = new URL(v);
-      return u.protocol === 'http:' || u.protocol === 'https:' ? null : 'must be an http:// or https:// URL';
+      if (protocols.includes(new URL(given.value).protocol)) return given.value;
     } catch {
-      return 'must be an http:// or https:// URL';
+      // Named below, as a protocol that does not fit is.
     }
-  });
+    problems.push(`${given.variable}: must be ${expected}`);
+    return '';
+  };
+  // A URL may carry a user and password (http://user:password@host:8123), so it is a credential too.
+  const url = urlOf(credential('CLICKHOUSE_URL'), ['http:', 'https:'], 'an http:// or https:// URL');
+  const clickhousePassword = credential('CLICKHOUSE_PASSWORD')?.value ?? '';
 
   const clickhouse: ClickHouseConfig = url
     ? {
         mode: 'server',
         url,
         user: text('CLICKHOUSE_USER', 'default'),
-        password: env.CLICKHOUSE_PASSWORD ?? '',
+        password: clickhousePassword,
         database,
       }
     : { mode: 'embedded', path: path.join(dataDir, 'clickhouse'), database };
 
-  const databaseUrl = text('DATABASE_URL', '', (v) => {
-    try {
-      const u = new URL(v);
-      return u.protocol === 'postgres:' || u.protocol === 'postgresql:' ? null : 'must be a postgres:// URL';
-    } catch {
-      return 'must be a postgres:// URL';
-    }
-  });
+  const databaseUrl = urlOf(credential('DATABASE_URL'), ['postgres:', 'postgresql:'], 'a postgres:// URL');
   const shared: SharedDatabaseConfig | undefined = databaseUrl ? { url: databaseUrl, poolMax: integer('DATABASE_POOL_MAX', 10, 2, 1000) } : undefined;
   if (shared && clickhouse.mode === 'embedded') {
     problems.push('DATABASE_URL: needs CLICKHOUSE_URL as well: instances that share PostgreSQL must share one ClickHouse server (the embedded engine belongs to one process)');

@@ -1,13 +1,14 @@
 import path from 'node:path';
 import { pino } from 'pino';
 import { createApp } from './app.js';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, CREDENTIAL_VARIABLES, loadConfig } from './config.js';
 import { SchemaRegistry } from './http/validation.js';
 import { SCHEMA_DIR } from './paths.js';
 import { EventStoreOpenError } from './stores/clickhouse.js';
 import { SealedValueError, SecretsKeyError } from './stores/secrets.js';
 import { openSharedStores, openStores } from './stores/open.js';
 import { MigrationError } from './stores/migrations.js';
+import { ancestorsHolding, eraseFromEnvironmentBlock, SecretInEnvironmentError } from './stores/process-environment.js';
 import { bootstrapDefaultTeam } from './teams/bootstrap.js';
 import { startServer } from './server.js';
 import { assembleDeps } from './deps.js';
@@ -16,8 +17,17 @@ import { startBiServer } from './clickhouse-http/interface.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  // Before any request runs: a read of /proc/self/environ must find no credential from here on.
+  const erased = eraseFromEnvironmentBlock(CREDENTIAL_VARIABLES, CREDENTIAL_VARIABLES.map((name) => `${name}_FILE`));
   const destination = logDestination(config.logFormat) ?? jsonLogDestination();
   const logger = pino({ level: config.logLevel }, destination);
+  if (erased.length > 0) logger.info({ variables: erased }, 'credentials erased from the process environment (/proc/<pid>/environ)');
+  for (const holder of ancestorsHolding(CREDENTIAL_VARIABLES)) {
+    logger.warn(
+      { variables: holder.variables, ancestorPid: holder.pid, ancestorCommand: holder.command },
+      `${holder.variables.join(', ')} still in the environment of process ${holder.pid} (${holder.command}), which started this one, where it cannot be erased: give ${holder.variables.map((name) => `${name}_FILE`).join(', ')} instead, or start node directly`,
+    );
+  }
   // Compile the API schemas before touching any store: a broken schema file must not half-start.
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
   const stores = config.database ? await openSharedStores({ ...config, database: config.database }, logger) : await openStores(config, logger);
@@ -61,7 +71,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  if (err instanceof ConfigError || err instanceof MigrationError || err instanceof EventStoreOpenError || err instanceof SecretsKeyError || err instanceof SealedValueError) {
+  if (err instanceof ConfigError || err instanceof MigrationError || err instanceof EventStoreOpenError || err instanceof SecretsKeyError || err instanceof SealedValueError || err instanceof SecretInEnvironmentError) {
     process.stderr.write(`spendscope: ${err.message}\n`);
   } else {
     process.stderr.write(`spendscope: start-up failed: ${err instanceof Error ? err.stack : String(err)}\n`);

@@ -65,7 +65,16 @@ describe('config', () => {
   it('reads the rate limit defaults and the HTTP limits, with defaults', () => {
     const defaults = loadConfig({});
     expect(defaults.rateLimits).to.deep.equal({ requestsPerSecond: 1_000, recordsPerSecond: 100_000 });
-    expect(defaults.http).to.deep.equal({ headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, idleTimeoutMs: 60_000, maxConnections: 1_024 });
+    expect(defaults.http).to.deep.equal({
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 30_000,
+      keepAliveTimeoutMs: 5_000,
+      idleTimeoutMs: 60_000,
+      maxConnections: 1_024,
+      maxConnectionsPerClient: 128,
+      maxNewConnections: 256,
+      newConnectionTimeoutMs: 3_000,
+    });
     const set = loadConfig({
       RATE_LIMIT_REQUESTS_PER_SECOND: '0',
       RATE_LIMIT_RECORDS_PER_SECOND: '5000',
@@ -76,7 +85,21 @@ describe('config', () => {
       HTTP_MAX_CONNECTIONS: '50',
     });
     expect(set.rateLimits).to.deep.equal({ requestsPerSecond: 0, recordsPerSecond: 5_000 });
-    expect(set.http).to.deep.equal({ headersTimeoutMs: 2_000, requestTimeoutMs: 4_000, keepAliveTimeoutMs: 65_000, idleTimeoutMs: 90_000, maxConnections: 50 });
+    // The shares follow HTTP_MAX_CONNECTIONS, the new-connection timeout a shorter headers timeout.
+    expect(set.http).to.deep.equal({
+      headersTimeoutMs: 2_000,
+      requestTimeoutMs: 4_000,
+      keepAliveTimeoutMs: 65_000,
+      idleTimeoutMs: 90_000,
+      maxConnections: 50,
+      maxConnectionsPerClient: 6,
+      maxNewConnections: 12,
+      newConnectionTimeoutMs: 2_000,
+    });
+    const shares = loadConfig({ HTTP_MAX_CONNECTIONS: '100', HTTP_MAX_CONNECTIONS_PER_CLIENT: '100', HTTP_MAX_NEW_CONNECTIONS: '30', HTTP_NEW_CONNECTION_TIMEOUT_MS: '500' }).http;
+    expect(shares).to.include({ maxConnections: 100, maxConnectionsPerClient: 100, maxNewConnections: 30, newConnectionTimeoutMs: 500 });
+    expect(() => loadConfig({ HTTP_MAX_CONNECTIONS: '100', HTTP_MAX_CONNECTIONS_PER_CLIENT: '101' })).to.throw(ConfigError, /HTTP_MAX_CONNECTIONS_PER_CLIENT: must not exceed HTTP_MAX_CONNECTIONS \(100\), got 101/);
+    expect(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_NEW_CONNECTION_TIMEOUT_MS: '2000' })).to.throw(ConfigError, /HTTP_NEW_CONNECTION_TIMEOUT_MS: must not exceed HTTP_HEADERS_TIMEOUT_MS \(1000\)/);
   });
 
   it('bounds the BI interface by the thread pool: per holder, team and process, and a memory total each query is carved from', () => {
@@ -186,6 +209,9 @@ describe('config', () => {
     HTTP_REQUEST_TIMEOUT_MS: '5',
     HTTP_HEADERS_TIMEOUT_MS: '60000',
     HTTP_MAX_CONNECTIONS: '0',
+    HTTP_MAX_CONNECTIONS_PER_CLIENT: '0',
+    HTTP_MAX_NEW_CONNECTIONS: '2000',
+    HTTP_NEW_CONNECTION_TIMEOUT_MS: '50',
     HTTP_IDLE_TIMEOUT_MS: '5000',
     WEBHOOK_RETRY_SCHEDULE: '5s,10d',
     WEBHOOK_ALLOW_HTTP: 'yes',
@@ -247,6 +273,24 @@ describe('config', () => {
       expect(() => loadConfig({ SECRETS_KEY_FILE: secretFile('not a key') })).to.throw(ConfigError, /SECRETS_KEY_FILE: must be the base64/);
       expect(() => loadConfig({ SECRETS_KEY: current.toString('base64'), SECRETS_KEY_FILE: secretFile(current.toString('base64')) }))
         .to.throw(ConfigError, /SECRETS_KEY, SECRETS_KEY_FILE: set one of them, not both/);
+    });
+
+    it('the URLs and password of the stores are credentials too: each may be a _FILE, and none is left in the environment', () => {
+      const env: Record<string, string | undefined> = {
+        DATABASE_URL_FILE: secretFile('postgres://svc:pw-from-a-file@db:5432/spendscope\n'),
+        CLICKHOUSE_URL_FILE: secretFile('http://svc:ch-pw-in-url@clickhouse:8123\n'),
+        CLICKHOUSE_PASSWORD_FILE: secretFile('ch-pw-from-a-file\n'),
+        SECRETS_KEY: crypto.randomBytes(32).toString('base64'),
+      };
+      const config = loadConfig(env);
+      expect(config.database?.url).to.equal('postgres://svc:pw-from-a-file@db:5432/spendscope');
+      expect(config.clickhouse).to.include({ mode: 'server', url: 'http://svc:ch-pw-in-url@clickhouse:8123', password: 'ch-pw-from-a-file' });
+      expect(env).to.deep.equal({});
+      const direct: Record<string, string | undefined> = { CLICKHOUSE_PASSWORD: 'pw', DATABASE_URL: 'postgres://a:b@db/x', CLICKHOUSE_URL: 'http://clickhouse:8123', SECRETS_KEY: crypto.randomBytes(32).toString('base64') };
+      loadConfig(direct);
+      expect(direct).to.deep.equal({});
+      expect(() => loadConfig({ DATABASE_URL_FILE: secretFile('mysql://db/x') })).to.throw(ConfigError, /DATABASE_URL_FILE: must be a postgres:\/\/ URL/);
+      expect(() => loadConfig({ CLICKHOUSE_PASSWORD: 'pw', CLICKHOUSE_PASSWORD_FILE: secretFile('pw') })).to.throw(ConfigError, /CLICKHOUSE_PASSWORD, CLICKHOUSE_PASSWORD_FILE: set one of them, not both/);
     });
 
     it('takes them out of process.env once read: a child process started afterwards does not inherit them', () => {

@@ -1,10 +1,12 @@
 import http from 'node:http';
 import type { HttpLimits } from '../config.js';
+import { shareConnections } from './connection-shares.js';
 
 /**
  * An HTTP server for the app with every limit a slow or abusive client could otherwise outlast:
  * headers, the whole request (a body sent a byte at a time is cut off with 408), idle keep-alive,
- * idle sockets (a client that stops reading its answer), and the number of open connections.
+ * idle sockets (a client that stops reading its answer), and the connections each client, and
+ * connections that have not sent a request yet, may hold (src/http/connection-shares.ts).
  */
 export function createHttpServer(app: http.RequestListener, limits: HttpLimits): http.Server {
   const server = http.createServer(
@@ -19,7 +21,7 @@ export function createHttpServer(app: http.RequestListener, limits: HttpLimits):
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   // Without a 'timeout' listener, Node destroys a socket idle this long.
   server.timeout = limits.idleTimeoutMs;
-  server.maxConnections = limits.maxConnections;
+  shareConnections(server, limits);
   return server;
 }
 

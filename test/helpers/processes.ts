@@ -31,9 +31,14 @@ export interface RunningService {
   exited: Promise<number | null>;
 }
 
-/** Starts `node dist/src/main.js` on a free port and waits until it listens. */
-export async function startService(env: Record<string, string>): Promise<RunningService> {
-  const child = spawn(process.execPath, [MAIN], {
+/**
+ * Starts `node dist/src/main.js` on a free port and waits until it listens. `launcher`: a command
+ * that runs it, given node and the script as its last arguments (a shell, as `npm start` has);
+ * `child` is then the launcher.
+ */
+export async function startService(env: Record<string, string>, launcher: string[] = []): Promise<RunningService> {
+  const [command, ...args] = [...launcher, process.execPath, MAIN];
+  const child = spawn(command!, args, {
     env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
     cwd: PROJECT_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -8,7 +8,16 @@ import { MAX_ARRAY_ITEMS, MAX_BODY_DEPTH } from '../../src/http/body-shape.js';
 import { createHttpServer, listen } from '../../src/http/listen.js';
 import { api, errorOf, newTeam, testEnv } from '../helpers/context.js';
 
-const LIMITS: HttpLimits = { headersTimeoutMs: 500, requestTimeoutMs: 1_000, keepAliveTimeoutMs: 300, idleTimeoutMs: 5_000, maxConnections: 3 };
+const LIMITS: HttpLimits = {
+  headersTimeoutMs: 500,
+  requestTimeoutMs: 1_000,
+  keepAliveTimeoutMs: 300,
+  idleTimeoutMs: 5_000,
+  maxConnections: 3,
+  maxConnectionsPerClient: 3,
+  maxNewConnections: 3,
+  newConnectionTimeoutMs: 500,
+};
 
 /** A raw connection: what the server sent, and when it closed (ms after connecting). */
 function connect(port: number): Promise<{ socket: net.Socket; received: () => string; closed: Promise<number> }> {
