@@ -7,7 +7,7 @@
  *    50 ms: the peak above the RSS before the export says whether the export is held in memory;
  * 2. measures ingest (4 clients, batches of 100) alone, while a BI client runs heavy queries back
  *    to back (a full scan grouped by agent and endpoint), and while four heavy queries run at once
- *    from two read keys (each at its limit of two; `sum(cityHash64(number))` over 2e10 numbers,
+ *    from two read keys of two teams (each at its limit of two; `sum(cityHash64(number))` over 2e10 numbers,
  *    restarted until the window ends), in alternating rounds: ingest records/s, p50, p99 and max,
  *    and a read-after-write probe (one record sent, then an analytics read, which waits for the
  *    loader to copy it into ClickHouse: every 250 ms) with its median, max and 503s; then the ratios of
@@ -21,6 +21,8 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { execFileSync } from 'node:child_process';
+import { PROJECT_ROOT } from '../src/paths.js';
 import { callService, startChildService } from './service.js';
 import { median, percentile as pct } from './stats.js';
 
@@ -117,9 +119,16 @@ async function main(): Promise<void> {
     );
 
     // 2. Ingest alone and beside heavy BI queries.
+    // Two teams: a team holds at most half the BI places, so four heavy queries need two.
+    const secondTeam = JSON.parse(
+      execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'dist/scripts/team-create.js'), '--name', 'bench-bi-second'], { env: { ...process.env, DATA_DIR: dataDir }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }),
+    ) as { apiKey: string };
     const readKeys = await Promise.all(
-      ['bi-reader-1', 'bi-reader-2'].map(async (name) => {
-        const res = await callService(agent, port, 'POST', '/api/v1/keys', auth, JSON.stringify({ name, scopes: ['read'] }));
+      [
+        ['bi-reader-1', auth],
+        ['bi-reader-2', { Authorization: `Bearer ${secondTeam.apiKey}` }],
+      ].map(async ([name, admin]) => {
+        const res = await callService(agent, port, 'POST', '/api/v1/keys', admin as Record<string, string>, JSON.stringify({ name, scopes: ['read'] }));
         if (res.status !== 201) throw new Error(`read key: ${res.status} ${res.body}`);
         return { Authorization: `Basic ${Buffer.from(`${name}:${(JSON.parse(res.body) as { apiKey: string }).apiKey}`).toString('base64')}` };
       }),
@@ -130,7 +139,7 @@ async function main(): Promise<void> {
     const LOADS: Record<Load, string> = {
       alone: 'alone',
       scan: 'one full scan at a time',
-      heavy: `${HEAVY_QUERIES} heavy queries, two read keys`,
+      heavy: `${HEAVY_QUERIES} heavy queries, two teams`,
     };
     /** Runs `sql` back to back until `end`, each query cut off at the end of the window (a limit the client may lower). */
     const biUntil = async (end: number, authorization: Record<string, string>, sql: string) => {
