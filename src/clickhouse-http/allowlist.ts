@@ -447,7 +447,7 @@ export const CLIENT_SETTINGS: ReadonlySet<string> = new Set(
     `output_format_json_quote_64bit_integers output_format_json_quote_64bit_floats output_format_json_quote_denormals
      output_format_json_quote_decimals output_format_json_escape_forward_slashes output_format_json_named_tuples_as_objects
      output_format_json_skip_null_value_in_named_tuples output_format_json_array_of_rows output_format_json_validate_utf8
-     output_format_json_pretty_print output_format_json_map_as_array_of_tuples output_format_write_statistics
+     output_format_json_pretty_print output_format_json_map_as_array_of_tuples
      output_format_pretty_max_rows output_format_pretty_max_column_pad_width output_format_pretty_max_value_width
      output_format_pretty_color output_format_pretty_grid_charset output_format_pretty_row_numbers
      output_format_pretty_display_footer_column_names output_format_pretty_highlight_digit_groups
@@ -494,14 +494,15 @@ export const STATEMENT_ROOTS: ReadonlySet<string> = new Set(
 );
 
 /**
- * EXPLAIN kinds (the root's text after `Explain EXPLAIN`; none is PLAN), and the settings each may
- * take. Left out: ESTIMATE, PIPELINE and PLAN's `indexes`, `projections` and `actions`, which show
- * counts of rows, marks, parts or streams of every team's data together.
+ * EXPLAIN kinds (the root's text after `Explain EXPLAIN`), and the settings each may take: the
+ * query as parsed and analysed. Left out: PLAN (plain EXPLAIN), ESTIMATE and PIPELINE, which show
+ * counts of rows, marks, parts, granules or streams of every team's data together.
  */
 export const EXPLAIN_KINDS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
-  ['', new Set(names('header description json sorting'))],
-  ['PLAN', new Set(names('header description json sorting'))],
   ['AST', new Set(names('graph optimize'))],
   ['SYNTAX', new Set(names('oneline run_query_tree_passes query_tree_passes'))],
   ['QUERY TREE', new Set(names('run_passes dump_passes passes dump_tree dump_ast'))],
 ]);
+
+/** Functions that run an aggregate named in a string argument (their first): that name is checked as a function. */
+export const AGGREGATE_BY_NAME: ReadonlySet<string> = new Set(names('arrayReduce arrayReduceInRanges initializeAggregation'));

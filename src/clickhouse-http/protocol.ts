@@ -60,6 +60,8 @@ export interface PreparedQuery {
   check?: (run: (sql: string) => Promise<string>) => Promise<string | void>;
   /** Called once the query has ended, however it ended. */
   release?: () => void;
+  /** Rows and bytes read are not told (X-ClickHouse-Summary): they count rows the caller may not see. */
+  hideReadCounts?: boolean;
 }
 
 export interface ClickHouseHttpOptions {
@@ -340,7 +342,7 @@ export async function serveClickHouseHttp(req: IncomingMessage, res: ServerRespo
       // document too, whose statistics and rows_before_limit_at_least only the whole run knows.
       const result = await session.queryAsync(sql, { format: request.format });
       const bytes = Buffer.from(result.bytes());
-      headers['X-ClickHouse-Summary'] = summary(result.rowsRead ?? 0, result.bytesRead ?? 0, 0);
+      headers['X-ClickHouse-Summary'] = prepared.hideReadCounts ? summary(0, 0, 0) : summary(result.rowsRead ?? 0, result.bytesRead ?? 0, 0);
       send(req, res, url, 200, headers, bytes);
       return;
     }

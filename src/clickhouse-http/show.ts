@@ -63,8 +63,8 @@ class Cursor {
 const unreadable = () => new ClickHouseException(62, 'SYNTAX_ERROR', 'This SHOW statement could not be read');
 
 /** `[NOT] [I]LIKE '<pattern>'` or `WHERE <expression>`, then `LIMIT <expression>`, as the SHOW grammar orders them. */
-function filters(cursor: Cursor, allowWhere: boolean): { like?: string; where?: string; limit?: string } {
-  const out: { like?: string; where?: string; limit?: string } = {};
+function filters(cursor: Cursor, allowWhere: boolean): { like?: string; where?: string; limit?: string; settings?: string } {
+  const out: { like?: string; where?: string; limit?: string; settings?: string } = {};
   const not = cursor.word('NOT');
   const like = cursor.word('LIKE', 'ILIKE');
   if (like) {
@@ -72,8 +72,9 @@ function filters(cursor: Cursor, allowWhere: boolean): { like?: string; where?: 
     if (pattern === undefined) throw unreadable();
     out.like = `${not ? 'NOT ' : ''}${like} ${pattern}`;
   } else if (not) throw unreadable();
-  else if (allowWhere && cursor.word('WHERE')) out.where = cursor.expressionUntil('LIMIT');
-  if (cursor.word('LIMIT')) out.limit = cursor.expressionUntil();
+  else if (allowWhere && cursor.word('WHERE')) out.where = cursor.expressionUntil('LIMIT', 'SETTINGS');
+  if (cursor.word('LIMIT')) out.limit = cursor.expressionUntil('SETTINGS');
+  if (cursor.word('SETTINGS')) out.settings = cursor.expressionUntil();
   if (!cursor.done()) throw unreadable();
   return out;
 }
@@ -87,20 +88,22 @@ export function showAsSelect(statement: string, database: string): string | unde
   while (all.length > 0 && all[all.length - 1]!.text === ';') all.pop();
   const cursor = new Cursor(statement, all);
   if (!cursor.word('SHOW')) return undefined;
-  const full = cursor.word('FULL') !== undefined;
+  // FULL and EXTENDED, in either order (EXTENDED only shows virtual columns, which a key does not read).
+  let full = false;
+  for (let modifier = cursor.word('FULL', 'EXTENDED'); modifier; modifier = cursor.word('FULL', 'EXTENDED')) full ||= modifier === 'FULL';
+  const tail = (limit: string | undefined, settings: string | undefined) => `${limit ? ` LIMIT ${limit}` : ''}${settings ? ` SETTINGS ${settings}` : ''}`;
   if (cursor.word('DATABASES')) {
-    const { like, limit } = filters(cursor, false);
-    return `SELECT name FROM system.databases${like ? ` WHERE name ${like}` : ''} ORDER BY name ASC${limit ? ` LIMIT ${limit}` : ''}`;
+    const { like, limit, settings } = filters(cursor, false);
+    return `SELECT name FROM system.databases${like ? ` WHERE name ${like}` : ''} ORDER BY name ASC${tail(limit, settings)}`;
   }
   if (cursor.word('TABLES')) {
     let from = database;
     if (cursor.word('FROM', 'IN')) from = cursor.name() ?? '';
     if (from !== database) throw accessDenied(`Database ${from}`);
-    const { like, where, limit } = filters(cursor, true);
+    const { like, where, limit, settings } = filters(cursor, true);
     const conditions = [`database = ${sqlString(from)}`, ...(like ? [`name ${like}`] : []), ...(where ? [`(${where})`] : [])];
-    return `SELECT name FROM system.tables WHERE ${conditions.join(' AND ')} ORDER BY name ASC${limit ? ` LIMIT ${limit}` : ''}`;
+    return `SELECT name FROM system.tables WHERE ${conditions.join(' AND ')} ORDER BY name ASC${tail(limit, settings)}`;
   }
-  cursor.word('EXTENDED');
   if (cursor.word('COLUMNS', 'FIELDS')) {
     if (!cursor.word('FROM', 'IN')) throw unreadable();
     let table = cursor.name();
@@ -112,7 +115,7 @@ export function showAsSelect(statement: string, database: string): string | unde
     if (cursor.word('FROM', 'IN')) from = cursor.name() ?? '';
     if (table === undefined) throw unreadable();
     if (from !== database) throw accessDenied(`Database ${from}`);
-    const { like, where, limit } = filters(cursor, true);
+    const { like, where, limit, settings } = filters(cursor, true);
     const conditions = [`(database_ = ${sqlString(from)})`, `(table_ = ${sqlString(table)})`, ...(like ? [`(field ${like})`] : []), ...(where ? [`(${where})`] : [])];
     return (
       "SELECT name_ AS field, type_ AS type, multiIf(startsWith(type_, 'Nullable('), 'YES', startsWith(type_, 'LowCardinality(Nullable('), 'YES', 'NO') AS `null`, " +
@@ -121,7 +124,7 @@ export function showAsSelect(statement: string, database: string): string | unde
       (full ? ", NULL AS collation, comment_ AS comment, '' AS privileges" : '') +
       ' FROM (SELECT name AS name_, database AS database_, `table` AS table_, type AS type_, is_in_primary_key AS is_in_primary_key_, ' +
       'is_in_sorting_key AS is_in_sorting_key_, default_kind AS default_kind_, default_expression AS default_expression_, comment AS comment_ FROM system.columns)' +
-      ` WHERE ${conditions.join(' AND ')} ORDER BY field ASC, type ASC, NULL ASC, key ASC, default ASC, extra ASC${limit ? ` LIMIT ${limit}` : ''}`
+      ` WHERE ${conditions.join(' AND ')} ORDER BY field ASC, type ASC, NULL ASC, key ASC, default ASC, extra ASC${tail(limit, settings)}`
     );
   }
   return undefined;

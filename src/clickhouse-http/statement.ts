@@ -55,7 +55,48 @@ function quoted(sql: string, i: number, quote: string): number | undefined {
 }
 
 /** One token of ClickHouse's lexer starting at `i` (`skip` for whitespace and comments). */
-function scan(sql: string, i: number, prev: Token | undefined): Scanned {
+/**
+ * Where each `$tag$` of a statement stands, found in one pass on first use: the close of a heredoc
+ * is then a look-up, not a search of the rest of the text (many unclosed tags made that quadratic).
+ */
+class Heredocs {
+  private byTag: Map<string, number[]> | undefined;
+  constructor(private readonly sql: string) {}
+
+  /** The start of the first `tag` at or after `from`, or -1. */
+  next(tag: string, from: number): number {
+    this.byTag ??= this.index();
+    const at = this.byTag.get(tag) ?? [];
+    let lo = 0;
+    let hi = at.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (at[mid]! < from) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < at.length ? at[lo]! : -1;
+  }
+
+  private index(): Map<string, number[]> {
+    const byTag = new Map<string, number[]>();
+    const sql = this.sql;
+    for (let p = sql.indexOf('$'); p >= 0; ) {
+      const q = sql.indexOf('$', p + 1);
+      if (q < 0) break;
+      if (/^\w*$/.test(sql.slice(p + 1, q))) {
+        const tag = sql.slice(p, q + 1);
+        const list = byTag.get(tag);
+        if (list) list.push(p);
+        else byTag.set(tag, [p]);
+      }
+      p = q;
+    }
+    return byTag;
+  }
+}
+
+
+function scan(sql: string, i: number, prev: Token | undefined, heredocs: Heredocs): Scanned {
   const n = sql.length;
   const c = sql[i]!;
   const lineEnd = (from: number) => {
@@ -139,7 +180,7 @@ function scan(sql: string, i: number, prev: Token | undefined): Scanned {
   if (c === '$') {
     const tag = /^\$\w*\$/.exec(sql.slice(i, i + 256))?.[0];
     if (tag) {
-      const close = sql.indexOf(tag, i + tag.length);
+      const close = heredocs.next(tag, i + tag.length);
       if (close >= 0) return { kind: 'heredoc', end: close + tag.length };
     }
     if (!isWordChar(sql[i + 1]) && sql[i + 1] !== '$') return { kind: 'punct', end: i + 1 };
@@ -166,18 +207,18 @@ function syntaxError(sql: string, start: number, description: string): ClickHous
 }
 
 /** The significant tokens of `sql` from `from`, lazily (so a caller that stops early never reads further). */
-function* lex(sql: string, from = 0): Generator<Token> {
+function* lex(sql: string, from = 0, placeholders = true, heredocs = new Heredocs(sql)): Generator<Token> {
   let i = from;
   let prev: Token | undefined;
   while (i < sql.length) {
-    const scanned = scan(sql, i, prev);
+    const scanned = scan(sql, i, prev, heredocs);
     if ('error' in scanned) throw syntaxError(sql, i, scanned.error);
     if (scanned.kind === 'skip') {
       i = scanned.end;
       continue;
     }
     let token: Token = { kind: scanned.kind, text: sql.slice(i, scanned.end), start: i, end: scanned.end };
-    if (token.text === '{') token = placeholderAt(sql, token) ?? token;
+    if (placeholders && token.text === '{') token = placeholderAt(sql, token, heredocs) ?? token;
     prev = token;
     i = token.end;
     yield token;
@@ -185,16 +226,19 @@ function* lex(sql: string, from = 0): Generator<Token> {
 }
 
 /** `{name:Type}` from its opening brace, as ParserSubstitution reads it (the type may hold parentheses and strings). */
-function placeholderAt(sql: string, open: Token): Token | undefined {
-  const inner = lex(sql, open.end);
+function placeholderAt(sql: string, open: Token, heredocs: Heredocs): Token | undefined {
+  // A type holds no placeholder: read without looking for one, or `{a:{a:{a:…` would take exponential time.
+  const inner = lex(sql, open.end, false, heredocs);
   const name = inner.next().value as Token | undefined;
   const colon = inner.next().value as Token | undefined;
   if (!name || (name.kind !== 'word' && name.kind !== 'quoted') || colon?.text !== ':') return undefined;
   let depth = 0;
+  // No type holds a brace: the scan stops at the next one, so every brace of a statement is read past once or twice.
   for (const token of inner) {
     if (token.text === '(') depth++;
     else if (token.text === ')') depth--;
-    else if (token.text === '}' && depth <= 0) return { kind: 'placeholder', text: sql.slice(open.start, token.end), start: open.start, end: token.end };
+    else if (token.text === '{') return undefined;
+    else if (token.text === '}') return depth <= 0 ? { kind: 'placeholder', text: sql.slice(open.start, token.end), start: open.start, end: token.end } : undefined;
   }
   return undefined;
 }

@@ -40,6 +40,9 @@ export interface BiLimits extends Omit<AdmissionLimits, 'perHolder' | 'perTeam' 
   concurrentQueries: number;
 }
 
+/** The longest statement taken, as a ClickHouse server's default max_query_size. */
+const MAX_QUERY_BYTES = 262_144;
+
 /** The most result a JSON or XML document may carry (uncompressed blocks): larger results stream in another format. */
 export const WHOLE_DOCUMENT_MAX_BYTES = 256 * 1024 ** 2;
 
@@ -75,6 +78,8 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
     if (rate && !rate.allowed) {
       throw new ClickHouseException(201, 'QUOTA_EXCEEDED', `This API key is over its limit of ${rate.rate} requests a second; retry after ${rate.retryAfterSeconds} s`);
     }
+    // As a server's max_query_size: the text is read before the engine sees it, and reading is linear in it.
+    if (Buffer.byteLength(request.sql) > MAX_QUERY_BYTES) throw new ClickHouseException(62, 'SYNTAX_ERROR', `Max query size exceeded (${MAX_QUERY_BYTES} bytes)`);
     const statement = singleStatement(request.sql);
     if (request.database !== undefined && request.database !== this.database) throw accessDenied(`Database ${request.database}`);
     await this.walk.checkFormat(request.format);
@@ -102,12 +107,21 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
           `SET additional_table_filters = {${filters.join(', ')}}`,
           ...settingStatements(settings),
           "SET result_overflow_mode = 'throw'",
+          // The team filter before any condition of the query: a condition moved ahead of it into
+          // PREWHERE, or evaluated on rows the filter drops, could throw with another team's value.
+          'SET optimize_move_to_prewhere = 0',
+          'SET optimize_move_to_prewhere_if_final = 0',
+          'SET query_plan_optimize_prewhere = 0',
+          "SET short_circuit_function_evaluation = 'force_enable'",
+          // Rows and bytes read count other teams' rows in the granules read: no statistics.
+          'SET output_format_write_statistics = 0',
           // Symbols and addresses of the process are none of a tenant's business.
           'SET allow_introspection_functions = 0',
           // Last: from here on the session's settings cannot change.
           'SET readonly = 1',
         ],
         check: (run) => this.walk.check(run, statement),
+        hideReadCounts: true,
         release: place.release,
       };
     } catch (err) {

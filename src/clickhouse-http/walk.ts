@@ -13,6 +13,7 @@
  * Step 5 folds constants and runs scalar subqueries, which is safe only because step 4 passed.
  */
 import {
+  AGGREGATE_BY_NAME,
   AGGREGATE_COMBINATORS,
   AGGREGATE_FUNCTIONS,
   AST_NODES,
@@ -117,12 +118,16 @@ export class StatementWalk {
 
   /**
    * Quoted names with control characters are refused: the engine prints names as they are in the
-   * trees walked here, one node a line, and such a name could pass for a node of its own.
+   * trees walked here, one node a line, and such a name could pass for a node of its own. And
+   * PREWHERE, which the engine evaluates before the team filter.
    */
   private checkNames(all: Token[]): void {
     for (const token of all) {
+      // Raw text and name both: an escape (`\n`) becomes a control character once unquoted.
       // eslint-disable-next-line no-control-regex
-      if (token.kind === 'quoted' && /[\x00-\x1f\x7f]/.test(nameOf(token))) throw accessDenied('A quoted name with control characters');
+      if (token.kind === 'quoted' && /[\x00-\x1f\x7f\\]/.test(token.text + nameOf(token))) throw accessDenied('A quoted name with control characters or escapes');
+      // PREWHERE runs before the team filter, on every team's rows of the granules read.
+      if (isWord(token, 'PREWHERE')) throw accessDenied('PREWHERE (write the condition in WHERE)');
     }
   }
 
@@ -187,16 +192,31 @@ export class StatementWalk {
    * allowed. `tableParts`, for EXISTS and SHOW CREATE: the identifiers that name their table.
    */
   private async walkSyntax(nodes: AstNode[], tableParts: AstNode[] = []): Promise<void> {
-    if (tableParts.length > 0) this.checkNamedTable(tableParts.map((node) => node.text.slice('Identifier '.length)));
+    // A parameter may bind `db.table` as one identifier: its parts are what the engine resolves.
+    if (tableParts.length > 0) this.checkNamedTable(tableParts.flatMap((node) => splitName(node.text.slice('Identifier '.length))));
+    // The nodes above the current one, nearest last.
+    const above: AstNode[] = [];
     for (let i = 0; i < nodes.length; i++) {
       const { depth, kind, text } = nodes[i]!;
+      while (above.length > 0 && above[above.length - 1]!.depth >= depth) above.pop();
+      const parent = above[above.length - 1];
+      above.push(nodes[i]!);
       if (!AST_NODES.has(kind)) throw accessDenied(`This statement (${kind || text})`);
       const table = /^TableIdentifier (\S+)/.exec(text);
       if (table) this.checkNamedTable(splitName(table[1]!));
+      // A type written as text (CAST, parameters) may name an aggregate: AggregateFunction(groupFormat, …).
+      if (kind === 'Literal') for (const named of text.matchAll(/AggregateFunction\(\s*(\w+)/g)) await this.checkFunction(named[1]!);
       const fn = /^Function (\w+)/.exec(text);
       if (!fn) continue;
       const name = fn[1]!;
-      const parent = nodes.slice(0, i).reverse().find((n) => n.depth < depth);
+      if (AGGREGATE_BY_NAME.has(name)) {
+        // arrayReduce('sum', …): the aggregate it runs is its first argument, a string.
+        const first = nodes[i + 1]?.kind === 'ExpressionList' ? nodes[i + 2] : undefined;
+        // The dump comes as TabSeparated, which escapes the quote: Literal \'sum\'.
+        const named = first && first.depth === depth + 2 ? /^Literal \\?'\s*(\w+)/.exec(first.text) : null;
+        if (!named) throw accessDenied(`${name} of an aggregate not written as a string`);
+        await this.checkFunction(named[1]!);
+      }
       if (parent?.kind === 'TableExpression') {
         if (!TABLE_FUNCTIONS.has(name)) throw accessDenied(`Table function ${name}`);
         continue;

@@ -119,7 +119,7 @@ describe('ClickHouse HTTP interface: what a client sees is a 26.7 server', funct
     await rs.json();
   });
 
-  it('a JSON document carries rows_before_limit_at_least and the statistics of its whole run; one past its size bound is refused, a stream is not', async () => {
+  it('a JSON document carries rows_before_limit_at_least of its whole run, and no statistics (rows read count other teams\' rows); one past its size bound is refused, a stream is not', async () => {
     const c = client();
     const doc = await (await c.query({ query: 'SELECT number FROM numbers(1000) WHERE number % 2 = 0 LIMIT 10', format: 'JSON' })).json<{
       rows: number;
@@ -129,9 +129,7 @@ describe('ClickHouse HTTP interface: what a client sees is a 26.7 server', funct
     }>();
     expect(doc.rows).to.equal(10);
     expect(doc.rows_before_limit_at_least).to.be.at.least(10);
-    expect(doc.statistics?.rows_read).to.be.greaterThan(0);
-    expect(doc.statistics?.bytes_read).to.be.greaterThan(0);
-    expect(doc.statistics?.elapsed).to.be.greaterThan(0);
+    expect(doc.statistics, 'statistics').to.equal(undefined);
     // A document is answered whole, so it is bounded (300 MB of result here); the same rows stream in another format.
     const big = "SELECT number, concat(toString(number), repeat('x', 1000)) AS padding FROM numbers(300000)";
     const refused = await c.query({ query: big, format: 'JSON' }).then(

@@ -116,4 +116,14 @@ describe('ClickHouse statement text, as its lexer reads it', () => {
       expect(hasIntoOutfile(no), no).to.equal(false);
     }
   });
+
+  it('reads nested and unclosed placeholders and heredoc tags in time linear in the text', () => {
+    // Each `{a:` was read again inside the one before: 23 of them took 20 s, each one more twice that.
+    expect(tokens(`SELECT ${'{a:'.repeat(26)}`).length).to.be.greaterThan(26);
+    expect(tokens(`SELECT {x:Array(String)} ${'{a:'.repeat(100_000)}`)[1]!.kind).to.equal('placeholder');
+    // Each unclosed `$tN$` searched the rest of the text for its close.
+    const tags = Array.from({ length: 100_000 }, (_, i) => `$t${i}$`).join(' ');
+    expect(tokens(`SELECT ${tags}`).length).to.be.greaterThan(100_000);
+    expect(tokens('SELECT $a$x$b$ y $a$, $b$')[1]).to.include({ kind: 'heredoc', text: '$a$x$b$ y $a$' });
+  });
 });

@@ -144,7 +144,7 @@ describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
     expect((await text('DESCRIBE TABLE events')).map((line) => line.split('\t')[0])).to.include('amount');
     expect(await text('EXISTS TABLE events')).to.deep.equal(['1']);
     expect((await text('SHOW CREATE TABLE events')).join('\n')).to.match(/^CREATE TABLE spendscope\.events/);
-    for (const kind of ['', 'PLAN', 'PLAN header = 1, json = 1', 'AST', 'SYNTAX', 'QUERY TREE']) {
+    for (const kind of ['AST', 'AST graph = 1', 'SYNTAX', 'QUERY TREE']) {
       const explained = await text(`EXPLAIN ${kind} SELECT count() FROM events WHERE agent_id = 'x'`);
       expect(explained.length, kind).to.be.greaterThan(0);
     }
@@ -164,6 +164,8 @@ describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
       'SELECT data_compressed_bytes FROM system.columns',
       'SELECT data_path FROM system.databases',
       'SHOW TABLES WHERE total_rows > 0',
+      'EXPLAIN SELECT count() FROM events',
+      'EXPLAIN PLAN header = 1 SELECT count() FROM events',
       'EXPLAIN indexes = 1 SELECT count() FROM events',
       'EXPLAIN actions = 1 SELECT count() FROM events',
       'EXPLAIN ESTIMATE SELECT count() FROM events',
@@ -173,6 +175,53 @@ describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
     ]) {
       expect(await failure(a, query), query).to.include({ code: '497', type: 'ACCESS_DENIED' });
     }
+    const json = await fetch(`${url}/?default_format=JSON`, { method: 'POST', headers: { 'X-ClickHouse-User': 'x', 'X-ClickHouse-Key': teamA.apiKey }, body: 'SELECT count() FROM events' });
+    expect(JSON.parse(json.headers.get('x-clickhouse-summary')!)).to.include({ read_rows: '0', read_bytes: '0' });
+    expect(await json.json()).not.to.have.property('statistics');
+  });
+
+  it("a condition is evaluated on the team's rows only: an error cannot show another team's values", async () => {
+    // Two teams' records in one loader block, so in one part and one granule.
+    const [mine, theirs] = [await newTeam('bi-oracle-a'), await newTeam('bi-oracle-b')];
+    const now = Date.now();
+    const send = (team: Team, agent: string) =>
+      api().post('/api/v1/events').set(...team.auth).send({ events: Array.from({ length: 5 }, (_, i) => ({ id: `${agent}-${i}`, agent_id: agent, endpoint: 'https://victim.example.com/secret', method: 'POST', amount: '1', created_at: now - i })) }).expect(200);
+    await Promise.all([send(mine, 'oracle-mine'), send(theirs, 'oracle-secret-agent')]);
+    await loadedEvents(mine.teamId);
+    await loadedEvents(theirs.teamId);
+    const a = clientOf(mine.apiKey);
+    for (const query of [
+      "SELECT count() AS n FROM events WHERE toUInt32(if(agent_id = 'oracle-mine', '1', agent_id)) > 0",
+      "SELECT count() AS n FROM events WHERE throwIf(agent_id = 'oracle-secret-agent') = 0",
+      "SELECT count() AS n FROM events WHERE intDiv(1, agent_id = 'oracle-mine') > 0",
+    ]) {
+      const answer = await rows<{ n: string }>(a, query).catch((err: Error) => err);
+      expect(String(answer instanceof Error ? answer.message : JSON.stringify(answer)), query).not.to.include('oracle-secret-agent');
+      expect(answer, query).to.deep.equal([{ n: '5' }]);
+    }
+    expect(await failure(a, "SELECT count() FROM events PREWHERE throwIf(agent_id = 'oracle-secret-agent')")).to.include({ code: '497' });
+  });
+
+  it('aggregates named in strings and types, and table names bound by parameters, are checked as written ones', async () => {
+    const a = clientOf(teamA.apiKey);
+    expect(await rows(a, "SELECT arrayReduce('sumIf', [1, 2, 3], [1, 0, 1]) AS s")).to.deep.equal([{ s: '4' }]);
+    for (const query of [
+      "SELECT arrayReduce('groupFormat(\\'Npy\\')', [1]) AS x",
+      "SELECT initializeAggregation('groupFormat(\\'JSONEachRow\\')', 1) AS x",
+      "SELECT arrayReduce(concat('group', 'Format'), [1]) AS x",
+      "SELECT CAST(NULL AS Nullable(AggregateFunction(groupFormat('Npy'), UInt8))) AS x",
+    ]) {
+      expect(await failure(a, query), query).to.include({ code: '497' });
+    }
+    const bound = await a.query({ query: 'EXISTS TABLE {t:Identifier}', query_params: { t: 'system.processes' }, format: 'JSONEachRow' }).then(
+      () => undefined,
+      (err: { code?: string }) => err,
+    );
+    expect(bound).to.include({ code: '497' });
+    // As a server's max_query_size (256 KiB): read no further.
+    const long = await failure(a, `SELECT '${'x'.repeat(300_000)}' AS s`);
+    expect(long).to.include({ code: '62' });
+    expect(long.message).to.match(/^Max query size exceeded/);
   });
 
   it('a wrong key, or one without read, is an authentication error; a query over its time limit stops', async () => {
