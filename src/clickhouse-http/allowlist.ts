@@ -14,7 +14,7 @@
  * hostName, uptime, roles and profiles, transactions) and sleep.
  */
 
-const names = (list: string) => list.split(/\s+/).filter(Boolean);
+export const names = (list: string) => list.split(/\s+/).filter(Boolean);
 
 /** Aggregate and window functions: over the rows they are given (flameGraph, which symbolises addresses, and groupFormat, which writes through any format, left out). */
 export const AGGREGATE_FUNCTIONS: ReadonlySet<string> = new Set(
@@ -407,9 +407,6 @@ export const SYSTEM_TABLE_COLUMNS: ReadonlyMap<string, ReadonlySet<string> | '*'
   ),
 ]);
 
-/** The system tables a statement may name. */
-export const SYSTEM_TABLES: ReadonlySet<string> = new Set(SYSTEM_TABLE_COLUMNS.keys());
-
 /**
  * Output formats: text, JSON, columnar and binary encodings of the result. Left out: Template
  * (its settings name files), CapnProto and Protobuf (schema files), AvroConfluent (a schema
@@ -468,41 +465,6 @@ export const CLIENT_SETTINGS: ReadonlySet<string> = new Set(
 
 /** Limits a client may lower, never raise: the policy sets each to its own bound first. */
 export const LIMIT_SETTINGS = ['max_execution_time', 'max_result_rows', 'max_result_bytes', 'max_memory_usage', 'max_threads'] as const;
-
-/**
- * Kinds of node of `EXPLAIN AST` that a statement may contain. Each shows every function and
- * table inside it as nodes of its own, so the checks above see them; a kind not listed (APPLY, for
- * one, whose function the dump does not show) is refused.
- */
-export const AST_NODES: ReadonlySet<string> = new Set(
-  names(
-    `SelectWithUnionQuery SelectIntersectExceptQuery SelectQuery ExpressionList Identifier Literal Function Subquery
-     WithElement TablesInSelectQuery TablesInSelectQueryElement TableExpression TableIdentifier TableJoin ArrayJoin
-     Asterisk QualifiedAsterisk ColumnsRegexpMatcher ColumnsListMatcher QualifiedColumnsRegexpMatcher
-     QualifiedColumnsListMatcher ColumnsTransformerList ColumnsExceptTransformer ColumnsReplaceTransformer
-     ColumnsReplaceTransformerReplacement OrderByElement InterpolateElement WindowDefinition WindowListElement Set
-     QueryParameter SampleRatio Alias`,
-  ),
-);
-
-/**
- * Kinds of statement, by the root node of their `EXPLAIN AST`: a query, EXPLAIN of one, the SHOW
- * forms the interface rewrites into queries, and the catalog statements of one named table.
- */
-export const STATEMENT_ROOTS: ReadonlySet<string> = new Set(
-  names('SelectWithUnionQuery SelectIntersectExceptQuery Explain ShowTables ShowColumns DescribeQuery ExistsTableQuery ShowCreateTableQuery ShowCreateViewQuery'),
-);
-
-/**
- * EXPLAIN kinds (the root's text after `Explain EXPLAIN`), and the settings each may take: the
- * query as parsed and analysed. Left out: PLAN (plain EXPLAIN), ESTIMATE and PIPELINE, which show
- * counts of rows, marks, parts, granules or streams of every team's data together.
- */
-export const EXPLAIN_KINDS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
-  ['AST', new Set(names('graph optimize'))],
-  ['SYNTAX', new Set(names('oneline run_query_tree_passes query_tree_passes'))],
-  ['QUERY TREE', new Set(names('run_passes dump_passes passes dump_tree dump_ast'))],
-]);
 
 /** Functions that run an aggregate named in a string argument (their first): that name is checked as a function. */
 export const AGGREGATE_BY_NAME: ReadonlySet<string> = new Set(names('arrayReduce arrayReduceInRanges initializeAggregation'));

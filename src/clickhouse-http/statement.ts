@@ -325,11 +325,11 @@ export function outputFormat(sql: string): string | undefined {
   return formatClause(sql)?.name;
 }
 
-/** The statement without its own FORMAT clause (what EXPLAIN takes), and that clause's text ('' without one). */
-export function splitFormat(sql: string): { body: string; format: string } {
+/** The statement without its own FORMAT clause (what EXPLAIN takes), that clause's text ('' without one) and the format it names. */
+export function splitFormat(sql: string): { body: string; format: string; name?: string } {
   const clause = formatClause(sql);
   if (!clause) return { body: sql, format: '' };
-  return { body: `${sql.slice(0, clause.start)}${sql.slice(clause.end)}`.trim(), format: sql.slice(clause.start, clause.end) };
+  return { body: `${sql.slice(0, clause.start)}${sql.slice(clause.end)}`.trim(), format: sql.slice(clause.start, clause.end), name: clause.name };
 }
 
 /** Whether the words INTO OUTFILE appear as two consecutive words anywhere (a result written to the server's disk). */

@@ -16,13 +16,10 @@ import {
   AGGREGATE_BY_NAME,
   AGGREGATE_COMBINATORS,
   AGGREGATE_FUNCTIONS,
-  AST_NODES,
   CLIENT_SETTINGS,
-  EXPLAIN_KINDS,
   FUNCTIONS,
   LIMIT_SETTINGS,
   OUTPUT_FORMATS,
-  STATEMENT_ROOTS,
   SYSTEM_TABLE_COLUMNS,
   TABLE_FUNCTIONS,
 } from './allowlist.js';
@@ -30,6 +27,7 @@ import type { EngineCatalog } from './catalog.js';
 import { accessDenied, ClickHouseException } from './exception.js';
 import { sqlString } from './protocol.js';
 import { showAsSelect } from './show.js';
+import { AST_NODES, EXPLAIN_KINDS, STATEMENT_ROOTS } from './syntax-allowlist.js';
 import { hasIntoOutfile, isWord, leadingKeyword, nameOf, splitFormat, tokens, type Token } from './statement.js';
 
 /** Runs a statement on the query's session and answers its result as TabSeparated text. */
@@ -87,8 +85,8 @@ export class StatementWalk {
     // Before any EXPLAIN, which would write the file itself.
     if (hasIntoOutfile(canonical)) throw accessDenied('INTO OUTFILE');
     await this.checkSettingsClauses(all);
-    const { body, format } = splitFormat(canonical);
-    if (format) await this.checkFormat(nameOf(tokens(format)[1]!));
+    const { body, format, name } = splitFormat(canonical);
+    if (name !== undefined) await this.checkFormat(name);
     const ast = astNodes(await run(`EXPLAIN AST ${body}`));
     const root = ast[0];
     if (!root || !STATEMENT_ROOTS.has(root.kind)) throw accessDenied(`This statement (${root?.kind || keyword})`);

@@ -4,7 +4,7 @@
  * migration's transaction, and leaves its results in a temporary table; the file's SQL writes them
  * in and drops it. So what a migration changes is still read in its SQL file.
  */
-import { shownUrl } from '../webhooks/shown-url.js';
+import { shownUrl } from '../domain/shown-url.js';
 import { all, run, type Steps } from './sql.js';
 
 export type MigrationStep = () => Steps<void>;

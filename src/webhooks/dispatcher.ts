@@ -7,7 +7,7 @@ import { get, perform, performNow, run, sqliteDatabase, type Database, type Stat
 import { unsyncedTransaction, type Registry } from '../stores/sqlite.js';
 import { onDeliveriesQueued } from './outbox.js';
 import { endpointOf } from './repository.js';
-import { shownUrl } from './shown-url.js';
+import { shownUrl } from '../domain/shown-url.js';
 import { Sender, sharedOutbox, sqliteOutbox, type Attempt, type SenderOptions } from './sender.js';
 
 export { RESPONSE_CAP_BYTES, signatures } from './sender.js';

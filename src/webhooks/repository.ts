@@ -54,7 +54,7 @@ interface EndpointRow {
  * The columns sealed at rest (src/stores/secrets.ts): the signing secrets, and the URL, which may
  * hold credentials (a user and password, a query token; a slack endpoint's path is Slack's token).
  * Each is sealed for its row and column, so a value copied to another endpoint does not open.
- * Elsewhere a URL is stored and shown masked (shown-url.ts).
+ * Elsewhere a URL is stored and shown masked (src/domain/shown-url.ts).
  */
 const SEALED_COLUMNS = ['url', 'secret', 'previous_secret'] as const;
 type SealedColumn = (typeof SEALED_COLUMNS)[number];

@@ -5,7 +5,7 @@ import { defineRoute, type AuthedContext } from '../http/routes.js';
 import { NO_STORE } from '../teams/key-routes.js';
 import { urlProblem } from './address.js';
 import { perform } from '../stores/sql.js';
-import { shownUrl } from './shown-url.js';
+import { shownUrl } from '../domain/shown-url.js';
 import { enqueueEvent } from './outbox.js';
 import {
   createEndpoint,
@@ -28,7 +28,7 @@ import {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-/** An endpoint as the API shows it: never its secret (that is added once, at creation or rotation), its URL masked (shown-url.ts). */
+/** An endpoint as the API shows it: never its secret (that is added once, at creation or rotation), its URL masked (src/domain/shown-url.ts). */
 const toBody = (e: WebhookEndpoint) => ({
   id: e.id,
   url: shownUrl(e.url, e.format),

@@ -8,7 +8,7 @@
  *   a slack path     https://hooks.slack.com/***   (format slack, or a Slack host in any format)
  *
  * The rest is the URL as parsed (host lowercased, default port dropped). Masking a masked URL gives
- * it back unchanged, so every place shows one form. It imports nothing of the project: the
+ * it back unchanged, so every place shows one form. Domain: it imports nothing of the project, so the
  * migration that rewrites stored URLs (src/stores/migration-steps.ts) uses it too.
  */
 
