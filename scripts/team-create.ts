@@ -1,22 +1,22 @@
 /**
  * npm run team:create -- --name <name> [--init]
- * Creates a team with its first API key and prints {"id", "name", "apiKey"} as JSON on stdout, and
- * on stderr the DATA_DIR it used. Without --init it refuses a DATA_DIR where no server has run: a
- * key made in a new, empty registry looks valid and is refused by the server that uses another.
- * It touches only the SQLite registry (WAL), so it works while the server runs; the server sees the
- * new key on its next request, because keys are looked up per request.
+ * Creates a team with its first admin key where the service's configuration keeps teams: in
+ * PostgreSQL with DATABASE_URL (every instance takes the key at once), else in the SQLite registry
+ * under DATA_DIR (the running server takes it from its next request). Prints {"id", "name",
+ * "apiKey"} as JSON on stdout, and on stderr where it wrote. Recorded in the operator audit log.
+ * Without --init it refuses a DATA_DIR where no server has run: a key made in a new, empty
+ * registry looks valid and is refused by the server that uses another; --init with DATABASE_URL
+ * is refused, since PostgreSQL needs no such thing.
  */
-import fs from 'node:fs';
-import path from 'node:path';
+import crypto from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { SCHEMA_DIR } from '../src/paths.js';
-import { MigrationError, migrateRegistry } from '../src/stores/migrations.js';
-import { openRegistry } from '../src/stores/sqlite.js';
-import { createTeam, TeamNameTaken } from '../src/teams/repository.js';
-import { sqliteDatabase } from '../src/stores/sql.js';
+import { provisionTeam } from '../src/operator/repository.js';
+import { openToolRegistry, RegistryNotFound } from '../src/stores/open.js';
+import { MigrationError } from '../src/stores/migrations.js';
+import { teamNameProblem, TeamNameTaken } from '../src/teams/repository.js';
 
-const USAGE = 'usage: npm run team:create -- --name <name> [--init]   (name: 1 to 64 characters; --init: create the registry if DATA_DIR has none)';
+const USAGE = 'usage: npm run team:create -- --name <name> [--init]   (name: 1 to 64 characters; --init: create the SQLite registry if DATA_DIR has none)';
 
 function fail(message: string, code: number): never {
   process.stderr.write(`team:create: ${message}\n`);
@@ -32,28 +32,19 @@ try {
 } catch (err) {
   fail(`${(err as Error).message}\n${USAGE}`, 2);
 }
-if (!name || name.length > 64 || /[\u0000-\u001f]/.test(name)) fail(USAGE, 2);
+const problem = teamNameProblem(name);
+if (problem) fail(`--name ${problem}\n${USAGE}`, 2);
 
 try {
-  const config = loadConfig();
-  const file = path.join(config.dataDir, 'registry.db');
-  if (!fs.existsSync(file) && !init) {
-    fail(
-      `no registry in DATA_DIR=${config.dataDir} (no ${file}): no server has run with this DATA_DIR.\n` +
-        'Set DATA_DIR to the directory your server uses, or pass --init to create a new registry here.',
-      1,
-    );
-  }
-  process.stderr.write(`team:create: DATA_DIR=${config.dataDir}${fs.existsSync(file) ? '' : ' (new registry, --init)'}\n`);
-  const registry = openRegistry(config.dataDir);
+  const registry = await openToolRegistry(loadConfig(), { init });
   try {
-    migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
-    const { team, key } = await createTeam(sqliteDatabase(registry), name);
+    process.stderr.write(`team:create: ${registry.where}\n`);
+    const { team, key } = await provisionTeam(registry.db, name, { actor: 'team_create_cli', requestId: `cli_${crypto.randomUUID()}` });
     process.stdout.write(`${JSON.stringify({ id: team.id, name: team.name, apiKey: key.apiKey })}\n`);
   } finally {
-    registry.close();
+    await registry.close();
   }
 } catch (err) {
-  if (err instanceof TeamNameTaken || err instanceof ConfigError || err instanceof MigrationError) fail(err.message, 1);
+  if (err instanceof TeamNameTaken || err instanceof ConfigError || err instanceof MigrationError || err instanceof RegistryNotFound) fail(err.message, 1);
   throw err;
 }

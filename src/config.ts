@@ -1,4 +1,5 @@
 import { LOG_FORMATS, type LogFormat } from './http/log-format.js';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,6 +34,11 @@ export interface Config {
    * it; bootstrapDefaultTeam takes it out of here, so the long-lived config never holds it.
    */
   bootstrapApiKey: { key: string; variable: string } | undefined;
+  /**
+   * The operator key (OPERATOR_API_KEY_FILE, or OPERATOR_API_KEY), kept only as its SHA-256: the
+   * service owner's key for /api/v1/operator, apart from every team. Undefined: those routes are 404.
+   */
+  operatorKeyHash: Buffer | undefined;
   /** The keys of the secrets at rest (webhook secrets); openSecretBox takes them out of here. */
   secretsKeys: SecretsKeys;
   maxBodyBytes: number;
@@ -170,7 +176,7 @@ type Env = Record<string, string | undefined>;
  * The variables that carry credentials, each also given as the path of a file holding it (NAME_FILE):
  * read once, then taken out of the environment (and, by main.ts, out of the kernel's copy of it).
  */
-export const CREDENTIAL_VARIABLES = ['BOOTSTRAP_API_KEY', 'SECRETS_KEY', 'SECRETS_KEY_PREVIOUS', 'CLICKHOUSE_URL', 'CLICKHOUSE_PASSWORD', 'DATABASE_URL'] as const;
+export const CREDENTIAL_VARIABLES = ['BOOTSTRAP_API_KEY', 'OPERATOR_API_KEY', 'SECRETS_KEY', 'SECRETS_KEY_PREVIOUS', 'CLICKHOUSE_URL', 'CLICKHOUSE_PASSWORD', 'DATABASE_URL'] as const;
 type CredentialVariable = (typeof CREDENTIAL_VARIABLES)[number];
 
 /**
@@ -368,6 +374,12 @@ export function loadConfig(env: Env = process.env): Config {
   if (bootstrap && (bootstrap.value.length < 16 || bootstrap.value.length > 256 || /\s/.test(bootstrap.value))) {
     problems.push(`${bootstrap.variable}: must be 16 to 256 characters without spaces`);
   }
+  const operator = credential('OPERATOR_API_KEY');
+  // It reaches every team's standing: a long random value, as `openssl rand -hex 32` makes.
+  if (operator && (operator.value.length < 32 || operator.value.length > 256 || /\s/.test(operator.value))) {
+    problems.push(`${operator.variable}: must be 32 to 256 characters without spaces (openssl rand -hex 32)`);
+  }
+  if (operator && bootstrap && operator.value === bootstrap.value) problems.push(`${operator.variable}: must differ from ${bootstrap.variable}`);
   const secretsKey = (name: 'SECRETS_KEY' | 'SECRETS_KEY_PREVIOUS'): SecretsKey | undefined => {
     const given = credential(name);
     const bytes = given && parseKey(given.value);
@@ -459,6 +471,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     logFormat,
     bootstrapApiKey: bootstrap && { key: bootstrap.value, variable: bootstrap.variable },
+    operatorKeyHash: operator && crypto.createHash('sha256').update(operator.value).digest(),
     secretsKeys,
     maxBodyBytes,
     corsOrigins,

@@ -10,6 +10,7 @@ import { healthRoutes } from './health/routes.js';
 import type { RouteSpec } from './http/routes.js';
 import { ingestRoutes } from './ingest/routes.js';
 import { metricsRoute } from './metrics/routes.js';
+import { operatorRoutes } from './operator/routes.js';
 import { policyRoutes } from './policies/routes.js';
 import { teamRoutes } from './teams/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
@@ -29,5 +30,6 @@ export const ROUTES: readonly RouteSpec[] = [
   ...analyticsRoutes,
   ...auditLogRoutes,
   ...webhookRoutes,
+  ...operatorRoutes,
   openApiRoute(() => ROUTES),
 ];

@@ -13,7 +13,7 @@
  * without introspection functions.
  */
 import type { Database } from '../stores/sql.js';
-import { allows } from '../http/auth.js';
+import { allows, TEAM_SUSPENDED_MESSAGE } from '../http/auth.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import { findKeyOwner } from '../teams/repository.js';
 import { BiAdmission, type AdmissionLimits } from './admission.js';
@@ -73,6 +73,8 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
     if (!owner || !allows(owner, 'read')) {
       throw new ClickHouseException(516, 'AUTHENTICATION_FAILED', `${request.credentials.user}: Authentication failed: password is incorrect, or the key lacks the read scope`);
     }
+    // ACCESS_DENIED is a 403, as the REST answer; the message carries the REST code for scripts that read both.
+    if (owner.suspended) throw new ClickHouseException(497, 'ACCESS_DENIED', `team_suspended: ${TEAM_SUSPENDED_MESSAGE}`);
     // One query is one request of the key's holder, in the bucket its HTTP requests draw on.
     const rate = await this.limiter.take(owner.holderId, 'requests', owner.rates, 1);
     if (rate && !rate.allowed) {

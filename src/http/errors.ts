@@ -9,6 +9,7 @@ export const ERROR_STATUS = {
   validation_failed: 400,
   unauthorized: 401,
   forbidden: 403,
+  team_suspended: 403,
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,

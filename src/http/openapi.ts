@@ -8,10 +8,13 @@ type Json = Record<string, unknown>;
 function standardErrors(spec: RouteSpec): Record<number, string> {
   const errors: Record<number, string> = {};
   if (spec.body || spec.query) errors[400] = 'Invalid JSON or a field failed validation; `details` names each field';
-  if (!spec.public) errors[401] = 'Missing, unknown, revoked or expired API key';
+  if (spec.operator) errors[401] = 'Missing or wrong operator key';
+  else if (!spec.public) errors[401] = 'Missing, unknown, revoked or expired API key';
   const scope = scopeOf(spec);
-  if (scope && scope !== 'any') errors[403] = `The key lacks the "${scope}" scope (code forbidden)`;
-  if (!spec.public) {
+  if (scope && scope !== 'any') errors[403] = `The key lacks the "${scope}" scope, or its team is suspended (codes forbidden, team_suspended)`;
+  else if (scope === 'any') errors[403] = "The key's team is suspended (code team_suspended)";
+  if (spec.operator) errors[429] = 'The operator key is over its requests-a-second limit (code rate_limited); Retry-After says when to send again';
+  else if (!spec.public) {
     errors[429] = spec.batchField
       ? "The key is over its records-a-second limit (code rate_limited); Retry-After says when to send again"
       : "The key is over its requests-a-second limit (code rate_limited); Retry-After says when to send again";
@@ -124,7 +127,7 @@ function operation(spec: RouteSpec, schemas: SchemaRegistry): Json {
     ...(spec.description ? { description: spec.description } : {}),
     tags: [spec.tag],
     // OpenAPI 3.1 lets a bearer requirement list the roles it needs: here, the key's scope.
-    security: spec.public ? [] : [{ bearerAuth: scopeOf(spec) === 'any' ? [] : [scopeOf(spec)] }],
+    security: spec.public ? [] : spec.operator ? [{ operatorAuth: [] }] : [{ bearerAuth: scopeOf(spec) === 'any' ? [] : [scopeOf(spec)] }],
     ...(parameters.length ? { parameters } : {}),
     ...(spec.body
       ? {
@@ -220,7 +223,16 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], schemas: Sche
           scheme: 'bearer',
           description:
             'Authorization: Bearer <API key>. Each key has scopes: ingest (send records), read (every GET and the ' +
-            "SDK's queries), admin (everything). Each operation lists the scope it needs; a key without it gets 403 forbidden.",
+            "SDK's queries), admin (everything). Each operation lists the scope it needs; a key without it gets 403 forbidden. " +
+            'The keys of a team the operator suspended get 403 team_suspended.',
+        },
+        operatorAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            "Authorization: Bearer <operator key>: the service owner's key (OPERATOR_API_KEY_FILE), for the operator routes only. " +
+            'It reads no team\'s records and acts as no team; team keys are refused on these routes. Without an operator key ' +
+            'configured, the operator routes answer 404.',
         },
       },
       schemas: components,

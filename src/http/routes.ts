@@ -11,9 +11,10 @@ import type { EventStore } from '../stores/clickhouse.js';
 import type { SecretBox } from '../stores/secrets.js';
 import type { Database } from '../stores/sql.js';
 import type { KeyOwner, Scope } from '../teams/repository.js';
-import { limitRecords, limitRequests, precheckRecords } from '../limits/http.js';
+import { limitOperatorRequests, limitRecords, limitRequests, precheckRecords } from '../limits/http.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import { authenticate, requireScope } from './auth.js';
+import { authenticateOperator } from './operator-auth.js';
 import { checkBodyShape, hasNul, isPlainBody, NUL_REFUSED, scanBodyShape } from './body-shape.js';
 import { ApiError, allowedMethods, methodNotAllowed } from './errors.js';
 import { sendJson, sendText, setHeaders } from './respond.js';
@@ -129,6 +130,7 @@ interface RouteSpecBase {
 
 export interface AuthedRouteSpec<Body = unknown, Query = unknown> extends RouteSpecBase {
   public?: false;
+  operator?: false;
   /** The scope a key needs: by default `read` for GET and `admin` for changes; `any`: every key. */
   scope?: Scope | 'any';
   /**
@@ -142,14 +144,30 @@ export interface AuthedRouteSpec<Body = unknown, Query = unknown> extends RouteS
 
 export interface PublicRouteSpec<Body = unknown, Query = unknown> extends RouteSpecBase {
   public: true;
+  operator?: false;
   handler: (ctx: PublicContext<Body, Query>) => Promise<RouteResult> | RouteResult;
 }
 
-export type RouteSpec = AuthedRouteSpec<any, any> | PublicRouteSpec<any, any>;
+/**
+ * A route of the service's operator (OPERATOR_API_KEY_FILE), apart from every team: its handler
+ * sees no team. Not mounted, so a 404 like any unknown path, when no operator key is configured.
+ */
+export interface OperatorRouteSpec<Body = unknown, Query = unknown> extends RouteSpecBase {
+  public?: false;
+  operator: true;
+  handler: (ctx: PublicContext<Body, Query>) => Promise<RouteResult> | RouteResult;
+}
+
+export type RouteSpec = AuthedRouteSpec<any, any> | PublicRouteSpec<any, any> | OperatorRouteSpec<any, any>;
 
 /** Declares a route that needs an API key; the handler sees the key's team. */
 export function defineRoute<Body = unknown, Query = unknown>(spec: AuthedRouteSpec<Body, Query>): RouteSpec {
   return spec;
+}
+
+/** Declares a route of the operator key. */
+export function defineOperatorRoute<Body = unknown, Query = unknown>(spec: Omit<OperatorRouteSpec<Body, Query>, 'operator'>): RouteSpec {
+  return { ...spec, operator: true };
 }
 
 /** Declares a route anyone may call (health). */
@@ -177,21 +195,25 @@ export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: Ap
   const limiter = deps.rateLimiter;
   // The raw bytes are scanned for the shape limits before JSON.parse builds anything (body-shape.ts).
   const json = express.json({ limit: deps.config.maxBodyBytes, type: (req) => jsonBody(req) === true, verify: scanBodyShape });
+  const operatorKey = deps.config.operatorKeyHash;
+  const operatorAuth = operatorKey && authenticateOperator(operatorKey);
   for (const specs of byPath.values()) {
     const first = specs[0]!;
+    if (first.operator && !operatorAuth) continue;
     for (const prefix of first.prefixes ?? API_PREFIXES) {
       const route = app.route(prefix + first.path);
       for (const spec of specs) {
         // Limits come right after the key is known, so every answer of a limited route (a 403 or
         // a 400 too) carries its RateLimit headers; a batch is counted once its body is parsed.
         const chain: RequestHandler[] = [];
-        if (!spec.public) {
+        if (spec.operator) chain.push(operatorAuth!, limitOperatorRequests(limiter, deps.metrics));
+        else if (!spec.public) {
           chain.push(auth);
           chain.push(spec.batchField ? precheckRecords(limiter, deps.metrics) : limitRequests(limiter, deps.metrics));
           chain.push(requireScope(scopeOf(spec)!));
         }
-        if (spec.body) chain.push(requireJson(spec), json, checkBodyShape(spec.public ? undefined : spec.batchField));
-        if (!spec.public && spec.batchField) chain.push(limitRecords(limiter, deps.metrics, spec.batchField));
+        if (spec.body) chain.push(requireJson(spec), json, checkBodyShape(spec.public || spec.operator ? undefined : spec.batchField));
+        if (!spec.public && !spec.operator && spec.batchField) chain.push(limitRecords(limiter, deps.metrics, spec.batchField));
         chain.push(runHandler(spec, deps, options));
         route[spec.method](...chain);
         if (isFixedPath(first.path)) lane?.add(spec.method, prefix + first.path, chain);
@@ -205,7 +227,7 @@ export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: Ap
 
 /** The scope a route needs. */
 export function scopeOf(spec: RouteSpec): Scope | 'any' | undefined {
-  if (spec.public) return undefined;
+  if (spec.public || spec.operator) return undefined;
   return spec.scope ?? (spec.method === 'get' ? 'read' : 'admin');
 }
 

@@ -63,12 +63,17 @@ function refundOn503(res: Response, limiter: RateLimiter, holderId: string, kind
   } as Response['writeHead'];
 }
 
+/** Whose buckets a request draws on: a key's holder, or the operator. */
+type RateHolder = Pick<KeyOwner, 'holderId' | 'rates'>;
+
+/** The operator's bucket: the default rate of requests, apart from every team's. */
+const OPERATOR: RateHolder = { holderId: 'operator', rates: { requestsPerSecond: null, recordsPerSecond: null } };
+
 /**
  * Takes `cost` tokens, answers 429 when refused, and gives them back if the answer is a 503; then
  * calls `next`. At once with one instance; once the lease is in with a shared bucket.
  */
-function take(res: Response, limiter: RateLimiter, metrics: Metrics, kind: LimitKind, cost: number, next: NextFunction): void {
-  const owner = res.locals.team as KeyOwner;
+function take(res: Response, limiter: RateLimiter, metrics: Metrics, kind: LimitKind, cost: number, next: NextFunction, owner: RateHolder = res.locals.team as KeyOwner): void {
   const settle = (outcome: LimitOutcome | undefined) => {
     answer(res, outcome, metrics);
     if (outcome?.allowed) refundOn503(res, limiter, owner.holderId, kind, owner.rates, cost);
@@ -100,6 +105,11 @@ function whenKnown(outcome: LimitOutcome | undefined | Promise<LimitOutcome | un
  */
 export function limitRequests(limiter: RateLimiter, metrics: Metrics): RequestHandler {
   return (_req, res, next) => take(res, limiter, metrics, 'requests', 1, next);
+}
+
+/** The operator routes: one token of the operator's requests bucket per request. */
+export function limitOperatorRequests(limiter: RateLimiter, metrics: Metrics): RequestHandler {
+  return (_req, res, next) => take(res, limiter, metrics, 'requests', 1, next, OPERATOR);
 }
 
 /** Refuses, before the body is read, when the bucket of this kind is empty: no cost could be admitted. */

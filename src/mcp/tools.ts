@@ -44,7 +44,7 @@ const authorizationId = { authorization_id: 'id' };
 const reads: ToolAnnotations = { readOnlyHint: true, openWorldHint: false };
 
 const authed = (spec: RouteSpec): AuthedRouteSpec<any, any> => {
-  if (spec.public) throw new Error(`${spec.operationId} is public: a tool calls routes that need a key`);
+  if (spec.public || spec.operator) throw new Error(`${spec.operationId} is not a team route: a tool calls routes of a team key`);
   return spec;
 };
 

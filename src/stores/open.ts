@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config, SharedDatabaseConfig } from '../config.js';
@@ -6,7 +7,7 @@ import { createEventStore, ensureDatabase, type EventStore } from './clickhouse.
 import { migrateEventStore, migrateRegistry, migrateSharedStore } from './migrations.js';
 import { openSharedStore, withConnection, type SharedStore } from './postgres.js';
 import { applyRetention } from './retention.js';
-import { postgresDatabase, type Database } from './sql.js';
+import { postgresDatabase, sqliteDatabase, type Database } from './sql.js';
 import { openRegistry, type Registry } from './sqlite.js';
 
 export interface EventStores {
@@ -84,4 +85,57 @@ async function openEventStores(config: Config, logger: Logger): Promise<EventSto
     await loaderEvents?.close().catch(() => undefined);
     throw err;
   }
+}
+
+/** The registry a tool works on (npm run team:create), wherever the service keeps it. */
+export interface ToolRegistry {
+  db: Database;
+  /** Where it is, for the tool to say: the SQLite file, or PostgreSQL's host and database (no credentials). */
+  where: string;
+  close(): Promise<void>;
+}
+
+/** A tool was asked to do what the configuration does not allow; its message says what to do instead. */
+export class RegistryNotFound extends Error {}
+
+/**
+ * Opens the registry the service's configuration names, migrated: PostgreSQL with DATABASE_URL
+ * (under the migrations' advisory lock, as instances starting together), else the SQLite file
+ * under DATA_DIR, which must exist unless `init` (a key made in a registry no server reads would
+ * be refused everywhere).
+ */
+export async function openToolRegistry(config: Config, options: { init: boolean }): Promise<ToolRegistry> {
+  if (config.database) {
+    if (options.init) {
+      throw new RegistryNotFound(
+        '--init creates a SQLite registry under DATA_DIR; with DATABASE_URL the registry is PostgreSQL, which the instances migrate (and this does too): drop --init',
+      );
+    }
+    const url = new URL(config.database.url);
+    const pool = openSharedStore(config.database.url, { max: 2 });
+    try {
+      await migrateSharedStore(pool, path.join(SCHEMA_DIR, 'postgres'));
+    } catch (err) {
+      await pool.end().catch(() => {});
+      throw err;
+    }
+    return { db: postgresDatabase(pool), where: `PostgreSQL ${url.host}${url.pathname}`, close: () => pool.end() };
+  }
+  const file = path.join(config.dataDir, 'registry.db');
+  const exists = fs.existsSync(file);
+  if (!exists && !options.init) {
+    throw new RegistryNotFound(
+      `no registry in DATA_DIR=${config.dataDir} (no ${file}): no server has run with this DATA_DIR.\n` +
+        'Set DATA_DIR to the directory your server uses (or DATABASE_URL to its PostgreSQL), or pass --init to create a new registry here.',
+    );
+  }
+  const registry = openRegistry(config.dataDir);
+  try {
+    migrateRegistry(registry, path.join(SCHEMA_DIR, 'sqlite'));
+  } catch (err) {
+    registry.close();
+    throw err;
+  }
+  const db = sqliteDatabase(registry);
+  return { db, where: `DATA_DIR=${config.dataDir}${exists ? '' : ' (new registry, --init)'}`, close: () => db.close() };
 }

@@ -8,6 +8,20 @@ export interface Team {
   id: string;
   name: string;
   createdAt: number;
+  /** When the operator suspended it (its keys are refused, its records kept); null: active. */
+  suspendedAt: number | null;
+}
+
+/** Team names: 1 to 64 characters once trimmed, no control characters; unique per installation. */
+export const TEAM_NAME_MAX = 64;
+
+/** What is wrong with a team name (already trimmed), or undefined when it is a good one. */
+export function teamNameProblem(name: string): string | undefined {
+  if (name.length === 0) return 'must not be empty';
+  if ([...name].length > TEAM_NAME_MAX) return `must be at most ${TEAM_NAME_MAX} characters`;
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(name)) return 'must not hold control characters';
+  return undefined;
 }
 
 /**
@@ -33,6 +47,8 @@ export interface KeyOwner {
   scopes: Scope[];
   /** The key's own rate limits (null: the service's defaults). */
   rates: KeyRates;
+  /** The operator suspended the team: every interface answers its keys 403 team_suspended. */
+  suspended: boolean;
 }
 
 /** A key as shown once to its creator. */
@@ -76,13 +92,21 @@ export class TeamNameTaken extends Error {
   }
 }
 
-interface TeamRow {
+export interface TeamRow {
   id: string;
   name: string;
   created_at: number;
+  suspended_at: number | null;
 }
 
-const toTeam = (row: TeamRow): Team => ({ id: row.id, name: row.name, createdAt: row.created_at });
+export const TEAM_COLUMNS = 'id, name, created_at, suspended_at';
+
+export const toTeam = (row: TeamRow): Team => ({
+  id: row.id,
+  name: row.name,
+  createdAt: Number(row.created_at),
+  suspendedAt: row.suspended_at === null ? null : Number(row.suspended_at),
+});
 
 /**
  * On PostgreSQL, locks the team's row until the transaction ends, so instances counting what the
@@ -99,7 +123,7 @@ export async function countTeams(sql: Sql): Promise<number> {
 }
 
 export async function findTeam(sql: Sql, teamId: string): Promise<Team | undefined> {
-  const row = await sql.get<TeamRow>('SELECT id, name, created_at FROM teams WHERE id = ?', [teamId]);
+  const row = await sql.get<TeamRow>(`SELECT ${TEAM_COLUMNS} FROM teams WHERE id = ?`, [teamId]);
   return row && toTeam(row);
 }
 
@@ -190,14 +214,24 @@ export async function touchKey(sql: Sql, keyId: string, at: number): Promise<voi
   await sql.run('UPDATE api_keys SET last_used_at = ? WHERE id = ?', [at, keyId]);
 }
 
-/** Creates a team and its first key (generated unless given). Throws TeamNameTaken. */
-export async function createTeam(db: Database, name: string, apiKey = generateApiKey()): Promise<{ team: Team; key: IssuedKey }> {
+/**
+ * Creates a team and its first key (generated unless given). Throws TeamNameTaken. `alongside`
+ * runs in the same transaction (the operator audit log's record of it).
+ */
+export async function createTeam(
+  db: Database,
+  name: string,
+  apiKey = generateApiKey(),
+  alongside?: (sql: Sql, team: Team) => Promise<void>,
+): Promise<{ team: Team; key: IssuedKey }> {
   try {
     return await db.transaction(async (sql) => {
       if (await sql.get('SELECT 1 AS taken FROM teams WHERE name = ?', [name])) throw new TeamNameTaken(name);
-      const team: Team = { id: newId('team'), name, createdAt: Date.now() };
+      const team: Team = { id: newId('team'), name, createdAt: Date.now(), suspendedAt: null };
       await sql.run('INSERT INTO teams (id, name, created_at) VALUES (?, ?, ?)', [team.id, team.name, team.createdAt]);
-      return { team, key: await insertKey(sql, team.id, apiKey, team.createdAt, FIRST_KEY) };
+      const key = await insertKey(sql, team.id, apiKey, team.createdAt, FIRST_KEY);
+      await alongside?.(sql, team);
+      return { team, key };
     });
   } catch (err) {
     // Two creations of one name at once on PostgreSQL: the second meets the unique index.
@@ -217,8 +251,8 @@ interface KeyOwnerCache {
 const keyOwnerCaches = new WeakMap<object, KeyOwnerCache>();
 const MAX_CACHED_KEYS = 10_000;
 
-/** Forgets the keys found so far once a change to keys made through this database commits. */
-function keysChanged(sql: Sql): void {
+/** Forgets the keys found so far once a change to keys (or to their team's suspension) made through this database commits. */
+export function keysChanged(sql: Sql): void {
   sql.afterCommit(() => keyOwnerCaches.get(sql.origin)?.entries.clear());
 }
 
@@ -243,7 +277,18 @@ function dataVersionOf(db: Registry): number {
 }
 const dataVersions = new WeakMap<Registry, { statement: Statement<[], number>; version: number | undefined }>();
 
-type OwnerRow = { keyId: string; keyName: string; holderId: string; scopes: string; requests_per_second: number | null; records_per_second: number | null; expires_at: number | null; teamId: string; teamName: string };
+type OwnerRow = {
+  keyId: string;
+  keyName: string;
+  holderId: string;
+  scopes: string;
+  requests_per_second: number | null;
+  records_per_second: number | null;
+  expires_at: number | null;
+  teamId: string;
+  teamName: string;
+  suspended_at: number | null;
+};
 
 /**
  * Finds the team of a presented key. On SQLite, found keys are kept in memory, and a revoked or
@@ -270,7 +315,7 @@ export async function findKeyOwner(sql: Sql, apiKey: string, now = Date.now()): 
     // coalesce: a row inserted by an older build (its team CLI) after migration 015 has no holder yet, and is its own.
     const row = await sql.get<OwnerRow>(
       `SELECT k.id AS "keyId", k.name AS "keyName", coalesce(k.holder_id, k.id) AS "holderId", k.scopes, k.requests_per_second, k.records_per_second,
-              k.expires_at, t.id AS "teamId", t.name AS "teamName"
+              k.expires_at, t.id AS "teamId", t.name AS "teamName", t.suspended_at
          FROM api_keys k JOIN teams t ON t.id = k.team_id
         WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
       [hash],
@@ -286,6 +331,7 @@ export async function findKeyOwner(sql: Sql, apiKey: string, now = Date.now()): 
         holderId: row.holderId,
         scopes: parseScopes(row.scopes),
         rates: { requestsPerSecond: row.requests_per_second, recordsPerSecond: row.records_per_second },
+        suspended: row.suspended_at !== null,
       },
       expiresAt: row.expires_at,
     };
