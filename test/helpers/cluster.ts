@@ -11,6 +11,8 @@ import { startService, tempDir, type RunningService } from './processes.js';
 export interface Cluster {
   key: string;
   databaseUrl: string;
+  /** The environment every instance shares (a tool run beside them, such as team:create, takes it too). */
+  env: Record<string, string>;
   instances: RunningService[];
   /** The ClickHouse server the instances share (a test may stop it and resume it). */
   clickhouse: TestClickHouseServer;
@@ -44,6 +46,7 @@ export async function startCluster(label: string, count: number, extra: Record<s
   return {
     key,
     databaseUrl,
+    env,
     instances,
     clickhouse,
     start,

@@ -2,6 +2,7 @@
 import { expect } from 'chai';
 import fs from 'node:fs';
 import path from 'node:path';
+import { listOperatorActions } from '../../src/operator/repository.js';
 import { PROJECT_ROOT } from '../../src/paths.js';
 import { api, newTeam, testEnv } from '../helpers/context.js';
 import { run, tempDir } from '../helpers/processes.js';
@@ -23,6 +24,10 @@ describe('team:create CLI', function () {
     const res = await api().get('/api/v1/team').set('Authorization', `Bearer ${created.apiKey}`).expect(200);
     expect(res.body.id).to.equal(created.id);
     expect(res.body.id).not.to.equal(other.teamId);
+    // In the operator audit log, as made by the CLI.
+    const logged = await listOperatorActions(testEnv().deps.db, { limit: 5, teamId: created.id });
+    expect(logged.map((a) => [a.actor, a.action])).to.deep.equal([['team_create_cli', 'team.create']]);
+    expect(logged[0]!.changes.name).to.deep.equal({ before: null, after: name });
   });
 
   it('works exactly as docs/api.md writes it: npm run team:create -- --name <name>', async () => {
