@@ -262,6 +262,19 @@ describe('config', () => {
       expect(() => loadConfig({ BOOTSTRAP_API_KEY_FILE: secretFile('short\n') })).to.throw(ConfigError, /BOOTSTRAP_API_KEY_FILE: must be 16 to 256 characters/);
     });
 
+    it('OPERATOR_API_KEY_FILE: only the SHA-256 of the key is kept; a short key, one with spaces, or the bootstrap key itself are refused', () => {
+      const key = crypto.randomBytes(32).toString('hex');
+      const env: Record<string, string | undefined> = { OPERATOR_API_KEY_FILE: secretFile(`${key}\n`) };
+      const config = loadConfig(env);
+      expect(config.operatorKeyHash).to.deep.equal(crypto.createHash('sha256').update(key).digest());
+      expect(JSON.stringify(config)).not.to.include(key);
+      expect(env).to.deep.equal({}, 'taken out of the environment');
+      expect(loadConfig({}).operatorKeyHash).to.equal(undefined);
+      expect(() => loadConfig({ OPERATOR_API_KEY: 'x'.repeat(31) })).to.throw(ConfigError, /OPERATOR_API_KEY: must be 32 to 256 characters without spaces/);
+      expect(() => loadConfig({ OPERATOR_API_KEY_FILE: secretFile(`${key.slice(0, 20)} ${key}`) })).to.throw(ConfigError, /OPERATOR_API_KEY_FILE: must be 32 to 256/);
+      expect(() => loadConfig({ OPERATOR_API_KEY: key, BOOTSTRAP_API_KEY: key })).to.throw(ConfigError, /OPERATOR_API_KEY: must differ from BOOTSTRAP_API_KEY/);
+    });
+
     it('SECRETS_KEY and SECRETS_KEY_PREVIOUS, or their _FILE: base64 of 32 bytes, errors naming the variable', () => {
       const current = crypto.randomBytes(32);
       const previous = crypto.randomBytes(32);

@@ -22,6 +22,7 @@
  * install does; here both run on free ports, substituted in the commands and back in the answers.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -58,6 +59,8 @@ export interface Install {
   dataDir: string;
   /** The bootstrap team's admin key (the README's tour uses it, as a first start would). */
   key: string;
+  /** The operator key (OPERATOR_API_KEY_FILE), as $OPERATOR_KEY in every page's commands. */
+  operatorKey: string;
   /** A new team with its admin key, so each page starts from nothing. */
   newTeam(name: string): Promise<string>;
   stop(): Promise<void>;
@@ -180,6 +183,7 @@ export function comparable(text: string, ignore: string[] = []): string {
   let out = text
     .replace(/\b(team|key|pol|alr|auth|dlv|evt|whk)_[0-9a-z]{20,}/g, '$1_<id>')
     .replace(/\bchg_[0-9A-Za-z_-]{8,}/g, 'chg_<id>')
+    .replace(/\bopa_[0-9A-Za-z_-]{8,}/g, 'opa_<id>')
     .replace(/\bss_[A-Za-z0-9_-]{7,}/g, 'ss_<key>')
     .replace(/\bwhsec_[A-Za-z0-9+/=]+/g, 'whsec_<secret>')
     .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z/g, '<time>')
@@ -255,6 +259,7 @@ export async function runFile(file: string, install: Install, key: string): Prom
     HOME: process.env.HOME,
     LANG: 'C.UTF-8',
     KEY: key,
+    OPERATOR_KEY: install.operatorKey,
     RECEIVER_PORT: String(receiverPort),
     ...vars,
   });
@@ -373,6 +378,10 @@ export function documentedFiles(root = PROJECT_ROOT): string[] {
 export async function startInstall(): Promise<Install> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-docs-'));
   const key = `ss_docs_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
+  const operatorKey = crypto.randomBytes(32).toString('hex');
+  // Beside the data directory, as a secret file of the deployment would be.
+  const operatorKeyFile = `${dataDir}.operator-key`;
+  fs.writeFileSync(operatorKeyFile, `${operatorKey}\n`, { mode: 0o600 });
   const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/main.js')], {
     cwd: PROJECT_ROOT,
     env: {
@@ -383,6 +392,7 @@ export async function startInstall(): Promise<Install> {
       LOG_FORMAT: 'json',
       LOG_LEVEL: 'info',
       BOOTSTRAP_API_KEY: key,
+      OPERATOR_API_KEY_FILE: operatorKeyFile,
       WEBHOOK_ALLOW_HTTP: '1',
       WEBHOOK_ALLOW_PRIVATE: '1',
       WEBHOOK_RETRY_SCHEDULE: '1s',
@@ -409,6 +419,7 @@ export async function startInstall(): Promise<Install> {
     url,
     dataDir,
     key,
+    operatorKey,
     async newTeam(name) {
       const created = await runShell(`node dist/scripts/team-create.js --name ${JSON.stringify(name)}`, { PATH: process.env.PATH, DATA_DIR: dataDir });
       if (created.exitCode !== 0) throw new Error(`team:create failed: ${created.stderr}`);
@@ -419,6 +430,7 @@ export async function startInstall(): Promise<Install> {
       child.kill('SIGTERM');
       await exited;
       fs.rmSync(dataDir, { recursive: true, force: true });
+      fs.rmSync(operatorKeyFile, { force: true });
     },
   };
 }

@@ -142,7 +142,7 @@ export const getAuthorizationRoute = defineRoute<unknown, { wait?: number }>({
     'With `wait` (seconds, at most 60) and a pending authorization: answered as soon as a person approves or denies it or its ' +
     'wait ends, else after `wait` seconds as it is (still pending: ask again). A waiting request costs the service a timer, ' +
     'no polling. Without `wait`, or when it is not pending, answered at once. A key revoked or expired while it waits is ' +
-    'answered 401, not the decision.',
+    'answered 401, not the decision; one whose team was suspended meanwhile, 403 team_suspended.',
   tag: 'authorizations',
   query: 'authorization-get-query.json',
   responses: {

@@ -189,7 +189,7 @@ const auditRoute = defineOperatorRoute<unknown, { limit?: number; cursor?: strin
       (n) => listOperatorActions(deps.db, { limit: n, beforeSeq: after?.seq, teamId: query.team_id }),
       (last) => ({ seq: last.seq }),
     );
-    return { body: { data: rows.map(({ seq: _seq, at, ...action }) => ({ ...action, at: new Date(at).toISOString() })), next_cursor } };
+    return { body: { data: rows.map(({ seq: _seq, id, at, ...action }) => ({ id, at: new Date(at).toISOString(), ...action })), next_cursor } };
   },
 });
 

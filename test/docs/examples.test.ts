@@ -25,7 +25,7 @@ describe('the docs: README and docs/', function () {
   it('runs the commands of the README and of every page that has them', () => {
     const files = runs.map((r) => path.relative(PROJECT_ROOT, r.file));
     expect(files[0]).to.equal('README.md');
-    for (const page of ['docs/api.md', 'docs/ingest.md', 'docs/sdk.md', 'docs/policies-and-alerts.md', 'docs/budgets.md', 'docs/authorizations.md', 'docs/webhooks.md', 'docs/analytics.md', 'docs/bi.md', 'docs/operations.md']) {
+    for (const page of ['docs/api.md', 'docs/ingest.md', 'docs/sdk.md', 'docs/policies-and-alerts.md', 'docs/budgets.md', 'docs/authorizations.md', 'docs/webhooks.md', 'docs/analytics.md', 'docs/bi.md', 'docs/operations.md', 'docs/deployment.md']) {
       expect(files, page).to.include(page);
     }
     for (const run of runs) {
