@@ -14,7 +14,7 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import { provisionTeam } from '../src/operator/repository.js';
 import { openToolRegistry, RegistryNotFound } from '../src/stores/open.js';
 import { MigrationError } from '../src/stores/migrations.js';
-import { teamNameProblem, TeamNameTaken } from '../src/teams/repository.js';
+import { normalTeamName, teamNameProblem, TeamNameTaken } from '../src/teams/repository.js';
 
 const USAGE = 'usage: npm run team:create -- --name <name> [--init]   (name: 1 to 64 characters; --init: create the SQLite registry if DATA_DIR has none)';
 
@@ -27,7 +27,7 @@ let name: string;
 let init = false;
 try {
   const { values } = parseArgs({ options: { name: { type: 'string' }, init: { type: 'boolean' } }, strict: true });
-  name = (values.name ?? '').trim();
+  name = normalTeamName(values.name ?? '');
   init = values.init ?? false;
 } catch (err) {
   fail(`${(err as Error).message}\n${USAGE}`, 2);

@@ -21,3 +21,5 @@ END
 $$;
 CREATE TRIGGER operator_audit_append_only BEFORE UPDATE OR DELETE ON operator_audit
   FOR EACH ROW EXECUTE FUNCTION operator_audit_append_only();
+CREATE TRIGGER operator_audit_no_truncate BEFORE TRUNCATE ON operator_audit
+  FOR EACH STATEMENT EXECUTE FUNCTION operator_audit_append_only();

@@ -70,11 +70,11 @@ export class TeamScopedPolicy implements ClickHouseHttpPolicy {
 
   async prepare(request: ClickHouseRequest): Promise<PreparedQuery> {
     const owner = await findKeyOwner(this.db, request.credentials.password);
+    // ACCESS_DENIED is a 403, as the REST answer; the message carries the REST code for scripts that read both.
+    if (owner?.suspended) throw new ClickHouseException(497, 'ACCESS_DENIED', `team_suspended: ${TEAM_SUSPENDED_MESSAGE}`);
     if (!owner || !allows(owner, 'read')) {
       throw new ClickHouseException(516, 'AUTHENTICATION_FAILED', `${request.credentials.user}: Authentication failed: password is incorrect, or the key lacks the read scope`);
     }
-    // ACCESS_DENIED is a 403, as the REST answer; the message carries the REST code for scripts that read both.
-    if (owner.suspended) throw new ClickHouseException(497, 'ACCESS_DENIED', `team_suspended: ${TEAM_SUSPENDED_MESSAGE}`);
     // One query is one request of the key's holder, in the bucket its HTTP requests draw on.
     const rate = await this.limiter.take(owner.holderId, 'requests', owner.rates, 1);
     if (rate && !rate.allowed) {

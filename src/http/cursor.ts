@@ -16,7 +16,8 @@ export function decodeCursor<T>(cursor: string, isPosition: (value: unknown) => 
   } catch {
     value = undefined;
   }
-  if (!isPosition(value)) {
+  // NUL is in no stored value, and PostgreSQL refuses it in a parameter (a 500): no position holds one.
+  if (!isPosition(value) || JSON.stringify(value).includes('\\u0000')) {
     throw new ApiError('validation_failed', 'Query string is invalid: cursor is not a cursor this API returned', [
       { field: 'cursor', message: 'is not a cursor this API returned' },
     ]);

@@ -18,22 +18,25 @@ export function rateLimitHeaders(o: LimitOutcome): { 'RateLimit-Policy': string;
 }
 
 /** The 429 of a refused outcome (counted), naming the key field that sets the limit. */
-export function rateLimited(outcome: LimitOutcome, metrics: Metrics): ApiError {
+export function rateLimited(outcome: LimitOutcome, metrics: Metrics, operator = false): ApiError {
   metrics.rateLimited.inc({ kind: outcome.kind });
   const unit = outcome.kind === 'records' ? 'records' : 'requests';
+  const retry = { 'Retry-After': String(outcome.retryAfterSeconds) };
+  // The operator key's limit is the service's default (RATE_LIMIT_REQUESTS_PER_SECOND), no key field of its own.
+  if (operator) return new ApiError('rate_limited', `The operator key is over its limit of ${outcome.rate} requests a second; retry after ${outcome.retryAfterSeconds} s`, undefined, retry);
   return new ApiError(
     'rate_limited',
     `This API key is over its limit of ${outcome.rate} ${unit} a second; retry after ${outcome.retryAfterSeconds} s`,
     [{ field: FIELD[outcome.kind], message: `is ${outcome.rate}` }],
-    { 'Retry-After': String(outcome.retryAfterSeconds) },
+    retry,
   );
 }
 
-function answer(res: Response, outcome: LimitOutcome | undefined, metrics: Metrics): void {
+function answer(res: Response, outcome: LimitOutcome | undefined, metrics: Metrics, operator = false): void {
   if (!outcome) return;
   setHeaders(res, rateLimitHeaders(outcome));
   if (outcome.allowed) return;
-  throw rateLimited(outcome, metrics);
+  throw rateLimited(outcome, metrics, operator);
 }
 
 /**
@@ -75,7 +78,7 @@ const OPERATOR: RateHolder = { holderId: 'operator', rates: { requestsPerSecond:
  */
 function take(res: Response, limiter: RateLimiter, metrics: Metrics, kind: LimitKind, cost: number, next: NextFunction, owner: RateHolder = res.locals.team as KeyOwner): void {
   const settle = (outcome: LimitOutcome | undefined) => {
-    answer(res, outcome, metrics);
+    answer(res, outcome, metrics, owner === OPERATOR);
     if (outcome?.allowed) refundOn503(res, limiter, owner.holderId, kind, owner.rates, cost);
   };
   whenKnown(limiter.take(owner.holderId, kind, owner.rates, cost), settle, next);

@@ -2,7 +2,7 @@ import { decodeCursor, isSeqPosition, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
 import { defineOperatorRoute, type PublicContext } from '../http/routes.js';
 import { issuedKeyBody, NO_STORE } from '../teams/key-routes.js';
-import { findTeam, teamNameProblem, TeamNameTaken, type Team } from '../teams/repository.js';
+import { findTeam, normalTeamName, teamNameProblem, TeamNameTaken, type Team } from '../teams/repository.js';
 import { calendarMonth } from '../teams/usage.js';
 import { isTeamPosition, listOperatorActions, listTeams, provisionTeam, setTeamSuspended, shownTeam } from './repository.js';
 import { usageOfTeams } from './usage.js';
@@ -69,7 +69,7 @@ const createTeamRoute = defineOperatorRoute<{ name: string }>({
     409: { description: 'A team of this name exists (code conflict)', schema: 'error.json' },
   },
   async handler(ctx) {
-    const name = ctx.body.name.trim();
+    const name = normalTeamName(ctx.body.name);
     const problem = teamNameProblem(name);
     if (problem) throw new ApiError('validation_failed', `Request body is invalid: name ${problem}`, [{ field: 'name', message: problem }]);
     try {

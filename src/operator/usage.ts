@@ -23,8 +23,9 @@ async function countsByTeam(sql: Sql, table: 'agents' | 'api_keys', teamIds: rea
 }
 
 /**
- * Usage of a page of teams in [start, end): one query of the event store for all of them (after
- * each team's acknowledged records are loaded), two of the registry.
+ * Usage of a page of teams in [start, end), a period of whole UTC days (a calendar month): one
+ * query of the event store for all of them (after each team's acknowledged records are loaded),
+ * two of the registry.
  */
 export async function usageOfTeams(
   deps: Pick<AppDeps, 'db' | 'readEvents'>,
@@ -35,13 +36,14 @@ export async function usageOfTeams(
   const usage = new Map<string, OperatorTeamUsage>();
   if (teamIds.length === 0) return usage;
   const stores = await Promise.all(teamIds.map((id) => deps.readEvents(id)));
+  // A calendar month is whole UTC days: the daily rollup's asset dimension (every record once)
+  // answers it exactly, in rows per team, asset and day rather than per record.
   // Output aliases differ from column names: a ClickHouse alias would shadow the column.
   const rows = await stores[0]!.query<{ team_id: string; asset_sent: string; records: string; total: string }>(
-    `SELECT team_id, toString(asset) AS asset_sent, count() AS records, sum(toDecimal256(amount, 18)) AS spent, toString(spent) AS total
-       FROM events
-      WHERE team_id IN {teams:Array(String)}
-        AND toDate(event_time) >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND event_time >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')
-        AND toDate(event_time) <= toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC')) AND event_time < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
+    `SELECT team_id, key AS asset_sent, sum(events) AS records, sum(spend) AS spent, toString(spent) AS total
+       FROM spend_daily_by
+      WHERE team_id IN {teams:Array(String)} AND dimension = 'asset'
+        AND day >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND day < toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
       GROUP BY team_id, asset_sent
       ORDER BY team_id, spent DESC, asset_sent`,
     { teams: teamIds, from: period.start.getTime(), to: period.end.getTime() },

@@ -120,6 +120,26 @@ export function migrateRegistry(db: Registry, dir: string, table = 'schema_migra
   return applied.map((m) => m.name);
 }
 
+const MIGRATION_LOCK_TIMEOUT_MS = 2_000;
+const MIGRATION_LOCK_ATTEMPTS = 30;
+/** SQLSTATE of a lock not taken within lock_timeout. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
+/** Runs a migration's transaction again while it gives up on a table lock, then fails naming it. */
+async function retryOnLockTimeout<T>(attempt: () => Promise<T>, name: string): Promise<T> {
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw err;
+      if (n === MIGRATION_LOCK_ATTEMPTS) {
+        throw new MigrationError(`PostgreSQL migration ${name} could not take its table locks in ${MIGRATION_LOCK_ATTEMPTS} tries of ${MIGRATION_LOCK_TIMEOUT_MS} ms: a long transaction holds them`, { cause: err });
+      }
+      await new Promise((r) => setTimeout(r, 200 * n));
+    }
+  }
+}
+
 /**
  * Applies pending migrations of the shared PostgreSQL store, each in a transaction with its record.
  * Several instances may start at once: each migration's transaction first takes one advisory lock
@@ -133,7 +153,7 @@ export async function migrateSharedStore(store: SharedStore, dir: string, table 
   const lock = `SELECT pg_advisory_xact_lock(hashtextextended('spendscope:${table}', 0))`;
   const applied: string[] = [];
   for (const migration of all) {
-    const done = await inTransaction(store, async (client) => {
+    const done = await retryOnLockTimeout(() => inTransaction(store, async (client) => {
       // Waiting for another instance's migration, and a long migration itself, may take longer
       // than the pool's statement timeout.
       await client.query('SET LOCAL statement_timeout = 0');
@@ -146,16 +166,20 @@ export async function migrateSharedStore(store: SharedStore, dir: string, table 
       )`);
       const rows = (await client.query<AppliedMigration>(`SELECT version, name, checksum FROM ${table}`)).rows;
       if (pendingMigrations([migration], rows, 'PostgreSQL').length === 0) return false;
+      // A DDL statement waiting for a table lock holds up every query behind it (a key lookup
+      // joins teams): it gives up after a while and the migration is tried again.
+      await client.query(`SET LOCAL lock_timeout = ${MIGRATION_LOCK_TIMEOUT_MS}`);
       try {
         const step = stepOf(migration, steps);
         if (step) await perform(postgresSql(client, client), step());
         await client.query(migration.sql);
       } catch (err) {
+        if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) throw err;
         throw new MigrationError(`PostgreSQL migration ${migration.name} failed: ${(err as Error).message}`, { cause: err });
       }
       await client.query(`INSERT INTO ${table} (version, name, checksum) VALUES ($1, $2, $3)`, [migration.version, migration.name, migration.checksum]);
       return true;
-    });
+    }), migration.name);
     if (done) applied.push(migration.name);
   }
   return applied;

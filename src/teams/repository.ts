@@ -15,12 +15,15 @@ export interface Team {
 /** Team names: 1 to 64 characters once trimmed, no control characters; unique per installation. */
 export const TEAM_NAME_MAX = 64;
 
-/** What is wrong with a team name (already trimmed), or undefined when it is a good one. */
+/** A team name as stored: trimmed, in Unicode NFC (so one name has one spelling). */
+export const normalTeamName = (name: string) => name.trim().normalize('NFC');
+
+/** What is wrong with a team name (normalised), or undefined when it is a good one. */
 export function teamNameProblem(name: string): string | undefined {
   if (name.length === 0) return 'must not be empty';
   if ([...name].length > TEAM_NAME_MAX) return `must be at most ${TEAM_NAME_MAX} characters`;
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(name)) return 'must not hold control characters';
+  // Control characters, line separators and bidirectional overrides make a name that reads as another.
+  if (/[\p{Cc}\p{Zl}\p{Zp}\u202a-\u202e\u2066-\u2069]/u.test(name)) return 'must not hold control characters';
   return undefined;
 }
 

@@ -132,7 +132,7 @@ const pathParam: fc.Arbitrary<string> = fc.oneof(
 );
 
 /** A request for one of the routes, usually well addressed and with a key, with bad input somewhere. */
-export function requestArb(routes: readonly RouteSpec[], schemas: Map<string, { properties?: Record<string, unknown> }>, key: () => string): fc.Arbitrary<RawRequest> {
+export function requestArb(routes: readonly RouteSpec[], schemas: Map<string, { properties?: Record<string, unknown> }>, key: (spec: RouteSpec) => string): fc.Arbitrary<RawRequest> {
   const perRoute = routes.map((spec) => {
     const names = spec.query ? Object.keys(schemas.get(spec.query)?.properties ?? {}) : [];
     const example = spec.bodyExample ?? {};
@@ -149,7 +149,7 @@ export function requestArb(routes: readonly RouteSpec[], schemas: Map<string, { 
         let i = 0;
         const path = prefix + spec.path.replace(/:[a-z]+/g, () => params[i++]!) + query;
         const headers: Record<string, string> = {};
-        if (auth === 'key') headers.Authorization = `Bearer ${key()}`;
+        if (auth === 'key') headers.Authorization = `Bearer ${key(spec)}`;
         if (auth === 'junk') headers.Authorization = 'Bearer ss_notakey';
         if (auth === 'basic') headers.Authorization = 'Basic dXNlcjpwYXNz';
         if (auth === 'bearer-nasty') headers.Authorization = 'Bearer %ED%A0%80\u00ff';

@@ -59,10 +59,15 @@ describeOnEachRegistry('operator API', function () {
 
     const taken = await api(app).post('/api/v1/operator/teams').set(...OPERATOR).send({ name }).expect(409);
     expect(errorOf(taken.body)).to.deep.include({ code: 'conflict', details: [{ field: 'name', message: 'is taken' }] });
-    for (const [bad, message] of [['   ', 'must not be empty'], ['x'.repeat(65), 'is too long: at most 64 characters'], ['a\u0007b', 'must not hold control characters']] as const) {
+    for (const [bad, message] of [['   ', 'must not be empty'], ['x'.repeat(65), 'must be at most 64 characters'], ['a\u0007b', 'must not hold control characters'], ['evil\u202egnp.exe', 'must not hold control characters'], ['a\u2028b', 'must not hold control characters']] as const) {
       const refused = await api(app).post('/api/v1/operator/teams').set(...OPERATOR).send({ name: bad }).expect(400);
       expect(errorOf(refused.body).details, JSON.stringify(bad)).to.deep.equal([{ field: 'name', message }]);
     }
+    // One name, one spelling: NFD is stored as NFC, so the two spellings are the same name.
+    const accented = uniqueName('cafe\u0301');
+    const nfc = await api(app).post('/api/v1/operator/teams').set(...OPERATOR).send({ name: accented }).expect(201);
+    expect(nfc.body.team.name).to.equal(accented.normalize('NFC'));
+    await api(app).post('/api/v1/operator/teams').set(...OPERATOR).send({ name: accented.normalize('NFC') }).expect(409);
     // 64 characters of four bytes each are 64 characters.
     await api(app).post('/api/v1/operator/teams').set(...OPERATOR).send({ name: `${'💸'.repeat(56)}${crypto.randomBytes(4).toString('hex')}` }).expect(201);
     const extra = await api(app).post('/api/v1/operator/teams').set(...OPERATOR).send({ name: uniqueName('x'), admin: true }).expect(400);

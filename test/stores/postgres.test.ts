@@ -58,6 +58,26 @@ describe('shared store (PostgreSQL) migrations', function () {
     expect((await store!.query('SELECT count(*)::int AS n FROM schema_migrations')).rows[0].n).to.equal(3);
   });
 
+  it('a migration that waits for a table lock gives up after a while, so the queries behind it go on, and is tried again until it applies', async () => {
+    const store = await open();
+    await migrateSharedStore(store, writeMigrations({ '001_widgets.sql': 'CREATE TABLE widgets (id integer PRIMARY KEY);' }));
+    await store.query('INSERT INTO widgets VALUES (1)');
+    // A long transaction holds a lock on the table the next migration alters.
+    const holder = await store.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT id FROM widgets FOR UPDATE');
+    const migrating = migrateSharedStore(store, writeMigrations({ '001_widgets.sql': 'CREATE TABLE widgets (id integer PRIMARY KEY);', '002_color.sql': 'ALTER TABLE widgets ADD COLUMN color text;' }));
+    // Meanwhile reads of the table are answered, between the migration's tries, well within a few seconds.
+    await new Promise((r) => setTimeout(r, 2_500));
+    const started = Date.now();
+    expect((await store.query('SELECT count(*)::int AS n FROM widgets')).rows[0].n).to.equal(1);
+    expect(Date.now() - started).to.be.below(3_000);
+    await holder.query('COMMIT');
+    holder.release();
+    expect(await migrating).to.deep.equal(['002_color.sql']);
+    await store.query("UPDATE widgets SET color = 'red'");
+  });
+
   it('stops with a clear message on a failing migration, which leaves nothing behind', async () => {
     const store = await open();
     const dir = writeMigrations({
