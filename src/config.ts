@@ -1,11 +1,40 @@
-import { LOG_FORMATS, type LogFormat } from './http/log-format.js';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { BiLimits } from './clickhouse-http/team-policy.js';
-import type { RateDefaults } from './limits/rate-limiter.js';
-import { parseKey, type SecretsKey, type SecretsKeys } from './stores/secrets.js';
+import { parseKey, type SecretsKey, type SecretsKeys } from './domain/secrets-key.js';
+
+/** How the log is written: JSON lines, readable lines, or readable at a terminal (src/http/log-format.ts). */
+export type LogFormat = 'json' | 'pretty' | 'auto';
+
+export const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty', 'auto'];
+
+/** Service defaults of the rate limits; 0 turns a kind of limit off for keys without their own rate. */
+export interface RateDefaults {
+  requestsPerSecond: number;
+  recordsPerSecond: number;
+}
+
+/** What BI queries may use (src/clickhouse-http): per query, and the shares of keys, teams and the process. */
+export interface BiLimits {
+  maxExecutionSeconds: number;
+  maxResultRows: number;
+  maxResultBytes: number;
+  /** Threads one BI query may use: fewer than the machine's cores leaves the rest to ingest and the API. */
+  maxThreads: number;
+  /** BI queries of one key (and the keys rotated from it) running at once. */
+  concurrentQueriesPerKey: number;
+  /** BI queries of one team running at once. */
+  concurrentQueriesPerTeam: number;
+  /** BI queries of the process running at once. */
+  concurrentQueries: number;
+  /** Memory one BI query may use. */
+  maxMemoryBytes: number;
+  /** Memory all running BI queries together may use: each query's bound is reserved from it. */
+  totalMemoryBytes: number;
+  /** How long a query waits for a place when the process is full before it is refused (10 s unless set). */
+  queueWaitMs?: number;
+}
 
 /** Typed configuration, built once at start from the environment. */
 export interface SharedDatabaseConfig {

@@ -1,7 +1,13 @@
 import type { Logger } from 'pino';
 import { teamScopedInterface } from './clickhouse-http/interface.js';
 import type { Config } from './config.js';
-import type { AppDeps } from './http/routes.js';
+import type { RouteDeps } from './http/routes.js';
+import type { ClickHouseHttpHandler } from './clickhouse-http/interface.js';
+import type { IngestPath } from './ingest/pipeline.js';
+import type { IngestRouteDeps } from './ingest/routes.js';
+import type { WebhookRouteDeps } from './webhooks/routes.js';
+import { keyDirectory } from './teams/repository.js';
+import type { EventStore } from './stores/clickhouse.js';
 import type { SchemaRegistry } from './http/validation.js';
 import { freshReads } from './ingest/freshness.js';
 import { startIngestPipeline, startSharedIngestPipeline } from './ingest/pipeline.js';
@@ -14,6 +20,20 @@ import { Dispatcher, type DispatcherOptions } from './webhooks/dispatcher.js';
 import { resealEndpointSecrets } from './webhooks/repository.js';
 import { startThresholdSweep } from './alerts/window-end.js';
 import { startApprovalSweep } from './authorizations/approvals.js';
+
+/** Every part of the service, as the composition root builds it: what each feature's routes take, and more. */
+export interface AppDeps extends RouteDeps, IngestRouteDeps, WebhookRouteDeps {
+  /** The loader's session; closed at shutdown. */
+  loaderEvents: EventStore;
+  /** The write path: log, group commit, loader; closed at shutdown before the stores. */
+  ingest: IngestPath;
+  /** Resolves threshold alerts whose window ended (src/alerts/window-end.ts). */
+  thresholdSweep?: { close(): Promise<void> };
+  /** Writes approval waits that ran out as declined, and wakes waiters on other instances' decisions (src/authorizations/approvals.ts). */
+  approvalSweep?: { close(): Promise<void> };
+  /** ClickHouse's HTTP interface for BI tools (embedded engine only), served under /clickhouse. */
+  clickhouseHttp?: ClickHouseHttpHandler;
+}
 
 /**
  * The service's parts, assembled once from its opened stores, on either registry: main.ts serves
@@ -47,7 +67,8 @@ export async function assembleDeps(
   // With PostgreSQL, instances lease from buckets they share: a key's rate holds across them.
   const rateLimiter = new RateLimiter(config.rateLimits, Date.now, db.dialect === 'postgres' ? sharedRateLedger(db) : undefined, logger);
   const clickhouseHttp = teamScopedInterface({ config, db, events, rateLimiter });
-  return { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, webhooks, thresholdSweep, approvalSweep, clickhouseHttp, rateLimiter };
+  const keys = keyDirectory(db);
+  return { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, keys, webhooks, thresholdSweep, approvalSweep, clickhouseHttp, rateLimiter };
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { Express } from 'express';
 import { createHttpServer, listen } from './http/listen.js';
-import type { AppDeps } from './http/routes.js';
+import type { AppDeps } from './deps.js';
 import { closeDeps } from './deps.js';
 
 export interface RunningServer {

@@ -1,14 +1,14 @@
 import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
 import { audited } from '../audit-log/record.js';
-import { defineRoute, type AppDeps } from '../http/routes.js';
+import { defineRoute, type RouteDeps } from '../http/routes.js';
 import { createAgent, deleteAgent, findAgent, listAgents, updateAgent, type AgentCursor, type AgentRecord, type AgentStatus } from './repository.js';
 import { agentStats } from './stats.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** Agent summaries of some registry rows, with statistics from one ClickHouse query. */
-async function summaries(deps: AppDeps, teamId: string, agents: readonly AgentRecord[]) {
+async function summaries(deps: RouteDeps, teamId: string, agents: readonly AgentRecord[]) {
   const stats = await agentStats(await deps.readEvents(teamId), teamId, agents.map((a) => a.externalId));
   return agents.map((a) => ({
     agentId: a.externalId,

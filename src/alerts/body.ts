@@ -1,4 +1,4 @@
-import type { Alert } from './repository.js';
+import type { Alert } from '../domain/alerts.js';
 import { shownEnd } from '../evaluation/policies.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -2,47 +2,9 @@ import { dialectOf, get, numberedPlaceholders, perform, run, type Sql, type Step
 import { newId } from '../teams/keys.js';
 import { enqueueAlertEvent } from '../webhooks/outbox.js';
 import { toUnits } from '../evaluation/money.js';
+import type { Alert, AlertStatus, AlertType, Occurrence, Severity } from '../domain/alerts.js';
 
-/** system: a notice from the service itself (a webhook endpoint disabled after failing for 24 hours); approval: an authorization waits for a person. */
-export type AlertType = 'violation' | 'anomaly' | 'system' | 'threshold' | 'approval';
-export type Severity = 'info' | 'warning' | 'critical';
-export type AlertStatus = 'open' | 'resolved';
-
-/** What an alert says, whether it is being raised (Occurrence) or stored (Alert). */
-interface AlertFacts {
-  type: AlertType;
-  kind: string;
-  severity: Severity;
-  agentId: string;
-  policyId: string | null;
-  window: { start: number; end: number } | null;
-  /** Latest observed value and the limit it broke, decimal strings. */
-  observed: string | null;
-  limit: string | null;
-  subject: string | null;
-  details: Record<string, unknown>;
-  message: string;
-  count: number;
-  firstSeen: number;
-  lastSeen: number;
-}
-
-/** One or more occurrences of the same breach found in one flush. */
-export interface Occurrence extends AlertFacts {
-  teamId: string;
-  dedupKey: string;
-  eventIds: string[];
-}
-
-export interface Alert extends AlertFacts {
-  id: string;
-  status: AlertStatus;
-  sampleEventIds: string[];
-  createdAt: number;
-  updatedAt: number;
-  resolvedAt: number | null;
-  resolution: string | null;
-}
+export type { Alert, AlertStatus, AlertType, Occurrence, Severity };
 
 interface AlertRow {
   id: string;

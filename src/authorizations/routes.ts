@@ -6,6 +6,7 @@ import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { assertKeyStillWorks } from '../http/auth.js';
 import { ApiError } from '../http/errors.js';
 import { defineRoute, type RouteSpec } from '../http/routes.js';
+import type { IngestRouteDeps } from '../ingest/routes.js';
 import { parseQueryTime } from '../http/validation.js';
 import { toUnits } from '../evaluation/money.js';
 import { caip2Network } from '../ingest/networks.js';
@@ -76,7 +77,7 @@ const EXAMPLE = {
 
 const notFound = (id: string) => new ApiError('not_found', `No authorization "${id}" in this team`);
 
-export const createAuthorizationRoute = defineRoute<AuthorizationCreate>({
+export const createAuthorizationRoute = defineRoute<AuthorizationCreate, unknown, IngestRouteDeps>({
   method: 'post',
   path: '/authorizations',
   operationId: 'createAuthorization',
@@ -157,7 +158,7 @@ export const getAuthorizationRoute = defineRoute<unknown, { wait?: number }>({
       // Until the decision wakes it, or the sooner of the wait asked for and the end of the person's.
       await decisionWaiters.wait(row.id, Math.min(wait * 1000, row.expires_at - Date.now()));
       // A key revoked or expired while it waited is not told the decision.
-      await assertKeyStillWorks(deps.db, team);
+      await assertKeyStillWorks(deps.keys, team);
       row = (await findAuthorization(deps.db, team.teamId, row.id))!;
     }
     return { body: authorizationBody(row) };
@@ -167,7 +168,7 @@ export const getAuthorizationRoute = defineRoute<unknown, { wait?: number }>({
 /** Approve and deny: a person's decision on a pending authorization, the first one winning. */
 function decisionRoute(verdict: 'approve' | 'deny') {
   const approve = verdict === 'approve';
-  return defineRoute<{ note?: string }>({
+  return defineRoute<{ note?: string }, unknown, IngestRouteDeps>({
     method: 'post',
     path: `/authorizations/:id/${verdict}`,
     operationId: approve ? 'approveAuthorization' : 'denyAuthorization',
@@ -265,7 +266,7 @@ function notHeld(row: AuthorizationRow, action: 'voided' | 'captured', now = Dat
   });
 }
 
-export const voidAuthorizationRoute = defineRoute({
+export const voidAuthorizationRoute = defineRoute<unknown, unknown, IngestRouteDeps>({
   method: 'post',
   path: '/authorizations/:id/void',
   operationId: 'voidAuthorization',
@@ -294,7 +295,7 @@ export const voidAuthorizationRoute = defineRoute({
   },
 });
 
-export const captureAuthorizationRoute = defineRoute<{ amount?: string }>({
+export const captureAuthorizationRoute = defineRoute<{ amount?: string }, unknown, IngestRouteDeps>({
   method: 'post',
   path: '/authorizations/:id/capture',
   operationId: 'captureAuthorization',

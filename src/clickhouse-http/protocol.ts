@@ -18,6 +18,9 @@ import zlib from 'node:zlib';
 import { Session, type ChdbQueryStream } from 'chdb';
 import { ClickHouseException } from './exception.js';
 import { leadingKeyword, outputFormat, singleStatement } from './statement.js';
+import { sqlString } from '../stores/clickhouse-literal.js';
+
+export { sqlString };
 
 export { ClickHouseException } from './exception.js';
 export { leadingKeyword } from './statement.js';
@@ -227,8 +230,6 @@ export const WHOLE_DOCUMENT_FORMATS = new Set(['JSON', 'JSONStrings', 'JSONCompa
 /** Statements whose result the engine can stream (DDL and INSERT cannot be). */
 const STREAMABLE = new Set(['SELECT', 'WITH']);
 
-/** A ClickHouse string literal. */
-export const sqlString = (value: string) => `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
 /** Where the client asked for it and said it takes it: gzip or deflate. */
 function compressorFor(req: IncomingMessage, url: URL): { encoding: string; stream: zlib.Gzip | zlib.Deflate } | undefined {

@@ -16,7 +16,8 @@ import type { Database } from '../stores/sql.js';
 import { allows, TEAM_SUSPENDED_MESSAGE } from '../http/auth.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import { findKeyOwner } from '../teams/repository.js';
-import { BiAdmission, type AdmissionLimits } from './admission.js';
+import type { BiLimits } from '../config.js';
+import { BiAdmission } from './admission.js';
 import { CLIENT_SETTINGS, LIMIT_SETTINGS } from './allowlist.js';
 import type { EngineCatalog } from './catalog.js';
 import { accessDenied } from './exception.js';
@@ -25,20 +26,7 @@ import { outputFormat, singleStatement } from './statement.js';
 import { StatementWalk } from './walk.js';
 
 export { engineCatalog } from './catalog.js';
-
-export interface BiLimits extends Omit<AdmissionLimits, 'perHolder' | 'perTeam' | 'total'> {
-  maxExecutionSeconds: number;
-  maxResultRows: number;
-  maxResultBytes: number;
-  /** Threads one BI query may use: fewer than the machine's cores leaves the rest to ingest and the API. */
-  maxThreads: number;
-  /** BI queries of one key (and the keys rotated from it) running at once. */
-  concurrentQueriesPerKey: number;
-  /** BI queries of one team running at once. */
-  concurrentQueriesPerTeam: number;
-  /** BI queries of the process running at once. */
-  concurrentQueries: number;
-}
+export type { BiLimits };
 
 /** The longest statement taken, as a ClickHouse server's default max_query_size. */
 const MAX_QUERY_BYTES = 262_144;

@@ -1,5 +1,6 @@
 import { errorBody } from '../http/errors.js';
 import { definePublicRoute } from '../http/routes.js';
+import type { IngestRouteDeps } from '../ingest/routes.js';
 import { readiness } from './readiness.js';
 
 /** A store that takes longer than this to answer SELECT 1 counts as down for a load balancer. */
@@ -40,7 +41,7 @@ export const liveness = definePublicRoute({
   handler: () => ({ body: alive() }),
 });
 
-export const health = definePublicRoute<unknown, { live?: string }>({
+export const health = definePublicRoute<unknown, { live?: string }, IngestRouteDeps>({
   method: 'get',
   path: '/healthz',
   public: true,

@@ -1,7 +1,18 @@
 import type { Request, RequestHandler } from 'express';
-import type { Database } from '../stores/sql.js';
-import { findKeyOwner, findTeam, listKeys, touchKey, type KeyOwner, type Scope } from '../teams/repository.js';
+import { allows, type KeyOwner, type Scope } from '../domain/keys.js';
 import { ApiError } from './errors.js';
+
+export { allows };
+
+/** Where keys are looked up: the teams feature's store, handed in by the composition root. */
+export interface KeyDirectory {
+  /** The owner of a presented key that works (undefined: unknown, revoked or expired). */
+  owner(apiKey: string, now: number): Promise<KeyOwner | undefined>;
+  /** Whether a key found before still works now, and its team is not suspended. */
+  standing(owner: KeyOwner, now: number): Promise<'working' | 'revoked' | 'suspended'>;
+  /** Records that the key was used, to the minute. */
+  touch(keyId: string, minute: number): Promise<void>;
+}
 
 const CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="spendscope"' };
 
@@ -26,11 +37,11 @@ export function bearerKey(req: Request, challenge: Record<string, string>): stri
 }
 
 /** Reads `Authorization: Bearer <key>` and puts the key's team in `res.locals.team`; else 401. */
-export function authenticate(db: Database): RequestHandler {
+export function authenticate(keys: KeyDirectory): RequestHandler {
   const touched = new Map<string, number>();
   return async (req, res, next) => {
     const now = Date.now();
-    const owner = await findKeyOwner(db, bearerKey(req, CHALLENGE), now);
+    const owner = await keys.owner(bearerKey(req, CHALLENGE), now);
     if (!owner) throw invalidKey();
     if (owner.suspended) throw teamSuspended();
     const minute = now - (now % LAST_USED_RESOLUTION_MS);
@@ -38,7 +49,7 @@ export function authenticate(db: Database): RequestHandler {
       if (touched.size > 100_000) touched.clear();
       touched.set(owner.keyId, minute);
       // After the answer: the request does not wait for this write.
-      setImmediate(() => void touchKey(db, owner.keyId, minute).catch(() => {}));
+      setImmediate(() => void keys.touch(owner.keyId, minute).catch(() => {}));
     }
     res.locals.team = owner;
     next();
@@ -50,14 +61,12 @@ export function authenticate(db: Database): RequestHandler {
  * its authentication (a long poll, a queued call of an MCP batch): what it answers must not reach
  * a key that no longer works.
  */
-export async function assertKeyStillWorks(db: Database, owner: KeyOwner, now = Date.now()): Promise<void> {
-  const working = await listKeys(db, owner.teamId, now);
-  if (!working.some((k) => k.id === owner.keyId)) throw invalidKey();
-  if ((await findTeam(db, owner.teamId))?.suspendedAt !== null) throw teamSuspended();
+export async function assertKeyStillWorks(keys: KeyDirectory, owner: KeyOwner, now = Date.now()): Promise<void> {
+  const standing = await keys.standing(owner, now);
+  if (standing === 'revoked') throw invalidKey();
+  if (standing === 'suspended') throw teamSuspended();
 }
 
-/** Whether a key may use a route of this scope: admin may use every route. */
-export const allows = (owner: KeyOwner, scope: Scope) => owner.scopes.includes('admin') || owner.scopes.includes(scope);
 
 /** The 403 naming the missing scope, for a key used outside its scopes (a route or an MCP tool). */
 export function assertScope(owner: KeyOwner, scope: Scope | 'any'): void {

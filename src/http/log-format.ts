@@ -9,9 +9,9 @@
  */
 import { pino, type DestinationStream } from 'pino';
 
-export type LogFormat = 'json' | 'pretty' | 'auto';
+import type { LogFormat } from '../config.js';
 
-export const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty', 'auto'];
+export { LOG_FORMATS, type LogFormat } from '../config.js';
 
 const LEVELS: Record<number, { name: string; color: string }> = {
   10: { name: 'TRACE', color: '\x1b[90m' },

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { pinoHttp, type HttpLogger } from 'pino-http';
-import type { KeyOwner } from '../teams/repository.js';
+import type { KeyOwner } from '../domain/keys.js';
 
 /** A client-supplied request id is kept when it is short and plain, so traces join up. */
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -1,6 +1,6 @@
 import { API_PREFIXES, scopeOf, type RouteSpec } from './routes.js';
 import type { SchemaRegistry } from './validation.js';
-import { EVENT_TYPES } from '../webhooks/repository.js';
+import { EVENT_TYPES } from '../domain/webhook-events.js';
 
 type Json = Record<string, unknown>;
 

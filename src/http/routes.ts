@@ -2,18 +2,15 @@ import type { IncomingMessage } from 'node:http';
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import typeis from 'type-is';
 import type { Logger } from 'pino';
-import type { ClickHouseHttpHandler } from '../clickhouse-http/interface.js';
 import type { Config } from '../config.js';
-import type { IngestPath } from '../ingest/pipeline.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { Dispatcher } from '../webhooks/dispatcher.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { SecretBox } from '../stores/secrets.js';
 import type { Database } from '../stores/sql.js';
-import type { KeyOwner, Scope } from '../teams/repository.js';
+import type { KeyOwner, Scope } from '../domain/keys.js';
 import { limitOperatorRequests, limitRecords, limitRequests, precheckRecords } from '../limits/http.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
-import { authenticate, requireScope } from './auth.js';
+import { authenticate, requireScope, type KeyDirectory } from './auth.js';
 import { authenticateOperator } from './operator-auth.js';
 import { checkBodyShape, hasNul, isPlainBody, NUL_REFUSED, scanBodyShape } from './body-shape.js';
 import { ApiError, allowedMethods, methodNotAllowed } from './errors.js';
@@ -21,8 +18,12 @@ import { sendJson, sendText, setHeaders } from './respond.js';
 import { isFixedPath, type FastLane } from './fast-lane.js';
 import type { SchemaRegistry } from './validation.js';
 
-/** What handlers need: the stores main.ts opened, the config, the compiled schemas. */
-export interface AppDeps {
+/**
+ * What every handler may use: the stores, the config, the compiled schemas, the shared limits.
+ * A feature that needs more of the service (the write path, the webhook dispatcher) says so in
+ * its own deps type, extending this one; the composition root (src/deps.ts) provides them all.
+ */
+export interface RouteDeps {
   config: Config;
   /**
    * The registry's tables through src/stores/sql.ts: the SQLite file of one instance, or
@@ -31,12 +32,8 @@ export interface AppDeps {
   db: Database;
   /** The read session of the event store (health checks; reads of events go through readEvents). */
   events: EventStore;
-  /** The loader's session; closed at shutdown. */
-  loaderEvents: EventStore;
   schemas: SchemaRegistry;
   logger: Logger;
-  /** The write path: log, group commit, loader; closed at shutdown before the stores. */
-  ingest: IngestPath;
   /**
    * The event store for a read of a team's events, once it holds every record the team had
    * acknowledged when the read began (503 when the loader cannot get there in time).
@@ -46,17 +43,11 @@ export interface AppDeps {
   metrics: Metrics;
   /** Seals and opens the secrets the registry holds (webhook URLs and signing secrets). */
   secrets: SecretBox;
-  /** Sends queued webhook deliveries; closed at shutdown before the stores. */
-  webhooks: Dispatcher;
-  /** Resolves threshold alerts whose window ended (src/alerts/window-end.ts). */
-  thresholdSweep?: { close(): Promise<void> };
-  /** Writes approval waits that ran out as declined, and wakes waiters on other instances' decisions (src/authorizations/approvals.ts). */
-  approvalSweep?: { close(): Promise<void> };
-  /** ClickHouse's HTTP interface for BI tools (embedded engine only), served under /clickhouse. */
-  clickhouseHttp?: ClickHouseHttpHandler;
+  /** Where presented keys are looked up (the teams feature's store). */
+  keys: KeyDirectory;
   /**
-   * The rate buckets of key holders: one instance, built by main.ts, shared by the routes and the
-   * BI interface, so neither is a way around the other's count.
+   * The rate buckets of key holders: one instance, built by the composition root, shared by the
+   * routes and the BI interface, so neither is a way around the other's count.
    */
   rateLimiter: RateLimiter;
 }
@@ -66,11 +57,11 @@ export const API_PREFIXES = ['/api/v1', '/v1'] as const;
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
-export interface PublicContext<Body, Query> {
+export interface PublicContext<Body, Query, D extends RouteDeps = RouteDeps> {
   body: Body;
   query: Query;
   params: Record<string, string>;
-  deps: AppDeps;
+  deps: D;
   requestId: string;
   log: Logger;
   /** The route being served: method and pattern (`PATCH`, `/policies/:id`), for the audit log. */
@@ -83,7 +74,7 @@ export interface PublicContext<Body, Query> {
   plainBody?: boolean;
 }
 
-export interface AuthedContext<Body, Query> extends PublicContext<Body, Query> {
+export interface AuthedContext<Body, Query, D extends RouteDeps = RouteDeps> extends PublicContext<Body, Query, D> {
   /** The team of the API key: every read and write is scoped by it. */
   team: KeyOwner;
 }
@@ -128,7 +119,7 @@ interface RouteSpecBase {
   neverNotFound?: true;
 }
 
-export interface AuthedRouteSpec<Body = unknown, Query = unknown> extends RouteSpecBase {
+export interface AuthedRouteSpec<Body = unknown, Query = unknown, D extends RouteDeps = RouteDeps> extends RouteSpecBase {
   public?: false;
   operator?: false;
   /** The scope a key needs: by default `read` for GET and `admin` for changes; `any`: every key. */
@@ -139,13 +130,13 @@ export interface AuthedRouteSpec<Body = unknown, Query = unknown> extends RouteS
    * its own, so one bad record does not refuse the batch.
    */
   batchField?: string;
-  handler: (ctx: AuthedContext<Body, Query>) => Promise<RouteResult> | RouteResult;
+  handler: (ctx: AuthedContext<Body, Query, D>) => Promise<RouteResult> | RouteResult;
 }
 
-export interface PublicRouteSpec<Body = unknown, Query = unknown> extends RouteSpecBase {
+export interface PublicRouteSpec<Body = unknown, Query = unknown, D extends RouteDeps = RouteDeps> extends RouteSpecBase {
   public: true;
   operator?: false;
-  handler: (ctx: PublicContext<Body, Query>) => Promise<RouteResult> | RouteResult;
+  handler: (ctx: PublicContext<Body, Query, D>) => Promise<RouteResult> | RouteResult;
 }
 
 /**
@@ -158,10 +149,11 @@ export interface OperatorRouteSpec<Body = unknown, Query = unknown> extends Rout
   handler: (ctx: PublicContext<Body, Query>) => Promise<RouteResult> | RouteResult;
 }
 
-export type RouteSpec = AuthedRouteSpec<any, any> | PublicRouteSpec<any, any> | OperatorRouteSpec<any, any>;
+// Each route's deps type is the feature's; the composition root's deps hold them all (src/deps.ts checks it).
+export type RouteSpec = AuthedRouteSpec<any, any, any> | PublicRouteSpec<any, any, any> | OperatorRouteSpec<any, any>;
 
 /** Declares a route that needs an API key; the handler sees the key's team. */
-export function defineRoute<Body = unknown, Query = unknown>(spec: AuthedRouteSpec<Body, Query>): RouteSpec {
+export function defineRoute<Body = unknown, Query = unknown, D extends RouteDeps = RouteDeps>(spec: AuthedRouteSpec<Body, Query, D>): RouteSpec {
   return spec;
 }
 
@@ -171,7 +163,7 @@ export function defineOperatorRoute<Body = unknown, Query = unknown>(spec: Omit<
 }
 
 /** Declares a route anyone may call (health). */
-export function definePublicRoute<Body = unknown, Query = unknown>(spec: PublicRouteSpec<Body, Query>): RouteSpec {
+export function definePublicRoute<Body = unknown, Query = unknown, D extends RouteDeps = RouteDeps>(spec: PublicRouteSpec<Body, Query, D>): RouteSpec {
   return spec;
 }
 
@@ -185,13 +177,13 @@ export interface MountOptions {
  * whose fallback answers 405 with the methods it has. A route with a fixed path is also given to
  * `lane`, which serves exact matches of it without express (fast-lane.ts).
  */
-export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: AppDeps, options: MountOptions = {}, lane?: FastLane): void {
+export function mountRoutes(app: Express, routes: readonly RouteSpec[], deps: RouteDeps, options: MountOptions = {}, lane?: FastLane): void {
   const byPath = new Map<string, RouteSpec[]>();
   for (const spec of routes) {
     const key = `${(spec.prefixes ?? API_PREFIXES).join(',')} ${spec.path}`;
     byPath.set(key, [...(byPath.get(key) ?? []), spec]);
   }
-  const auth = authenticate(deps.db);
+  const auth = authenticate(deps.keys);
   const limiter = deps.rateLimiter;
   // The raw bytes are scanned for the shape limits before JSON.parse builds anything (body-shape.ts).
   const json = express.json({ limit: deps.config.maxBodyBytes, type: (req) => jsonBody(req) === true, verify: scanBodyShape });
@@ -286,7 +278,7 @@ function nulParameter(req: Request): string | undefined {
   return undefined;
 }
 
-function runHandler(spec: RouteSpec, deps: AppDeps, options: MountOptions): RequestHandler {
+function runHandler(spec: RouteSpec, deps: RouteDeps, options: MountOptions): RequestHandler {
   return async (req: Request, res: Response) => {
     const requestId = String(req.id);
     const nul = nulParameter(req);

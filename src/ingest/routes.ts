@@ -1,5 +1,11 @@
-import { API_PREFIXES, defineRoute } from '../http/routes.js';
+import { API_PREFIXES, defineRoute, type RouteDeps } from '../http/routes.js';
+import type { IngestPath } from './pipeline.js';
 import type { IngestResult } from './ingestor.js';
+
+/** What the routes that write records or authorizations take beyond every route's deps: the write path. */
+export interface IngestRouteDeps extends RouteDeps {
+  ingest: IngestPath;
+}
 
 const RESPONSES = {
   200: {
@@ -31,7 +37,7 @@ const EXAMPLE_RECORD = {
   created_at: 1795243200000,
 };
 
-export const ingestEvents = defineRoute<{ events: unknown[] }>({
+export const ingestEvents = defineRoute<{ events: unknown[] }, unknown, IngestRouteDeps>({
   method: 'post',
   path: '/events',
   operationId: 'ingestEvents',
@@ -54,7 +60,7 @@ export const ingestEvents = defineRoute<{ events: unknown[] }>({
   },
 });
 
-export const ingestAuditBatch = defineRoute<{ records: unknown[] }>({
+export const ingestAuditBatch = defineRoute<{ records: unknown[] }, unknown, IngestRouteDeps>({
   method: 'post',
   path: '/audit/batch',
   // The SDK's base URL may be <site>/api/v1, <site>/v1 or the bare site.

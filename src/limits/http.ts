@@ -2,7 +2,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ApiError } from '../http/errors.js';
 import { setHeaders } from '../http/respond.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { KeyOwner } from '../teams/repository.js';
+import type { KeyOwner } from '../domain/keys.js';
 import type { KeyRates, LimitKind, LimitOutcome, RateLimiter } from './rate-limiter.js';
 
 /** The key-creation field that sets each kind of limit: named in a 429's details. */

@@ -1,20 +1,12 @@
+import type { RateDefaults } from '../config.js';
+import type { KeyRates } from '../domain/keys.js';
 import { postgresOnly, type Sql } from '../stores/sql.js';
 import { TokenBucket } from './token-bucket.js';
 
+export type { KeyRates, RateDefaults };
+
 /** The two buckets of a key's holder: records sent to the ingest routes, and every other request. */
 export type LimitKind = 'records' | 'requests';
-
-/** A key's own rates; null takes the service default (RATE_LIMIT_*_PER_SECOND). */
-export interface KeyRates {
-  requestsPerSecond: number | null;
-  recordsPerSecond: number | null;
-}
-
-/** Service defaults; 0 turns a kind of limit off for keys without their own rate. */
-export interface RateDefaults {
-  requestsPerSecond: number;
-  recordsPerSecond: number;
-}
 
 /** What a limited request is told: the policy, what is left, and when to come back if refused. */
 export interface LimitOutcome {

@@ -9,10 +9,10 @@
 import type { RequestHandler, Response } from 'express';
 import { ApiError } from '../http/errors.js';
 import { setHeaders } from '../http/respond.js';
-import type { AppDeps } from '../http/routes.js';
+import type { McpDeps } from './deps.js';
 import { limitRequests, rateLimited, rateLimitHeaders } from '../limits/http.js';
 import type { LimitKind, LimitOutcome } from '../limits/rate-limiter.js';
-import type { KeyOwner } from '../teams/repository.js';
+import type { KeyOwner } from '../domain/keys.js';
 
 /** The most messages a batch carries: the MCP SDK's transport refuses more, and they are refused before any is counted. */
 export const MAX_BATCH_MESSAGES = 100;
@@ -64,7 +64,7 @@ const idKey = (id: string | number) => `${typeof id} ${id}`;
 export async function admitToolCalls(
   calls: readonly ToolCallMessage[],
   team: KeyOwner,
-  deps: Pick<AppDeps, 'rateLimiter' | 'metrics'>,
+  deps: Pick<McpDeps, 'rateLimiter' | 'metrics'>,
   sendsRecord: (toolName: unknown) => boolean,
 ): Promise<{ admissions: CallAdmissions; requests: LimitOutcome | undefined }> {
   const { rateLimiter: limiter, metrics } = deps;
@@ -118,7 +118,7 @@ export const admissionsOf = (res: Response): CallAdmissions => (res.locals.toolC
  * route); tool calls, their admissions (a refused call is answered by its tool error, not a 429,
  * so the calls admitted before it still run and a model reads the refusal).
  */
-export function limitToolCalls(deps: AppDeps, sendsRecord: (toolName: unknown) => boolean): RequestHandler {
+export function limitToolCalls(deps: McpDeps, sendsRecord: (toolName: unknown) => boolean): RequestHandler {
   const oneRequest = limitRequests(deps.rateLimiter, deps.metrics);
   return (req, res, next) => {
     if (Array.isArray(req.body) && req.body.length > MAX_BATCH_MESSAGES) {

@@ -9,8 +9,11 @@ import { findAgent } from '../agents/repository.js';
 import { assertKeyStillWorks, assertScope } from '../http/auth.js';
 import { shapeProblem } from '../http/body-shape.js';
 import { ApiError, errorBody, fromStores, type FieldError } from '../http/errors.js';
-import { assertDeclaredResponse, scopeOf, type AppDeps, type AuthedContext, type MountOptions } from '../http/routes.js';
-import type { KeyOwner } from '../teams/repository.js';
+import { assertDeclaredResponse, scopeOf, type AuthedContext, type MountOptions } from '../http/routes.js';
+import type { McpDeps } from './deps.js';
+
+export type { McpDeps };
+import type { KeyOwner } from '../domain/keys.js';
 import type { Admission } from './admission.js';
 import type { CallSlots } from './call-slots.js';
 import { ownArguments, TOOL_ARGUMENTS_SCHEMA, type ToolSpec } from './tools.js';
@@ -18,7 +21,7 @@ import { ownArguments, TOOL_ARGUMENTS_SCHEMA, type ToolSpec } from './tools.js';
 /** What every call of one MCP request shares: the key's team, the request it came in, and its slots. */
 export interface CallContext {
   team: KeyOwner;
-  deps: AppDeps;
+  deps: McpDeps;
   log: Logger;
   requestId: string;
   options: MountOptions;
@@ -45,7 +48,7 @@ export async function callTool(tool: ToolSpec, args: Record<string, unknown>, ct
     }
     try {
       // A key revoked while the call queued runs nothing more for it.
-      if (queued) await assertKeyStillWorks(ctx.deps.db, ctx.team);
+      if (queued) await assertKeyStillWorks(ctx.deps.keys, ctx.team);
       const body = await runRoute(tool, args, ctx);
       return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body as Record<string, unknown> };
     } catch (err) {
@@ -56,7 +59,7 @@ export async function callTool(tool: ToolSpec, args: Record<string, unknown>, ct
 }
 
 /** A tool's arguments as its route takes them, each part checked by the schema the route checks it with. */
-function routeInput(tool: ToolSpec, args: Record<string, unknown>, deps: AppDeps): { params: Record<string, string>; query: Record<string, unknown>; body: unknown } {
+function routeInput(tool: ToolSpec, args: Record<string, unknown>, deps: McpDeps): { params: Record<string, string>; query: Record<string, unknown>; body: unknown } {
   const route = tool.route;
   // A record's reserved keys and NUL characters are the route's per-record check, as over HTTP.
   const problem = tool.rest === 'record' ? undefined : shapeProblem(args);
@@ -116,7 +119,7 @@ async function runRoute(tool: ToolSpec, args: Record<string, unknown>, ctx: Call
  * An agent acts only for the agents its key's team has (registered, or seen in its records): over
  * MCP, a model cannot make up an agent id, which a new per-agent budget would not yet cover.
  */
-async function assertTeamAgent(team: KeyOwner, deps: AppDeps, agentId: string, field: string): Promise<void> {
+async function assertTeamAgent(team: KeyOwner, deps: McpDeps, agentId: string, field: string): Promise<void> {
   if (await findAgent(deps.db, team.teamId, agentId)) return;
   throw new ApiError('not_found', `${field} "${agentId}" is not an agent of this team: an admin registers it (POST /api/v1/agents) first`, [
     { field, message: 'is not an agent of this team' },

@@ -12,10 +12,11 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, typ
 import { authenticate } from '../http/auth.js';
 import { scanBodyShape } from '../http/body-shape.js';
 import { allowedMethods, methodNotAllowed } from '../http/errors.js';
-import type { AppDeps, MountOptions } from '../http/routes.js';
+import type { MountOptions } from '../http/routes.js';
+import type { McpDeps } from './deps.js';
 import { precheckRequests } from '../limits/http.js';
 import { PROJECT_ROOT } from '../paths.js';
-import type { KeyOwner } from '../teams/repository.js';
+import type { KeyOwner } from '../domain/keys.js';
 import { admissionsOf, limitToolCalls, type CallAdmissions } from './admission.js';
 import { callTool, type CallContext } from './call.js';
 import { CallSlots } from './call-slots.js';
@@ -57,7 +58,7 @@ function mcpServer(byName: ReadonlyMap<string, ToolSpec>, listing: readonly Tool
  * stateless server has neither. A router of its own, as /clickhouse: a protocol with its own
  * description (tools/list), not an operation of the OpenAPI document.
  */
-export function mountMcp(app: Express, deps: AppDeps, options: MountOptions = {}): void {
+export function mountMcp(app: Express, deps: McpDeps, options: MountOptions = {}): void {
   const tools = TOOL_SPECS;
   const listing = tools.map((t) => toolListing(t, deps.schemas));
   const json = express.json({ limit: deps.config.maxBodyBytes, verify: scanBodyShape });
@@ -66,7 +67,7 @@ export function mountMcp(app: Express, deps: AppDeps, options: MountOptions = {}
   const byName = new Map(tools.map((t) => [t.name, t]));
   const sendsRecord = (name: unknown) => typeof name === 'string' && byName.get(name)?.route.batchField !== undefined;
   const limits = [precheckRequests(deps.rateLimiter, deps.metrics), json, limitToolCalls(deps, sendsRecord)];
-  route.post(authenticate(deps.db), ...limits, async (req: Request, res: Response) => {
+  route.post(authenticate(deps.keys), ...limits, async (req: Request, res: Response) => {
     const ctx: CallContext = { team: res.locals.team as KeyOwner, deps, log: req.log, requestId: String(req.id), options, slots: new CallSlots() };
     const server = mcpServer(byName, listing, ctx, admissionsOf(res));
     // Answers as an event stream, whose keep-alive comments keep a long wait_for_decision from

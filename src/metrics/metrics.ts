@@ -1,12 +1,18 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Backlog, Freshness } from '../ingest/freshness.js';
-import type { LoaderObserver } from '../ingest/loader.js';
+
+/** What the ingest log reports of its backlog (src/ingest/freshness.ts), read at each scrape. */
+interface Backlog {
+  rows: number;
+  bytes: number;
+  oldestCommittedAt: number | null;
+}
 
 /**
  * The service's Prometheus series (GET /metrics). One instance per app, each with its own
  * registry, so tests can build several. Every series is listed in docs/operations.md.
  */
-export class Metrics implements LoaderObserver {
+/** The service's Prometheus series; the loader reports to it as its observer. */
+export class Metrics {
   readonly registry = new Registry();
   readonly httpRequests = new Counter({
     name: 'spendscope_http_requests_total',
@@ -64,7 +70,7 @@ export class Metrics implements LoaderObserver {
   }
 
   /** Backlog gauges, read from the log's state at each scrape. */
-  watchBacklog(freshness: Pick<Freshness, 'backlog'>): void {
+  watchBacklog(freshness: { backlog(): Backlog }): void {
     const gauges: [string, string, (b: Backlog) => number][] = [
       ['spendscope_ingest_backlog_rows', 'Acknowledged records the loader has not inserted into ClickHouse yet', (b) => b.rows],
       ['spendscope_ingest_backlog_bytes', 'Their size in the ingest log', (b) => b.bytes],

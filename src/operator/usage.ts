@@ -1,4 +1,4 @@
-import type { AppDeps } from '../http/routes.js';
+import type { RouteDeps } from '../http/routes.js';
 import type { Sql } from '../stores/sql.js';
 
 /** What a team used in a period, as the operator sees it: nothing of its records but counts and sums. */
@@ -28,7 +28,7 @@ async function countsByTeam(sql: Sql, table: 'agents' | 'api_keys', teamIds: rea
  * two of the registry.
  */
 export async function usageOfTeams(
-  deps: Pick<AppDeps, 'db' | 'readEvents'>,
+  deps: Pick<RouteDeps, 'db' | 'readEvents'>,
   teamIds: readonly string[],
   period: { start: Date; end: Date },
   now = Date.now(),

@@ -3,9 +3,11 @@ import { numberedPlaceholders, postgresOnly, type Sql } from '../stores/sql.js';
 import { totalsRead } from '../evaluation/policies.js';
 import { newId } from '../teams/keys.js';
 import type { Limit, PolicyAllow, PolicyMatch, PolicyScope } from './limits.js';
+import type { Policy, PolicyAction, PolicyInput } from './policy.js';
+
+export type { Policy, PolicyAction, PolicyInput };
 
 /** flag: an alert; block: declined (an alert for a record); approve: a person decides (pending). */
-export type PolicyAction = 'flag' | 'block' | 'approve';
 
 /**
  * A counter per team, raised once a change to its policies commits: evaluation compares it to
@@ -40,36 +42,6 @@ export async function policiesChanged(sql: Sql, teamId: string): Promise<void> {
   }
   sql.afterCommit(() => policyRevisions.set(teamId, (policyRevisions.get(teamId) ?? 0) + 1));
 }
-
-export interface Policy {
-  id: string;
-  name: string;
-  /** External ids; empty: every agent of the team. */
-  agents: string[];
-  limits: Limit[];
-  action: PolicyAction;
-  active: boolean;
-  /** IANA zone of daily, weekly and monthly windows; null: UTC. */
-  timezone: string | null;
-  /** agent: each agent its own totals; pool: the policy's agents (or the whole team) share one. */
-  scope: PolicyScope;
-  /** Which records count toward its limits and are checked; null: every record. */
-  match: PolicyMatch | null;
-  /** Percentages of each limit whose crossing raises a threshold alert. */
-  notifyAt: number[];
-  /** Where its `total` limits start counting (Unix ms, a whole minute). */
-  startsAt: number;
-  /** approve: how long an authorization waits for a person before it is declined (null: DEFAULT_APPROVAL_TIMEOUT_S). */
-  approvalTimeoutS: number | null;
-  /** What it allows (deny by default); null: no allowlist. */
-  allow: PolicyAllow | null;
-  createdAt: number;
-  updatedAt: number;
-}
-
-/** scope omitted: agent; match, allow: none; notifyAt: none; startsAt null or omitted: the creation's minute. */
-export type PolicyInput = Omit<Policy, 'id' | 'createdAt' | 'updatedAt' | 'startsAt' | 'scope' | 'match' | 'notifyAt' | 'approvalTimeoutS' | 'allow'> &
-  Partial<Pick<Policy, 'scope' | 'match' | 'notifyAt' | 'approvalTimeoutS' | 'allow'>> & { startsAt?: number | null };
 
 interface PolicyRow {
   id: string;

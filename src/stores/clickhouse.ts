@@ -3,7 +3,7 @@ import { createChdbConnection } from 'chdb/connection';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { sqlString } from '../clickhouse-http/protocol.js';
+import { sqlString } from './clickhouse-literal.js';
 import type { ClickHouseConfig } from '../config.js';
 
 /**

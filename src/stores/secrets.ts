@@ -1,20 +1,9 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { parseKey, type SecretsKey, type SecretsKeys } from '../domain/secrets-key.js';
 
-/** A 32-byte AES-256 key, and where it came from (for error messages: the variable or the file). */
-export interface SecretsKey {
-  bytes: Buffer;
-  source: string;
-}
-
-/** The keys of the secrets at rest as configured: SECRETS_KEY(_FILE) and SECRETS_KEY_PREVIOUS(_FILE). */
-export interface SecretsKeys {
-  /** Undefined: DATA_DIR/secrets.key, generated at first start. */
-  current: SecretsKey | undefined;
-  /** Accepted for opening values only, during a rotation. */
-  previous: SecretsKey | undefined;
-}
+export { parseKey, type SecretsKey, type SecretsKeys };
 
 /** The key generated at first start when none is given from outside, kept in DATA_DIR. */
 export const GENERATED_KEY_FILE = 'secrets.key';
@@ -42,12 +31,6 @@ const TAG_BYTES = 16;
 /** Which key sealed a value, without the key: 8 hex digits of its SHA-256 (a wrong key is named, not guessed at). */
 export const keyId = (bytes: Buffer) => crypto.createHash('sha256').update(bytes).digest('hex').slice(0, 8);
 
-/** base64 of exactly 32 bytes, or undefined (openssl rand -base64 32 writes one). */
-export function parseKey(text: string): Buffer | undefined {
-  const trimmed = text.trim();
-  if (!/^[A-Za-z0-9+/]{43}=$/.test(trimmed)) return undefined;
-  return Buffer.from(trimmed, 'base64');
-}
 
 interface KnownKey {
   id: string;

@@ -1,8 +1,10 @@
-import type { KeyRates } from '../limits/rate-limiter.js';
+import { SCOPES, type KeyOwner, type KeyRates, type Scope } from '../domain/keys.js';
 import type { Database, Sql } from '../stores/sql.js';
 import type { Statement } from 'better-sqlite3';
 import type { Registry } from '../stores/sqlite.js';
 import { generateApiKey, hashApiKey, newId, visiblePrefix } from './keys.js';
+
+export { SCOPES, type KeyOwner, type Scope };
 
 export interface Team {
   id: string;
@@ -25,33 +27,6 @@ export function teamNameProblem(name: string): string | undefined {
   // Control characters, line separators and bidirectional overrides make a name that reads as another.
   if (/[\p{Cc}\p{Zl}\p{Zp}\u202a-\u202e\u2066-\u2069]/u.test(name)) return 'must not hold control characters';
   return undefined;
-}
-
-/**
- * What a key may do. `ingest`: send records. `read`: every GET and the SDK's queries. `admin`:
- * everything, changes included. `approve`: approve or deny authorizations waiting for a person
- * (with read, to see them). An agent needs ingest (and read for the SDK's queries); a dashboard or
- * a BI job needs read; a person who only approves, read and approve.
- */
-export const SCOPES = ['ingest', 'read', 'admin', 'approve'] as const;
-export type Scope = (typeof SCOPES)[number];
-
-/** The team an API key authenticates, and which key it was. */
-export interface KeyOwner {
-  teamId: string;
-  teamName: string;
-  keyId: string;
-  keyName: string;
-  /**
-   * The first key of this key's rotation chain (its own id unless it was issued by a rotation):
-   * rate buckets belong to it, so rotating a key does not refill them.
-   */
-  holderId: string;
-  scopes: Scope[];
-  /** The key's own rate limits (null: the service's defaults). */
-  rates: KeyRates;
-  /** The operator suspended the team: every interface answers its keys 403 team_suspended. */
-  suspended: boolean;
 }
 
 /** A key as shown once to its creator. */
@@ -368,4 +343,16 @@ export async function rotateKey(sql: Sql, owner: KeyOwner): Promise<IssuedKey | 
 /** Keys of a team that still authenticate. */
 export async function countActiveKeys(sql: Sql, teamId: string, now = Date.now()): Promise<number> {
   return Number((await sql.get<{ n: number }>(`SELECT count(*) AS n FROM api_keys WHERE ${WORKING}`, [teamId, now]))!.n);
+}
+
+/** The key lookups of every interface (src/http/auth.ts), over this store. */
+export function keyDirectory(db: Database) {
+  return {
+    owner: (apiKey: string, now: number) => findKeyOwner(db, apiKey, now),
+    async standing(owner: KeyOwner, now: number): Promise<'working' | 'revoked' | 'suspended'> {
+      if (!(await listKeys(db, owner.teamId, now)).some((k) => k.id === owner.keyId)) return 'revoked';
+      return (await findTeam(db, owner.teamId))?.suspendedAt === null ? 'working' : 'suspended';
+    },
+    touch: (keyId: string, minute: number) => touchKey(db, keyId, minute),
+  };
 }

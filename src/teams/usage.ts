@@ -1,7 +1,7 @@
 import { countAgents } from '../agents/repository.js';
 import { countOpenAlerts } from '../alerts/repository.js';
 import { spendByDimensions } from '../analytics/queries.js';
-import type { AppDeps } from '../http/routes.js';
+import type { RouteDeps } from '../http/routes.js';
 import { countActivePolicies } from '../policies/repository.js';
 import { countActiveKeys } from './repository.js';
 
@@ -13,7 +13,7 @@ export function calendarMonth(now: Date): { start: Date; end: Date } {
 }
 
 /** `usage` of GET /team: what the team used this month, and what it has now. */
-export async function teamUsage(deps: Pick<AppDeps, 'db' | 'readEvents'>, teamId: string, now = new Date()) {
+export async function teamUsage(deps: Pick<RouteDeps, 'db' | 'readEvents'>, teamId: string, now = new Date()) {
   const month = calendarMonth(now);
   const { current } = await spendByDimensions(await deps.readEvents(teamId), teamId, { from: month.start.getTime(), to: month.end.getTime() }, [], 1);
   return {

@@ -1,5 +1,5 @@
 import { alertBody } from '../alerts/body.js';
-import type { Alert } from '../alerts/repository.js';
+import type { Alert } from '../domain/alerts.js';
 import { afterCommit, all, originOf, run, type Steps } from '../stores/sql.js';
 import { newId } from '../teams/keys.js';
 import type { EventType } from './repository.js';

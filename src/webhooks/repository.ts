@@ -4,10 +4,10 @@ import { get, numberedPlaceholders, perform, type Database, type Sql, type Steps
 import { lockTeam } from '../teams/repository.js';
 import type { Registry } from '../stores/sqlite.js';
 import { newId } from '../teams/keys.js';
+import { EVENT_TYPES, type EventType } from '../domain/webhook-events.js';
 
-/** What an endpoint can be sent: the alert lifecycle, and `test` (POST /webhooks/:id/test). */
-export const EVENT_TYPES = ['alert.opened', 'alert.resolved', 'alert.reopened', 'alert.escalated', 'authorization.pending', 'authorization.decided', 'test'] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+export { EVENT_TYPES, type EventType };
+
 export type WebhookFormat = 'standard' | 'slack';
 
 /** A team has at most this many endpoints: each event is one delivery per endpoint. */

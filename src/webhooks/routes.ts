@@ -1,7 +1,8 @@
 import { audited } from '../audit-log/record.js';
 import { decodeCursor, isSeqPosition, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
-import { defineRoute, type AuthedContext } from '../http/routes.js';
+import { defineRoute, type AuthedContext, type RouteDeps } from '../http/routes.js';
+import type { Dispatcher } from './dispatcher.js';
 import { NO_STORE } from '../teams/key-routes.js';
 import { urlProblem } from './address.js';
 import { perform } from '../stores/sql.js';
@@ -272,7 +273,12 @@ export const listDeliveriesRoute = defineRoute<unknown, { limit?: number; cursor
 });
 
 /** Sends a delivery now and answers with what it came to. */
-async function attemptAndAnswer(ctx: AuthedContext<unknown, unknown>, endpointId: string, deliveryId: string) {
+/** What the routes that send a delivery now take beyond every route's deps: the dispatcher. */
+export interface WebhookRouteDeps extends RouteDeps {
+  webhooks: Dispatcher;
+}
+
+async function attemptAndAnswer(ctx: AuthedContext<unknown, unknown, WebhookRouteDeps>, endpointId: string, deliveryId: string) {
   const { deps, team } = ctx;
   const outcome = await deps.webhooks.attemptNow(deliveryId);
   // None when the delivery went meanwhile (its endpoint was deleted).
@@ -284,7 +290,7 @@ async function attemptAndAnswer(ctx: AuthedContext<unknown, unknown>, endpointId
 
 const EXAMPLE_ATTEMPT = { delivered: true, statusCode: 200, latencyMs: 42, error: null, delivery: { ...EXAMPLE_DELIVERY, eventType: 'test', status: 'delivered', lastStatusCode: 200, lastError: null, responseBody: null, nextAttemptAt: null, deliveredAt: '2026-11-23T10:00:05.000Z' } };
 
-export const testWebhookRoute = defineRoute({
+export const testWebhookRoute = defineRoute<unknown, unknown, WebhookRouteDeps>({
   method: 'post',
   path: '/webhooks/:id/test',
   operationId: 'testWebhook',
@@ -313,7 +319,7 @@ export const testWebhookRoute = defineRoute({
   },
 });
 
-export const retryDeliveryRoute = defineRoute({
+export const retryDeliveryRoute = defineRoute<unknown, unknown, WebhookRouteDeps>({
   method: 'post',
   path: '/webhooks/:id/deliveries/:delivery/retry',
   operationId: 'retryWebhookDelivery',

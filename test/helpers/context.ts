@@ -18,8 +18,8 @@ import { pino } from 'pino';
 import supertest from 'supertest';
 import { createApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
-import { assembleDeps, closeDeps } from '../../src/deps.js';
-import type { AppDeps, RouteSpec } from '../../src/http/routes.js';
+import { assembleDeps, closeDeps, type AppDeps } from '../../src/deps.js';
+import type { RouteSpec } from '../../src/http/routes.js';
 import { SchemaRegistry } from '../../src/http/validation.js';
 import { SCHEMA_DIR } from '../../src/paths.js';
 import { ROUTES } from '../../src/routes.js';
@@ -27,7 +27,7 @@ import type { EventStore } from '../../src/stores/clickhouse.js';
 import { openSharedStores, openStores } from '../../src/stores/open.js';
 import type { Dialect } from '../../src/stores/sql.js';
 import type { Registry } from '../../src/stores/sqlite.js';
-import { createTeam } from '../../src/teams/repository.js';
+import { createTeam, keyDirectory } from '../../src/teams/repository.js';
 import type { IngestPipeline } from '../../src/ingest/pipeline.js';
 import { startClickHouseServer, type TestClickHouseServer } from './clickhouse-server.js';
 import { freshDatabase } from './postgres.js';
@@ -206,7 +206,9 @@ export async function stopTestEnv(): Promise<void> {
 /** The service app with extra routes mounted (for error paths no real route has yet). */
 export function appWith(routes: readonly RouteSpec[], deps: Partial<TestDeps> = {}): Express {
   const e = testEnv();
-  return createApp({ ...e.deps, ...deps }, { validateResponses: true }, [...ROUTES, ...routes]);
+  // Keys are looked up in the registry the app is given.
+  const keys = deps.keys ?? (deps.db ? keyDirectory(deps.db) : e.deps.keys);
+  return createApp({ ...e.deps, ...deps, keys }, { validateResponses: true }, [...ROUTES, ...routes]);
 }
 
 let teamCounter = 0;

@@ -1,0 +1,5 @@
+import type { IngestRouteDeps } from '../ingest/routes.js';
+import type { WebhookRouteDeps } from '../webhooks/routes.js';
+
+/** What the tools take: the deps of the routes they call. */
+export type McpDeps = IngestRouteDeps & WebhookRouteDeps;
