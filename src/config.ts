@@ -287,8 +287,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxActivePoliciesPerTeam: integer('MAX_ACTIVE_POLICIES_PER_TEAM', 1_000, 1, 1_000_000),
     maxAlertsPerCommit: integer('MAX_ALERTS_PER_COMMIT', 100, 1, 100_000),
   };
-  // Far above what this service ingests on one machine (about 15,000 records/s on 2 cores), so the
-  // SDK at full speed and the ingest benchmark are never limited; set lower per key for agents.
+  // Far above what one small machine ingests, so the SDK and the ingest benchmark are never limited.
   const rateLimits: RateDefaults = {
     requestsPerSecond: integer('RATE_LIMIT_REQUESTS_PER_SECOND', 1_000, 0, 1_000_000),
     recordsPerSecond: integer('RATE_LIMIT_RECORDS_PER_SECOND', 100_000, 0, 100_000_000),
