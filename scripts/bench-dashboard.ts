@@ -8,7 +8,7 @@
  * start until every panel shows its answer. Also prints the slowest panel request of each load
  * (the panels' requests go out at once, so the page is as slow as its slowest), and the first
  * page's size, gzipped, as the service sends it. --screenshot saves the 30-day overview at 1280 px
- * (the picture in docs/performance.md: dashboard/overview.png).
+ * to FILE.
  */
 import fs from 'node:fs';
 import os from 'node:os';

@@ -1,7 +1,5 @@
 /**
  * npm run bench:dedup -- [--ids-per-day 1000000] [--days 7]
- * npm run bench:dedup -- --candidates [--sizes 0,20000000,100000000] [--claims 1000000]
- *   (the candidate structures of scripts/dedup-candidates.ts side by side, instead)
  *
  * The ingest log's (team, id) index (src/ingest/dedup) on a temporary registry: claims `days` days
  * of `ids-per-day` SDK-shaped ids each (16 hex characters, team ids as the service makes them) in
@@ -23,15 +21,11 @@ import { SCHEMA_DIR } from '../src/paths.js';
 import { migrateRegistry } from '../src/stores/migrations.js';
 import { openRegistry } from '../src/stores/sqlite.js';
 import { runFolder } from '../src/ingest/dedup/index.js';
-import { measureCandidates } from './dedup-candidates.js';
 
 const { values: args } = parseArgs({
   options: {
     'ids-per-day': { type: 'string', default: '1000000' },
     days: { type: 'string', default: '7' },
-    candidates: { type: 'boolean', default: false },
-    sizes: { type: 'string', default: '0,20000000,100000000' },
-    claims: { type: 'string', default: '1000000' },
   },
 });
 const PER_DAY = Number(args['ids-per-day']);
@@ -120,5 +114,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (args.candidates) measureCandidates(args.sizes!.split(",").map(Number), Number(args.claims));
-else await main();
+await main();

@@ -17,10 +17,10 @@
  * --limiter-pairs N measures the limiter's cost end to end instead: N pairs of fresh services,
  * limits off (RATE_LIMIT_*=0) and on, in alternating order, and the median ratio per level.
  * --pairs N (with --policies) does the same without and with the policies: the figure to quote on
- * this shared, noisy machine, where one run's two phases can differ by 15% with nothing changed.
+ * a shared, noisy machine, where one run's two phases can differ with nothing changed.
  * --ids sdk (the default) sends ids as the published SDK makes them: 16 hex digits of a sha256,
  * random in order; --ids sequential sends ids that count up (each claim then lands next to the last
- * one in the dedup index, which flatters the write path: see docs/performance.md).
+ * one in the dedup index, which flatters the write path).
  * --prefill N fills today's dedup index with N SDK-shaped ids of the benchmark's team before the
  * levels (the service started once to make the team, stopped, the ids written in key order as
  * one run of the index, the service started again): a busy day's index (20,000,000 is 230
@@ -201,7 +201,7 @@ async function createPolicies(port: number, count: number): Promise<void> {
 }
 
 /**
- * --budgets: policies of the kinds finance sets (issue 31), each with weekly, monthly and total
+ * --budgets: policies of the kinds finance sets, each with weekly, monthly and total
  * limits, calls per hour and thresholds at 50% and 80%; every other one a pool (of two agents, or
  * every fifth the whole team), and every third with a filter (networks, assets, categories, tags or
  * endpoints in turn). Limits a busy window crosses, so thresholds and breaches are raised too.

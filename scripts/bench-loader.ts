@@ -6,7 +6,7 @@
  * fsynced (fsync_after_insert and fsync_part_directory, the schema's setting) and then without,
  * and prints the median and p90 time per block, rows/s and the process's CPU per row for both (the
  * records shaped as bench:ingest sends them), as the log holds them (RowBinary) and, fsynced, as
- * the TSV chunks written before issue 33. Then where a block's time goes: the events insert alone,
+ * the TSV chunks of the older log format. Then where a block's time goes: the events insert alone,
  * and the same rows into a table of the same columns with the Null engine (nothing stored: what
  * the engine spends parsing the block, the floor of any loader), each in TSV and in RowBinary, and
  * what encoding a row costs in each format. Run it with the server stopped.
@@ -91,7 +91,7 @@ async function main(): Promise<void> {
   };
   type Block = ReturnType<typeof block>;
   const insertBinary = (table: string, { binary }: Block, settings: Record<string, string | number>) => loaderEvents.insertRowBinary(table, TSV_COLUMNS, binary, settings);
-  // The loader's block as the log holds it now (RowBinary), or as chunks written before issue 33 (TSV).
+  // The loader's block as the log holds it now (RowBinary), or as chunks of the older format (TSV).
   const asLogged = (b: Block) => insertBlock(loaderEvents, 'bench', b, { format: 'rowbinary', bytes: b.binary });
   const asTsv = (b: Block) => insertBlock(loaderEvents, 'bench', b, { format: 'tsv', bytes: b.body });
   const measure = async (label: string, insert: (b: Block) => Promise<void>) => {

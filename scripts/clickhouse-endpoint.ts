@@ -27,8 +27,7 @@ export interface ClickHouseEndpoint {
 /** Serves the engine of `enginePath` on 127.0.0.1:`port` (0: any free port). */
 export async function serveEmbeddedClickHouse(enginePath: string, port = 0): Promise<ClickHouseEndpoint> {
   // Each query runs on a session of its own; this one keeps the engine open between them. Without
-  // it, the last session's close shuts the engine down and the next query starts it again (about
-  // 17 ms a query on an empty store, more with every table).
+  // it, the last session's close shuts the engine down and every query would pay its start.
   const holder = new Session(enginePath);
   const server = http.createServer((req, res) => {
     void serveClickHouseHttp(req, res, {

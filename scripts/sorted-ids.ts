@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
  * `count` random SDK-shaped ids (16 hex digits) in key order, in chunks of about count / 65,536
  * (a hundred million never sit in memory at once): 65,536 buckets by the first 16 bits, each
  * sorted. Filling an index in key order gives the state a day of random claims leaves, in seconds
- * rather than the hours random order would take (bench:ingest --prefill, bench:dedup --candidates).
+ * rather than the hours random order would take (bench:ingest --prefill).
  */
 export function* sortedIds(count: number): Generator<string[]> {
   const buckets = 65_536;

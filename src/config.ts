@@ -292,12 +292,9 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const ingest: IngestConfig = {
     dedupWindowDays: integer('DEDUP_WINDOW_DAYS', 7, 1, 365),
-    // About 40 MB of memory for the level-0 map (npm run bench:dedup -- --candidates chose it).
+    // Ids kept in the in-memory level-0 map before it is written out as a sorted run: about 40 MB.
     dedupLevel0Keys: integer('DEDUP_LEVEL0_KEYS', 250_000, 100, 10_000_000),
-    // Every block writes a part of about a dozen files in each of four tables; fewer, larger blocks
-    // create (and, once merged, delete) fewer files per record: 500 ms cut 10-15% of the CPU per
-    // record at 45,000 records/s against 200 ms (docs/performance.md, Ingest). A waiting reader
-    // does not wait for the interval: it wakes the loader.
+    // Larger blocks write fewer part files per record; a read that waits for fresh records wakes the loader.
     loadBlockRows: integer('LOAD_BLOCK_ROWS', 25_000, 1, 1_000_000),
     loadIntervalMs: integer('LOAD_INTERVAL_MS', 500, 1, 60_000),
     // About a minute of peak load (50,000 records/s of about 600 bytes).
@@ -305,7 +302,7 @@ export function loadConfig(env: Env = process.env): Config {
     backlogMaxBytes: integer('INGEST_BACKLOG_MAX_BYTES', 2 * 1024 ** 3, 1024, 1024 ** 4),
     readWaitMs: integer('READ_WAIT_MS', 10_000, 1, 600_000),
     assetDecimals: assetDecimalsSetting(env.ASSET_DECIMALS ?? '', problems),
-    // About 10-20 ms of claim, append and evaluation on 2 cores: well inside a 50 ms pause.
+    // Each group pays one commit and one WAL flush; a larger group only holds the event loop longer.
     groupMaxRows: integer('INGEST_GROUP_MAX_ROWS', 2_000, 1, 1_000_000),
   };
   const anomalies: AnomalyConfig = {
@@ -319,8 +316,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxActivePoliciesPerTeam: integer('MAX_ACTIVE_POLICIES_PER_TEAM', 1_000, 1, 1_000_000),
     maxAlertsPerCommit: integer('MAX_ALERTS_PER_COMMIT', 100, 1, 100_000),
   };
-  // Far above what this service ingests on one machine (about 15,000 records/s on 2 cores), so the
-  // SDK at full speed and the ingest benchmark are never limited; set lower per key for agents.
+  // Far above what one small machine ingests, so the SDK and the ingest benchmark are never limited.
   const rateLimits: RateDefaults = {
     requestsPerSecond: integer('RATE_LIMIT_REQUESTS_PER_SECOND', 1_000, 0, 1_000_000),
     recordsPerSecond: integer('RATE_LIMIT_RECORDS_PER_SECOND', 100_000, 0, 100_000_000),

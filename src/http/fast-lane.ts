@@ -5,10 +5,9 @@ import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'exp
 /**
  * Routes whose path has no parameter, served without express: an exact look-up of method and path,
  * then the route's own middleware and handler, the same functions express runs for it (they use
- * only Node's request and response, src/http/respond.ts). Express costs about 70 µs of CPU per
- * request on this machine against 20 µs for Node alone (npm run bench:authorize): its router walks
- * every layer and it swaps the prototypes of each request and response, which leaves property
- * look-ups megamorphic everywhere. An authorization or an ingest batch pays that on every call.
+ * only Node's request and response, src/http/respond.ts). Express's router walks every layer and
+ * swaps the prototypes of each request and response, which leaves property look-ups megamorphic
+ * everywhere: an authorization or an ingest batch would pay that on every call.
  *
  * Anything not matched exactly (another case, a trailing slash, a path with parameters, HEAD,
  * OPTIONS, a 405) goes to express as before, which answers it as it always did.

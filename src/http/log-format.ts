@@ -75,8 +75,8 @@ export function prettyLine(json: string, color: boolean): string {
 
 /**
  * JSON lines are written to stdout in chunks of at least 4 KiB, or every 100 ms, whichever comes
- * first: the request log is a line per request, and a write of each (a system call handed to a
- * libuv thread, and a wake-up of the reader) cost the event loop about 3% of an authorization.
+ * first: the request log is a line per request, and a write of each would wake a libuv thread and
+ * the reader for every request.
  * Pino writes what is buffered when the process exits; a kill -9 loses at most those 100 ms of
  * log lines (never data: nothing acknowledged waits on the log).
  */

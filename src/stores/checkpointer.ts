@@ -1,8 +1,8 @@
 /**
  * WAL checkpoints of the registry on a thread of their own. SQLite's automatic checkpoint runs in
  * the commit that crosses 1,000 WAL pages, on the event loop: it copies the pages into the
- * database file and fsyncs both files (4.5% of the event loop under authorizations, perf; a few
- * ms to tens of ms of one commit, which every request of its group waits out). Here a worker with
+ * database file and fsyncs both files, which makes that commit slow for every request of its
+ * group. Here a worker with
  * its own connection runs a PASSIVE checkpoint a few times a second while the registry changes:
  * it takes no lock a writer waits for, and the event loop never copies or syncs.
  *

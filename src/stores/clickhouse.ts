@@ -25,7 +25,7 @@ export interface EventStore {
   /** Inserts objects as JSONEachRow (small, occasional writes: migrations records). */
   insert(table: string, rows: readonly object[]): Promise<void>;
   /**
-   * Inserts TabSeparated lines (the loader's blocks of log chunks written before issue 33) with query-level settings such as
+   * Inserts TabSeparated lines (the loader's blocks of log chunks written in the older TSV format) with query-level settings such as
    * insert_deduplication_token. Embedded: the bytes go to the engine as they are (no copy, parsed
    * on the engine's threads); server: the body of one HTTP request.
    */
@@ -170,9 +170,8 @@ const blockFiles = {
 
 /**
  * The settings a query of this store must carry. The embedded connection runs a query's settings
- * as SET statements before it, on the session, where they stay: three SETs cost about 1.1 ms of
- * CPU per query (1.7 ms for a SELECT 1 without them, 2.8 with; a loader block runs four queries).
- * So the embedded store's queries carry READ_SETTINGS until one of them has run, and none after:
+ * as SET statements before it, on the session, where they stay, each a statement for the engine to
+ * run. So the embedded store's queries carry READ_SETTINGS until one of them has run, and none after:
  * a query sent before that one finished carries them too, so none runs without them. (A server
  * gets them on every request, from the client's own settings: there is no session to keep them.)
  */

@@ -1,5 +1,5 @@
 /**
- * PostgreSQL, the shared store of several instances (DATABASE_URL; issue 30): the state one
+ * PostgreSQL, the shared store of several instances (DATABASE_URL): the state one
  * process keeps in its SQLite registry today moves here feature by feature, behind the same store
  * interface, so every instance reads and writes one ledger with row locks.
  *

@@ -1,6 +1,6 @@
 /**
  * One way to reach the registry's tables whichever database holds them: the SQLite file of a
- * single instance, or PostgreSQL shared by several (issue 30). A feature's store is written once
+ * single instance, or PostgreSQL shared by several. A feature's store is written once
  * against `Database`; its SQL is written once with `?` placeholders where the dialects read it
  * alike, and side by side (`{ sqlite, postgres }`) where they differ.
  *
@@ -217,9 +217,8 @@ export function performNow<T>(db: Registry, steps: Steps<T>): T {
 /**
  * Runs `steps` now as part of the transaction open on the connection (unsyncedTransaction's), with
  * no savepoint of their own: if they throw, the caller's transaction must fail whole, as the group
- * commit's does. A savepoint there cost two statements and a copy of every page the group changed
- * (SQLite's statement journal): 1.4% of the event loop under authorizations (perf,
- * docs/performance.md).
+ * commit's does. A savepoint there would cost two statements and a copy of every page the group
+ * changes (SQLite's statement journal).
  */
 export function performInTransaction<T>(db: Registry, steps: Steps<T>): T {
   if (!db.inTransaction) throw new Error('performInTransaction: no transaction is open on this connection');

@@ -17,21 +17,11 @@ export function openRegistry(dataDir: string): Registry {
   // FULL: a commit is on disk when it returns. The ingest log acknowledges records on it, and
   // NORMAL (WAL) could lose the last commits on a power loss.
   db.pragma('synchronous = FULL');
-  // Pages are read through a memory map, off the read() syscall path (the dedup index's level-0
-  // tables are probed at random; measured with npm run bench:dedup).
+  // A memory map, so the dedup index's randomly probed level-0 tables cost no read() per page.
   db.pragma('mmap_size = 4294967296');
-  // A small page cache, on purpose: every commit that splits a B-tree page (most of them) ends by
-  // scanning the cache's whole hash table. SQLite's balance_nonroot renames a page to the
-  // pending-byte page number (page 262,145) for a moment, which leaves the cache believing it holds
-  // a page past the end of the file, and the commit's truncation then visits every slot. The cost
-  // grows with the pages cached: once 60,000 pages were cached, a commit of 8 rows took 580 µs with
-  // a 256 MB cache (the setting before) against 238 µs with 16 MB (npm run bench:sqlite-cache).
+  // Small on purpose: a commit that splits a B-tree page scans the whole cache (SQLite's pending-byte page).
   db.pragma('cache_size = -16384');
-  // A savepoint (the group commit opens one per evaluation and operation, and per decision when a
-  // decision of the group failed) keeps a
-  // statement journal of each page it changes. On disk, SQLite's default for a large one, that is
-  // a temporary file opened, written, closed and unlinked on the event loop in every group: 15% of
-  // the event loop under authorizations (perf, docs/performance.md). In memory it is a page copy.
+  // Savepoints' statement journals in memory, not a temporary file opened and unlinked on the event loop per group.
   db.pragma('temp_store = MEMORY');
   return db;
 }

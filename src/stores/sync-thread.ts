@@ -2,10 +2,9 @@
  * fdatasync on a thread of its own, never on libuv's pool. The pool (UV_THREADPOOL_SIZE, 4 by
  * default) also runs every embedded ClickHouse query: chdb's async calls hold a pool thread for
  * as long as the engine works on them (a heavy BI query, for its whole run). With four of them
- * running, an `fs.fdatasync` queued behind them waited for one to end (3.7 s measured), and so
- * did every acknowledgement of the ingest log. Here one worker thread does `fdatasyncSync` on
- * request and answers through its port: about 0.1 ms more per flush than the pool, nothing else
- * ever queues on it.
+ * running, an `fs.fdatasync` queued behind them would wait for one to end, and so would every
+ * acknowledgement of the ingest log. Here one worker thread does `fdatasyncSync` on request and
+ * answers through its port: a message each way per flush, and nothing else ever queues on it.
  *
  * One thread for the process, as the pool is one: file descriptors are the process's, so it
  * serves every registry; it does not keep the process alive while no flush is pending.

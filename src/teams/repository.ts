@@ -238,10 +238,9 @@ export function keysChanged(sql: Sql): void {
  * The registry's data_version, read on its connection at once: reading it changes nothing, so it
  * need not wait its turn behind a transaction in progress (a promise and a turn of the queue on
  * every request, the decision path's hottest statement). Read once per turn of the event loop:
- * the requests that arrived together share one reading (a read transaction, about 7 µs: a tenth
- * of an authorization's CPU when each asked it), and another process's change that landed
- * during that turn is seen from the next request parsed after it, as it would be had those
- * requests come a moment earlier.
+ * the requests that arrived together share one reading (each reading is a read transaction), and
+ * another process's change that landed during that turn is seen from the next request parsed
+ * after it, as it would be had those requests come a moment earlier.
  */
 function dataVersionOf(db: Registry): number {
   let reading = dataVersions.get(db);
@@ -273,8 +272,8 @@ type OwnerRow = {
  * rotated key still fails from the very next request: a revocation through this connection clears
  * them, and one by another process (the team CLI) changes the registry's data_version, which is
  * compared on every lookup (a cheap pragma, where the join costs several times more on a busy
- * registry). On PostgreSQL, shared by several instances, every lookup asks the database until
- * changes are announced to every instance (issue 30).
+ * registry). On PostgreSQL, shared by several instances, every lookup asks the database: nothing
+ * tells one instance that another revoked a key.
  */
 export async function findKeyOwner(sql: Sql, apiKey: string, now = Date.now()): Promise<KeyOwner | undefined> {
   let cache: KeyOwnerCache | undefined;
