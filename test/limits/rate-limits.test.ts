@@ -128,14 +128,17 @@ describeOnEachRegistry('rate limits per key', function () {
   it('a 400 and a 403 of a limited route carry the headers too; an empty records bucket refuses before the body is read', async () => {
     const team = await newTeam();
     const key = await keyWith(team, { records_per_second: 10, requests_per_second: 100 }, ['ingest']);
-    const bad = await api().post('/api/v1/events').set(...bearer(key.apiKey)).send({ events: 'x' }).expect(400);
+    // A limiter whose clock stands still: the bucket empties as the test counts, however slow the hour.
+    const now = Date.now();
+    const app = appWith([], { rateLimiter: new RateLimiter(testEnv().deps.config.rateLimits, () => now) });
+    const bad = await api(app).post('/api/v1/events').set(...bearer(key.apiKey)).send({ events: 'x' }).expect(400);
     expect(bad.headers['ratelimit-policy']).to.equal('"records";q=10;w=1');
     expect(bad.headers.ratelimit).to.equal('"records";r=9;t=1'); // a body without records costs one
-    const forbidden = await api().get('/api/v1/agents').set(...bearer(key.apiKey)).expect(403);
+    const forbidden = await api(app).get('/api/v1/agents').set(...bearer(key.apiKey)).expect(403);
     expect(forbidden.headers['ratelimit-policy']).to.equal('"requests";q=100;w=1');
-    await api().post('/api/v1/events').set(...bearer(key.apiKey)).send({ events: events(9) }).expect(200);
+    await api(app).post('/api/v1/events').set(...bearer(key.apiKey)).send({ events: events(9) }).expect(200);
     // Not JSON at all: refused for the rate before the parser would have said so.
-    const early = await api().post('/api/v1/events').set(...bearer(key.apiKey)).type('json').send('{not json').expect(429);
+    const early = await api(app).post('/api/v1/events').set(...bearer(key.apiKey)).type('json').send('{not json').expect(429);
     expect(errorOf(early.body).code).to.equal('rate_limited');
   });
 
@@ -160,8 +163,8 @@ describeOnEachRegistry('rate limits per key', function () {
   it("the ingest benchmark's load (16 clients sending batches of 100 back to back) is never limited by the defaults", async () => {
     const team = await newTeam();
     const { rateLimits } = testEnv().deps.config;
-    // The fastest this service has ingested on this machine is under 20,000 events/s (docs/performance.md).
-    expect(rateLimits.recordsPerSecond).to.be.at.least(5 * 20_000);
+    // Well above the fastest this service ingests on a small machine (docs/performance.md).
+    expect(rateLimits.recordsPerSecond).to.be.at.least(100_000);
     let lowest = Infinity;
     let answers = 0;
     const end = Date.now() + 2_000;

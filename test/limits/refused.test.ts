@@ -12,7 +12,6 @@ import { event, storedCount } from '../ingest/fixtures.js';
 
 type Team = Awaited<ReturnType<typeof newTeam>>;
 const bearer = (key: string): [string, string] => ['Authorization', `Bearer ${key}`];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function keyWith(team: Team, rateLimit: object, scopes = ['ingest', 'read']): Promise<string> {
   const res = await api().post('/api/v1/keys').set(...team.auth).send({ name: 'limited', scopes, rate_limit: rateLimit }).expect(201);
@@ -23,7 +22,10 @@ async function keyWith(team: Team, rateLimit: object, scopes = ['ingest', 'read'
 function appWithBound(limits: { maxRows: number; maxBytes: number }) {
   const { deps } = testEnv();
   const commit = new GroupCommit(deps.registry, deps.ingest.log, deps.ingest.freshness, limits, deps.logger);
-  return { commit, app: appWith([], { ingest: { ...deps.ingest, commit, ingestor: new Ingestor(deps.schemas, commit) } }) };
+  // Buckets of its own on a clock the test moves: they refill when it says, however slow the hour.
+  const clock = { now: Date.now() };
+  const rateLimiter = new RateLimiter(deps.config.rateLimits, () => clock.now);
+  return { commit, clock, app: appWith([], { rateLimiter, ingest: { ...deps.ingest, commit, ingestor: new Ingestor(deps.schemas, commit) } }) };
 }
 
 describe('a request answered 503 costs no rate-limit token', function () {
@@ -52,15 +54,13 @@ describe('a request answered 503 costs no rate-limit token', function () {
     const key = await keyWith(team, { records_per_second: 20 });
     // The backlog at its bound: every batch is refused by the same test as in an outage of ClickHouse.
     const limits = { maxRows: 0, maxBytes: 0 };
-    const { app } = appWithBound(limits);
+    const { app, clock } = appWithBound(limits);
     const batch = Array.from({ length: 10 }, (_, i) => event({ id: `retry-${i}`, amount: '0.1' }));
     const send = () => api(app).post('/api/v1/events').set(...bearer(key)).send({ events: batch });
 
-    // 12 retries of 10 records within well under a second: six times the 20 records/s budget.
-    const started = Date.now();
+    // 12 retries of 10 records within one instant of the limiter's clock: six times the 20 records/s budget.
     const answers = [];
     for (let i = 0; i < 12; i++) answers.push(await send());
-    expect(Date.now() - started).to.be.below(1_000);
     expect(answers.map((a) => a.status)).to.deep.equal(Array(12).fill(503));
     for (const res of answers) {
       expect(errorOf(res.body).code).to.equal('store_unavailable');
@@ -74,7 +74,7 @@ describe('a request answered 503 costs no rate-limit token', function () {
     limits.maxBytes = 1024 ** 4;
     const stored = await send().expect(200);
     expect(stored.body).to.include({ ingested: 10, duplicates: 0 });
-    expect(stored.headers.ratelimit).to.match(/^"records";r=(10|11);t=1$/);
+    expect(stored.headers.ratelimit).to.equal('"records";r=10;t=1');
     await api(app).post('/api/v1/events').set(...bearer(key)).send({ events: [event({ id: 'after-1' })] }).expect(200);
     const limited = await api(app)
       .post('/api/v1/events')
@@ -82,7 +82,7 @@ describe('a request answered 503 costs no rate-limit token', function () {
       .send({ events: Array.from({ length: 10 }, (_, i) => event({ id: `after-more-${i}` })) })
       .expect(429);
     expect(errorOf(limited.body).code).to.equal('rate_limited');
-    await sleep(Number(limited.headers['retry-after']) * 1000 + 50);
+    clock.now += Number(limited.headers['retry-after']) * 1000 + 50;
     await api(app).post('/api/v1/events').set(...bearer(key)).send({ events: [event({ id: 'after-2' })] }).expect(200);
     expect(await storedCount(team.teamId)).to.equal(12);
   });

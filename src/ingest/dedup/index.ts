@@ -1,7 +1,7 @@
 /**
  * The (team, id) index of claimed ids on SQLite: a log-structured merge of claims, so that its
- * cost per claim stays flat however many ids a day holds and whatever their order (issue 33;
- * `npm run bench:dedup -- --candidates` measured it against B-trees keyed by text and by integers).
+ * cost per claim stays flat however many ids a day holds and whatever their order, where a
+ * B-tree's grows with it (docs/performance.md, the dedup index).
  *
  * - Level 0: claims are appended to a rowid table in the registry (`ingest_claims_<day>_<n>`),
  *   inside the group commit's transaction, so a claim is durable exactly when its record is
@@ -30,7 +30,7 @@ import { RunReader, writeRun, type ClaimRow } from './run-file.js';
 import type { RunJob, RunJobResult, RunJobSpec } from './worker.js';
 
 const DAY_MS = 86_400_000;
-/** Keys a level-0 table takes before it is frozen (npm run bench:dedup -- --candidates). */
+/** Keys a level-0 table takes before it is frozen: small enough to sort in a worker in a blink. */
 export const LEVEL0_KEYS = 250_000;
 /** Runs of one day and level merged into one of the next. */
 const FAN_IN = 4;
