@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { blockRollupInserts, LATER_DIMENSION_BACKFILLS } from '../analytics/rollups.js';
 import { clickHouseErrorCode, type EventStore } from '../stores/clickhouse.js';
 import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.js';
 import type { Freshness } from './freshness.js';
@@ -49,65 +50,6 @@ export function refusedForData(err: unknown): boolean {
   return code !== undefined && DATA_ERRORS.has(code);
 }
 
-/** Dimensions of the by-dimension rollups: every event counts once in each. */
-const DIMENSIONS = `[('agent', agent_id), ('domain', toString(domain)), ('url', endpoint), ('category', toString(category)),
-  ('network', toString(network)), ('outcome', toString(policy_evaluation))]`;
-
-/**
- * A record sent with a non-zero amount_raw in an asset whose decimals were unknown: stored with
- * amount 0 (src/ingest/records.ts), counted as unpriced rather than as spend.
- */
-export const UNPRICED_CONDITION = "amount_text = '' AND amount = 0 AND match(amount_raw, '[1-9]')";
-
-/**
- * Dimensions added after data existed: every event counts once under its asset; an unpriced one
- * also under `unpriced` (key: its asset).
- */
-const LATER_DIMENSIONS = `arrayConcat([('asset', toString(asset))], if(${UNPRICED_CONDITION}, [('unpriced', toString(asset))], []))`;
-
-const byDimensions = (dimensions: string, at: string) =>
-  `SELECT team_id, dim.1, ${at}, dim.2, sum(toDecimal256(amount, 18)), count(), max(amount)
-     FROM events ARRAY JOIN ${dimensions} AS dim WHERE {rows}
-    GROUP BY team_id, dim.1, ${at}, dim.2`;
-
-interface Rollup {
-  /** Names the insert's deduplication token. */
-  name: string;
-  table: string;
-  select: string;
-  /**
-   * A by-dimension rollup gained LATER_DIMENSIONS after blocks had been loaded. A block loaded (or
-   * half loaded) before that keeps its old insert and token (`legacy`), and gets the new dimensions
-   * from an insert of their own (`later`, token `<name>:asset`): a half-loaded block inserted again
-   * is then dropped by the tokens it already used, and completed by the ones it had not. Blocks
-   * after it take one insert of every dimension (`select`, token `<name>:all`).
-   */
-  legacy?: string;
-  later?: string;
-}
-
-/**
- * Each rollup, filled from a block's rows in events (found by log_pos, which the minmax index
- * narrows to the block's part). A rollup row is a partial: readers sum them.
- */
-const ROLLUPS: Rollup[] = (['hour', 'day'] as const)
-  .map((unit): Rollup => {
-    const [name, column, at] = unit === 'hour' ? ['spend_hourly_by', 'hour', 'toStartOfHour(event_time)'] : ['spend_daily_by', 'day', 'toDate(event_time)'];
-    return {
-      name,
-      table: `${name} (team_id, dimension, ${column}, key, spend, events, max_amount)`,
-      select: byDimensions(`arrayConcat(${DIMENSIONS}, ${LATER_DIMENSIONS})`, at),
-      legacy: byDimensions(DIMENSIONS, at),
-      later: byDimensions(LATER_DIMENSIONS, at),
-    };
-  })
-  .concat({
-    name: 'spend_minutely',
-    table: 'spend_minutely (team_id, minute, spend, events)',
-    select: `SELECT team_id, toStartOfMinute(event_time), sum(toDecimal256(amount, 18)), count()
-               FROM events WHERE {rows} GROUP BY team_id, toStartOfMinute(event_time)`,
-  });
-
 /**
  * Inserts one block of the log into events and then into every rollup, each table with its own
  * deduplication token made from the log's id and the block's positions: inserted again (after a
@@ -136,19 +78,11 @@ export async function insertBlock(
   const rows = block.ranges
     ? `(${block.ranges.map(([first, last]) => `log_pos BETWEEN ${Math.trunc(first)} AND ${Math.trunc(last)}`).join(' OR ')})`
     : `log_pos BETWEEN ${block.firstPos} AND ${block.lastPos}`;
-  const legacy = block.lastPos <= legacyUntil;
-  for (const rollup of ROLLUPS) {
-    const inserts: [string, string][] = !rollup.legacy
-      ? [[rollup.select, rollup.name]]
-      : legacy
-        ? [[rollup.legacy, rollup.name], [rollup.later!, `${rollup.name}:asset`]]
-        : [[rollup.select, `${rollup.name}:all`]];
-    for (const [select, name] of inserts) {
-      try {
-        await insertRollup(store, rollup.table, select, rows, token(name));
-      } catch (err) {
-        throw new RollupInsertError(`inserting the block into ${rollup.name} failed`, { cause: err });
-      }
+  for (const insert of blockRollupInserts(block.lastPos <= legacyUntil)) {
+    try {
+      await store.command(insert.sql(rows, token(insert.name)));
+    } catch (err) {
+      throw new RollupInsertError(`inserting the block into ${insert.rollup} failed`, { cause: err });
     }
   }
 }
@@ -170,10 +104,6 @@ export class RollupInsertError extends Error {
   override name = 'RollupInsertError';
 }
 
-async function insertRollup(store: EventStore, table: string, select: string, rows: string, token: string): Promise<void> {
-  await store.command(`INSERT INTO ${table} SETTINGS insert_deduplication_token = '${token}', max_threads = 1 ${select.replace('{rows}', rows)}`);
-}
-
 /**
  * Once, at the first start with the later dimensions: fills them for every record loaded before
  * (log_pos up to the loaded position; rows from before the log have log_pos 0), and records up to
@@ -188,9 +118,7 @@ export async function backfillRollups(db: Registry, store: EventStore, logId: st
   const { loaded_pos: loadedPos } = db.prepare('SELECT loaded_pos FROM ingest_loader WHERE id = 1').get() as { loaded_pos: number };
   const { pending } = db.prepare('SELECT coalesce(max(last_pos), 0) AS pending FROM ingest_blocks').get() as { pending: number };
   const started = performance.now();
-  for (const rollup of ROLLUPS.filter((r) => r.later)) {
-    await insertRollup(store, rollup.table, rollup.later!, `log_pos <= ${loadedPos}`, `${logId}:backfill:${rollup.name}:asset`);
-  }
+  for (const insert of LATER_DIMENSION_BACKFILLS) await store.command(insert.sql(`log_pos <= ${loadedPos}`, `${logId}:${insert.name}`));
   const legacyUntil = Math.max(loadedPos, pending);
   db.prepare("INSERT INTO rollup_backfills (name, done_at, legacy_until) VALUES ('asset', ?, ?)").run(Date.now(), legacyUntil);
   logger.info({ upToLogPos: loadedPos, legacyUntil, ms: Math.round(performance.now() - started) }, 'rollups: asset dimension backfilled for records loaded before it existed');
