@@ -1,11 +1,9 @@
 import type { Logger } from 'pino';
-import { blockRollupInserts, LATER_DIMENSION_BACKFILLS } from '../analytics/rollups.js';
-import { clickHouseErrorCode, type EventStore } from '../stores/clickhouse.js';
+import type { EventStore } from '../stores/clickhouse.js';
 import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.js';
 import type { Freshness } from './freshness.js';
 import type { LogChunk, LogFormat } from './log.js';
-import { rowBinaryBoundaries } from './rowbinary.js';
-import { TSV_COLUMNS, teamAndIdOf } from './tsv.js';
+import { backfillLaterDimensions, insertBlock, recordsOf, refusedForData, setAsideInside, type BlockBody, type SetAside, type StoredChunk } from './blocks.js';
 
 export interface LoaderOptions {
   /** A block holds up to about this many records (whole chunks; one chunk may exceed it). */
@@ -27,90 +25,9 @@ interface Block {
   format: LogFormat;
 }
 
-/** A block's records as the loader sends them: the bytes of its chunks (or of their rows), in one format. */
-export interface BlockBody {
-  format: LogFormat;
-  bytes: Buffer;
-}
-
 /**
- * ClickHouse error codes that mean "these rows cannot be parsed or stored as they are": raised
- * while the block is parsed, before anything is written, so the block can be split to find the
- * rows at fault. Anything else (no connection, a missing table, memory) is an outage: the same
- * block is tried again later.
- */
-const DATA_ERRORS = new Set([
-  6, 26, 27, 32, 33, 38, 41, 53, 69, 70, 72, 117, 130, 131, 190, 321, 349, 407, 691,
-]);
-
-/** Whether ClickHouse refused a block's rows (split it to find them), rather than being unavailable. */
-export function refusedForData(err: unknown): boolean {
-  if (err instanceof RollupInsertError) return false;
-  const code = clickHouseErrorCode(err);
-  return code !== undefined && DATA_ERRORS.has(code);
-}
-
-/**
- * Inserts one block of the log into events and then into every rollup, each table with its own
- * deduplication token made from the log's id and the block's positions: inserted again (after a
- * crash or a failure at any step), every table keeps the block once. Throws what ClickHouse
- * throws; a data error can only come from the first insert (the rows), before anything is written.
- * A block ending at or before `legacyUntil` was recorded before the later dimensions existed.
- */
-export async function insertBlock(
-  store: EventStore,
-  logId: string,
-  block: BlockPositions,
-  body: BlockBody,
-  legacyUntil = 0,
-): Promise<void> {
-  const token = (name: string) => `${logId}:${block.key ?? `${block.firstPos}-${block.lastPos}`}:${name}`;
-  // One thread parses a TSV block: the engine's parallel parsing cut it into segments for threads
-  // of its own, which cost about 0.3 µs a row more CPU on this 2-core machine (and compete with the
-  // event loop); the loader is not waited on, so the shorter wall time buys nothing.
-  const settings = { insert_deduplication_token: token('events'), input_format_parallel_parsing: 0 };
-  // The token names positions, not bytes: a block recorded as TSV and inserted again after an
-  // upgrade is still one block (and is inserted as TSV: a block keeps its format).
-  if (body.format === 'rowbinary') await store.insertRowBinary('events', TSV_COLUMNS, body.bytes, settings);
-  else await store.insertTsv('events', TSV_COLUMNS, body.bytes, settings);
-  // Positions are integers of our own: inlined, so the statement does not queue behind
-  // parameterised reads (the embedded engine serialises those).
-  const rows = block.ranges
-    ? `(${block.ranges.map(([first, last]) => `log_pos BETWEEN ${Math.trunc(first)} AND ${Math.trunc(last)}`).join(' OR ')})`
-    : `log_pos BETWEEN ${block.firstPos} AND ${block.lastPos}`;
-  for (const insert of blockRollupInserts(block.lastPos <= legacyUntil)) {
-    try {
-      await store.command(insert.sql(rows, token(insert.name)));
-    } catch (err) {
-      throw new RollupInsertError(`inserting the block into ${insert.rollup} failed`, { cause: err });
-    }
-  }
-}
-
-/**
- * A block's positions: one range (the SQLite log's blocks are cut from its gap-free positions), or
- * several (the shared log's blocks are sets of chunks, whose positions interleave with other
- * blocks'), then named by `key` in the deduplication tokens.
- */
-export interface BlockPositions {
-  firstPos: number;
-  lastPos: number;
-  ranges?: readonly (readonly [number, number])[];
-  key?: string;
-}
-
-/** A rollup insert failed: the block is in events already, so it is never split, only retried whole. */
-export class RollupInsertError extends Error {
-  override name = 'RollupInsertError';
-}
-
-/**
- * Once, at the first start with the later dimensions: fills them for every record loaded before
- * (log_pos up to the loaded position; rows from before the log have log_pos 0), and records up to
- * which position blocks were recorded the old way (the loaded position, or the last block recorded
- * but not confirmed): those blocks are completed by the legacy inserts when the loader takes them
- * again. A crash in the middle repeats the backfill with the same tokens, which ClickHouse drops.
- * Returns that position.
+ * Once, at the first start with the rollups' later dimensions: fills them for every record loaded,
+ * and returns up to which position blocks were recorded the old way (loaded, or recorded unconfirmed).
  */
 export async function backfillRollups(db: Registry, store: EventStore, logId: string, logger: Logger): Promise<number> {
   const done = db.prepare("SELECT legacy_until FROM rollup_backfills WHERE name = 'asset'").get() as { legacy_until: number } | undefined;
@@ -118,7 +35,7 @@ export async function backfillRollups(db: Registry, store: EventStore, logId: st
   const { loaded_pos: loadedPos } = db.prepare('SELECT loaded_pos FROM ingest_loader WHERE id = 1').get() as { loaded_pos: number };
   const { pending } = db.prepare('SELECT coalesce(max(last_pos), 0) AS pending FROM ingest_blocks').get() as { pending: number };
   const started = performance.now();
-  for (const insert of LATER_DIMENSION_BACKFILLS) await store.command(insert.sql(`log_pos <= ${loadedPos}`, `${logId}:${insert.name}`));
+  await backfillLaterDimensions(store, logId, loadedPos);
   const legacyUntil = Math.max(loadedPos, pending);
   db.prepare("INSERT INTO rollup_backfills (name, done_at, legacy_until) VALUES ('asset', ?, ?)").run(Date.now(), legacyUntil);
   logger.info({ upToLogPos: loadedPos, legacyUntil, ms: Math.round(performance.now() - started) }, 'rollups: asset dimension backfilled for records loaded before it existed');
@@ -150,79 +67,6 @@ export class Nap {
   wake(): void {
     this.waking?.();
   }
-}
-
-/** What the loader reads of a chunk of the log to cut it or set part of it aside. */
-export interface StoredChunk {
-  firstPos: number;
-  lastPos: number;
-  teamId: string;
-  format: LogFormat;
-  body: Buffer;
-}
-
-/** A chunk whose records cannot be told apart: its bytes do not hold its rows, one after another. */
-export class DamagedChunkError extends Error {
-  override name = 'DamagedChunkError';
-}
-
-/**
- * The records of a chunk whose position `wanted` accepts, each as its bytes: a block split inside
- * a chunk takes part of it. TSV records are lines; RowBinary rows are found by reading their
- * lengths. Throws DamagedChunkError when the body does not hold the chunk's rows.
- */
-export function recordsOf(chunk: StoredChunk, wanted: (pos: number) => boolean): Buffer[] {
-  const rows = chunk.lastPos - chunk.firstPos + 1;
-  let starts: number[];
-  if (chunk.format === 'rowbinary') {
-    try {
-      starts = rowBinaryBoundaries(chunk.body).starts;
-    } catch (err) {
-      throw new DamagedChunkError(`log chunk ${chunk.firstPos}..${chunk.lastPos}: ${(err as Error).message}`);
-    }
-  } else {
-    starts = [0];
-    for (let at = chunk.body.indexOf(10); at >= 0; at = chunk.body.indexOf(10, at + 1)) starts.push(at + 1);
-    if (starts.at(-1) !== chunk.body.length) starts.push(chunk.body.length); // a last line without its '\n'
-  }
-  if (starts.length - 1 !== rows) throw new DamagedChunkError(`log chunk ${chunk.firstPos}..${chunk.lastPos} holds ${starts.length - 1} records, not ${rows}`);
-  const parts: Buffer[] = [];
-  for (let i = 0; i < rows; i++) if (wanted(chunk.firstPos + i)) parts.push(chunk.body.subarray(starts[i], starts[i + 1]));
-  return parts;
-}
-
-/** What a refused block inside one chunk sets aside in ingest_rejects: one record, or a damaged chunk whole. */
-export interface SetAside {
-  teamId: string;
-  /** '' when the records of a damaged chunk cannot be told apart. */
-  id: string;
-  format: LogFormat;
-  bytes: Buffer;
-  rows: number;
-}
-
-/**
- * A refused block whose positions first..last lie in one chunk: what to set aside when it cannot
- * be halved (one record, or a chunk whose records cannot be told apart: set aside whole, the only
- * way past it), or undefined when it is halved by positions.
- */
-export function setAsideInside(chunk: StoredChunk, first: number, last: number): SetAside | undefined {
-  let records: Buffer[];
-  try {
-    records = recordsOf(chunk, (pos) => pos >= first && pos <= last);
-  } catch (err) {
-    if (!(err instanceof DamagedChunkError)) throw err;
-    return { teamId: chunk.teamId, id: '', format: chunk.format, bytes: chunk.body, rows: last - first + 1 };
-  }
-  if (records.length > 1) return undefined;
-  const bytes = records[0]!;
-  const { teamId, id } = chunk.format === 'rowbinary' ? firstRowOf(bytes) : teamAndIdOf(bytes.toString('utf8'));
-  return { teamId, id, format: chunk.format, bytes, rows: 1 };
-}
-
-function firstRowOf(bytes: Buffer): { teamId: string; id: string } {
-  const { teamIds, ids } = rowBinaryBoundaries(bytes);
-  return { teamId: teamIds[0]!, id: ids[0]! };
 }
 
 /**

@@ -17,20 +17,8 @@ import type { SharedStore } from '../stores/postgres.js';
 import { postgresOnly, type Database, type Sql } from '../stores/sql.js';
 import { behind, type Backlog } from './freshness.js';
 import type { LogChunk, LogFormat } from './log.js';
-import {
-  BACKOFF_MAX_MS,
-  BACKOFF_MIN_MS,
-  insertBlock,
-  Nap,
-  recordsOf,
-  refusedForData,
-  setAsideInside,
-  type BlockBody,
-  type LoaderObserver,
-  type LoaderOptions,
-  type SetAside,
-  type StoredChunk,
-} from './loader.js';
+import { insertBlock, recordsOf, refusedForData, setAsideInside, type BlockBody, type SetAside, type StoredChunk } from './blocks.js';
+import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, Nap, type LoaderObserver, type LoaderOptions } from './loader.js';
 
 type Range = [number, number];
 

@@ -10,7 +10,7 @@ import { AgentActivity } from '../../src/agents/activity.js';
 import { Evaluator } from '../../src/evaluation/evaluator.js';
 import { GroupCommit, sharedCommits } from '../../src/ingest/group-commit.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
-import { insertBlock } from '../../src/ingest/loader.js';
+import { insertBlock } from '../../src/ingest/blocks.js';
 import { recordToRow } from '../../src/ingest/records.js';
 import { rowBinaryOf } from '../../src/ingest/rowbinary.js';
 import { SharedIngestLog } from '../../src/ingest/shared-log.js';
