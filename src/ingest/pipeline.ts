@@ -14,7 +14,8 @@ import { decimalsWith } from './assets.js';
 import { Ingestor } from './ingestor.js';
 import { Loader } from './loader.js';
 import { IngestLog } from './log.js';
-import { SharedFreshness, SharedLoader } from './shared-loader.js';
+import { SharedFreshness } from './shared-freshness.js';
+import { SharedLoader } from './shared-loader.js';
 import { SharedIngestLog } from './shared-log.js';
 import { Checkpointer } from '../stores/checkpointer.js';
 
