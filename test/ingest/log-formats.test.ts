@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Freshness } from '../../src/ingest/freshness.js';
 import { DamagedChunkError, recordsOf, setAsideInside, type StoredChunk } from '../../src/ingest/blocks.js';
-import { Loader } from '../../src/ingest/loader.js';
+import { Loader } from '../../src/ingest/local-loader.js';
 import { IngestLog } from '../../src/ingest/log.js';
 import { recordToRow, type EventRow } from '../../src/ingest/records.js';
 import { rowBinaryOf } from '../../src/ingest/rowbinary.js';
