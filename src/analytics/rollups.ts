@@ -1,9 +1,4 @@
-/**
- * What the rollup tables hold: the dimensions they are keyed by, and the INSERT ... SELECT that
- * fills each from rows of events. The loader (src/ingest/blocks.ts) runs these for every block it
- * loads, each with a deduplication token of its own; the readers (./queries.ts) sum the partial
- * rows they write.
- */
+/** What the rollup tables hold, defined once: the loader fills them with these inserts, ./queries.ts sums their partial rows. */
 
 /** The dimensions of the by-dimension rollups, and the events column each one is rolled up from. */
 export const DIMENSION_COLUMN = {
@@ -21,10 +16,7 @@ export const DIMENSION_COLUMN = {
 /** A dimension the analytics can group by. */
 export type Dimension = keyof typeof DIMENSION_COLUMN;
 
-/**
- * A record sent with a non-zero amount_raw in an asset whose decimals were unknown: stored with
- * amount 0 (src/ingest/records.ts), counted as unpriced rather than as spend.
- */
+/** A non-zero amount_raw in an asset of unknown decimals, stored as amount 0: unpriced, not spend. */
 export const UNPRICED_CONDITION = "amount_text = '' AND amount = 0 AND match(amount_raw, '[1-9]')";
 
 /** The dimensions the rollups had from the start: every event counts once in each. */
@@ -32,10 +24,7 @@ const FIRST_DIMENSIONS = ['agent', 'domain', 'url', 'category', 'network', 'outc
 
 const DIMENSIONS = `[${FIRST_DIMENSIONS.map((d) => `('${d}', ${DIMENSION_COLUMN[d]})`).join(', ')}]`;
 
-/**
- * Dimensions added after data existed: every event counts once under its asset; an unpriced one
- * also under `unpriced` (key: its asset).
- */
+/** Dimensions added after data existed: every event once under its asset, an unpriced one also under `unpriced`. */
 const LATER_DIMENSIONS = `arrayConcat([('asset', ${DIMENSION_COLUMN.asset})], if(${UNPRICED_CONDITION}, [('unpriced', ${DIMENSION_COLUMN.unpriced})], []))`;
 
 const byDimensions = (dimensions: string, at: string) =>
@@ -48,13 +37,7 @@ interface Rollup {
   name: string;
   table: string;
   select: string;
-  /**
-   * A by-dimension rollup gained LATER_DIMENSIONS after blocks had been loaded. A block loaded (or
-   * half loaded) before that keeps its old insert and token (`legacy`), and gets the new dimensions
-   * from an insert of their own (`later`, token `<name>:asset`): a half-loaded block inserted again
-   * is then dropped by the tokens it already used, and completed by the ones it had not. Blocks
-   * after it take one insert of every dimension (`select`, token `<name>:all`).
-   */
+  /** A block recorded before LATER_DIMENSIONS keeps its first insert and token, so a retry of it is dropped or completed, never doubled. */
   legacy?: string;
   later?: string;
 }
@@ -98,10 +81,7 @@ const CURRENT_INSERTS = ROLLUPS.map((r) => (r.legacy ? insertOf(r, r.select, `${
 
 const LEGACY_INSERTS = ROLLUPS.flatMap((r) => (r.legacy ? [insertOf(r, r.legacy, r.name), insertOf(r, r.later!, `${r.name}:asset`)] : [insertOf(r, r.select, r.name)]));
 
-/**
- * The inserts that fill every rollup from one block's rows, in order; `legacy`: a block recorded
- * before the later dimensions existed, which keeps the inserts (and tokens) it was first sent with.
- */
+/** The inserts filling every rollup from one block's rows; `legacy`: recorded before the later dimensions, so it keeps its first tokens. */
 export function blockRollupInserts(legacy: boolean): readonly RollupInsert[] {
   return legacy ? LEGACY_INSERTS : CURRENT_INSERTS;
 }

@@ -8,10 +8,7 @@ import { TSV_COLUMNS, teamAndIdOf } from './tsv.js';
 /** Positions first..last of the log, both included. */
 export type Range = readonly [number, number];
 
-/**
- * A block's positions: one range, named `first-last` in its tokens, or several (chunks whose
- * positions interleave with other blocks'), named by `key`.
- */
+/** A block's positions: one range named `first-last`, or ranges named by `key` where chunks of blocks interleave. */
 export interface BlockPositions {
   firstPos: number;
   lastPos: number;
@@ -51,11 +48,7 @@ export class RollupInsertError extends Error {
   override name = 'RollupInsertError';
 }
 
-/**
- * Inserts a block into events, then into every rollup, each under a token of the log's id and the
- * block's name: inserted again after any failure, every table keeps it once. A block ending at or
- * before `legacyUntil` was recorded before the rollups' later dimensions.
- */
+/** Inserts a block into events and every rollup, each under a token of its own, so that inserted again every table keeps it once. */
 export async function insertBlock(store: EventStore, logId: string, block: BlockPositions, body: BlockBody, legacyUntil = 0): Promise<void> {
   const token = (name: string) => `${logId}:${blockName(block)}:${name}`;
   // One parsing thread: parallel parsing costs more CPU on 2 cores, and nothing waits on the loader's wall time.
@@ -126,10 +119,7 @@ export interface SetAside {
   rows: number;
 }
 
-/**
- * What to set aside of a refused block first..last inside one chunk: its one record, or the whole
- * chunk when its records cannot be told apart (the only way past it); undefined when it can be halved.
- */
+/** What to set aside of a refused block inside one chunk: its one record, a chunk past reading whole (no other way past it), or undefined. */
 export function setAsideInside(chunk: StoredChunk, first: number, last: number): SetAside | undefined {
   let records: Buffer[];
   try {

@@ -1,7 +1,4 @@
-/**
- * The loader: copies an ingest log into ClickHouse in large blocks over its own engine session,
- * whichever store holds the log; where its blocks are recorded is the ledger's (BlockLedger).
- */
+/** The loader, written once for every log: what differs between the stores holding a log is a BlockLedger's. */
 import type { Logger } from 'pino';
 import type { EventStore } from '../stores/clickhouse.js';
 import {
@@ -66,10 +63,7 @@ export interface Lease {
   release(broken: boolean): void;
 }
 
-/**
- * Where a loader's place in a log lives: the blocks it recorded before inserting them, the log's
- * chunks, what it set aside, and the lease that lets one loader at a time load.
- */
+/** Where a loader's place in a log lives (its recorded blocks, the chunks, what it set aside) and how it leads. */
 export interface BlockLedger<B extends RecordedBlock> {
   /** What log lines call this log. */
   readonly name: string;
@@ -124,12 +118,7 @@ export class Nap {
   }
 }
 
-/**
- * Copies a log into ClickHouse: a block is recorded before its insert and its tokens are made from
- * it, so a block inserted again (a crash, a timeout, a takeover) is dropped by ClickHouse in events
- * and every rollup; it is confirmed only after ClickHouse answered. A block refused for its data is
- * halved until the records at fault stand alone; those are set aside and the rest loads.
- */
+/** Copies a log into ClickHouse; blocks are recorded before their insert so that a retry has the same tokens. */
 export class BlockLoader<B extends RecordedBlock> {
   private stopped = false;
   private running: Promise<void> | undefined;
@@ -305,11 +294,7 @@ export class BlockLoader<B extends RecordedBlock> {
     return this.blockBytes.subarray(0, length);
   }
 
-  /**
-   * Halves a refused block, both halves recorded before either is tried: between chunks while it
-   * spans several (only a readable chunk can be cut inside), then between records; a lone refused
-   * record, or a chunk whose records cannot be told apart, is set aside.
-   */
+  /** Halves a refused block between chunks first, since only a readable chunk can be cut inside; a lone bad record is set aside. */
   private async split(block: B, err: unknown): Promise<void> {
     const ranges = rangesOf(block.positions);
     const chunks = await this.ledger.chunks(block);

@@ -13,10 +13,7 @@ const ALWAYS_HELD: Lease = { held: true, confirm: async () => undefined, release
 /** A block of the SQLite log: one range of its gap-free positions, named `first-last` in its tokens. */
 const blockOf = (firstPos: number, lastPos: number, format: LogFormat): RecordedBlock => ({ positions: { firstPos, lastPos }, format });
 
-/**
- * The SQLite log's ledger: blocks in ingest_blocks, the loaded position in ingest_loader, chunks
- * in ingest_log (pruned once loaded), the unloaded chunks and their kept bodies in Freshness.
- */
+/** The SQLite log's ledger: ingest_blocks, ingest_loader and ingest_log in the registry, the unloaded chunks in Freshness. */
 export class LocalLedger implements BlockLedger<RecordedBlock> {
   readonly name = 'ingest log';
   readonly leadRetryMs = 1_000;
@@ -143,10 +140,7 @@ export function backfillRollups(db: Registry, store: EventStore, logId: string, 
   return legacyUntilOf(db, logger, (loadedPos) => backfillLaterDimensions(store, logId, loadedPos));
 }
 
-/**
- * Once, at the first start with the rollups' later dimensions: backfills them up to the loaded
- * position, and keeps up to where blocks were recorded the old way (loaded, or recorded unconfirmed).
- */
+/** Backfills the later dimensions once, keeping where the blocks recorded before them end, as those load the old way. */
 async function legacyUntilOf(db: Registry, logger: Logger, backfill: (loadedPos: number) => Promise<void>): Promise<number> {
   const done = db.prepare("SELECT legacy_until FROM rollup_backfills WHERE name = 'asset'").get() as { legacy_until: number } | undefined;
   if (done) return done.legacy_until;

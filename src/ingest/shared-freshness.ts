@@ -14,12 +14,7 @@ export async function sharedBacklog(sql: Sql): Promise<Backlog> {
   return { rows: Number(row.rows), bytes: Number(row.bytes), oldestCommittedAt: row.oldest === null ? null : Number(row.oldest) };
 }
 
-/**
- * What reads and back-pressure ask of the shared log, on every instance: whether what was
- * acknowledged before (on any instance) is in ClickHouse yet, and how far behind the loader is.
- * The backlog is read at most every `refreshMs` (the bound it guards is coarse; a read per request
- * would not be).
- */
+/** What reads wait on, for the shared log; the backlog is read every `refreshMs`, as the bound it guards is coarse. */
 export class SharedFreshness {
   private last: Backlog = { rows: 0, bytes: 0, oldestCommittedAt: null };
   private timer: NodeJS.Timeout | undefined;
@@ -58,11 +53,7 @@ export class SharedFreshness {
     throw behind(this.last.rows);
   }
 
-  /**
-   * Resolves true once every chunk committed before this call (of the team, or of all teams) is
-   * loaded, false after `timeoutMs`. Chunks committed before are exactly those visible now, on
-   * whichever instance they were acknowledged.
-   */
+  /** True once every chunk visible now (committed before, on any instance) is loaded; false after `timeoutMs`. */
   async waitFor(teamId: string | undefined, timeoutMs: number): Promise<boolean> {
     const until = Date.now() + timeoutMs;
     const latest = await this.db.get<{ pos: number | null }>(

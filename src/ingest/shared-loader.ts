@@ -1,7 +1,4 @@
-/**
- * The loader of the shared ingest log (PostgreSQL, several instances): the one loader algorithm,
- * run by the instance holding the session advisory lock; another takes over when its session ends.
- */
+/** The loader of the shared log: one instance loads at a time (an advisory lock), another takes over when its session ends. */
 import type { Logger } from 'pino';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { SharedStore } from '../stores/postgres.js';
