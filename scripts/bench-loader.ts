@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
 import { SchemaRegistry } from '../src/http/validation.js';
-import { insertBlock } from '../src/ingest/loader.js';
+import { insertBlock } from '../src/ingest/blocks.js';
 import { recordToRow, type EventRow } from '../src/ingest/records.js';
 import { RowBinaryWriter } from '../src/ingest/rowbinary.js';
 import { rowToTsv, TSV_COLUMNS } from '../src/ingest/tsv.js';

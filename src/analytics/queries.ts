@@ -1,6 +1,8 @@
 import BigNumber from 'bignumber.js';
 import type { EventStore } from '../stores/clickhouse.js';
-import { UNPRICED_CONDITION } from '../ingest/loader.js';
+import { DIMENSION_COLUMN, UNPRICED_CONDITION, type Dimension } from './rollups.js';
+
+export type { Dimension };
 
 /** A time range in Unix ms: from inclusive, to exclusive. */
 export interface TimeRange {
@@ -93,22 +95,6 @@ function segmentsCondition(segments: readonly Segment[], level: Level | 'raw', p
   });
   return `(${parts.join(' OR ')})`;
 }
-
-/** The dimensions of the rollups, and the events column each one is rolled up from. */
-const DIMENSION_COLUMN = {
-  agent: 'agent_id',
-  domain: 'toString(domain)',
-  url: 'endpoint',
-  category: 'toString(category)',
-  network: 'toString(network)',
-  outcome: 'toString(policy_evaluation)',
-  asset: 'toString(asset)',
-  // Only unpriced records (src/ingest/loader.ts), by asset: the rollups hold no row for the others.
-  unpriced: 'toString(asset)',
-} as const;
-
-/** A dimension the analytics can group by. */
-export type Dimension = keyof typeof DIMENSION_COLUMN;
 
 /** Money arithmetic: exact; sums of up to three outcome rows. */
 const Money = BigNumber.clone({ EXPONENTIAL_AT: 1e9 });

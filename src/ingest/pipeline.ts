@@ -12,9 +12,10 @@ import { Freshness, type Backlog } from './freshness.js';
 import { GroupCommit, sharedCommits } from './group-commit.js';
 import { decimalsWith } from './assets.js';
 import { Ingestor } from './ingestor.js';
-import { Loader } from './loader.js';
+import { Loader } from './local-loader.js';
 import { IngestLog } from './log.js';
-import { SharedFreshness, SharedLoader } from './shared-loader.js';
+import { SharedFreshness } from './shared-freshness.js';
+import { SharedLoader } from './shared-loader.js';
 import { SharedIngestLog } from './shared-log.js';
 import { Checkpointer } from '../stores/checkpointer.js';
 

@@ -1,224 +1,98 @@
-/**
- * The loader of the shared ingest log (PostgreSQL, several instances; issue 30), and what reads
- * and back-pressure ask of it. Every instance runs one; one at a time loads: it holds the session
- * advisory lock 'spendscope:loader' on a connection of its own, and the others try for it every
- * second. When the loading instance dies its connection closes, the lock goes with it, and another
- * instance takes over within about a second, starting with the blocks the first had recorded.
- *
- * A block is recorded (committed) before its insert, with its chunks and position ranges, and its
- * deduplication token is made from the block's id: inserted again by whichever instance, events and
- * every rollup keep it once. After ClickHouse confirms it, the block and its chunks are deleted.
- * The inserts themselves are the SQLite loader's (insertBlock in ./loader.ts).
- */
-import type pg from 'pg';
+/** The loader of the shared log: one instance loads at a time (an advisory lock), another takes over when its session ends. */
 import type { Logger } from 'pino';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { SharedStore } from '../stores/postgres.js';
 import { postgresOnly, type Database, type Sql } from '../stores/sql.js';
-import { behind, type Backlog } from './freshness.js';
-import type { LogChunk, LogFormat } from './log.js';
-import {
-  BACKOFF_MAX_MS,
-  BACKOFF_MIN_MS,
-  insertBlock,
-  Nap,
-  recordsOf,
-  refusedForData,
-  setAsideInside,
-  type BlockBody,
-  type LoaderObserver,
-  type LoaderOptions,
-  type SetAside,
-  type StoredChunk,
-} from './loader.js';
-
-type Range = [number, number];
-
-interface RecordedBlock {
-  id: number;
-  origin: number;
-  ranges: Range[];
-  format: LogFormat;
-}
+import { rangesOf, type Range, type SetAside, type StoredChunk } from './blocks.js';
+import type { Backlog } from './freshness.js';
+import { BlockLoader, type BlockLedger, type Lease, type LeaseSignals, type LoaderObserver, type LoaderOptions, type NewBlock, type RecordedBlock } from './loader.js';
+import type { LogFormat } from './log.js';
+import { LOADER_CHANNEL, sharedBacklog } from './shared-freshness.js';
 
 const LOCK = "hashtext('spendscope:loader')";
-/** Wakes the loading instance: a read (on any instance) waits for it. */
-const CHANNEL = 'spendscope_loader';
 
-const sizeOf = (ranges: readonly Range[]) => ranges.reduce((n, [first, last]) => n + last - first + 1, 0);
-
-/**
- * A refused block's ranges in two: between ranges (each lies in one chunk) while there are
- * several, at the boundary nearest the middle, as the SQLite loader cuts between chunks first.
- */
-function halveBetween(ranges: readonly Range[]): [Range[], Range[]] {
-  const middle = sizeOf(ranges) / 2;
-  let best = 1;
-  let before = 0;
-  let bestDistance = Infinity;
-  for (let i = 1; i < ranges.length; i++) {
-    before += ranges[i - 1]![1] - ranges[i - 1]![0] + 1;
-    if (Math.abs(before - middle) < bestDistance) [best, bestDistance] = [i, Math.abs(before - middle)];
-  }
-  return [ranges.slice(0, best), ranges.slice(best)];
+/** A block of the shared log: chunks' positions interleave between instances, so it is a list of ranges, named by its id. */
+interface SharedBlock extends RecordedBlock {
+  id: number;
+  /** The block its chunks were taken into; a split keeps it, and the chunks go when no block of it is left. */
+  origin: number;
 }
 
-/** Ranges cut in two of about equal positions (a block ClickHouse refused, halved to find the rows at fault). */
-function halve(ranges: readonly Range[]): [Range[], Range[]] {
-  let left = Math.floor(sizeOf(ranges) / 2);
-  const first: Range[] = [];
-  const second: Range[] = [];
-  for (const [a, b] of ranges) {
-    const n = b - a + 1;
-    if (left >= n) (first.push([a, b]), (left -= n));
-    else if (left > 0) (first.push([a, a + left - 1]), second.push([a + left, b]), (left = 0));
-    else second.push([a, b]);
-  }
-  return [first, second];
+function blockOf(id: number, origin: number, ranges: Range[], format: LogFormat): SharedBlock {
+  return { id, origin, format, positions: { firstPos: ranges[0]![0], lastPos: ranges.at(-1)![1], ranges, key: `b${id}` } };
 }
 
-export class SharedLoader {
-  private stopped = false;
-  private running: Promise<void> | undefined;
-  private readonly nap = new Nap();
-  private failing = false;
-  private holding = false;
-  private urgent = false;
-  private logId: string | undefined;
+/** The shared log's ledger: chunks in ingest_chunks, blocks in ingest_blocks, the lease an advisory lock. */
+export class SharedLedger implements BlockLedger<SharedBlock> {
+  readonly name = 'shared ingest log';
 
   constructor(
     private readonly pool: SharedStore,
     private readonly db: Database,
-    private readonly store: EventStore,
-    private readonly options: LoaderOptions,
     private readonly logger: Logger,
-    private readonly observer?: LoaderObserver,
     /** How often an instance that does not load tries for the lock. */
-    private readonly lockRetryMs = 1_000,
+    readonly leadRetryMs = 1_000,
   ) {}
 
-  /** Whether the last insert failed and has not succeeded since (this instance, while it loads). */
-  get isFailing(): boolean {
-    return this.failing;
-  }
-
-  /** Whether this instance is the one loading. */
-  get isLoading(): boolean {
-    return this.holding;
-  }
-
-  start(): void {
-    this.running ??= this.run();
-  }
-
-  /** Stops after the block in progress, and gives the lock up. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.nap.wake();
-    await this.running;
-  }
-
-  private async run(): Promise<void> {
-    while (!this.stopped) {
-      let client: pg.PoolClient | undefined;
-      let lost = false;
-      const onError = () => {
-        lost = true;
-        this.nap.wake();
-      };
-      const onNotification = () => {
-        this.urgent = true;
-        this.nap.wake();
-      };
-      try {
-        client = await this.pool.connect();
-        // A connection that drops while this instance loads ends its turn: the lock went with it.
-        client.on('error', onError);
-        const { rows } = await client.query<{ got: boolean }>(`SELECT pg_try_advisory_lock(${LOCK}) AS got`);
-        if (!rows[0]!.got) {
-          // Back to the pool, without this turn's listeners (they would pile up on a pooled client).
-          client.off('error', onError);
-          client.release();
-          client = undefined;
-          await this.nap.sleep(this.lockRetryMs);
-          continue;
-        }
-        this.holding = true;
-        this.logger.info('this instance loads the shared ingest log into ClickHouse');
-        client.on('notification', onNotification);
-        await client.query(`LISTEN ${CHANNEL}`);
-        this.logId ??= (await this.db.get<{ log_id: string }>(postgresOnly('SELECT log_id FROM ingest_loader WHERE id = 1')))!.log_id;
-        await this.loadWhile(() => !this.stopped && !lost, client);
-      } catch (err) {
-        this.logger.error({ err }, 'the shared loader lost its connection; trying again');
-        lost = true;
-        await this.nap.sleep(this.lockRetryMs);
-      } finally {
-        this.holding = false;
-        client?.off('error', onError).off('notification', onNotification);
-        // Destroyed, not returned to the pool: the session (and its lock) ends now.
-        client?.release(lost || this.stopped ? true : undefined);
+  /** The lock is held by a session of its own, which also listens for reads that wait. */
+  async lead(signals: LeaseSignals): Promise<Lease | undefined> {
+    const client = await this.pool.connect();
+    let lost = false;
+    // A connection that drops ends this instance's turn: the lock went with it.
+    const onError = () => {
+      lost = true;
+      signals.lost();
+    };
+    const onNotification = () => signals.urgent();
+    const release = (broken: boolean) => {
+      // Without this turn's listeners, which would pile up on a pooled client.
+      client.off('error', onError).off('notification', onNotification);
+      // Destroyed, not returned to the pool: the session (and its lock) ends now.
+      client.release(lost || broken ? true : undefined);
+    };
+    client.on('error', onError);
+    try {
+      const { rows } = await client.query<{ got: boolean }>(`SELECT pg_try_advisory_lock(${LOCK}) AS got`);
+      if (!rows[0]!.got) {
+        release(false);
+        return undefined;
       }
+      this.logger.info('this instance loads the shared ingest log into ClickHouse');
+      client.on('notification', onNotification);
+      await client.query(`LISTEN ${LOADER_CHANNEL}`);
+    } catch (err) {
+      release(true);
+      throw err;
     }
+    return {
+      get held() {
+        return !lost;
+      },
+      confirm: async () => void (await client.query('SELECT 1')),
+      release,
+    };
   }
 
-  private async loadWhile(holding: () => boolean, client: pg.PoolClient): Promise<void> {
-    let backoff = BACKOFF_MIN_MS;
-    while (holding()) {
-      try {
-        // Blocks recorded but not confirmed (a crash, a takeover, a failed insert) go first, as they were.
-        const pending = await this.recorded();
-        if (pending.length > 0) {
-          for (const block of pending) await this.load(block);
-        } else if (await this.due(holding)) {
-          const block = await this.nextBlock();
-          if (block) await this.load(block);
-        }
-        // Still the holder? A lock lost with its connection must not load on.
-        await client.query('SELECT 1');
-        this.failing = false;
-        backoff = BACKOFF_MIN_MS;
-      } catch (err) {
-        this.failing = true;
-        this.observer?.insertFailed();
-        this.logger.error({ err, retryInMs: backoff }, 'loading the shared ingest log into ClickHouse failed; will retry the same block');
-        await this.nap.sleep(backoff);
-        backoff = Math.min(BACKOFF_MAX_MS, backoff * 2);
-        await client.query('SELECT 1');
-      }
-    }
+  async logId(): Promise<string> {
+    return (await this.db.get<{ log_id: string }>(postgresOnly('SELECT log_id FROM ingest_loader WHERE id = 1')))!.log_id;
   }
 
-  private async recorded(): Promise<RecordedBlock[]> {
+  /** The shared log came after the rollups' later dimensions: none of its blocks lacks them. */
+  async legacyUntil(): Promise<number> {
+    return 0;
+  }
+
+  backlog(): Promise<Backlog> {
+    return sharedBacklog(this.db);
+  }
+
+  async recorded(): Promise<SharedBlock[]> {
     const rows = await this.db.all<{ id: number; origin: number; ranges: string; format: LogFormat }>(postgresOnly('SELECT id, origin, ranges, format FROM ingest_blocks ORDER BY id'));
-    return rows.map((r) => ({ id: r.id, origin: r.origin, ranges: JSON.parse(r.ranges) as Range[], format: r.format }));
+    return rows.map((r) => blockOf(r.id, r.origin, JSON.parse(r.ranges) as Range[], r.format));
   }
 
-  /** Waits until a block is due: a full block waits, the oldest chunk is intervalMs old, a reader waits; false when stopping. */
-  private async due(holding: () => boolean): Promise<boolean> {
-    while (holding()) {
-      const backlog = await sharedBacklog(this.db);
-      if (backlog.oldestCommittedAt !== null) {
-        if (backlog.rows >= this.options.blockRows || this.urgent) {
-          this.urgent = false;
-          return true;
-        }
-        const wait = backlog.oldestCommittedAt + this.options.intervalMs - Date.now();
-        if (wait <= 0) return true;
-        if (await this.nap.sleep(wait)) return true;
-      } else {
-        this.urgent = false;
-        await this.nap.sleep(this.options.intervalMs);
-      }
-    }
-    return false;
-  }
-
-  /**
-   * Takes the oldest unblocked chunks, up to about blockRows records (whole chunks, all of the
-   * first one's format), into a block recorded now.
-   */
-  private async nextBlock(): Promise<RecordedBlock | undefined> {
+  /** The oldest chunks no block holds, in one transaction with the block that takes them. */
+  async recordNext(blockRows: number): Promise<NewBlock<SharedBlock> | undefined> {
     return this.db.transaction(async (sql) => {
       const chunks = await sql.all<{ first_pos: number; last_pos: number; rows: number; format: LogFormat }>(
         postgresOnly('SELECT first_pos, last_pos, rows, format FROM ingest_chunks WHERE block_id IS NULL ORDER BY first_pos LIMIT 10000'),
@@ -226,7 +100,7 @@ export class SharedLoader {
       const taken: Range[] = [];
       let rows = 0;
       for (const c of chunks) {
-        if (taken.length > 0 && (rows + c.rows > this.options.blockRows || c.format !== chunks[0]!.format)) break;
+        if (taken.length > 0 && (rows + c.rows > blockRows || c.format !== chunks[0]!.format)) break;
         taken.push([c.first_pos, c.last_pos]);
         rows += c.rows;
       }
@@ -238,84 +112,27 @@ export class SharedLoader {
         [JSON.stringify(taken), Date.now(), format],
       ))!;
       await sql.run(postgresOnly('UPDATE ingest_chunks SET block_id = $1 WHERE first_pos = ANY($2::bigint[])'), [id, taken.map(([first]) => first)]);
-      return { id, origin: id, ranges: taken, format };
+      return { block: blockOf(id, id, taken, format) };
     });
   }
 
-  /** The chunks of a block's origin that its ranges touch. */
-  private async chunks(block: RecordedBlock): Promise<StoredChunk[]> {
+  /** The chunks of the block's origin that its ranges touch. */
+  async chunks(block: SharedBlock): Promise<StoredChunk[]> {
     const chunks = await this.db.all<StoredChunk>(
       postgresOnly(`SELECT first_pos AS "firstPos", last_pos AS "lastPos", team_id AS "teamId", format, body
                       FROM ingest_chunks WHERE block_id = $1 ORDER BY first_pos`),
       [block.origin],
     );
+    const ranges = rangesOf(block.positions);
     return chunks
       .map((c) => ({ ...c, firstPos: Number(c.firstPos), lastPos: Number(c.lastPos) }))
-      .filter((c) => block.ranges.some(([a, b]) => b >= c.firstPos && a <= c.lastPos));
+      .filter((c) => ranges.some(([a, b]) => b >= c.firstPos && a <= c.lastPos));
   }
 
-  /** The records of a block's positions: its chunks whole, or cut between records where a split block covers part of one. */
-  private async body(block: RecordedBlock): Promise<BlockBody> {
-    const parts: Buffer[] = [];
-    let rows = 0;
-    for (const chunk of await this.chunks(block)) {
-      if (chunk.format !== block.format) throw new Error(`shared ingest log chunk ${chunk.firstPos} is ${chunk.format}, its block ${block.id} ${block.format}: the log is damaged`);
-      const inside = block.ranges.filter(([a, b]) => b >= chunk.firstPos && a <= chunk.lastPos);
-      if (inside.length === 1 && inside[0]![0] <= chunk.firstPos && inside[0]![1] >= chunk.lastPos) {
-        parts.push(chunk.body);
-        rows += chunk.lastPos - chunk.firstPos + 1;
-        continue;
-      }
-      const records = recordsOf(chunk, (pos) => inside.some(([a, b]) => pos >= a && pos <= b));
-      parts.push(...records);
-      rows += records.length;
-    }
-    if (rows !== sizeOf(block.ranges)) throw new Error(`shared ingest log block ${block.id} should hold ${sizeOf(block.ranges)} records, holds ${rows}: the log is damaged`);
-    return { format: block.format, bytes: Buffer.concat(parts) };
-  }
-
-  /** Inserts one recorded block and confirms it; splits it when ClickHouse refuses its data. */
-  private async load(block: RecordedBlock): Promise<void> {
-    const body = await this.body(block);
-    const started = performance.now();
-    const positions = { firstPos: block.ranges[0]![0], lastPos: block.ranges.at(-1)![1], ranges: block.ranges, key: `b${block.id}` };
-    try {
-      await insertBlock(this.store, this.logId!, positions, body);
-    } catch (err) {
-      if (!refusedForData(err)) throw err;
-      await this.split(block, err);
-      return;
-    }
-    this.observer?.blockLoaded(sizeOf(block.ranges), (performance.now() - started) / 1000);
-    await this.db.transaction((sql) => this.forget(sql, block));
-  }
-
-  /** The block is in ClickHouse: forget it, and its chunks once no block of their origin is left. */
-  private async forget(sql: Sql, block: RecordedBlock): Promise<void> {
-    await sql.run(postgresOnly('DELETE FROM ingest_blocks WHERE id = $1'), [block.id]);
-    await sql.run(postgresOnly('DELETE FROM ingest_chunks WHERE block_id = $1 AND NOT EXISTS (SELECT 1 FROM ingest_blocks WHERE origin = $1)'), [block.origin]);
-  }
-
-  /**
-   * Halves a refused block (both halves recorded before either is tried): between chunks while it
-   * spans several, then between records (as the SQLite loader). A lone refused record is set
-   * aside, and so is a chunk whose records cannot be told apart, whole.
-   */
-  private async split(block: RecordedBlock, err: unknown): Promise<void> {
-    let halves: [Range[], Range[]];
-    if (block.ranges.length > 1) halves = halveBetween(block.ranges);
-    else {
-      const [[first, last]] = block.ranges as [Range];
-      const chunk = (await this.chunks(block))[0];
-      if (!chunk) throw new Error(`shared ingest log block ${block.id} has no chunk: the log is damaged`);
-      const aside = setAsideInside(chunk, first, last);
-      if (aside) return this.setAside(block, aside, err);
-      halves = halve(block.ranges);
-    }
-    this.logger.warn({ block: block.id, rows: sizeOf(block.ranges) }, 'ClickHouse refused a block for its data; splitting it to find the records at fault');
-    const made = await this.db.transaction(async (sql) => {
+  async split(block: SharedBlock, halves: readonly [Range[], Range[]]): Promise<SharedBlock[]> {
+    return this.db.transaction(async (sql) => {
       await sql.run(postgresOnly('DELETE FROM ingest_blocks WHERE id = $1'), [block.id]);
-      const recorded: RecordedBlock[] = [];
+      const made: SharedBlock[] = [];
       for (const ranges of halves) {
         const { id } = (await sql.get<{ id: number }>(postgresOnly('INSERT INTO ingest_blocks (origin, ranges, made_at, format) VALUES ($1, $2, $3, $4) RETURNING id'), [
           block.origin,
@@ -323,107 +140,37 @@ export class SharedLoader {
           Date.now(),
           block.format,
         ]))!;
-        recorded.push({ id, origin: block.origin, ranges, format: block.format });
+        made.push(blockOf(id, block.origin, ranges, block.format));
       }
-      return recorded;
+      return made;
     });
-    for (const half of made) await this.load(half);
   }
 
-  private async setAside(block: RecordedBlock, aside: SetAside, err: unknown): Promise<void> {
-    const message = err instanceof Error ? err.message : String(err);
-    const pos = block.ranges[0]![0];
+  async confirm(block: SharedBlock): Promise<void> {
+    await this.db.transaction((sql) => this.forget(sql, block));
+  }
+
+  async setAside(block: SharedBlock, aside: SetAside, error: string): Promise<void> {
     await this.db.transaction(async (sql) => {
       await sql.run(
         postgresOnly(`INSERT INTO ingest_rejects (pos, team_id, id, line, error, rejected_at, format, rows) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
                       ON CONFLICT DO NOTHING`),
-        [pos, aside.teamId, aside.id, aside.bytes, message.slice(0, 2000), Date.now(), aside.format, aside.rows],
+        [block.positions.firstPos, aside.teamId, aside.id, aside.bytes, error, Date.now(), aside.format, aside.rows],
       );
       await this.forget(sql, block);
     });
-    this.observer?.rowsSetAside(aside.rows);
-    const what = aside.rows === 1 ? 'a record' : `a damaged log chunk of ${aside.rows} records`;
-    this.logger.error({ teamId: aside.teamId, id: aside.id, pos, rows: aside.rows, err: message.slice(0, 500) }, `ClickHouse refused ${what}; set aside in ingest_rejects`);
   }
 
+  /** Forgets the block, and its chunks once no block of their origin is left. */
+  private async forget(sql: Sql, block: SharedBlock): Promise<void> {
+    await sql.run(postgresOnly('DELETE FROM ingest_blocks WHERE id = $1'), [block.id]);
+    await sql.run(postgresOnly('DELETE FROM ingest_chunks WHERE block_id = $1 AND NOT EXISTS (SELECT 1 FROM ingest_blocks WHERE origin = $1)'), [block.origin]);
+  }
 }
 
-/** The unloaded part of the shared log. */
-export async function sharedBacklog(sql: Sql): Promise<Backlog> {
-  const row = (await sql.get<{ rows: number; bytes: number; oldest: number | null }>(
-    postgresOnly('SELECT coalesce(sum(rows), 0)::bigint AS rows, coalesce(sum(bytes), 0)::bigint AS bytes, min(committed_at) AS oldest FROM ingest_chunks'),
-  ))!;
-  return { rows: Number(row.rows), bytes: Number(row.bytes), oldestCommittedAt: row.oldest === null ? null : Number(row.oldest) };
-}
-
-/**
- * What reads and back-pressure ask of the shared log, on every instance: whether what was
- * acknowledged before (on any instance) is in ClickHouse yet, and how far behind the loader is.
- * The backlog is read at most every `refreshMs` (the bound it guards is coarse; a read per request
- * would not be).
- */
-export class SharedFreshness {
-  private last: Backlog = { rows: 0, bytes: 0, oldestCommittedAt: null };
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(
-    private readonly db: Database,
-    private readonly refreshMs = 500,
-  ) {}
-
-  /** Starts refreshing the backlog. */
-  async start(): Promise<void> {
-    await this.refresh();
-    this.timer ??= setInterval(() => void this.refresh().catch(() => {}), this.refreshMs);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
-  }
-
-  private async refresh(): Promise<void> {
-    this.last = await sharedBacklog(this.db);
-  }
-
-  backlog(): Backlog {
-    return this.last;
-  }
-
-  /** Nothing to track here: the chunks are in the shared store, which the loader reads. */
-  committed(_chunks: readonly LogChunk[]): void {}
-
-  /** For a read (IngestPath.freshness): the team's acknowledged records in ClickHouse, or a 503. */
-  async caughtUp(teamId: string, timeoutMs: number): Promise<void> {
-    if (await this.waitFor(teamId, timeoutMs)) return;
-    throw behind(this.last.rows);
-  }
-
-  /**
-   * Resolves true once every chunk committed before this call (of the team, or of all teams) is
-   * loaded, false after `timeoutMs`. Chunks committed before are exactly those visible now, on
-   * whichever instance they were acknowledged.
-   */
-  async waitFor(teamId: string | undefined, timeoutMs: number): Promise<boolean> {
-    const until = Date.now() + timeoutMs;
-    const latest = await this.db.get<{ pos: number | null }>(
-      teamId === undefined ? postgresOnly('SELECT max(first_pos) AS pos FROM ingest_chunks') : postgresOnly('SELECT max(first_pos) AS pos FROM ingest_chunks WHERE team_id = $1'),
-      teamId === undefined ? [] : [teamId],
-    );
-    const pos = latest?.pos;
-    if (pos === null || pos === undefined) return true;
-    await this.db.run(postgresOnly(`SELECT pg_notify('${CHANNEL}', '')`));
-    for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
-      const left = await this.db.get(
-        teamId === undefined
-          ? postgresOnly('SELECT 1 FROM ingest_chunks WHERE first_pos <= $1 LIMIT 1')
-          : postgresOnly('SELECT 1 FROM ingest_chunks WHERE team_id = $2 AND first_pos <= $1 LIMIT 1'),
-        teamId === undefined ? [pos] : [pos, teamId],
-      );
-      if (!left) return true;
-      if (Date.now() + wait > until) return false;
-      await new Promise((resolve) => setTimeout(resolve, wait));
-    }
+/** Loads the shared ingest log into ClickHouse while this instance holds the lock. */
+export class SharedLoader extends BlockLoader<SharedBlock> {
+  constructor(pool: SharedStore, db: Database, store: EventStore, options: LoaderOptions, logger: Logger, observer?: LoaderObserver, lockRetryMs = 1_000) {
+    super(new SharedLedger(pool, db, logger, lockRetryMs), store, options, logger, observer);
   }
 }

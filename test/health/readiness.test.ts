@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Freshness } from '../../src/ingest/freshness.js';
 import { GroupCommit } from '../../src/ingest/group-commit.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
-import { Loader } from '../../src/ingest/loader.js';
+import { Loader } from '../../src/ingest/local-loader.js';
 import { IngestLog } from '../../src/ingest/log.js';
 import { SCHEMA_DIR } from '../../src/paths.js';
 import { createEventStore } from '../../src/stores/clickhouse.js';

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { backfillRollups } from '../../src/ingest/loader.js';
+import { backfillRollups } from '../../src/ingest/local-loader.js';
 import { SCHEMA_DIR } from '../../src/paths.js';
 import { createEventStore, ensureDatabase, type EventStore } from '../../src/stores/clickhouse.js';
 import { migrateEventStore, migrateRegistry } from '../../src/stores/migrations.js';

@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { GroupCommit } from '../../src/ingest/group-commit.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import { recordToRow } from '../../src/ingest/records.js';
-import { insertBlock, type BlockBody } from '../../src/ingest/loader.js';
+import { insertBlock, type BlockBody } from '../../src/ingest/blocks.js';
 import type { EventRow } from '../../src/ingest/records.js';
 import { rowBinaryOf } from '../../src/ingest/rowbinary.js';
 import { rowToTsv, TSV_COLUMNS } from '../../src/ingest/tsv.js';

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { EventRow } from '../../src/ingest/records.js';
-import { refusedForData } from '../../src/ingest/loader.js';
+import { refusedForData } from '../../src/ingest/blocks.js';
 import { rowBinaryBoundaries, RowBinaryWriter } from '../../src/ingest/rowbinary.js';
 import { rowToTsv, TSV_COLUMNS } from '../../src/ingest/tsv.js';
 import { testEnv } from '../helpers/context.js';
