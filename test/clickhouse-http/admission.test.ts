@@ -9,7 +9,8 @@ import { startBiServer } from '../../src/clickhouse-http/interface.js';
 import { serveClickHouseHttp } from '../../src/clickhouse-http/protocol.js';
 import { BiAdmission } from '../../src/clickhouse-http/admission.js';
 import { engineCatalog, TeamScopedPolicy, type BiLimits } from '../../src/clickhouse-http/team-policy.js';
-import { api, newTeam, testEnv } from '../helpers/context.js';
+import { RateLimiter } from '../../src/limits/rate-limiter.js';
+import { api, appWith, newTeam, testEnv } from '../helpers/context.js';
 
 type Team = Awaited<ReturnType<typeof newTeam>>;
 const MiB = 1024 ** 2;
@@ -22,11 +23,11 @@ describe('BI admission: holders, teams, the process and memory', function () {
   const servers: { close(): Promise<void> }[] = [];
 
   /** A BI server over the run's engine with these limits (the run's own for the rest). */
-  async function biWith(limits: Partial<BiLimits> = {}): Promise<string> {
+  async function biWith(limits: Partial<BiLimits> = {}, rateLimiter?: RateLimiter): Promise<string> {
     const { config, deps } = testEnv();
     if (config.clickhouse.mode !== 'embedded') throw new Error('the BI interface serves the embedded engine');
     const { path: enginePath, database } = config.clickhouse;
-    const policy = new TeamScopedPolicy(deps.db, deps.rateLimiter, database, { ...config.bi.limits, ...limits }, engineCatalog((sql, params) => deps.events.query(sql, params), database));
+    const policy = new TeamScopedPolicy(deps.db, rateLimiter ?? deps.rateLimiter, database, { ...config.bi.limits, ...limits }, engineCatalog((sql, params) => deps.events.query(sql, params), database));
     const bi = await startBiServer((req, res) => void serveClickHouseHttp(req, res, { enginePath, policy, maxBodyBytes: config.maxBodyBytes }), config, 0);
     servers.push(bi);
     return `http://127.0.0.1:${bi.port}`;
@@ -58,8 +59,8 @@ describe('BI admission: holders, teams, the process and memory', function () {
     return res.body.apiKey;
   }
 
-  async function rotate(key: string): Promise<string> {
-    const res = await api().post('/api/v1/team/rotate-key').set('Authorization', `Bearer ${key}`).expect(200);
+  async function rotate(key: string, app = testEnv().app): Promise<string> {
+    const res = await api(app).post('/api/v1/team/rotate-key').set('Authorization', `Bearer ${key}`).expect(200);
     return res.body.apiKey;
   }
 
@@ -69,16 +70,20 @@ describe('BI admission: holders, teams, the process and memory', function () {
   });
 
   it('a BI query is a request of the key: counted in its bucket (201 QUOTA_EXCEEDED past it), and a rotated key goes on from it', async () => {
-    const url = await biWith();
+    // One limiter for the BI server and the API, on a clock the test moves: the bucket refills when it says.
+    const clock = { now: Date.now() };
+    const limiter = new RateLimiter(testEnv().config.rateLimits, () => clock.now);
+    const url = await biWith({}, limiter);
+    const app = appWith([], { rateLimiter: limiter });
     const team = await newTeam('bi-rate');
     const key = await readKey(team, { requests_per_second: 2 });
     const first = clientOf(url, key);
     expect(await outcome(first, 'SELECT 1')).to.equal('ok');
     // The REST API draws on the same bucket: its second token.
-    await api().get('/api/v1/team').set('Authorization', `Bearer ${key}`).expect(200);
+    await api(app).get('/api/v1/team').set('Authorization', `Bearer ${key}`).expect(200);
     expect(await outcome(first, 'SELECT 1')).to.equal('201');
-    await new Promise((r) => setTimeout(r, 1_100));
-    const rotated = await rotate(key); // a request: one of the two tokens refilled
+    clock.now += 1_100;
+    const rotated = await rotate(key, app); // a request: one of the two tokens refilled
     const second = clientOf(url, rotated);
     expect(await outcome(second, 'SELECT 1')).to.equal('ok');
     expect(await outcome(second, 'SELECT 1'), 'the rotated key has no fresh bucket').to.equal('201');
