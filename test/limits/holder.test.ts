@@ -9,24 +9,18 @@ import { generateApiKey, hashApiKey, visiblePrefix } from '../../src/teams/keys.
 import { findKeyOwner } from '../../src/teams/repository.js';
 import type { Express } from 'express';
 import { RateLimiter } from '../../src/limits/rate-limiter.js';
+import { bearer, keyWith } from '../helpers/common.js';
 import { api, appWith, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import { tempDir } from '../helpers/processes.js';
 import { sqliteDatabase } from '../../src/stores/sql.js';
 
-type Team = Awaited<ReturnType<typeof newTeam>>;
 interface Key {
   apiKey: string;
   id: string;
 }
-const bearer = (key: string): [string, string] => ['Authorization', `Bearer ${key}`];
 /** The limiter's clock: buckets refill when a test moves it, however slow the hour. */
 const clock = { now: Date.now() };
 let app: Express;
-
-async function keyWith(team: Team, rateLimit: object, scopes = ['read']): Promise<Key> {
-  const res = await api(app).post('/api/v1/keys').set(...team.auth).send({ name: 'limited', scopes, rate_limit: rateLimit }).expect(201);
-  return res.body;
-}
 
 async function rotate(key: Key): Promise<Key> {
   const res = await api(app).post('/api/v1/team/rotate-key').set(...bearer(key.apiKey)).expect(200);
@@ -48,7 +42,7 @@ describeOnEachRegistry('rate limits follow the key holder', function () {
 
   it('a key that rotates between reads keeps its requests bucket: 429 once it is empty', async () => {
     const team = await newTeam();
-    const first = await keyWith(team, { requests_per_second: 2 });
+    const first = await keyWith(team, { scopes: ['read'], rateLimit: { requests_per_second: 2 }, app });
     await read(first).expect(200);
     const second = await rotate(first); // the bucket's second token
     const refused = await read(second).expect(429);
@@ -59,7 +53,7 @@ describeOnEachRegistry('rate limits follow the key holder', function () {
 
   it('a rotation is a request: on an empty bucket it is the same 429 as a read, and the key is not rotated', async () => {
     const team = await newTeam();
-    const first = await keyWith(team, { requests_per_second: 2 });
+    const first = await keyWith(team, { name: 'limited', scopes: ['read'], rateLimit: { requests_per_second: 2 }, app });
     await read(first).expect(200);
     const second = await rotate(first);
     const refusedRotation = await api(app).post('/api/v1/team/rotate-key').set(...bearer(second.apiKey)).expect(429);
@@ -82,7 +76,7 @@ describeOnEachRegistry('rate limits follow the key holder', function () {
   it('the records bucket is inherited too, the precheck before the body included', async () => {
     const team = await newTeam();
     // 5 a second: a token refills in 200 ms, far longer than the few requests between the checks.
-    const first = await keyWith(team, { records_per_second: 5, requests_per_second: 100 }, ['ingest']);
+    const first = await keyWith(team, { scopes: ['ingest'], rateLimit: { records_per_second: 5, requests_per_second: 100 }, app });
     const sent = await api(app).post('/api/v1/events').set(...bearer(first.apiKey)).send({ events: events(4) }).expect(200);
     expect(sent.headers.ratelimit).to.equal('"records";r=1;t=1');
     const second = await rotate(first);
@@ -97,8 +91,8 @@ describeOnEachRegistry('rate limits follow the key holder', function () {
 
   it('two keys of a team that are not one rotation chain keep separate buckets', async () => {
     const team = await newTeam();
-    const one = await keyWith(team, { requests_per_second: 2 });
-    const other = await keyWith(team, { requests_per_second: 2 });
+    const one = await keyWith(team, { scopes: ['read'], rateLimit: { requests_per_second: 2 }, app });
+    const other = await keyWith(team, { scopes: ['read'], rateLimit: { requests_per_second: 2 }, app });
     expect(await holderOf(one)).to.equal(one.id);
     expect(await holderOf(other)).to.equal(other.id);
     await read(one).expect(200);
@@ -113,7 +107,7 @@ describeOnEachRegistry('rate limits follow the key holder', function () {
 
   it('a key rotated twice keeps the first key as its holder, and its bucket', async () => {
     const team = await newTeam();
-    const first = await keyWith(team, { requests_per_second: 3 });
+    const first = await keyWith(team, { scopes: ['read'], rateLimit: { requests_per_second: 3 }, app });
     expect(await holderOf(first)).to.equal(first.id);
     await read(first).expect(200);
     const second = await rotate(first);
@@ -129,7 +123,7 @@ describeOnEachRegistry('rate limits follow the key holder', function () {
 
   it("the routes count in AppDeps.rateLimiter's buckets (the instance the BI interface is given)", async () => {
     const team = await newTeam();
-    const key = await keyWith(team, { requests_per_second: 2 });
+    const key = await keyWith(team, { scopes: ['read'], rateLimit: { requests_per_second: 2 }, app });
     const { rateLimiter } = testEnv().deps;
     // What a BI query will do: take from the holder's requests bucket through the shared instance.
     expect((await rateLimiter.take(await holderOf(key), 'requests', { requestsPerSecond: 2, recordsPerSecond: null }, 2))!.allowed).to.equal(true);

@@ -2,20 +2,8 @@
 import { expect } from 'chai';
 import { RateLimiter, type LimitOutcome } from '../../src/limits/rate-limiter.js';
 import { TokenBucket } from '../../src/limits/token-bucket.js';
+import { bearer, keyWith, sleep } from '../helpers/common.js';
 import { api, appWith, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
-
-type Team = Awaited<ReturnType<typeof newTeam>>;
-const bearer = (key: string): [string, string] => ['Authorization', `Bearer ${key}`];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function keyWith(team: Team, rateLimit: object | undefined, scopes = ['ingest', 'read']): Promise<{ apiKey: string; id: string; rateLimit: unknown }> {
-  const res = await api()
-    .post('/api/v1/keys')
-    .set(...team.auth)
-    .send({ name: 'limited', scopes, ...(rateLimit ? { rate_limit: rateLimit } : {}) })
-    .expect(201);
-  return res.body;
-}
 
 let idCounter = 0;
 const events = (n: number) =>
@@ -65,7 +53,7 @@ describeOnEachRegistry('rate limits per key', function () {
 
   it('requests: RateLimit headers on every answer, 429 in the error shape with Retry-After when over, and the bucket refills', async () => {
     const team = await newTeam();
-    const key = await keyWith(team, { requests_per_second: 3 }, ['read']);
+    const key = await keyWith(team, { scopes: ['read'], rateLimit: { requests_per_second: 3 } });
     const seen: string[] = [];
     for (let i = 0; i < 3; i++) {
       const res = await api().get('/api/v1/agents').set(...bearer(key.apiKey)).expect(200);
@@ -92,7 +80,7 @@ describeOnEachRegistry('rate limits per key', function () {
 
   it('records: a batch costs one token per record; a refused batch stores nothing, and is stored once after Retry-After', async () => {
     const team = await newTeam();
-    const key = await keyWith(team, { records_per_second: 150 });
+    const key = await keyWith(team, { rateLimit: { records_per_second: 150 } });
     const first = await api().post('/api/v1/events').set(...bearer(key.apiKey)).send({ events: events(100) }).expect(200);
     expect(first.body.ingested).to.equal(100);
     expect(first.headers['ratelimit-policy']).to.equal('"records";q=150;w=1');
@@ -117,7 +105,7 @@ describeOnEachRegistry('rate limits per key', function () {
 
   it('a batch larger than the burst is served when the bucket is full, and the debt is waited out', async () => {
     const team = await newTeam();
-    const key = await keyWith(team, { records_per_second: 50 });
+    const key = await keyWith(team, { rateLimit: { records_per_second: 50 } });
     const big = await api().post('/api/v1/audit/batch').set(...bearer(key.apiKey)).send({ records: events(120) }).expect(200);
     expect(big.body.ingested).to.equal(120);
     expect(big.headers.ratelimit).to.match(/^"records";r=0;t=[23]$/); // 70 in debt, 120 to refill
@@ -127,7 +115,7 @@ describeOnEachRegistry('rate limits per key', function () {
 
   it('a 400 and a 403 of a limited route carry the headers too; an empty records bucket refuses before the body is read', async () => {
     const team = await newTeam();
-    const key = await keyWith(team, { records_per_second: 10, requests_per_second: 100 }, ['ingest']);
+    const key = await keyWith(team, { scopes: ['ingest'], rateLimit: { records_per_second: 10, requests_per_second: 100 } });
     // A limiter whose clock stands still: the bucket empties as the test counts, however slow the hour.
     const now = Date.now();
     const app = appWith([], { rateLimiter: new RateLimiter(testEnv().deps.config.rateLimits, () => now) });
@@ -147,7 +135,7 @@ describeOnEachRegistry('rate limits per key', function () {
     const { rateLimits } = testEnv().deps.config;
     const res = await api().get('/api/v1/team').set(...team.auth).expect(200);
     expect(res.headers['ratelimit-policy']).to.equal(`"requests";q=${rateLimits.requestsPerSecond};w=1`);
-    const own = await keyWith(team, { records_per_second: 2_000 });
+    const own = await keyWith(team, { name: 'limited', rateLimit: { records_per_second: 2_000 } });
     expect(own.rateLimit).to.deep.equal({ requestsPerSecond: rateLimits.requestsPerSecond, recordsPerSecond: 2_000 });
     const rotated = await api().post('/api/v1/team/rotate-key').set(...bearer(own.apiKey)).expect(200);
     expect(rotated.body.rateLimit).to.deep.equal(own.rateLimit);
@@ -210,7 +198,7 @@ describeOnEachRegistry('rate limits per key', function () {
 
   it('counts refusals in /metrics', async () => {
     const team = await newTeam();
-    const key = await keyWith(team, { requests_per_second: 1 }, ['read']);
+    const key = await keyWith(team, { scopes: ['read'], rateLimit: { requests_per_second: 1 } });
     await api().get('/api/v1/agents').set(...bearer(key.apiKey)).expect(200);
     await api().get('/api/v1/agents').set(...bearer(key.apiKey)).expect(429);
     const metrics = await api().get('/metrics').expect(200);

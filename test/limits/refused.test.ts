@@ -7,16 +7,9 @@ import { GroupCommit } from '../../src/ingest/group-commit.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import { TokenBucket } from '../../src/limits/token-bucket.js';
 import { RateLimiter, type LimitOutcome } from '../../src/limits/rate-limiter.js';
+import { bearer, keyWith } from '../helpers/common.js';
 import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
 import { event, storedCount } from '../ingest/fixtures.js';
-
-type Team = Awaited<ReturnType<typeof newTeam>>;
-const bearer = (key: string): [string, string] => ['Authorization', `Bearer ${key}`];
-
-async function keyWith(team: Team, rateLimit: object, scopes = ['ingest', 'read']): Promise<string> {
-  const res = await api().post('/api/v1/keys').set(...team.auth).send({ name: 'limited', scopes, rate_limit: rateLimit }).expect(201);
-  return res.body.apiKey as string;
-}
 
 /** The app with a group commit of its own on the shared log, whose backlog bound the test moves. */
 function appWithBound(limits: { maxRows: number; maxBytes: number }) {
@@ -51,7 +44,7 @@ describe('a request answered 503 costs no rate-limit token', function () {
 
   it('during a backlog outage a client retrying a batch past its records budget gets only 503s, never a 429; after recovery the limit applies as before', async () => {
     const team = await newTeam('retry-503');
-    const key = await keyWith(team, { records_per_second: 20 });
+    const { apiKey: key } = await keyWith(team, { rateLimit: { records_per_second: 20 } });
     // The backlog at its bound: every batch is refused by the same test as in an outage of ClickHouse.
     const limits = { maxRows: 0, maxBytes: 0 };
     const { app, clock } = appWithBound(limits);
@@ -89,7 +82,7 @@ describe('a request answered 503 costs no rate-limit token', function () {
 
   it('POST /authorizations answered 503 costs no token of the requests bucket; other requests are limited as before', async () => {
     const team = await newTeam('authz-503');
-    const key = await keyWith(team, { requests_per_second: 3 });
+    const { apiKey: key } = await keyWith(team, { rateLimit: { requests_per_second: 3 } });
     // A group commit that refuses everything, as while the service shuts down.
     const { app, commit } = appWithBound({ maxRows: 1e9, maxBytes: 1024 ** 4 });
     await commit.close();
