@@ -6,10 +6,9 @@
 import { expect } from 'chai';
 import { decisionWaiters } from '../../src/authorizations/approvals.js';
 import { CALLS_AT_ONCE } from '../../src/mcp/call-slots.js';
+import { askAbove, keyWith, newPolicy, sleep, type Team } from '../helpers/common.js';
 import { api, describeOnEachRegistry, errorOf, listenOnce, newTeam } from '../helpers/context.js';
-import { answer, ENDPOINT, newKey, registerAgent, sendBatch, toolError, type BatchAnswer, type Team } from './client.js';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+import { answer, ENDPOINT, registerAgent, sendBatch, toolError, type BatchAnswer } from './client.js';
 
 /** The results of calls first..last (1-based ids), in order. */
 const resultsOf = (batch: BatchAnswer, first: number, last: number) => Array.from({ length: last - first + 1 }, (_, i) => batch.results.get(first + i)!);
@@ -18,7 +17,7 @@ const resultsOf = (batch: BatchAnswer, first: number, last: number) => Array.fro
 async function pendingPayments(label: string, count: number): Promise<{ team: Team; ids: string[] }> {
   const team = await newTeam(label);
   await registerAgent(team, 'bot');
-  await api().post('/api/v1/policies').set(...team.auth).send({ name: 'ask above 5', agents: ['bot'], action: 'approve', limits: [{ kind: 'per_call', amount: '5' }] }).expect(201);
+  await newPolicy(team, askAbove('5'));
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
     const body = (await api().post('/api/v1/authorizations').set(...team.auth).send({ agent_id: 'bot', endpoint: ENDPOINT, amount: '9' }).expect(200)).body;
@@ -46,7 +45,7 @@ describeOnEachRegistry('MCP at /mcp: batches', function () {
   it('each call costs a request token: of a batch over the bucket, the calls it holds run and the rest are rate_limited, running nothing', async () => {
     const team = await newTeam('mcp-batch');
     await registerAgent(team, 'bot');
-    const key = await newKey(team, ['ingest', 'read'], { requests_per_second: 3 });
+    const key = await keyWith(team, { scopes: ['ingest', 'read'], rateLimit: { requests_per_second: 3 } });
     const batch = await sendBatch(
       server.url,
       key.apiKey,
@@ -70,11 +69,11 @@ describeOnEachRegistry('MCP at /mcp: batches', function () {
     const team = await newTeam('mcp-batch-records');
     await registerAgent(team, 'bot');
     const record = (id: string) => ({ name: 'record_payment', arguments: { id, agent_id: 'bot', endpoint: ENDPOINT, method: 'GET', amount: '1' } });
-    const fewRecords = await newKey(team, ['ingest'], { requests_per_second: 100, records_per_second: 2 });
+    const fewRecords = await keyWith(team, { scopes: ['ingest'], rateLimit: { requests_per_second: 100, records_per_second: 2 } });
     const byRecords = await sendBatch(server.url, fewRecords.apiKey, ['a1', 'a2', 'a3', 'a4'].map(record));
     for (const result of resultsOf(byRecords, 1, 2)) expect(answer(result)).to.include({ ingested: 1, duplicates: 0 });
     for (const result of resultsOf(byRecords, 3, 4)) expect(toolError(result).details).to.deep.equal([{ field: 'rate_limit.records_per_second', message: 'is 2' }]);
-    const fewRequests = await newKey(team, ['ingest'], { requests_per_second: 2, records_per_second: 100 });
+    const fewRequests = await keyWith(team, { scopes: ['ingest'], rateLimit: { requests_per_second: 2, records_per_second: 100 } });
     const byRequests = await sendBatch(server.url, fewRequests.apiKey, ['b1', 'b2', 'b3', 'b4'].map(record));
     for (const result of resultsOf(byRequests, 1, 2)) expect(answer(result)).to.include({ ingested: 1, duplicates: 0 });
     for (const result of resultsOf(byRequests, 3, 4)) expect(toolError(result).details).to.deep.equal([{ field: 'rate_limit.requests_per_second', message: 'is 2' }]);
@@ -85,7 +84,7 @@ describeOnEachRegistry('MCP at /mcp: batches', function () {
   it('a batch of more than 100 messages is a 400 naming the body, and costs nothing', async () => {
     const team = await newTeam('mcp-batch-large');
     await registerAgent(team, 'bot');
-    const key = await newKey(team, ['read'], { requests_per_second: 1 });
+    const key = await keyWith(team, { scopes: ['read'], rateLimit: { requests_per_second: 1 } });
     const large = await sendBatch(server.url, key.apiKey, Array.from({ length: 101 }, () => ({ name: 'get_budget_status', arguments: {} })));
     expect(large.status).to.equal(400);
     expect(errorOf(large.body)).to.deep.include({ code: 'validation_failed', details: [{ field: 'body', message: 'has more than 100 messages' }] });
@@ -95,7 +94,7 @@ describeOnEachRegistry('MCP at /mcp: batches', function () {
 
   it(`runs at most ${CALLS_AT_ONCE} calls of a batch at once`, async () => {
     const { team, ids } = await pendingPayments('mcp-batch-slots', CALLS_AT_ONCE + 2);
-    const key = await newKey(team, ['read']);
+    const key = await keyWith(team, { scopes: ['read'] });
     const parked = decisionWaiters.size;
     let most = 0;
     const sampler = setInterval(() => (most = Math.max(most, decisionWaiters.size - parked)), 5);
@@ -111,7 +110,7 @@ describeOnEachRegistry('MCP at /mcp: batches', function () {
 
   it('a key revoked while its batch runs: the woken waits and the calls still queued are unauthorized, not answered', async () => {
     const { team, ids } = await pendingPayments('mcp-batch-revoked', CALLS_AT_ONCE);
-    const key = await newKey(team, ['read']);
+    const key = await keyWith(team, { scopes: ['read'] });
     const parked = decisionWaiters.size;
     const calls = [
       ...ids.map((id) => ({ name: 'wait_for_decision', arguments: { authorization_id: id, wait_s: 30 } })),

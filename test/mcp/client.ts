@@ -3,9 +3,8 @@ import { expect } from 'chai';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { api, errorOf, newTeam } from '../helpers/context.js';
-
-export type Team = Awaited<ReturnType<typeof newTeam>>;
+import type { Team } from '../helpers/common.js';
+import { api, errorOf } from '../helpers/context.js';
 export type ToolError = { error: { code: string; message: string; details?: { field: string; message: string }[]; requestId: string } };
 
 export const ENDPOINT = 'https://api.example.com/v1/search';
@@ -38,15 +37,6 @@ export function toolError(result: CallToolResult): ToolError['error'] {
 
 export async function registerAgent(team: Team, id: string): Promise<void> {
   await api().post('/api/v1/agents').set(...team.auth).send({ external_id: id, name: id }).expect(201);
-}
-
-/** A new key of the team: its id (to revoke it) and the key. */
-export async function newKey(team: Team, scopes: string[], rateLimit?: object): Promise<{ id: string; apiKey: string }> {
-  return (await api().post('/api/v1/keys').set(...team.auth).send({ name: scopes.join('-'), scopes, ...(rateLimit ? { rate_limit: rateLimit } : {}) }).expect(201)).body;
-}
-
-export async function keyWith(team: Team, scopes: string[], rateLimit?: object): Promise<string> {
-  return (await newKey(team, scopes, rateLimit)).apiKey;
 }
 
 /** What one POST /mcp of a batch answered: its status and headers, and each call's result by JSON-RPC id. */

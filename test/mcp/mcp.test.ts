@@ -11,7 +11,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Express } from 'express';
 import { api, appWith, errorOf, listenOnce, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import { decisionWaiters } from '../../src/authorizations/approvals.js';
-import { answer, call, connect, ENDPOINT, keyWith, newKey, registerAgent, toolError, type Team } from './client.js';
+import { askAbove, keyWith, newPolicy, sleep, type Team } from '../helpers/common.js';
+import { answer, call, connect, ENDPOINT, registerAgent, toolError } from './client.js';
 
 const TOOLS = ['get_budget_status', 'authorize_payment', 'wait_for_decision', 'capture_payment', 'void_authorization', 'record_payment', 'get_spend_summary'];
 
@@ -78,7 +79,7 @@ describeOnEachRegistry('MCP at /mcp', function () {
   it('get_budget_status answers as GET /api/v1/budgets for the agent', async () => {
     const t = await newTeam('mcp-budgets');
     await registerAgent(t, 'bot');
-    await api().post('/api/v1/policies').set(...t.auth).send({ name: 'daily', agents: ['bot'], action: 'block', limits: [{ kind: 'daily', amount: '10' }] }).expect(201);
+    await newPolicy(t, { name: 'daily', agents: ['bot'], action: 'block', limits: [{ kind: 'daily', amount: '10' }] });
     await api().post('/api/v1/events').set(...t.auth).send({ events: [{ id: 'b-1', agent_id: 'bot', endpoint: ENDPOINT, method: 'GET', amount: '1.25' }] }).expect(200);
     const c = await connect(server.url, t.apiKey);
     try {
@@ -136,15 +137,14 @@ describeOnEachRegistry('MCP at /mcp', function () {
   it('wait_for_decision answers a pending authorization as soon as a person approves it, and a pending one as it is after wait_s', async () => {
     const t = await newTeam('mcp-wait');
     await registerAgent(t, 'bot');
-    // Payments above 5 need a person.
-    await api().post('/api/v1/policies').set(...t.auth).send({ name: 'ask above 5', agents: ['bot'], action: 'approve', limits: [{ kind: 'per_call', amount: '5' }] }).expect(201);
+    await newPolicy(t, askAbove('5'));
     const c = await connect(server.url, t.apiKey);
     try {
       const pending = answer(await call(c, 'authorize_payment', { agent_id: 'bot', endpoint: ENDPOINT, amount: '9' }));
       expect(pending).to.include({ decision: 'pending', status: 'pending' });
       const started = Date.now();
       const waiting = call(c, 'wait_for_decision', { authorization_id: pending.id, wait_s: 20 });
-      await new Promise((resolve) => setTimeout(resolve, 700));
+      await sleep(700);
       await api().post(`/api/v1/authorizations/${pending.id}/approve`).set(...t.auth).send({ note: 'ok' }).expect(200);
       const decided = answer(await waiting);
       const waited = Date.now() - started;
@@ -164,15 +164,15 @@ describeOnEachRegistry('MCP at /mcp', function () {
   it('wait_for_decision of a key revoked while it waits is an unauthorized tool error, not the decision made after', async () => {
     const t = await newTeam('mcp-wait-revoked');
     await registerAgent(t, 'bot');
-    await api().post('/api/v1/policies').set(...t.auth).send({ name: 'ask above 5', agents: ['bot'], action: 'approve', limits: [{ kind: 'per_call', amount: '5' }] }).expect(201);
-    const agentKey = await newKey(t, ['ingest', 'read']);
+    await newPolicy(t, askAbove('5'));
+    const agentKey = await keyWith(t, { scopes: ['ingest', 'read'] });
     const c = await connect(server.url, agentKey.apiKey);
     try {
       const pending = answer(await call(c, 'authorize_payment', { agent_id: 'bot', endpoint: ENDPOINT, amount: '9' }));
       expect(pending.status).to.equal('pending');
       const parked = decisionWaiters.size;
       const waiting = call(c, 'wait_for_decision', { authorization_id: pending.id, wait_s: 20 });
-      for (let i = 0; decisionWaiters.size === parked && i < 200; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+      for (let i = 0; decisionWaiters.size === parked && i < 200; i++) await sleep(25);
       expect(decisionWaiters.size, 'the call waits').to.equal(parked + 1);
       await api().delete(`/api/v1/keys/${agentKey.id}`).set(...t.auth).expect(204);
       expect((await api().post(`/api/v1/authorizations/${pending.id}/approve`).set(...t.auth).send({}).expect(200)).body.status).to.equal('held');
@@ -226,8 +226,8 @@ describeOnEachRegistry('MCP at /mcp', function () {
   });
 
   it('a key without the scope a tool needs is refused, naming the scope; it still lists the tools', async () => {
-    const reader = await connect(server.url, await keyWith(team, ['read']));
-    const ingester = await connect(server.url, await keyWith(team, ['ingest']));
+    const reader = await connect(server.url, (await keyWith(team, { scopes: ['read'] })).apiKey);
+    const ingester = await connect(server.url, (await keyWith(team, { scopes: ['ingest'] })).apiKey);
     try {
       expect((await reader.listTools()).tools).to.have.length(TOOLS.length);
       const refused = toolError(await call(reader, 'authorize_payment', { agent_id: 'bot', endpoint: ENDPOINT, amount: '1' }));
@@ -274,7 +274,7 @@ describeOnEachRegistry('MCP at /mcp', function () {
   });
 
   it('a record costs a token of the key\'s records bucket, as on the ingest routes', async () => {
-    const limited = await connect(server.url, await keyWith(team, ['ingest'], { records_per_second: 1 }));
+    const limited = await connect(server.url, (await keyWith(team, { scopes: ['ingest'], rateLimit: { records_per_second: 1 } })).apiKey);
     try {
       const record = (id: string) => ({ id, agent_id: 'bot', endpoint: ENDPOINT, method: 'GET', amount: '0.01' });
       answer(await call(limited, 'record_payment', record(`rl-${Date.now()}-1`)));
