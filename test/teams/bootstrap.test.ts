@@ -7,6 +7,7 @@ import { SCHEMA_DIR } from '../../src/paths.js';
 import { migrateRegistry } from '../../src/stores/migrations.js';
 import { openRegistry } from '../../src/stores/sqlite.js';
 import { bootstrapDefaultTeam } from '../../src/teams/bootstrap.js';
+import { bearer } from '../helpers/common.js';
 import { api, appWith } from '../helpers/context.js';
 import { tempDir } from '../helpers/processes.js';
 import { sqliteDatabase } from '../../src/stores/sql.js';
@@ -28,7 +29,7 @@ describe('bootstrap of team "default"', () => {
       expect(config.bootstrapApiKey).to.equal(undefined);
 
       // The key works against this registry: the API answers as team "default".
-      const res = await api(appWith([], { registry, db: sqliteDatabase(registry) })).get('/api/v1/team').set('Authorization', `Bearer ${key}`).expect(200);
+      const res = await api(appWith([], { registry, db: sqliteDatabase(registry) })).get('/api/v1/team').set(...bearer(key)).expect(200);
       expect(res.body.name).to.equal('default');
 
       // A later start with the file still there creates nothing, and still drops the key.

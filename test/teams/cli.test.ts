@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { listOperatorActions } from '../../src/operator/repository.js';
 import { PROJECT_ROOT } from '../../src/paths.js';
+import { bearer } from '../helpers/common.js';
 import { api, newTeam, testEnv } from '../helpers/context.js';
 import { run, tempDir } from '../helpers/processes.js';
 
@@ -21,7 +22,7 @@ describe('team:create CLI', function () {
     expect(created).to.have.keys('id', 'name', 'apiKey');
     expect(created.name).to.equal(name);
 
-    const res = await api().get('/api/v1/team').set('Authorization', `Bearer ${created.apiKey}`).expect(200);
+    const res = await api().get('/api/v1/team').set(...bearer(created.apiKey)).expect(200);
     expect(res.body.id).to.equal(created.id);
     expect(res.body.id).not.to.equal(other.teamId);
     // In the operator audit log, as made by the CLI.
@@ -38,7 +39,7 @@ describe('team:create CLI', function () {
     const last = result.stdout.trim().split('\n').pop()!;
     const created = JSON.parse(last) as { name: string; apiKey: string };
     expect(created.name).to.equal(name);
-    await api().get('/v1/team').set('Authorization', `Bearer ${created.apiKey}`).expect(200);
+    await api().get('/v1/team').set(...bearer(created.apiKey)).expect(200);
   });
 
   it('refuses a taken name (exit 1) and a missing name (exit 2)', async () => {

@@ -5,12 +5,11 @@ import type { AddressInfo } from 'node:net';
 import { ApiStorage } from '@x402sentinel/x402';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { bearer, sleep, type Team } from '../helpers/common.js';
 import { api, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import { sdkRecord } from '../ingest/fixtures.js';
 
-type Team = Awaited<ReturnType<typeof newTeam>>;
-const bearer = (key: string): [string, string] => ['Authorization', `Bearer ${key}`];
-
+/** POST /keys is the subject here: any body, and the answer's no-store checked every time. */
 async function createKey(team: Team, body: object): Promise<{ apiKey: string; id: string; scopes: string[]; name: string }> {
   const res = await api().post('/api/v1/keys').set(...team.auth).send(body).expect(201);
   expect(res.headers['cache-control']).to.equal('no-store');
@@ -177,7 +176,7 @@ describeOnEachRegistry('API keys with scopes', function (dialect) {
     const team = await newTeam();
     const soon = await createKey(team, { name: 'short', scopes: ['read'], expires_at: new Date(Date.now() + 1500).toISOString() });
     await api().get('/api/v1/team').set(...bearer(soon.apiKey)).expect(200);
-    await new Promise((resolve) => setTimeout(resolve, 1600));
+    await sleep(1600);
     await api().get('/api/v1/team').set(...bearer(soon.apiKey)).expect(401);
     const list = await api().get('/api/v1/keys').set(...team.auth).expect(200);
     expect(list.body.data.map((k: { name: string }) => k.name)).to.deep.equal(['default']);

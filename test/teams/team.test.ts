@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { bearer, keyWith } from '../helpers/common.js';
 import { api, errorOf, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 
 describeOnEachRegistry('team endpoints', () => {
@@ -20,9 +21,9 @@ describeOnEachRegistry('team endpoints', () => {
       const team = await newTeam('who');
       const admin = await api().get('/api/v1/team').set(...team.auth).expect(200);
       expect(admin.body.key.scopes).to.deep.equal(['admin']);
-      const created = await api().post('/api/v1/keys').set(...team.auth).send({ name: 'grafana', scopes: ['read'] }).expect(201);
-      const reader = await api().get('/api/v1/team').set('Authorization', `Bearer ${created.body.apiKey}`).expect(200);
-      expect(reader.body.key).to.deep.equal({ id: created.body.id, name: 'grafana', scopes: ['read'] });
+      const created = await keyWith(team, { name: 'grafana', scopes: ['read'] });
+      const reader = await api().get('/api/v1/team').set(...bearer(created.apiKey)).expect(200);
+      expect(reader.body.key).to.deep.equal({ id: created.id, name: 'grafana', scopes: ['read'] });
       expect(reader.body.id).to.equal(team.teamId);
     });
 
@@ -47,7 +48,7 @@ describeOnEachRegistry('team endpoints', () => {
 
       const old = await api().get('/api/v1/team').set(...team.auth).expect(401);
       expect(errorOf(old.body).code).to.equal('unauthorized');
-      const fresh = await api().get('/api/v1/team').set('Authorization', `Bearer ${res.body.apiKey}`).expect(200);
+      const fresh = await api().get('/api/v1/team').set(...bearer(res.body.apiKey)).expect(200);
       expect(fresh.body.id).to.equal(team.teamId);
       expect(fresh.body.usage.activeApiKeys).to.equal(1);
     });
@@ -55,9 +56,9 @@ describeOnEachRegistry('team endpoints', () => {
     it('works under /v1 too, and the rotated-to key can rotate again', async () => {
       const team = await newTeam();
       const first = await api().post('/v1/team/rotate-key').set(...team.auth).expect(200);
-      const second = await api().post('/v1/team/rotate-key').set('Authorization', `Bearer ${first.body.apiKey}`).expect(200);
-      await api().get('/v1/team').set('Authorization', `Bearer ${first.body.apiKey}`).expect(401);
-      await api().get('/v1/team').set('Authorization', `Bearer ${second.body.apiKey}`).expect(200);
+      const second = await api().post('/v1/team/rotate-key').set(...bearer(first.body.apiKey)).expect(200);
+      await api().get('/v1/team').set(...bearer(first.body.apiKey)).expect(401);
+      await api().get('/v1/team').set(...bearer(second.body.apiKey)).expect(200);
     });
 
     it('concurrent rotations with one key leave exactly one working key', async () => {
@@ -70,7 +71,7 @@ describeOnEachRegistry('team endpoints', () => {
       for (const r of results.filter((x) => x.status !== 200)) expect(r.status).to.equal(401);
       const working = [];
       for (const key of issued) {
-        const res = await api().get('/api/v1/team').set('Authorization', `Bearer ${key}`);
+        const res = await api().get('/api/v1/team').set(...bearer(key));
         if (res.status === 200) working.push(key);
       }
       expect(working).to.have.length(1);
