@@ -1,10 +1,8 @@
 /** The management audit log: who changed what, when, with before and after; read-only. */
 import { expect } from 'chai';
 import type { ManagementChange } from '../../src/audit-log/repository.js';
+import { bearer, keyWith, newPolicy, type Team } from '../helpers/common.js';
 import { api, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
-
-type Team = Awaited<ReturnType<typeof newTeam>>;
-const bearer = (key: string): [string, string] => ['Authorization', `Bearer ${key}`];
 
 /** An entry as the API answers it: the time as ISO 8601. */
 type Change = Omit<ManagementChange, 'at'> & { at: string };
@@ -14,22 +12,13 @@ async function changes(team: Team, query = ''): Promise<Change[]> {
   return res.body.data;
 }
 
-async function adminKey(team: Team, name: string): Promise<{ apiKey: string; id: string }> {
-  return (await api().post('/api/v1/keys').set(...team.auth).send({ name, scopes: ['admin'] }).expect(201)).body;
-}
-
 describeOnEachRegistry('management audit log', function () {
   this.timeout(60_000);
 
   it('records a policy change with who, what (before and after of the changed fields), when and the request id', async () => {
     const team = await newTeam();
-    const alice = await adminKey(team, 'alice');
-    const created = await api()
-      .post('/api/v1/policies')
-      .set(...bearer(alice.apiKey))
-      .send({ name: 'research', limits: [{ kind: 'daily', amount: '100' }] })
-      .expect(201);
-    const policyId = created.body.id as string;
+    const alice = await keyWith(team, { name: 'alice', scopes: ['admin'] });
+    const { id: policyId } = await newPolicy({ auth: bearer(alice.apiKey) }, { name: 'research', limits: [{ kind: 'daily', amount: '100' }] });
     const start = Date.now();
     const patched = await api()
       .patch(`/api/v1/policies/${policyId}`)
@@ -65,8 +54,8 @@ describeOnEachRegistry('management audit log', function () {
 
   it('records keys (never a secret), agents and alerts', async () => {
     const team = await newTeam();
-    const created = await api().post('/api/v1/keys').set(...team.auth).send({ name: 'agent-key', scopes: ['ingest'], rate_limit: { records_per_second: 500 } }).expect(201);
-    await api().delete(`/api/v1/keys/${created.body.id}`).set(...team.auth).expect(204);
+    const created = await keyWith(team, { name: 'agent-key', scopes: ['ingest'], rateLimit: { records_per_second: 500 } });
+    await api().delete(`/api/v1/keys/${created.id}`).set(...team.auth).expect(204);
     const keys = (await api().get('/api/v1/keys').set(...team.auth).expect(200)).body.data as { id: string; name: string }[];
     const defaultKeyId = keys.find((k) => k.name === 'default')!.id;
     const rotated = await api().post('/api/v1/team/rotate-key').set(...team.auth).expect(200);
@@ -95,7 +84,7 @@ describeOnEachRegistry('management audit log', function () {
       'alert.reopen',
     ]);
     const text = JSON.stringify(log);
-    expect(text).to.not.include(created.body.apiKey);
+    expect(text).to.not.include(created.apiKey);
     expect(text).to.not.include(rotated.body.apiKey);
     const byAction = Object.fromEntries(log.map((c) => [c.action, c]));
     expect(byAction['key.create']!.changes).to.deep.include({
@@ -112,11 +101,11 @@ describeOnEachRegistry('management audit log', function () {
 
   it('filters by resource and by key, pages with a cursor, and shows each team only its own', async () => {
     const team = await newTeam();
-    const bob = await adminKey(team, 'bob');
+    const bob = await keyWith(team, { name: 'bob', scopes: ['admin'] });
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
       const key = i % 2 ? bob.apiKey : team.apiKey;
-      ids.push((await api().post('/api/v1/policies').set(...bearer(key)).send({ name: `p${i}`, limits: [{ kind: 'per_call', amount: '1' }] }).expect(201)).body.id);
+      ids.push((await newPolicy({ auth: bearer(key) }, { name: `p${i}`, limits: [{ kind: 'per_call', amount: '1' }] })).id);
     }
     await api().patch(`/api/v1/policies/${ids[0]}`).set(...team.auth).send({ active: false }).expect(200);
 
@@ -151,7 +140,7 @@ describeOnEachRegistry('management audit log', function () {
 
   it('needs an admin key, and cannot be changed: no route writes it and the table refuses updates and deletes', async () => {
     const team = await newTeam();
-    const reader = (await api().post('/api/v1/keys').set(...team.auth).send({ name: 'dashboard', scopes: ['read'] }).expect(201)).body;
+    const reader = await keyWith(team, { name: 'dashboard', scopes: ['read'] });
     const refused = await api().get('/api/v1/audit-log').set(...bearer(reader.apiKey)).expect(403);
     expect(errorOf(refused.body).details).to.deep.equal([{ field: 'scope', message: '"admin" is required' }]);
     for (const method of ['post', 'put', 'patch', 'delete'] as const) await api()[method]('/api/v1/audit-log').set(...team.auth).expect(405);

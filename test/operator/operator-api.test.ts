@@ -7,11 +7,11 @@ import crypto from 'node:crypto';
 import type { Express } from 'express';
 import { createApp } from '../../src/app.js';
 import { RateLimiter } from '../../src/limits/rate-limiter.js';
+import { askAbove, bearer, keyWith, newPolicy, sdkId, sleep } from '../helpers/common.js';
 import { api, describeOnEachRegistry, errorOf, newTeam, testEnv } from '../helpers/context.js';
 
 const OPERATOR_KEY = `op-${crypto.randomBytes(24).toString('hex')}`;
 const sha256 = (text: string) => crypto.createHash('sha256').update(text).digest();
-const bearer = (key: string): [string, string] => ['Authorization', `Bearer ${key}`];
 const OPERATOR = bearer(OPERATOR_KEY);
 
 /** The shared app's deps with an operator key configured (and, when given, a limiter of its own). */
@@ -23,7 +23,7 @@ function operatorApp(rateLimiter?: RateLimiter): Express {
 const uniqueName = (label: string) => `${label}-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
 
 const record = (agent: string, amount: string, asset: string) => ({
-  id: crypto.randomBytes(8).toString('hex'),
+  id: sdkId(),
   agent_id: agent,
   endpoint: 'https://api.example.com/v1/search',
   method: 'GET',
@@ -98,7 +98,7 @@ describeOnEachRegistry('operator API', function () {
     const team = await newTeam('usage');
     const records = [record('a1', '1.25', 'USDC'), record('a1', '0.000001', 'USDC'), record('a2', '2', 'EURC'), record('a2', '0.5', 'ETH')];
     await api().post('/api/v1/audit/batch').set(...team.auth).send({ records }).expect(200);
-    await api().post('/api/v1/keys').set(...team.auth).send({ name: 'reader', scopes: ['read'] }).expect(201);
+    await keyWith(team, { name: 'reader', scopes: ['read'] });
 
     const one = await api(app).get(`/api/v1/operator/teams/${team.teamId}`).set(...OPERATOR);
     expect(one.status, JSON.stringify(testEnv().logLines.filter((l) => l.err).slice(-1))).to.equal(200);
@@ -150,7 +150,7 @@ describeOnEachRegistry('operator API', function () {
 
   it('a suspended team is refused 403 team_suspended on REST and MCP (and its waits end so), its records kept; let in again, it works as before; each action once in the operator audit log', async () => {
     const team = await newTeam('suspend');
-    const reader = (await api().post('/api/v1/keys').set(...team.auth).send({ name: 'reader', scopes: ['read'] }).expect(201)).body.apiKey as string;
+    const { apiKey: reader } = await keyWith(team, { name: 'reader', scopes: ['read'] });
     await api().post('/api/v1/audit/batch').set(...team.auth).send({ records: [record('s1', '3', 'USDC'), record('s1', '4', 'USDC')] }).expect(200);
     const other = await newTeam('bystander');
 
@@ -205,12 +205,12 @@ describeOnEachRegistry('operator API', function () {
 
   it('a wait begun before the suspension ends in 403 team_suspended, not the authorization', async () => {
     const team = await newTeam('waiter');
-    await api().post('/api/v1/policies').set(...team.auth).send({ name: 'ask', agents: ['w'], limits: [{ kind: 'per_call', amount: '1' }], action: 'approve' }).expect(201);
+    await newPolicy(team, askAbove('1', ['w']));
     const pending = await api().post('/api/v1/authorizations').set(...team.auth).send({ agent_id: 'w', endpoint: 'https://x.example/p', amount: '5' }).expect(200);
     expect(pending.body.decision).to.equal('pending');
     const waiting = api().get(`/api/v1/authorizations/${pending.body.id}?wait=1`).set(...team.auth);
     const done = new Promise<{ status: number; body: unknown }>((resolve, reject) => waiting.end((err, res) => (err && !res ? reject(err) : resolve(res))));
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     await api(app).patch(`/api/v1/operator/teams/${team.teamId}`).set(...OPERATOR).send({ suspended: true }).expect(200);
     const res = await done;
     expect(res.status).to.equal(403);
