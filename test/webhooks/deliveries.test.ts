@@ -1,20 +1,18 @@
 /** Webhook deliveries to real local receivers: signed, retried, logged, once per event. */
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
+import { newPolicy, sleep, type Team } from '../helpers/common.js';
 import { api, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 import { Receiver } from './receiver.js';
-
-type Team = Awaited<ReturnType<typeof newTeam>>;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ALL = ['alert.opened', 'alert.escalated', 'alert.resolved', 'alert.reopened'];
 
 async function endpoint(team: Team, body: object): Promise<{ id: string; secret?: string }> {
   return (await api().post('/api/v1/webhooks').set(...team.auth).send(body).expect(201)).body;
 }
 
-/** A daily policy of 1 over agent a1, flag or block. */
-async function policy(team: Team, action: 'flag' | 'block'): Promise<string> {
-  return (await api().post('/api/v1/policies').set(...team.auth).send({ name: 'tight', agents: ['a1'], limits: [{ kind: 'daily', amount: '1' }], action }).expect(201)).body.id;
+/** A daily policy over agent a1, flag or block. */
+async function policy(team: Team, action: 'flag' | 'block', amount = '1'): Promise<string> {
+  return (await newPolicy(team, { name: 'tight', agents: ['a1'], limits: [{ kind: 'daily', amount }], action })).id;
 }
 
 let n = 0;
@@ -147,7 +145,7 @@ describeOnEachRegistry('webhook deliveries', function () {
   it('a slack endpoint gets a Slack incoming-webhook message: text and blocks, the amounts exact, a link to the alert', async () => {
     const team = await newTeam();
     await endpoint(team, { url: receiver.url('/services/T000/B000/XXXX'), events: ['alert.opened'], format: 'slack' });
-    await api().post('/api/v1/policies').set(...team.auth).send({ name: 'tight', agents: ['a1'], limits: [{ kind: 'daily', amount: '0.1' }], action: 'block' }).expect(201);
+    await policy(team, 'block', '0.1');
     await spend(team, '0.300000000000000001');
     const [r] = await receiver.waitFor(1);
     expect(r!.headers).to.not.have.property('webhook-signature');

@@ -1,9 +1,8 @@
 /** Webhook endpoints: create with a secret shown once, list, change, delete, rotate; safe URLs only. */
 import { expect } from 'chai';
 import { isPrivateAddress, urlProblem } from '../../src/webhooks/address.js';
+import { bearer, keyWith, type Team } from '../helpers/common.js';
 import { api, appWith, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
-
-type Team = Awaited<ReturnType<typeof newTeam>>;
 
 /** The shared app lets webhooks point at this machine (local receivers); this one has the defaults. */
 const localApp = () => testEnv().app;
@@ -121,7 +120,7 @@ describeOnEachRegistry('webhook endpoints', function () {
       const res = await create((await newTeam()), body, app).expect(400);
       expect((errorOf(res.body).details as { field: string }[]).map((d) => d.field), JSON.stringify(body)).to.include(field);
     }
-    const reader = (await api().post('/api/v1/keys').set(...team.auth).send({ name: 'dash', scopes: ['read'] }).expect(201)).body.apiKey;
-    await api(app).get('/api/v1/webhooks').set('Authorization', `Bearer ${reader}`).expect(403);
+    const reader = await keyWith(team, { name: 'dash', scopes: ['read'] });
+    await api(app).get('/api/v1/webhooks').set(...bearer(reader.apiKey)).expect(403);
   });
 });

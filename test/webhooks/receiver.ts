@@ -1,6 +1,7 @@
 /** A real local HTTP receiver for webhook tests: records what arrives, answers as told. */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sleep } from '../helpers/common.js';
 
 export interface Received {
   /** The request's path and query, as sent. */
@@ -50,7 +51,7 @@ export class Receiver {
     const until = Date.now() + timeoutMs;
     while (this.received.length < n) {
       if (Date.now() > until) throw new Error(`expected ${n} webhook requests, got ${this.received.length}`);
-      await new Promise((r) => setTimeout(r, 20));
+      await sleep(20);
     }
     return this.received;
   }

@@ -1,6 +1,7 @@
 /** The webhook outbox survives a kill -9: what was pending is delivered after the restart. */
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
+import { sleep } from '../helpers/common.js';
 import { callWithKey, startService, tempDir } from '../helpers/processes.js';
 import { Receiver } from './receiver.js';
 
@@ -38,7 +39,7 @@ describe('webhook outbox across a kill -9', function () {
       for (let i = 0; i < 100; i++) {
         const log = await call(first.baseUrl, 'GET', `/api/v1/webhooks/${hook.body.id}/deliveries`);
         if (log.body.data[0]?.attempts >= 1) break;
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
       }
     } finally {
       first.child.kill('SIGKILL');
@@ -59,7 +60,7 @@ describe('webhook outbox across a kill -9', function () {
       // The outcome is written shortly after the answer (outcomes are written in batches).
       let log = await call(second.baseUrl, 'GET', `/api/v1/webhooks/${hooks.body.data[0].id}/deliveries`);
       for (let i = 0; i < 40 && log.body.data[0]?.status !== 'delivered'; i++) {
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
         log = await call(second.baseUrl, 'GET', `/api/v1/webhooks/${hooks.body.data[0].id}/deliveries`);
       }
       expect(log.body.data).to.have.length(1);

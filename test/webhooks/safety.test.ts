@@ -1,6 +1,7 @@
 /** Webhooks that must not be sent, or must stop: private addresses at delivery time, endpoints failing for 24 hours. */
 import { expect } from 'chai';
 import { Dispatcher } from '../../src/webhooks/dispatcher.js';
+import { sleep } from '../helpers/common.js';
 import { api, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import { parkedDelivery } from './parked.js';
 import { Receiver } from './receiver.js';
@@ -72,7 +73,7 @@ describeOnEachRegistry('webhook safety', function () {
     expect(alerts[0]).to.include({ type: 'system', kind: 'webhook_disabled', subject: hook.id, status: 'open', agentId: '' });
     expect(alerts[0].message).to.include(hook.id);
     // Disabled: nothing more is sent to it (its own system alert included) until it is re-enabled.
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     expect(receiver.received).to.have.length(1);
     await api().post(`/api/v1/webhooks/${hook.id}/test`).set(...team.auth).expect(409);
     const enabled = await api().patch(`/api/v1/webhooks/${hook.id}`).set(...team.auth).send({ active: true }).expect(200);
