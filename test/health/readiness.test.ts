@@ -16,12 +16,12 @@ import { createEventStore } from '../../src/stores/clickhouse.js';
 import { migrateRegistry } from '../../src/stores/migrations.js';
 import { sqliteDatabase } from '../../src/stores/sql.js';
 import { openRegistry } from '../../src/stores/sqlite.js';
+import { sleep } from '../helpers/common.js';
 import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
 import { tempDir } from '../helpers/processes.js';
 import { event } from '../ingest/fixtures.js';
 
 type App = ReturnType<typeof appWith>;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Both liveness answers: 200 and nothing but the process's own state. */
 async function expectAlive(app: App): Promise<void> {

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type { HttpLimits } from '../../src/config.js';
 import { clientOf } from '../../src/http/connection-shares.js';
 import { createHttpServer, listen } from '../../src/http/listen.js';
+import { sleep } from '../helpers/common.js';
 import { testEnv } from '../helpers/context.js';
 
 /** Timeouts far beyond the tests' length, but for the new-connection one where a test sets it. */
@@ -72,7 +73,7 @@ function closedCount(connections: Connection[], count: number): Promise<void> {
 }
 
 async function until(check: () => boolean): Promise<void> {
-  while (!check()) await new Promise((r) => setTimeout(r, 10));
+  while (!check()) await sleep(10);
 }
 
 describe('connection shares: per client, and for connections that have not sent a request', function () {
@@ -170,7 +171,7 @@ describe('connection shares: per client, and for connections that have not sent 
     regular.socket.write(HEALTHZ);
     await until(() => /^HTTP\/1\.1 200 /.test(regular.received()));
     regular.socket.write(UNFINISHED);
-    await new Promise((r) => setTimeout(r, limits.newConnectionTimeoutMs * 3));
+    await sleep(limits.newConnectionTimeoutMs * 3);
     expect(regular.isClosed()).to.equal(false);
     regular.socket.write('\r\n');
     await until(() => regular.received().match(/HTTP\/1\.1 200 /g)?.length === 2 || regular.isClosed());

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { jsonLogDestination, logDestination, prettyLine } from '../../src/http/log-format.js';
+import { sleep } from '../helpers/common.js';
 
 /** A stand-in for stdout: what was written, and whether it says it is a terminal. */
 function terminal(isTTY: boolean) {
@@ -38,7 +39,7 @@ describe('log format', () => {
       // Held for a moment (no write per line), then written by the periodic flush.
       expect(fs.readFileSync(file, 'utf8')).to.equal('');
       // The timer's write goes through libuv's pool, which a busy test run may keep waiting.
-      for (let waited = 0; waited < 2000 && fs.readFileSync(file, 'utf8') === ''; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+      for (let waited = 0; waited < 2000 && fs.readFileSync(file, 'utf8') === ''; waited += 50) await sleep(50);
       expect(JSON.parse(fs.readFileSync(file, 'utf8')).msg).to.equal('alone');
       for (let n = 1; n <= 200; n++) logger.info({ n }, 'burst');
       ended = true;

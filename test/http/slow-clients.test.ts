@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import type { HttpLimits } from '../../src/config.js';
 import { MAX_ARRAY_ITEMS, MAX_BODY_DEPTH } from '../../src/http/body-shape.js';
 import { createHttpServer, listen } from '../../src/http/listen.js';
+import { sleep } from '../helpers/common.js';
 import { api, errorOf, newTeam, testEnv } from '../helpers/context.js';
 
 const LIMITS: HttpLimits = {
@@ -83,7 +84,7 @@ describe('slow and abusive clients', function () {
     const open = await Promise.all([connect(port), connect(port), connect(port)]);
     // Each of the three answers, so the server has accepted all of them.
     for (const c of open) c.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     for (const c of open) expect(c.received()).to.match(/^HTTP\/1\.1 200 /);
     const extra = await connect(port);
     extra.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
@@ -91,7 +92,7 @@ describe('slow and abusive clients', function () {
     expect(extra.received()).to.equal('');
     expect(closedAfter).to.be.below(1_000);
     open[0]!.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     expect(open[0]!.received().match(/HTTP\/1\.1 200 /g)).to.have.length(2);
   });
 
