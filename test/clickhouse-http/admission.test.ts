@@ -10,9 +10,9 @@ import { serveClickHouseHttp } from '../../src/clickhouse-http/protocol.js';
 import { BiAdmission } from '../../src/clickhouse-http/admission.js';
 import { engineCatalog, TeamScopedPolicy, type BiLimits } from '../../src/clickhouse-http/team-policy.js';
 import { RateLimiter } from '../../src/limits/rate-limiter.js';
+import { bearer, keyWith, sleep, type KeyOptions, type Team } from '../helpers/common.js';
 import { api, appWith, newTeam, testEnv } from '../helpers/context.js';
 
-type Team = Awaited<ReturnType<typeof newTeam>>;
 const MiB = 1024 ** 2;
 /** Runs until its time limit (the test env's 2 s) or until cancelled: it holds its place meanwhile. */
 const LONG = "SELECT sum(cityHash64(number)) FROM numbers(1000000000000)";
@@ -49,18 +49,15 @@ describe('BI admission: holders, teams, the process and memory', function () {
   /** Starts a long query and resolves once the server holds its place, with the query's outcome to come (wrapped: an async function would wait for it). */
   async function hold(client: ClickHouseClient): Promise<{ done: Promise<string> }> {
     const done = outcome(client, LONG);
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     return { done };
   }
   const ended = (held: { done: Promise<string> }[]) => Promise.all(held.map((h) => h.done));
 
-  async function readKey(team: Team, rateLimit?: object): Promise<string> {
-    const res = await api().post('/api/v1/keys').set(...team.auth).send({ name: 'bi', scopes: ['read'], ...(rateLimit ? { rate_limit: rateLimit } : {}) }).expect(201);
-    return res.body.apiKey;
-  }
+  const readKey = async (team: Team, rateLimit?: KeyOptions['rateLimit']): Promise<string> => (await keyWith(team, { name: 'bi', scopes: ['read'], rateLimit })).apiKey;
 
   async function rotate(key: string, app = testEnv().app): Promise<string> {
-    const res = await api(app).post('/api/v1/team/rotate-key').set('Authorization', `Bearer ${key}`).expect(200);
+    const res = await api(app).post('/api/v1/team/rotate-key').set(...bearer(key)).expect(200);
     return res.body.apiKey;
   }
 
@@ -80,7 +77,7 @@ describe('BI admission: holders, teams, the process and memory', function () {
     const first = clientOf(url, key);
     expect(await outcome(first, 'SELECT 1')).to.equal('ok');
     // The REST API draws on the same bucket: its second token.
-    await api(app).get('/api/v1/team').set('Authorization', `Bearer ${key}`).expect(200);
+    await api(app).get('/api/v1/team').set(...bearer(key)).expect(200);
     expect(await outcome(first, 'SELECT 1')).to.equal('201');
     clock.now += 1_100;
     const rotated = await rotate(key, app); // a request: one of the two tokens refilled

@@ -10,7 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { startBiServer } from '../../src/clickhouse-http/interface.js';
 import { forbiddenThings, grammarCorpus, type CorpusCase } from '../helpers/bi-corpus.js';
-import { api, newTeam, testEnv } from '../helpers/context.js';
+import { keyWith } from '../helpers/common.js';
+import { newTeam, testEnv } from '../helpers/context.js';
 import { tempDir } from '../helpers/processes.js';
 
 describe('BI statements from the grammar: every kind × every place × every forbidden thing', function () {
@@ -25,7 +26,7 @@ describe('BI statements from the grammar: every kind × every place × every for
     const { config, deps } = testEnv();
     bi = await startBiServer(deps.clickhouseHttp!, config, 0);
     const team = await newTeam('grammar');
-    readKey = (await api().post('/api/v1/keys').set(...team.auth).send({ name: 'bi', scopes: ['read'], rate_limit: { requests_per_second: 10_000 } }).expect(201)).body.apiKey;
+    readKey = (await keyWith(team, { name: 'bi', scopes: ['read'], rateLimit: { requests_per_second: 10_000 } })).apiKey;
     canaryFile = path.join(tempDir('grammar-canary'), 'secret.txt');
     fs.writeFileSync(canaryFile, `${canary}\n`);
     corpus = grammarCorpus(forbiddenThings(canaryFile));

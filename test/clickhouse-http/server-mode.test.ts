@@ -9,6 +9,7 @@ import path from 'node:path';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { ApiStorage, AuditLogger } from '@x402sentinel/x402';
 import { startClickHouseServer } from '../helpers/clickhouse-server.js';
+import { sleep } from '../helpers/common.js';
 import { testEnv } from '../helpers/context.js';
 import { sdkRecord } from '../ingest/fixtures.js';
 import { recordToRow } from '../../src/ingest/records.js';
@@ -209,7 +210,7 @@ describe('ClickHouse HTTP interface over the embedded engine', function () {
         const count = async () =>
           (await (await client.query({ query: `SELECT count() AS n, uniqExact(id) AS ids FROM ${database}.events`, format: 'JSONEachRow' })).json<{ n: string; ids: string }>())[0];
         const loaded = async (n: string) => {
-          for (let i = 0; i < 100 && (await count())!.n !== n; i++) await new Promise((r) => setTimeout(r, 100));
+          for (let i = 0; i < 100 && (await count())!.n !== n; i++) await sleep(100);
           return count();
         };
         expect((await callWithKey(a.baseUrl, key, 'POST', '/api/v1/events', { events })).body.ingested).to.equal(10);

@@ -7,9 +7,8 @@ import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickh
 import { startBiServer } from '../../src/clickhouse-http/interface.js';
 import { singleStatement } from '../../src/clickhouse-http/statement.js';
 import ClickHouse from '@apla/clickhouse';
+import { keyWith, type Team } from '../helpers/common.js';
 import { api, listenOnce, loadedEvents, newTeam, testEnv } from '../helpers/context.js';
-
-type Team = Awaited<ReturnType<typeof newTeam>>;
 
 describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
   this.timeout(120_000);
@@ -229,7 +228,7 @@ describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
     expect(wrong).to.include({ code: '516', type: 'AUTHENTICATION_FAILED' });
     const raw = await fetch(`${url}/?query=SELECT+1`, { headers: { 'X-ClickHouse-User': 'x', 'X-ClickHouse-Key': 'wrong' } });
     expect(raw.status).to.equal(401);
-    const ingestOnly = (await api().post('/api/v1/keys').set(...teamA.auth).send({ name: 'writer', scopes: ['ingest'] }).expect(201)).body.apiKey as string;
+    const { apiKey: ingestOnly } = await keyWith(teamA, { name: 'writer', scopes: ['ingest'] });
     expect(await failure(clientOf(ingestOnly), 'SELECT 1')).to.include({ code: '516' });
     const slow = await failure(clientOf(teamA.apiKey), 'SELECT count() FROM numbers(100000000000)');
     expect(slow).to.include({ code: '159', type: 'TIMEOUT_EXCEEDED' });
