@@ -4,6 +4,7 @@
  * asked for the sum of such records and must give it exactly.
  */
 import { expect } from 'chai';
+import { newPolicy, type Team } from '../helpers/common.js';
 import { api, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 
 const MAX = '99999999999999999999.999999999999999999';
@@ -12,15 +13,14 @@ const THRICE = '299999999999999999999.999999999999999997';
 
 describeOnEachRegistry('the largest accepted amount, summed, in every aggregate route', function () {
   this.timeout(60_000);
-  let team: Awaited<ReturnType<typeof newTeam>>;
+  let team: Team;
   const now = Date.now();
   const from = now - 3_600_000;
   const to = now + 60_000;
 
   before(async () => {
     team = await newTeam();
-    const policy = { name: 'whale limits', agents: ['whale'], limits: [{ kind: 'daily', amount: '1000' }, { kind: 'per_hour', amount: '1000' }], action: 'flag', active: true };
-    await api().post('/api/v1/policies').set(...team.auth).send(policy).expect(201);
+    await newPolicy(team, { name: 'whale limits', agents: ['whale'], limits: [{ kind: 'daily', amount: '1000' }, { kind: 'per_hour', amount: '1000' }], action: 'flag', active: true });
     const events = [0, 1, 2].map((i) => ({
       id: `max-${i}`,
       agent_id: i < 2 ? 'whale' : 'other',

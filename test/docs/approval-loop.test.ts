@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { PROJECT_ROOT } from '../../src/paths.js';
+import { askAbove, newPolicy, sleep } from '../helpers/common.js';
 import { api, newTeam, testEnv } from '../helpers/context.js';
 
 type PayWithApproval = (
@@ -29,7 +30,7 @@ describe("the README's approval loop", function () {
   it('approved: it waits, pays once and captures; denied: it gives up with the reasons and pays nothing', async () => {
     const payWithApproval = readmeLoop();
     const team = await newTeam('readme-loop');
-    await api().post('/api/v1/policies').set(...team.auth).send({ name: 'ask above 5', agents: ['bot'], action: 'approve', limits: [{ kind: 'per_call', amount: '5' }] }).expect(201);
+    await newPolicy(team, askAbove('5'));
     const server = testEnv().app.listen(0);
     const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
     try {
@@ -38,7 +39,7 @@ describe("the README's approval loop", function () {
         for (;;) {
           const pending = (await api().get('/api/v1/authorizations?status=pending').set(...team.auth).expect(200)).body.data;
           if (pending.length > 0) return api().post(`/api/v1/authorizations/${pending[0].id}/${verdict}`).set(...team.auth).send({ note: 'from the test' }).expect(200);
-          await new Promise((r) => setTimeout(r, 100));
+          await sleep(100);
         }
       };
       let payments = 0;
