@@ -10,6 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
+import { bearer, keyWith, newPolicy, sleep, type PolicyBody, type Team } from '../helpers/common.js';
 import { api, listenOnce, newTeam } from '../helpers/context.js';
 import { DOCS_IMAGE_DIR, launchBrowser, renderStats, SCREENSHOT_DIR, VIEWPORTS } from '../helpers/browser.js';
 
@@ -46,7 +47,7 @@ function seededRecord(n: number, from: number, to: number) {
 }
 
 /** Policies of the seeded install, made before its records so the records are evaluated against them. */
-const SEEDED_POLICIES = [
+const SEEDED_POLICIES: PolicyBody[] = [
   { name: 'Research daily budget', agents: ['research-bot'], limits: [{ kind: 'daily', amount: '0.50' }], action: 'flag' },
   { name: 'Per-payment cap', agents: [], limits: [{ kind: 'per_call', amount: '1.50' }], action: 'block' },
   { name: 'Travel hourly ceiling', agents: ['travel-agent'], limits: [{ kind: 'per_hour', amount: '2.00' }, { kind: 'daily', amount: '20.00' }], action: 'flag' },
@@ -78,7 +79,7 @@ describe('dashboard in a browser', function () {
   this.timeout(120_000);
   let browser: Browser;
   let server: { url: string; close: () => Promise<void> };
-  let team: Awaited<ReturnType<typeof newTeam>>;
+  let team: Team;
   /** The seeded records span [from, to): a custom range the tests open the overview with. */
   const to = Math.floor(Date.now() / HOUR) * HOUR - HOUR;
   const from = to - 72 * HOUR;
@@ -90,7 +91,7 @@ describe('dashboard in a browser', function () {
     server = await listenOnce();
     team = await newTeam('dashboard');
     fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
-    for (const policy of SEEDED_POLICIES) await api().post('/api/v1/policies').set(...team.auth).send(policy).expect(201);
+    for (const policy of SEEDED_POLICIES) await newPolicy(team, policy);
     for (let batch = 0; batch < 3; batch++) {
       const events = Array.from({ length: RECORDS / 3 }, (_, i) => seededRecord(batch * (RECORDS / 3) + i, from, to));
       await api().post('/api/v1/events').set(...team.auth).send({ events }).expect(200);
@@ -588,15 +589,15 @@ describe('dashboard in a browser', function () {
       const secret = (await page.locator('[data-secret=api-key]').textContent())!;
       expect(secret).to.match(/^ss_/);
       // The new key works, with the scope it was given: read, and not admin.
-      await api().get('/api/v1/team').set('Authorization', `Bearer ${secret}`).expect(200);
-      await api().post('/api/v1/policies').set('Authorization', `Bearer ${secret}`).send({ name: 'x', limits: [{ kind: 'daily', amount: '1' }] }).expect(403);
+      await api().get('/api/v1/team').set(...bearer(secret)).expect(200);
+      await api().post('/api/v1/policies').set(...bearer(secret)).send({ name: 'x', limits: [{ kind: 'daily', amount: '1' }] }).expect(403);
       const keys = (await api().get('/api/v1/keys').set(...team.auth).expect(200)).body.data;
       const grafana = keys.find((k: { name: string }) => k.name === 'grafana');
       expect(grafana.scopes).to.deep.equal(['read']);
       page.once('dialog', (dialog) => void dialog.accept());
       await page.locator(`[data-key="${grafana.id}"]`).getByRole('button', { name: 'Revoke' }).click();
       await page.locator(`[data-key="${grafana.id}"]`).waitFor({ state: 'detached' });
-      await api().get('/api/v1/team').set('Authorization', `Bearer ${secret}`).expect(401);
+      await api().get('/api/v1/team').set(...bearer(secret)).expect(401);
 
       await page.getByText('Add a webhook').click();
       await page.getByLabel('URL').fill(receiverUrl);
@@ -627,7 +628,7 @@ describe('dashboard in a browser', function () {
     const until = Date.now() + ms;
     let last = await read();
     while (JSON.stringify(last) !== JSON.stringify(expected) && Date.now() < until) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await sleep(100);
       last = await read();
     }
     expect(last, what).to.deep.equal(expected);
@@ -767,7 +768,7 @@ describe('dashboard in a browser', function () {
 
   it('the audit log shows a change just made on a page: who, what, each changed field before and after, as GET /audit-log answers', async () => {
     const own = await newTeam('dashboard-audit-log');
-    const policy = (await api().post('/api/v1/policies').set(...own.auth).send({ name: 'logged budget', limits: [{ kind: 'daily', amount: '5' }] }).expect(201)).body;
+    const policy = await newPolicy(own, { name: 'logged budget', limits: [{ kind: 'daily', amount: '5' }] });
     await api().patch(`/api/v1/policies/${policy.id}`).set(...own.auth).send({ limits: [{ kind: 'daily', amount: '7.5' }] }).expect(200);
     const page = await newPage('wide');
     await signIn(page, own.apiKey);
@@ -842,8 +843,8 @@ describe('dashboard in a browser', function () {
    */
   async function teamWithAuthorizations(label: string) {
     const own = await newTeam(label);
-    await api().post('/api/v1/policies').set(...own.auth).send({ name: 'Hard cap', limits: [{ kind: 'per_call', amount: '5' }], action: 'block' }).expect(201);
-    await api().post('/api/v1/policies').set(...own.auth).send({ name: 'Ask above 1', limits: [{ kind: 'per_call', amount: '1' }], action: 'approve' }).expect(201);
+    await newPolicy(own, { name: 'Hard cap', limits: [{ kind: 'per_call', amount: '5' }], action: 'block' });
+    await newPolicy(own, { name: 'Ask above 1', limits: [{ kind: 'per_call', amount: '1' }], action: 'approve' });
     const ask = async (agent: string, amount: string) =>
       (await api().post('/api/v1/authorizations').set(...own.auth).send({ agent_id: agent, endpoint: 'https://api.example.com/v1/search', amount, asset: 'USDC' }).expect(200)).body as AuthorizationBody;
     const made = {
@@ -940,7 +941,7 @@ describe('dashboard in a browser', function () {
 
   it('approve and deny from the page, with a note, by a key with the approve scope; an answer someone gave first is said so, not overwritten', async () => {
     const { own, made, list } = await teamWithAuthorizations('dashboard-approve');
-    const approver = (await api().post('/api/v1/keys').set(...own.auth).send({ name: 'approver', scopes: ['read', 'approve'] }).expect(201)).body.apiKey;
+    const { apiKey: approver } = await keyWith(own, { name: 'approver', scopes: ['read', 'approve'] });
     const page = await newPage('phone');
     await signIn(page, approver);
     // Not an admin: no audit log in the menu.
@@ -986,7 +987,7 @@ describe('dashboard in a browser', function () {
 
   it('a read key sees the authorizations waiting for a decision without Approve or Deny, and no audit log: not in the menu, and its page asks nothing', async () => {
     const { own, made } = await teamWithAuthorizations('dashboard-read-approvals');
-    const reader = (await api().post('/api/v1/keys').set(...own.auth).send({ name: 'reader', scopes: ['read'] }).expect(201)).body.apiKey;
+    const { apiKey: reader } = await keyWith(own, { name: 'reader', scopes: ['read'] });
     for (const [key, admin] of [[own.apiKey, true], [reader, false]] as const) {
       const page = await newPage('wide');
       const asked: string[] = [];
@@ -1037,10 +1038,10 @@ describe('dashboard in a browser', function () {
 
   it('a read key sees every page with no control it may not use: changes disabled with the reason, webhooks not offered, no retry of a refusal', async () => {
     const reading = await newTeam('dashboard-reader');
-    await api().post('/api/v1/policies').set(...reading.auth).send(SEEDED_POLICIES[1]).expect(201);
+    await newPolicy(reading, SEEDED_POLICIES[1]!);
     await api().post('/api/v1/events').set(...reading.auth).send({ events: [{ ...seededRecord(36, from, to), id: 'big-1', amount: '2.25' }] }).expect(200);
     const hook = (await api().post('/api/v1/webhooks').set(...reading.auth).send({ url: 'http://127.0.0.1:9/hook', events: ['alert.resolved'] }).expect(201)).body;
-    const reader = (await api().post('/api/v1/keys').set(...reading.auth).send({ name: 'reader', scopes: ['read'] }).expect(201)).body.apiKey;
+    const { apiKey: reader } = await keyWith(reading, { name: 'reader', scopes: ['read'] });
     const policyId = (await api().get('/api/v1/policies').set(...reading.auth).expect(200)).body.data[0].id;
     const alertId = (await api().get('/api/v1/alerts').query({ status: 'open', limit: 1 }).set(...reading.auth).expect(200)).body.data[0].id;
     for (const viewport of ['wide', 'phone'] as const) {
