@@ -4,13 +4,11 @@
  * restarting under the instances, and ClickHouse down while ingest goes on.
  */
 import { expect } from 'chai';
-import crypto from 'node:crypto';
 import { call, startCluster, type Cluster } from '../helpers/cluster.js';
+import { sdkId, sleep } from '../helpers/common.js';
 import { restartTestPostgres } from '../helpers/postgres.js';
 import type { RunningService } from '../helpers/processes.js';
 
-const sdkId = () => crypto.randomBytes(8).toString('hex');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const record = (agent: string, amount: string) => ({
   id: sdkId(),
   agent_id: agent,

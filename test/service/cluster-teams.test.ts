@@ -8,6 +8,7 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../src/paths.js';
 import { call, startCluster, type Cluster } from '../helpers/cluster.js';
+import { sdkId } from '../helpers/common.js';
 import { run, tempDir } from '../helpers/processes.js';
 
 const CLI = path.join(PROJECT_ROOT, 'dist/scripts/team-create.js');
@@ -74,7 +75,7 @@ describe('teams on a cluster of three instances on PostgreSQL (spawned)', functi
     const key = created.body.key.apiKey as string;
     const teamId = created.body.team.id as string;
     for (const answer of await onEvery(key, 'GET', '/api/v1/team')) expect(answer.status).to.equal(200);
-    const records = Array.from({ length: 3 }, (_, i) => ({ id: crypto.randomBytes(8).toString('hex'), agent_id: 'a', endpoint: 'https://x.example/p', method: 'GET', amount: `${i + 1}`, asset: 'USDC' }));
+    const records = Array.from({ length: 3 }, (_, i) => ({ id: sdkId(), agent_id: 'a', endpoint: 'https://x.example/p', method: 'GET', amount: `${i + 1}`, asset: 'USDC' }));
     expect((await call(cluster.instances[1]!, key, 'POST', '/api/v1/audit/batch', { records })).status).to.equal(200);
 
     const suspended = await call(cluster.instances[1]!, OPERATOR_KEY, 'PATCH', `/api/v1/operator/teams/${teamId}`, { suspended: true });

@@ -4,12 +4,10 @@
  * of one service.
  */
 import { expect } from 'chai';
-import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { call, startCluster, type Cluster } from '../helpers/cluster.js';
-
-const sdkId = () => crypto.randomBytes(8).toString('hex');
+import { sdkId, sleep } from '../helpers/common.js';
 const record = (agent: string, amount: string, at = Date.now() - 1_000) => ({
   id: sdkId(),
   agent_id: agent,
@@ -39,7 +37,7 @@ describe('several instances on PostgreSQL (spawned)', function () {
     for (let attempt = 0; ; attempt++) {
       const res = await on(n + attempt, 'POST', '/api/v1/audit/batch', { records });
       if (res.status !== 503 || attempt === 5) return res;
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
     }
   };
 
@@ -118,7 +116,7 @@ describe('several instances on PostgreSQL (spawned)', function () {
     const at = Date.now();
     for (const n of [1, 2]) {
       let status = 0;
-      while ((status = (await use(n)).status) !== 401 && Date.now() - at < 1_000) await new Promise((r) => setTimeout(r, 20));
+      while ((status = (await use(n)).status) !== 401 && Date.now() - at < 1_000) await sleep(20);
       expect(status, `instance ${n}`).to.equal(401);
     }
     expect(Date.now() - at).to.be.below(1_000);
@@ -133,7 +131,7 @@ describe('several instances on PostgreSQL (spawned)', function () {
     expect((await on(1, 'POST', '/api/v1/authorizations', { agent_id: 'asker', endpoint: 'https://api.example.com/x', amount: '3' })).body.decision).to.equal('declined');
     const started = Date.now();
     const waiting = on(1, 'GET', `/api/v1/authorizations/${asked.body.id}?wait=30`);
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     expect((await on(2, 'POST', `/api/v1/authorizations/${asked.body.id}/approve`, { note: 'ok' })).status).to.equal(200);
     const woken = await waiting;
     expect(woken.body).to.include({ status: 'held', decided_by: 'default' });
@@ -178,9 +176,9 @@ describe('several instances on PostgreSQL (spawned)', function () {
       const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => on(i, 'POST', '/api/v1/audit/batch', { records: [record(`hooked-${i}`, '2')] })));
       expect(answers.reduce((n, a) => n + a.body.alerts_created, 0)).to.equal(20);
       const deadline = Date.now() + 30_000;
-      while ([...attempts.values()].filter((n) => n >= 2).length < 20 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      while ([...attempts.values()].filter((n) => n >= 2).length < 20 && Date.now() < deadline) await sleep(100);
       // A little longer: a second delivery of any event would show now.
-      await new Promise((r) => setTimeout(r, 1_500));
+      await sleep(1_500);
       expect(attempts.size, 'events received').to.equal(20);
       expect([...attempts.values()], 'attempts per event: one failed, one delivered').to.deep.equal(Array(20).fill(2));
       const deliveries = await on(2, 'GET', `/api/v1/webhooks/${endpoint.body.id}/deliveries?limit=100`);
