@@ -106,20 +106,15 @@ describe('several instances on PostgreSQL (spawned)', function () {
     expect(budgets.body.data.map((b: Record<string, unknown>) => [b.agent_id, b.spent, b.held, b.remaining])).to.deep.equal([[null, '15', '10', '0']]);
   });
 
-  it('a key revoked through one instance is refused by every other within a second', async () => {
+  it('a key revoked through one instance is refused by every other from the next request', async () => {
     const made = await on(0, 'POST', '/api/v1/keys', { name: 'short-lived', scopes: ['read'] });
     expect(made.status, JSON.stringify(made.body)).to.equal(201);
     const use = (n: number) => call(cluster.instances[n]!, made.body.apiKey, 'GET', '/api/v1/team');
     for (const n of [0, 1, 2]) expect((await use(n)).status).to.equal(200);
     const revoked = await on(0, 'DELETE', `/api/v1/keys/${made.body.id}`);
     expect(revoked.status, JSON.stringify(revoked.body)).to.be.oneOf([200, 204]);
-    const at = Date.now();
-    for (const n of [1, 2]) {
-      let status = 0;
-      while ((status = (await use(n)).status) !== 401 && Date.now() - at < 1_000) await sleep(20);
-      expect(status, `instance ${n}`).to.equal(401);
-    }
-    expect(Date.now() - at).to.be.below(1_000);
+    // On PostgreSQL every instance looks the key up on each request: nothing to wait for.
+    for (const n of [1, 2]) expect((await use(n)).status, `instance ${n}`).to.equal(401);
   });
 
   it('approvals across instances: pending on one, its hold counted on another, a long poll on a second woken by the approval on a third', async () => {
