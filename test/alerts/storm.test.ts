@@ -3,13 +3,12 @@
  * answered quickly without holding the event loop (/healthz measured beside it), and becomes a
  * bounded number of alerts (and webhook events) whose counts add up to every breach.
  */
-import crypto from 'node:crypto';
 import { expect } from 'chai';
 import { createPolicy } from '../../src/policies/repository.js';
 import { Receiver } from '../webhooks/receiver.js';
+import { sdkId, sleep, type Team } from '../helpers/common.js';
 import { api, listenOnce, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 
-type Team = Awaited<ReturnType<typeof newTeam>>;
 const HOSTS = ['api.openai.com', 'api.anthropic.com', 'api.exa.ai', 'api.tavily.com'];
 const ENDPOINTS = ['https://api.openai.com/v1/chat/completions', 'https://api.anthropic.com/v1/messages', 'https://api.exa.ai/search', 'https://api.tavily.com/search'];
 
@@ -40,7 +39,7 @@ async function teamWidePolicies(team: Team, n: number): Promise<void> {
 /** 100 records of amount 5 from 100 agents, SDK-shaped ids (16 random hex). */
 const breakingBatch = (now: number) =>
   Array.from({ length: 100 }, (_, i) => ({
-    id: crypto.randomBytes(8).toString('hex'),
+    id: sdkId(),
     agent_id: `agent-${i}`,
     endpoint: ENDPOINTS[i % ENDPOINTS.length],
     method: 'POST',
@@ -89,7 +88,7 @@ describeOnEachRegistry('a breach storm', function () {
           const res = await fetch(`${server.url}/healthz`);
           await res.arrayBuffer();
           health.push(performance.now() - t0);
-          await new Promise((r) => setTimeout(r, 10));
+          await sleep(10);
         }
       })();
       const t0 = performance.now();
@@ -101,7 +100,7 @@ describeOnEachRegistry('a breach storm', function () {
       const body = (await res.json()) as { ingested: number; alerts_created: number };
       const took = performance.now() - t0;
       // A few polls after the answer too: the group's flush and the next turns.
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       running = false;
       await poll;
       expect(res.status).to.equal(200);
