@@ -1,25 +1,28 @@
 /**
- * BI never stalls ingest: small batches through POST /api/v1/events on a listening server, alone
- * and while four heavy BI queries (two read keys, each at its limit of two) run through the
- * ClickHouse HTTP interface. A benchmark with generous bounds, not a timing test of one request:
- * each running engine query holds one of libuv's pool threads, and an acknowledgement that needed
- * one (the ingest log's fsync) used to wait for a BI query to end.
+ * BI never stalls ingest: small batches through POST /api/v1/events on a listening server while
+ * four heavy BI queries (two read keys, each at its limit of two) run through the ClickHouse HTTP
+ * interface. Each running engine query holds one of libuv's pool threads, and an acknowledgement
+ * that needed one (the ingest log's fsync) used to wait for a BI query to end: here the queries run
+ * longer than any answer may take, so such a wait fails the test. How fast ingest is beside them
+ * (rate and p99 against ingest alone) is measured by npm run bench:bi.
  */
-import crypto from 'node:crypto';
 import http from 'node:http';
 import { expect } from 'chai';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
-import { startBiServer } from '../../src/clickhouse-http/interface.js';
+import { startBiServer, teamScopedInterface } from '../../src/clickhouse-http/interface.js';
 import { issueKey } from '../../src/teams/repository.js';
+import { sdkId, sleep } from '../helpers/common.js';
 import { listenOnce, newTeam, testEnv } from '../helpers/context.js';
 
 const WINDOW_MS = 6_000;
 const INGEST_CLIENTS = 4;
 const BATCH = 10;
-/** One core's worth of work for as long as the query may run (BI_MAX_EXECUTION_TIME_S ends it). */
+/** The heavy queries' time limit: past the window, so all four run while every batch is sent. */
+const HEAVY_SECONDS = 8;
+/** Far above an answer's latency (tens of ms on a busy machine): only a stall reaches it. */
+const STALL_MS = 5_000;
+/** One core's worth of work for as long as the query may run (its time limit ends it). */
 const HEAVY = 'SELECT sum(cityHash64(number)) FROM numbers(20000000000)';
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
 describe('ingest beside heavy BI queries', function () {
   this.timeout(120_000);
@@ -31,7 +34,9 @@ describe('ingest beside heavy BI queries', function () {
   before(async () => {
     const { config, deps } = testEnv();
     server = await listenOnce();
-    bi = await startBiServer(deps.clickhouseHttp!, config, 0);
+    const limits = { ...config.bi.limits, maxExecutionSeconds: HEAVY_SECONDS };
+    const handler = teamScopedInterface({ config: { ...config, bi: { ...config.bi, limits } }, db: deps.db, events: deps.events, rateLimiter: deps.rateLimiter });
+    bi = await startBiServer(handler!, config, 0);
   });
 
   after(async () => {
@@ -55,31 +60,27 @@ describe('ingest beside heavy BI queries', function () {
     });
   }
 
-  /** Latencies (ms) of INGEST_CLIENTS clients sending batches back to back for WINDOW_MS, sorted. */
+  /** A batch of client `c`, with ids as the SDK sends them. */
+  const batch = (c: number) => {
+    const now = Date.now();
+    return Array.from({ length: BATCH }, (_, i) => ({ id: sdkId(), agent_id: `agent-${c}`, endpoint: 'https://api.example.com/v1/search', method: 'POST', amount: '0.001', created_at: now - i }));
+  };
+
+  /** Latencies (ms) of INGEST_CLIENTS clients sending batches back to back for WINDOW_MS, each answered 200. */
   async function ingestFor(key: string): Promise<number[]> {
     const latencies: number[] = [];
     const end = performance.now() + WINDOW_MS;
     await Promise.all(
       Array.from({ length: INGEST_CLIENTS }, async (_, c) => {
         while (performance.now() < end) {
-          const now = Date.now();
-          // Ids as the SDK sends them: 16 random hex characters.
-          const events = Array.from({ length: BATCH }, (_, i) => ({
-            id: crypto.randomBytes(8).toString('hex'),
-            agent_id: `agent-${c}`,
-            endpoint: 'https://api.example.com/v1/search',
-            method: 'POST',
-            amount: '0.001',
-            created_at: now - i,
-          }));
           const t0 = performance.now();
-          const res = await post('/api/v1/events', key, JSON.stringify({ events }));
+          const res = await post('/api/v1/events', key, JSON.stringify({ events: batch(c) }));
           latencies.push(performance.now() - t0);
           expect(res.status, res.body).to.equal(200);
         }
       }),
     );
-    return latencies.sort((a, b) => a - b);
+    return latencies;
   }
 
   /** Keeps a heavy query running on this client until `until`: each ends at the interface's time limit. */
@@ -92,15 +93,14 @@ describe('ingest beside heavy BI queries', function () {
       } catch (err) {
         const code = (err as { code?: string }).code;
         if (code === '159') ran++; // TIMEOUT_EXCEEDED: the query ran its full time
-        else if (code === '202') await new Promise((r) => setTimeout(r, 20)); // the key's previous query is still being released
+        else if (code === '202') await sleep(20); // the key's previous query is still being released
         else throw err;
       }
     }
     return { ran };
   }
 
-  it('keeps ingest p99 within 3x of its p99 alone, and every request under 2 s, while four heavy BI queries run', async () => {
-    const { registry } = testEnv();
+  it('answers every batch while four heavy BI queries run, none held until a query ends', async () => {
     const team = await newTeam('ingest-bi');
     // Two read keys (the per-key limit is two queries): four heavy queries at once.
     const readKeys = await Promise.all(
@@ -112,19 +112,17 @@ describe('ingest beside heavy BI queries', function () {
     );
     clients.push(...biClients);
 
-    await ingestFor(team.apiKey).then(() => undefined); // warm-up: JIT, the team's first claims
-    const alone = await ingestFor(team.apiKey);
+    // Warm-up: the team's first claims, before the queries start.
+    expect((await post('/api/v1/events', team.apiKey, JSON.stringify({ events: batch(0) }))).status).to.equal(200);
 
     const until = performance.now() + WINDOW_MS + 500;
     const heavy = Promise.all(biClients.map((c) => heavyQueriesUntil(c, until)));
-    await new Promise((r) => setTimeout(r, 500)); // all four running
+    await sleep(500); // all four running
     const beside = await ingestFor(team.apiKey);
     const ran = (await heavy).reduce((n, r) => n + r.ran, 0);
 
-    const figures = (l: number[]) => `n=${l.length} p50=${percentile(l, 50).toFixed(1)} ms p99=${percentile(l, 99).toFixed(1)} ms max=${l[l.length - 1]!.toFixed(1)} ms`;
-    console.log(`      ingest alone:            ${figures(alone)}\n      beside 4 heavy BI queries: ${figures(beside)} (${ran} heavy queries ran)`);
     expect(ran, 'heavy queries that ran their full time').to.be.at.least(4);
-    expect(percentile(beside, 99)).to.be.at.most(3 * Math.max(percentile(alone, 99), 20));
-    expect(beside[beside.length - 1]).to.be.below(2_000);
+    expect(beside.length, 'batches answered').to.be.at.least(INGEST_CLIENTS);
+    expect(Math.max(...beside), 'the slowest answer (ms)').to.be.below(STALL_MS);
   });
 });
