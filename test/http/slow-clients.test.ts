@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import type { HttpLimits } from '../../src/config.js';
 import { MAX_ARRAY_ITEMS, MAX_BODY_DEPTH } from '../../src/http/body-shape.js';
 import { createHttpServer, listen } from '../../src/http/listen.js';
-import { sleep } from '../helpers/common.js';
+import { sleep, type Team } from '../helpers/common.js';
 import { api, errorOf, newTeam, testEnv } from '../helpers/context.js';
 
 const LIMITS: HttpLimits = {
@@ -38,7 +38,7 @@ describe('slow and abusive clients', function () {
   this.timeout(30_000);
   let server: http.Server;
   let port: number;
-  let team: Awaited<ReturnType<typeof newTeam>>;
+  let team: Team;
 
   before(async () => {
     server = createHttpServer(testEnv().app, LIMITS);
@@ -90,7 +90,8 @@ describe('slow and abusive clients', function () {
     extra.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
     const closedAfter = await extra.closed;
     expect(extra.received()).to.equal('');
-    expect(closedAfter).to.be.below(1_000);
+    // Closed by the cap, not left open until the idle timeout (5 s): the bound catches a stall, not a speed.
+    expect(closedAfter).to.be.below(LIMITS.idleTimeoutMs);
     open[0]!.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
     await sleep(100);
     expect(open[0]!.received().match(/HTTP\/1\.1 200 /g)).to.have.length(2);
