@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import BigNumber from 'bignumber.js';
+import type { Team } from '../helpers/common.js';
 import { api, errorOf, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 
-type Team = Awaited<ReturnType<typeof newTeam>>;
 
 const event = (agent_id: string, amount: string, created_at: number, extra: Record<string, unknown> = {}) => ({
   agent_id,

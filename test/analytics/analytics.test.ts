@@ -4,6 +4,7 @@
  */
 import { expect } from 'chai';
 import BigNumber from 'bignumber.js';
+import type { Team } from '../helpers/common.js';
 import { api, errorOf, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 
 const HOUR = 3_600_000;
@@ -86,7 +87,7 @@ describeOnEachRegistry('analytics', function () {
   const end = now - HOUR;
   const rnd = random(20261121);
   const events = makeEvents(700, end, rnd);
-  let team: Awaited<ReturnType<typeof newTeam>>;
+  let team: Team;
 
   before(async () => {
     team = await newTeam('analytics');

@@ -3,11 +3,12 @@
  * of its daylight-saving changes, and each record falls in the bucket of its local date.
  */
 import { expect } from 'chai';
+import type { Team } from '../helpers/common.js';
 import { api, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 
 describeOnEachRegistry('timeseries weeks and months in a time zone, across DST changes', function () {
   this.timeout(60_000);
-  let team: Awaited<ReturnType<typeof newTeam>>;
+  let team: Team;
   const at = (iso: string) => Date.parse(iso);
 
   // America/New_York: EST (-05:00) until 2026-03-08, EDT (-04:00) until 2026-11-01, then EST.

@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiStorage, MemoryStorage } from '@x402sentinel/x402';
+import type { Team } from '../helpers/common.js';
 import { api, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 
 type AuditRecord = Parameters<MemoryStorage['write']>[0];
@@ -79,7 +80,7 @@ describeOnEachRegistry('remote storage for the published SDK (ApiStorage against
   this.timeout(60_000);
   let server: http.Server;
   let base: string;
-  let team: Awaited<ReturnType<typeof newTeam>>;
+  let team: Team;
   let remote: ApiStorage;
   const local = new MemoryStorage();
   const records = makeRecords(320);

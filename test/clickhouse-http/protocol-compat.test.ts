@@ -8,13 +8,14 @@ import http from 'node:http';
 import { expect } from 'chai';
 import { ClickHouseLogLevel, createClient, TupleParam, type ClickHouseClient } from '@clickhouse/client';
 import { startBiServer } from '../../src/clickhouse-http/interface.js';
+import type { Team } from '../helpers/common.js';
 import { newTeam, testEnv } from '../helpers/context.js';
 
 describe('ClickHouse HTTP interface: what a client sees is a 26.7 server', function () {
   this.timeout(120_000);
   let bi: Awaited<ReturnType<typeof startBiServer>>;
   let url: string;
-  let team: Awaited<ReturnType<typeof newTeam>>;
+  let team: Team;
   const clients: ClickHouseClient[] = [];
   const client = () => {
     const c = createClient({ url, username: 'grafana', password: team.apiKey, log: { level: ClickHouseLogLevel.OFF } });

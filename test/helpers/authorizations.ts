@@ -1,7 +1,8 @@
 /** Asking for an authorization in tests: agent `bot`, a fixed endpoint unless the body says otherwise. */
-import { api, newTeam } from './context.js';
+import type { Team } from './common.js';
+import { api } from './context.js';
 
-export async function authorize(team: Awaited<ReturnType<typeof newTeam>>, body: Record<string, unknown>) {
+export async function authorize(team: Team, body: Record<string, unknown>) {
   const res = await api()
     .post('/api/v1/authorizations')
     .set(...team.auth)

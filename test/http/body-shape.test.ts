@@ -5,6 +5,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { MAX_ARRAY_ITEMS, MAX_BODY_DEPTH, scanShapeProblem, shapeProblem } from '../../src/http/body-shape.js';
+import type { Team } from '../helpers/common.js';
 import { api, errorOf, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 
 const EIGHT_MB = 8_000_000;
@@ -55,7 +56,7 @@ const nearTheLimit: fc.Arbitrary<unknown> = fc
 
 describeOnEachRegistry('body shape limits, checked before JSON.parse', function () {
   this.timeout(60_000);
-  let team: Awaited<ReturnType<typeof newTeam>>;
+  let team: Team;
   before(async () => {
     team = await newTeam();
   });
