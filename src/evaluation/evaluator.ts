@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { forgetWrittenAlerts, recordOccurrences, type Occurrence } from '../alerts/repository.js';
+import { forgetWrittenAlerts, recordOccurrences } from '../alerts/repository.js';
 import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
 import { authorizationFacts, Holds } from '../authorizations/holds.js';
 import { approvalOccurrence, enqueueAuthorizationEvent, type ApprovalAsk } from '../authorizations/approvals.js';
@@ -9,7 +9,7 @@ import type { AnomalyConfig, EvaluationConfig } from '../config.js';
 import { MAX_FUTURE_SKEW_MS, type EventRow } from '../ingest/records.js';
 import type { Limit } from '../policies/limits.js';
 import { activePolicyRows, policyRevisions } from '../policies/repository.js';
-import { all, awaited, get, performNow, postgresOnly, run, savepoint, sqliteDatabase, type Database, type Steps } from '../stores/sql.js';
+import { all, awaited, performNow, postgresOnly, run, savepoint, sqliteDatabase, type Database, type Steps } from '../stores/sql.js';
 import { ApiError } from '../http/errors.js';
 import { DecisionFailed, type AckEvaluator } from '../ingest/group-commit.js';
 import type { EventStore } from '../stores/clickhouse.js';
@@ -17,6 +17,8 @@ import { OVERLAP_MS } from '../ingest/shared-log.js';
 import { caip2Network } from '../ingest/networks.js';
 import type { Registry } from '../stores/sqlite.js';
 import { AnomalyDetector } from './anomalies.js';
+import { NewPayees } from './new-payees.js';
+import { addCrossings, clientReported, clientVerdictKey, suspendedKey, suspendedRecord } from './occurrence-builders.js';
 import { toUnits } from './money.js';
 import { OccurrenceMerger, Storms } from './occurrences.js';
 import {
@@ -27,14 +29,13 @@ import {
   notAllowedKey,
   notAllowedOccurrence,
   shownEnd,
-  thresholdOccurrence,
   windowPartOf,
   type Breach,
   type CompiledLimit,
   type CompiledPolicy,
   type RecordFacts,
 } from './policies.js';
-import { brokenCount, crossedRange, mayCross, PolicyIndex, type LimitList, type PolicySet } from './policy-index.js';
+import { brokenCount, PolicyIndex, type PolicySet } from './policy-index.js';
 import { readWindowSums, scopeSpecOf, ScopeTable, subjectFor, totalKey, type ScopeSpec, type TotalCell, type TouchedTotal } from './totals.js';
 import { LONGEST_WINDOW_MS, utcDay, type Window } from './windows.js';
 
@@ -126,13 +127,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
   /** The running totals by key (see totalKey); a TouchedTotal keeps the cell it found (see totalOf). */
   private readonly totals = new Map<string, TotalCell>();
   private anomalies: AnomalyDetector;
-  /**
-   * Payees per team, then agent (loaded from the registry on first use), each map looked up by the
-   * string as parsed: no joined key to build and hash per record.
-   */
-  private readonly payees = new Map<string, Map<string, Set<string>>>();
-  /** Agents whose payees are held, over all teams: past 100,000, all are let go. */
-  private payeeAgents = 0;
+  private readonly payees: NewPayees;
   /** Windows that ended before this may have been dropped from `totals`. */
   private droppedBefore = 0;
   /** Team, scope and window start of windows read whole from the event store. */
@@ -166,6 +161,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     if (!shared && !registry) throw new Error('an evaluator needs the registry or a shared store');
     this.db = shared ?? sqliteDatabase(registry!);
     this.anomalies = new AnomalyDetector(config);
+    this.payees = new NewPayees(config.newPayeeLearningHours);
     this.holds = this.loadHolds();
   }
 
@@ -684,7 +680,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       }
       for (const occurrence of this.anomalies.check(row.team_id, row, amount)) merged.add(i, row, occurrence.dedupKey, () => occurrence);
     });
-    for (const { row, occurrence } of yield* this.newPayees(rows, claimed, now)) merged.add(row, rows[row]!, occurrence.dedupKey, () => occurrence);
+    for (const { row, occurrence } of yield* this.payees.check(rows, claimed, now)) merged.add(row, rows[row]!, occurrence.dedupKey, () => occurrence);
 
     const created = new Array<number>(rows.length).fill(0);
     const groups = merged.result();
@@ -707,7 +703,6 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     this.totals.clear();
     this.loadedWindows.clear();
     this.payees.clear();
-    this.payeeAgents = 0;
     this.anomalies = new AnomalyDetector(this.config);
     // What this process remembers of alerts may include the rolled-back write.
     forgetWrittenAlerts();
@@ -896,69 +891,6 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     this.droppedBefore = Math.max(this.droppedBefore, horizon);
     this.loadedWindows.clear(); // a dropped window is read again when needed
   }
-
-  /**
-   * A first payment of an agent to a payee it has not paid before. Payees paid within the learning
-   * period after the agent's first event are learned silently, so a new agent raises none.
-   */
-  private *newPayees(rows: readonly EventRow[], claimed: readonly number[], now: number): Steps<{ row: number; occurrence: Occurrence }[]> {
-    const found: { row: number; occurrence: Occurrence }[] = [];
-    const learning = this.config.newPayeeLearningHours * 3_600_000;
-    for (const i of claimed) {
-      const row = rows[i]!;
-      if (!row.payee_address) continue;
-      // The common case, a payee known in memory, without a generator per record (6% of what
-      // ingest allocated went to this look-up).
-      const known = this.payees.get(row.team_id)?.get(row.agent_id) ?? (yield* this.loadPayees(row.team_id, row.agent_id));
-      if (known.has(row.payee_address)) continue;
-      // New only if this insert made it: of two instances learning one payee, one raises the alert.
-      const inserted = yield* get(
-        'INSERT INTO agent_payees (team_id, agent_id, payee, first_seen) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING payee',
-        [row.team_id, row.agent_id, row.payee_address, row.event_time],
-      );
-      known.add(row.payee_address);
-      if (!inserted) continue;
-      const firstSeen = (yield* get<{ created_at: number }>('SELECT created_at FROM agents WHERE team_id = ? AND external_id = ?', [row.team_id, row.agent_id]))?.created_at ?? now;
-      if (known.size === 1 || now - Number(firstSeen) < learning) continue;
-      found.push({
-        row: i,
-        occurrence: {
-          teamId: row.team_id,
-          dedupKey: `${row.agent_id}\u0000anomaly\u0000new_payee\u0000${row.payee_address}`,
-          type: 'anomaly',
-          kind: 'new_payee',
-          severity: 'warning',
-          agentId: row.agent_id,
-          policyId: null,
-          window: null,
-          observed: row.amount,
-          limit: null,
-          subject: row.payee_address,
-          details: { payee: row.payee_address, knownPayees: known.size - 1 },
-          message: `Agent ${row.agent_id} paid ${row.amount} to ${row.payee_address}, a payee it has not paid before (via ${row.endpoint})`,
-          eventIds: [row.id],
-          count: 1,
-          firstSeen: row.event_time,
-          lastSeen: row.event_time,
-        },
-      });
-    }
-    return found;
-  }
-
-  /** An agent's payees read from the registry and kept (on a miss of `payees`). */
-  private *loadPayees(teamId: string, agentId: string): Steps<Set<string>> {
-    if (++this.payeeAgents > 100_000) {
-      this.payees.clear();
-      this.payeeAgents = 1;
-    }
-    const rows = yield* all<{ payee: string }>('SELECT payee FROM agent_payees WHERE team_id = ? AND agent_id = ?', [teamId, agentId]);
-    const known = new Set(rows.map((r) => r.payee));
-    let team = this.payees.get(teamId);
-    if (!team) this.payees.set(teamId, (team = new Map()));
-    team.set(agentId, known);
-    return known;
-  }
 }
 
 /** An authorization as the event it would be if paid now: what its windows and matchers read. */
@@ -977,78 +909,4 @@ function probeRow(request: AuthorizationRequest, now: number): EventRow {
     asset: request.asset ?? undefined,
     network: request.network ? (caip2Network(request.network) ?? request.network) : undefined,
   } as EventRow;
-}
-
-/** The breach key of the client's own verdict (blocked or flagged), or undefined when it allowed the payment. */
-function clientVerdictKey(row: EventRow): string | undefined {
-  if (row.policy_evaluation !== 'blocked' && row.policy_evaluation !== 'flagged') return undefined;
-  return `${row.agent_id}\u0000client\u0000${row.policy_evaluation}\u0000${row.policy_id ?? row.domain}`;
-}
-
-/** One alert per suspended agent and UTC day. */
-const suspendedKey = (agentId: string, day: Window) => `${agentId}\u0000suspended\u0000${day.start}`;
-
-/** A record from a suspended agent: a critical violation, one alert per agent and UTC day (counting the records). */
-function suspendedRecord(row: EventRow, dedupKey: string, day: Window): Occurrence {
-  return {
-    teamId: row.team_id,
-    dedupKey,
-    type: 'violation',
-    kind: 'suspended',
-    severity: 'critical',
-    agentId: row.agent_id,
-    policyId: null,
-    window: day,
-    observed: row.amount,
-    limit: null,
-    subject: null,
-    details: { endpoint: row.endpoint },
-    message: `Agent ${row.agent_id} is suspended but paid ${row.amount} to ${row.endpoint}`,
-    eventIds: [row.id],
-    count: 1,
-    firstSeen: row.event_time,
-    lastSeen: row.event_time,
-  };
-}
-
-/** The client's own verdict: blocked is a critical violation, flagged a warning. */
-function clientReported(row: EventRow, dedupKey: string): Occurrence {
-  const blocked = row.policy_evaluation === 'blocked';
-  const subject = row.policy_id ?? row.domain;
-  return {
-    teamId: row.team_id,
-    dedupKey,
-    type: 'violation',
-    kind: blocked ? 'client_blocked' : 'client_flagged',
-    severity: blocked ? 'critical' : 'warning',
-    agentId: row.agent_id,
-    policyId: null,
-    window: null,
-    observed: row.amount,
-    limit: null,
-    subject,
-    details: { clientPolicyId: row.policy_id, endpoint: row.endpoint, budgetRemaining: row.budget_remaining },
-    message:
-      `The client ${blocked ? 'blocked' : 'flagged'} a payment of ${row.amount} by agent ${row.agent_id} to ${row.endpoint}` +
-      (row.policy_id ? ` (client policy ${row.policy_id})` : ''),
-    eventIds: [row.id],
-    count: 1,
-    firstSeen: row.event_time,
-    lastSeen: row.event_time,
-  };
-}
-
-/**
- * The thresholds a record's total crossed: those above the total before and at most the total now,
- * once each (the total only grows), so a restart, which reads the total whole, never repeats one.
- */
-function addCrossings(merged: OccurrenceMerger, i: number, row: EventRow, list: LimitList, before: bigint, spent: bigint, window: Window): void {
-  const thresholds = list.thresholds;
-  if (!thresholds || !mayCross(thresholds, before, spent)) return;
-  const [from, to] = crossedRange(thresholds, before, spent);
-  for (let j = from; j < to; j++) {
-    const { policy, limit, percent } = thresholds.entries[j]!;
-    const occurrence = thresholdOccurrence(row.team_id, { policy, limit, percent, observed: spent, window }, row);
-    merged.add(i, row, occurrence.dedupKey, () => occurrence);
-  }
 }
