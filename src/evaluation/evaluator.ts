@@ -7,8 +7,6 @@ import { apiCheck, authorizationByKey, encodeChecks, insertAuthorization, keepAn
 import { newId } from '../teams/keys.js';
 import type { AnomalyConfig, EvaluationConfig } from '../config.js';
 import { MAX_FUTURE_SKEW_MS, type EventRow } from '../ingest/records.js';
-import type { Limit } from '../policies/limits.js';
-import { activePolicyRows, policyRevisions } from '../policies/repository.js';
 import { all, awaited, performNow, postgresOnly, run, savepoint, sqliteDatabase, type Database, type Steps } from '../stores/sql.js';
 import { ApiError } from '../http/errors.js';
 import { DecisionFailed, type AckEvaluator } from '../ingest/group-commit.js';
@@ -18,13 +16,13 @@ import { caip2Network } from '../ingest/networks.js';
 import type { Registry } from '../stores/sqlite.js';
 import { AnomalyDetector } from './anomalies.js';
 import { NewPayees } from './new-payees.js';
+import { TeamPolicies, type TeamState } from './team-policies.js';
 import { addCrossings, clientReported, clientVerdictKey, suspendedKey, suspendedRecord } from './occurrence-builders.js';
 import { toUnits } from './money.js';
 import { OccurrenceMerger, Storms } from './occurrences.js';
 import {
   breachKey,
   breachOccurrence,
-  compilePolicy,
   formatObserved,
   notAllowedKey,
   notAllowedOccurrence,
@@ -35,8 +33,8 @@ import {
   type CompiledPolicy,
   type RecordFacts,
 } from './policies.js';
-import { brokenCount, PolicyIndex, type PolicySet } from './policy-index.js';
-import { readWindowSums, scopeSpecOf, ScopeTable, subjectFor, totalKey, type ScopeSpec, type TotalCell, type TouchedTotal } from './totals.js';
+import { brokenCount, type PolicySet } from './policy-index.js';
+import { readWindowSums, ScopeTable, subjectFor, totalKey, type ScopeSpec, type TotalCell, type TouchedTotal } from './totals.js';
 import { LONGEST_WINDOW_MS, utcDay, type Window } from './windows.js';
 
 /** Where a record took a total, against the bounds of its scope (see ScopeBounds). */
@@ -75,24 +73,8 @@ export class StalePolicies extends Error {
   }
 }
 
-interface TeamState {
-  revision: number;
-  /** With a shared ledger: the team row's policy_revision the policies were read at. */
-  storedRevision: number;
-  /** Active policies by agent and by scope (see policy-index.ts). */
-  index: PolicyIndex;
-  scopes: ScopeTable;
-  /** Each compiled policy with what it was compiled from: an unchanged one is reused at the next reload. */
-  compiled: Map<string, { source: string; policy: CompiledPolicy }>;
-  /** External ids of the team's suspended agents: declined, and their records raise an alert. */
-  suspended: Set<string>;
-}
-
 /** The evaluation bounds of EvaluationConfig it uses. */
 export type EvaluatorLimits = Pick<EvaluationConfig, 'maxAlertsPerCommit'>;
-
-/** A reload of a team's policies holds the event loop at most about this long at a time. */
-const RELOAD_SLICE_MS = 5;
 
 /** Distinct alerts all teams of one group may record one by one: a multiple of the bound per team. */
 const GROUP_ALERTS_PER_TEAM_BOUND = 10;
@@ -123,25 +105,21 @@ function longestOf(scope: string): number {
  * has every earlier acknowledged record, before the group is committed.
  */
 export class Evaluator implements AckEvaluator<EvaluationPlan> {
-  private readonly teams = new Map<string, TeamState>();
+  private readonly policies: TeamPolicies;
   /** The running totals by key (see totalKey); a TouchedTotal keeps the cell it found (see totalOf). */
   private readonly totals = new Map<string, TotalCell>();
   private anomalies: AnomalyDetector;
   private readonly payees: NewPayees;
   /** Windows that ended before this may have been dropped from `totals`. */
   private droppedBefore = 0;
-  /** Team, scope and window start of windows read whole from the event store. */
-  private readonly loadedWindows = new Set<string>();
-  /** With a shared ledger: teams whose policies changed on another instance (reloaded before the next group). */
-  private readonly stale = new Set<string>();
+  /** Windows read whole from the event store, by start, per scope as it was read (a widened scope is a new spec). */
+  private loadedWindows = new WeakMap<ScopeSpec, Set<number>>();
   /**
    * What open authorizations hold, per agent. In memory: rebuilt from the registry at start and
    * after a rollback. With a shared ledger: read for the agents a group decides for, once their
    * totals are locked.
    */
   private holds: Holds;
-  /** Where the team's policies are read: the registry, or the shared store. */
-  private readonly db: Database;
 
   /**
    * `shared`: several instances share the store (PostgreSQL). Memory then vouches for nothing
@@ -159,7 +137,15 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     private readonly shared?: Database,
   ) {
     if (!shared && !registry) throw new Error('an evaluator needs the registry or a shared store');
-    this.db = shared ?? sqliteDatabase(registry!);
+    this.policies = new TeamPolicies(shared ?? sqliteDatabase(registry!), {
+      revisionOf: async (sql, teamId) => (this.shared ? Number((await sql.get<{ r: number }>('SELECT policy_revision AS r FROM teams WHERE id = ?', [teamId]))?.r ?? 0) : 0),
+      // One process: scopes stay once needed, their totals growing even while no policy reads them.
+      // Shared: only the scopes policies read now, as on every instance, each tracked from this
+      // reload: a policy change deletes the totals of scopes (and agents) left unread (in its
+      // transaction), and this instance may not have seen that one, so a missing row of an earlier
+      // window is read from ClickHouse, never assumed empty.
+      scopesFor: (teamId, kept) => (this.shared || !kept ? new ScopeTable(teamId) : kept),
+    });
     this.anomalies = new AnomalyDetector(config);
     this.payees = new NewPayees(config.newPayeeLearningHours);
     this.holds = this.loadHolds();
@@ -183,7 +169,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const all = probes.length === 0 ? rows : [...rows, ...probes];
     const states = new Map<string, TeamState>();
     for (const row of all) {
-      if (!states.has(row.team_id)) states.set(row.team_id, this.currentState(row.team_id) ?? (await this.reloadTeam(row.team_id, now)));
+      if (!states.has(row.team_id)) states.set(row.team_id, this.policies.current(row.team_id) ?? (await this.policies.reload(row.team_id, now)));
     }
     // The running totals each event adds to, worked out once per event (teams without windowed
     // policies have no scopes, and pay nothing here).
@@ -245,7 +231,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    * takes authorizations into one group up to a total of these.
    */
   weigh(request: AuthorizationRequest): number {
-    return 1 + (this.teams.get(request.teamId)?.index.limitCountOf(request.agentId) ?? 0);
+    return 1 + (this.policies.loaded(request.teamId)?.index.limitCountOf(request.agentId) ?? 0);
   }
 
   private *decideOne(plan: EvaluationPlan, i: number, request: AuthorizationRequest, now: number, storms: Storms): Steps<AuthorizationOutcome> {
@@ -456,7 +442,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     );
     const stale = revisions.filter((t) => Number(t.r) !== plan.states.get(t.id)!.storedRevision).map((t) => t.id);
     if (stale.length > 0) {
-      for (const teamId of stale) this.stale.add(teamId);
+      this.policies.markStale(stale);
       throw new StalePolicies(stale);
     }
     const wanted = new Map<string, { teamId: string; kind: 'agent' | 'pool'; subject: string; spec: ScopeSpec; window: Window }>();
@@ -698,10 +684,10 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    */
   reset(): void {
     this.holds = this.loadHolds();
-    this.teams.clear();
+    this.policies.clear();
     for (const cell of this.totals.values()) cell.dropped = true;
     this.totals.clear();
-    this.loadedWindows.clear();
+    this.loadedWindows = new WeakMap();
     this.payees.clear();
     this.anomalies = new AnomalyDetector(this.config);
     // What this process remembers of alerts may include the rolled-back write.
@@ -731,90 +717,6 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const added = { spent, dropped: false };
     this.totals.set(key, added);
     return added;
-  }
-
-  /** The team's active policies and scopes, unless its policies changed since they were loaded. */
-  private currentState(teamId: string): TeamState | undefined {
-    const current = this.teams.get(teamId);
-    return current && current.revision === (policyRevisions.get(teamId) ?? 0) && !this.stale.has(teamId) ? current : undefined;
-  }
-
-  /**
-   * Loads the team's active policies and scopes after a change. Reloaded whole, but compiled again
-   * only where changed (a team adding one policy to 2,000 pays a read of the rows), and in slices
-   * of a few milliseconds with a turn of the event loop between them: a team's first group after
-   * thousands of policies were created does not hold the loop while they compile. A change made
-   * meanwhile raises the revision again, and the next group reloads.
-   */
-  private async reloadTeam(teamId: string, now: number): Promise<TeamState> {
-    const revision = policyRevisions.get(teamId) ?? 0;
-    const current = this.teams.get(teamId);
-    let slice = performance.now();
-    const yieldNow = async () => {
-      if (performance.now() - slice < RELOAD_SLICE_MS) return;
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      slice = performance.now();
-    };
-    const compiled = new Map<string, { source: string; policy: CompiledPolicy }>();
-    this.stale.delete(teamId);
-    // One transaction: the policies, the agents they name and the revision, read as of one commit.
-    const { rows, suspended, storedRevision } = await this.db.transaction(async (sql) => ({
-      rows: await activePolicyRows(sql, teamId),
-      suspended: new Set((await sql.all<{ external_id: string }>("SELECT external_id FROM agents WHERE team_id = ? AND status = 'suspended'", [teamId])).map((r) => r.external_id)),
-      storedRevision: this.shared ? Number((await sql.get<{ r: number }>('SELECT policy_revision AS r FROM teams WHERE id = ?', [teamId]))?.r ?? 0) : 0,
-    }));
-    const policies: CompiledPolicy[] = [];
-    for (const [order, row] of rows.entries()) {
-      const source = [row.name, row.action, row.timezone, row.scope, row.match, row.notifyAt.join(','), row.startsAt, row.approvalTimeoutS, row.allow, row.limits, ...row.agents].join('\u0000');
-      const known = current?.compiled.get(row.id);
-      const policy = known && known.source === source ? known.policy : compilePolicy({ ...row, limits: JSON.parse(row.limits) as Limit[] }, order);
-      policy.order = order;
-      compiled.set(row.id, { source, policy });
-      policies.push(policy);
-      if (order % 64 === 63) await yieldNow();
-    }
-    await yieldNow();
-    // One process: scopes stay once needed, their totals growing even while no policy reads them.
-    // Shared: only the scopes policies read now, as on every instance, each tracked from this
-    // reload: a policy change deletes the totals of scopes (and agents) left unread (in its
-    // transaction), and this instance may not have seen that one, so a missing row of an earlier
-    // window is read from ClickHouse, never assumed empty.
-    const scopes = this.shared || !current ? new ScopeTable(teamId) : current.scopes;
-    // An agent's scope keeps the totals of the agents its policies name (all of them when one is
-    // team-wide): a record adds only to the totals its own agent's policies read.
-    const needed = new Map<string, { policy: CompiledPolicy; limit: CompiledLimit; agents: Set<string> | null }>();
-    for (const policy of policies) {
-      for (const limit of policy.limits) {
-        if (limit.scope === null || limit.kind === 'per_call') continue;
-        const agents = policy.scope === 'pool' ? null : policy.agents;
-        const want = needed.get(limit.scope);
-        if (!want) needed.set(limit.scope, { policy, limit, agents: agents && new Set(agents) });
-        else if (want.agents) {
-          if (agents === null) want.agents = null;
-          else for (const agent of agents) want.agents.add(agent);
-        }
-      }
-    }
-    const widened: ScopeSpec[] = [];
-    for (const [scope, { policy, limit, agents }] of needed) {
-      const known = scopes.get(scope);
-      if (!known) {
-        scopes.add(scopeSpecOf(policy, limit, now, agents)!);
-        continue;
-      }
-      const kept = known.agents ?? null;
-      if (kept === null || (agents !== null && [...agents].every((a) => kept.has(a)))) continue;
-      // Kept for more agents from now on (never fewer: the totals it kept stay exact). The new
-      // agents' totals of windows begun before now are read whole from ClickHouse, as for a new
-      // scope: its windows read before are read again (the agents' totals already kept stay).
-      widened.push(scopeSpecOf(policy, limit, now, agents === null ? null : new Set([...kept, ...agents]))!);
-      const prefix = `${teamId}\u0000${scope}\u0000`;
-      for (const loaded of this.loadedWindows) if (loaded.startsWith(prefix)) this.loadedWindows.delete(loaded);
-    }
-    scopes.replace(widened);
-    const state = { revision, storedRevision, index: new PolicyIndex(policies), scopes, compiled, suspended };
-    this.teams.set(teamId, state);
-    return state;
   }
 
   /**
@@ -855,7 +757,11 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     }
     const sums = await this.windowSums(missing);
     for (const [key, sum] of sums) if (!this.totals.has(key)) this.setTotal(key, sum);
-    for (const m of missing.values()) this.loadedWindows.add(`${m.teamId}\u0000${m.spec.scope}\u0000${m.window.start}`);
+    for (const m of missing.values()) {
+      const loaded = this.loadedWindows.get(m.spec);
+      if (loaded) loaded.add(m.window.start);
+      else this.loadedWindows.set(m.spec, new Set([m.window.start]));
+    }
     return new Set();
   }
 
@@ -872,7 +778,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     // Shared: another instance may have counted records before this one tracked the scope, with a
     // clock up to OVERLAP_MS apart.
     const margin = MAX_FUTURE_SKEW_MS + (this.shared ? OVERLAP_MS : 0);
-    return window.start >= spec.since + margin || this.loadedWindows.has(`${teamId}\u0000${spec.scope}\u0000${window.start}`);
+    return window.start >= spec.since + margin || this.loadedWindows.get(spec)?.has(window.start) === true;
   }
 
   private dropOldWindows(now: number): void {
@@ -889,7 +795,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       }
     }
     this.droppedBefore = Math.max(this.droppedBefore, horizon);
-    this.loadedWindows.clear(); // a dropped window is read again when needed
+    this.loadedWindows = new WeakMap(); // a dropped window is read again when needed
   }
 }
 

@@ -1,0 +1,139 @@
+/**
+ * Each team's active policies as evaluation reads them: compiled, indexed by agent and scope, with
+ * the running totals they need, kept until the team's policy revision changes.
+ */
+import type { Limit } from '../policies/limits.js';
+import { activePolicyRows, policyRevisions } from '../policies/repository.js';
+import type { Database, Sql } from '../stores/sql.js';
+import { compilePolicy, type CompiledLimit, type CompiledPolicy } from './policies.js';
+import { PolicyIndex } from './policy-index.js';
+import { scopeSpecOf, type ScopeSpec, type ScopeTable } from './totals.js';
+
+export interface TeamState {
+  revision: number;
+  /** The team row's policy_revision the policies were read at (0 where no other instance writes). */
+  storedRevision: number;
+  /** Active policies by agent and by scope (see policy-index.ts). */
+  index: PolicyIndex;
+  scopes: ScopeTable;
+  /** Each compiled policy with what it was compiled from: an unchanged one is reused at the next reload. */
+  compiled: Map<string, { source: string; policy: CompiledPolicy }>;
+  /** External ids of the team's suspended agents: declined, and their records raise an alert. */
+  suspended: Set<string>;
+}
+
+/** What a reload asks of the store the totals are kept in. */
+export interface ReloadTotals {
+  /** The team's stored policy revision, read in the reload's transaction (0 where no other instance writes). */
+  revisionOf(sql: Sql, teamId: string): Promise<number>;
+  /** The scope table a reload starts from: the one kept so far, or a new one. */
+  scopesFor(teamId: string, kept: ScopeTable | undefined): ScopeTable;
+}
+
+/** A reload of a team's policies holds the event loop at most about this long at a time. */
+const RELOAD_SLICE_MS = 5;
+
+export class TeamPolicies {
+  private readonly teams = new Map<string, TeamState>();
+  /** Teams whose policies changed on another instance (reloaded before the next group). */
+  private readonly stale = new Set<string>();
+
+  /** `db`: where the team's policies are read (the registry, or the shared store). */
+  constructor(
+    private readonly db: Database,
+    private readonly totals: ReloadTotals,
+  ) {}
+
+  /** The team's state as last loaded, current or not (what a decision's weight is guessed from). */
+  loaded(teamId: string): TeamState | undefined {
+    return this.teams.get(teamId);
+  }
+
+  /** The team's active policies and scopes, unless its policies changed since they were loaded. */
+  current(teamId: string): TeamState | undefined {
+    const current = this.teams.get(teamId);
+    return current && current.revision === (policyRevisions.get(teamId) ?? 0) && !this.stale.has(teamId) ? current : undefined;
+  }
+
+  /** These teams' policies changed on another instance: reloaded before they are evaluated again. */
+  markStale(teamIds: readonly string[]): void {
+    for (const teamId of teamIds) this.stale.add(teamId);
+  }
+
+  /** Forgets every team (after a rolled-back group). */
+  clear(): void {
+    this.teams.clear();
+  }
+
+  /**
+   * Loads the team's active policies and scopes after a change. Reloaded whole, but compiled again
+   * only where changed (a team adding one policy to 2,000 pays a read of the rows), and in slices
+   * of a few milliseconds with a turn of the event loop between them: a team's first group after
+   * thousands of policies were created does not hold the loop while they compile. A change made
+   * meanwhile raises the revision again, and the next group reloads.
+   */
+  async reload(teamId: string, now: number): Promise<TeamState> {
+    const revision = policyRevisions.get(teamId) ?? 0;
+    const current = this.teams.get(teamId);
+    let slice = performance.now();
+    const yieldNow = async () => {
+      if (performance.now() - slice < RELOAD_SLICE_MS) return;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      slice = performance.now();
+    };
+    const compiled = new Map<string, { source: string; policy: CompiledPolicy }>();
+    this.stale.delete(teamId);
+    // One transaction: the policies, the agents they name and the revision, read as of one commit.
+    const { rows, suspended, storedRevision } = await this.db.transaction(async (sql) => ({
+      rows: await activePolicyRows(sql, teamId),
+      suspended: new Set((await sql.all<{ external_id: string }>("SELECT external_id FROM agents WHERE team_id = ? AND status = 'suspended'", [teamId])).map((r) => r.external_id)),
+      storedRevision: await this.totals.revisionOf(sql, teamId),
+    }));
+    const policies: CompiledPolicy[] = [];
+    for (const [order, row] of rows.entries()) {
+      const source = [row.name, row.action, row.timezone, row.scope, row.match, row.notifyAt.join(','), row.startsAt, row.approvalTimeoutS, row.allow, row.limits, ...row.agents].join('\u0000');
+      const known = current?.compiled.get(row.id);
+      const policy = known && known.source === source ? known.policy : compilePolicy({ ...row, limits: JSON.parse(row.limits) as Limit[] }, order);
+      policy.order = order;
+      compiled.set(row.id, { source, policy });
+      policies.push(policy);
+      if (order % 64 === 63) await yieldNow();
+    }
+    await yieldNow();
+    const scopes = this.totals.scopesFor(teamId, current?.scopes);
+    // An agent's scope keeps the totals of the agents its policies name (all of them when one is
+    // team-wide): a record adds only to the totals its own agent's policies read.
+    const needed = new Map<string, { policy: CompiledPolicy; limit: CompiledLimit; agents: Set<string> | null }>();
+    for (const policy of policies) {
+      for (const limit of policy.limits) {
+        if (limit.scope === null || limit.kind === 'per_call') continue;
+        const agents = policy.scope === 'pool' ? null : policy.agents;
+        const want = needed.get(limit.scope);
+        if (!want) needed.set(limit.scope, { policy, limit, agents: agents && new Set(agents) });
+        else if (want.agents) {
+          if (agents === null) want.agents = null;
+          else for (const agent of agents) want.agents.add(agent);
+        }
+      }
+    }
+    const widened: ScopeSpec[] = [];
+    for (const [scope, { policy, limit, agents }] of needed) {
+      const known = scopes.get(scope);
+      if (!known) {
+        scopes.add(scopeSpecOf(policy, limit, now, agents)!);
+        continue;
+      }
+      const kept = known.agents ?? null;
+      if (kept === null || (agents !== null && [...agents].every((a) => kept.has(a)))) continue;
+      // Kept for more agents from now on (never fewer: the totals it kept stay exact). The new
+      // agents' totals of windows begun before now are read whole from ClickHouse, as for a new
+      // scope: a new spec, so the windows read for the old one are read again (the agents'
+      // totals already kept stay).
+      widened.push(scopeSpecOf(policy, limit, now, agents === null ? null : new Set([...kept, ...agents]))!);
+    }
+    scopes.replace(widened);
+    const state = { revision, storedRevision, index: new PolicyIndex(policies), scopes, compiled, suspended };
+    this.teams.set(teamId, state);
+    return state;
+  }
+}
