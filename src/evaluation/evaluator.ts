@@ -1,23 +1,23 @@
 import type { Logger } from 'pino';
 import { forgetWrittenAlerts, recordOccurrences } from '../alerts/repository.js';
 import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
-import { authorizationFacts, Holds } from '../authorizations/holds.js';
+import { authorizationFacts } from '../authorizations/holds.js';
 import { approvalOccurrence, enqueueAuthorizationEvent, type ApprovalAsk } from '../authorizations/approvals.js';
-import { apiCheck, authorizationByKey, encodeChecks, insertAuthorization, keepAnswerChecks, liveHolds, type AuthorizationRow, type Check, type StoredCheck } from '../authorizations/repository.js';
+import { apiCheck, authorizationByKey, encodeChecks, insertAuthorization, keepAnswerChecks, type AuthorizationRow, type Check, type StoredCheck } from '../authorizations/repository.js';
 import { newId } from '../teams/keys.js';
 import type { AnomalyConfig, EvaluationConfig } from '../config.js';
-import { MAX_FUTURE_SKEW_MS, type EventRow } from '../ingest/records.js';
-import { all, awaited, performNow, postgresOnly, run, savepoint, sqliteDatabase, type Database, type Steps } from '../stores/sql.js';
-import { ApiError } from '../http/errors.js';
+import type { EventRow } from '../ingest/records.js';
+import { savepoint, type Database, type Steps } from '../stores/sql.js';
 import { DecisionFailed, type AckEvaluator } from '../ingest/group-commit.js';
 import type { EventStore } from '../stores/clickhouse.js';
-import { OVERLAP_MS } from '../ingest/shared-log.js';
 import { caip2Network } from '../ingest/networks.js';
 import type { Registry } from '../stores/sqlite.js';
 import { AnomalyDetector } from './anomalies.js';
+import { StalePolicies, type TotalsLedger } from './ledger.js';
 import { NewPayees } from './new-payees.js';
-import { TeamPolicies, type TeamState } from './team-policies.js';
 import { addCrossings, clientReported, clientVerdictKey, suspendedKey, suspendedRecord } from './occurrence-builders.js';
+import { evaluationStores } from './open-ledger.js';
+import { TeamPolicies, type TeamState } from './team-policies.js';
 import { toUnits } from './money.js';
 import { OccurrenceMerger, Storms } from './occurrences.js';
 import {
@@ -27,15 +27,14 @@ import {
   notAllowedKey,
   notAllowedOccurrence,
   shownEnd,
-  windowPartOf,
   type Breach,
   type CompiledLimit,
   type CompiledPolicy,
   type RecordFacts,
 } from './policies.js';
 import { brokenCount, type PolicySet } from './policy-index.js';
-import { readWindowSums, ScopeTable, subjectFor, totalKey, type ScopeSpec, type TotalCell, type TouchedTotal } from './totals.js';
-import { LONGEST_WINDOW_MS, utcDay, type Window } from './windows.js';
+import type { TouchedTotal } from './totals.js';
+import { utcDay, type Window } from './windows.js';
 
 /** Where a record took a total, against the bounds of its scope (see ScopeBounds). */
 const enum Reach {
@@ -58,19 +57,6 @@ export interface EvaluationPlan {
   probeTouched: TouchedTotal[][];
   /** Totals that could not be read (ClickHouse behind or down): not added to, not checked. */
   unknown: Set<string>;
-  /** With a shared ledger: the totals as locked, to write back only what changed. */
-  locked?: Map<string, { teamId: string; kind: 'agent' | 'pool'; subject: string; scope: string; window: Window; spent: bigint; write: boolean }>;
-}
-
-/**
- * A team's policies changed on another instance since this one loaded them (seen under the share
- * lock of the team's row): the group is rolled back and evaluated again with the new policies.
- */
-export class StalePolicies extends Error {
-  constructor(readonly teamIds: string[]) {
-    super(`the policies of ${teamIds.join(', ')} changed on another instance; evaluating again`);
-    this.name = 'StalePolicies';
-  }
 }
 
 /** The evaluation bounds of EvaluationConfig it uses. */
@@ -79,19 +65,6 @@ export type EvaluatorLimits = Pick<EvaluationConfig, 'maxAlertsPerCommit'>;
 /** Distinct alerts all teams of one group may record one by one: a multiple of the bound per team. */
 const GROUP_ALERTS_PER_TEAM_BOUND = 10;
 
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
-/** Totals of windows that ended this long ago are dropped from memory (and re-read if needed). */
-const KEEP_WINDOWS_MS = 2 * DAY;
-/** How long a window of a scope may last, by its window's letter: a day and a DST hour unless longer (a `total` never ends). */
-function longestOf(scope: string): number {
-  const window = windowPartOf(scope);
-  if (window.startsWith('w:')) return 7 * DAY + HOUR;
-  if (window.startsWith('m:')) return LONGEST_WINDOW_MS;
-  if (window.startsWith('t:')) return Infinity;
-  return DAY + HOUR;
-}
-
 /**
  * Evaluates every stored event against its team's active policies, the anomaly checks and the
  * client's own outcome, and records alerts, at the acknowledgement: inside the ingest log's group
@@ -99,61 +72,31 @@ function longestOf(scope: string): number {
  * after the other against one running total, no breach is missed and none is counted twice; and
  * the alerts commit with the records, so a duplicate is never evaluated again, even after a crash.
  *
- * Running totals per agent and window live in memory and include records not yet in ClickHouse.
- * A total is exact when every event of its window went through this process (the window started
- * after the scope was first needed); otherwise it is read once from ClickHouse, once the loader
- * has every earlier acknowledged record, before the group is committed.
+ * The running totals and holds the rules read are kept by a TotalsLedger (ledger.ts): in memory
+ * with one instance, in PostgreSQL rows locked per group with several.
  */
 export class Evaluator implements AckEvaluator<EvaluationPlan> {
   private readonly policies: TeamPolicies;
-  /** The running totals by key (see totalKey); a TouchedTotal keeps the cell it found (see totalOf). */
-  private readonly totals = new Map<string, TotalCell>();
+  private readonly ledger: TotalsLedger;
   private anomalies: AnomalyDetector;
   private readonly payees: NewPayees;
-  /** Windows that ended before this may have been dropped from `totals`. */
-  private droppedBefore = 0;
-  /** Windows read whole from the event store, by start, per scope as it was read (a widened scope is a new spec). */
-  private loadedWindows = new WeakMap<ScopeSpec, Set<number>>();
-  /**
-   * What open authorizations hold, per agent. In memory: rebuilt from the registry at start and
-   * after a rollback. With a shared ledger: read for the agents a group decides for, once their
-   * totals are locked.
-   */
-  private holds: Holds;
 
-  /**
-   * `shared`: several instances share the store (PostgreSQL). Memory then vouches for nothing
-   * between groups: the totals a group reads are locked and read from `spend_totals` in its
-   * transaction (lockTotals), and written back (saveTotals); see the design in that table's schema.
-   */
+  /** `shared`: the store several instances share (PostgreSQL), in place of the registry (see open-ledger.ts). */
   constructor(
-    private readonly registry: Registry | undefined,
-    private readonly store: EventStore,
+    registry: Registry | undefined,
+    store: EventStore,
     private readonly config: AnomalyConfig,
     private readonly logger: Logger,
     /** Resolves true once ClickHouse holds every record the log holds (false: not in time). */
-    private readonly awaitLoaded: () => Promise<boolean>,
+    awaitLoaded: () => Promise<boolean>,
     private readonly limits: EvaluatorLimits = { maxAlertsPerCommit: 100 },
-    private readonly shared?: Database,
+    shared?: Database,
   ) {
-    if (!shared && !registry) throw new Error('an evaluator needs the registry or a shared store');
-    this.policies = new TeamPolicies(shared ?? sqliteDatabase(registry!), {
-      revisionOf: async (sql, teamId) => (this.shared ? Number((await sql.get<{ r: number }>('SELECT policy_revision AS r FROM teams WHERE id = ?', [teamId]))?.r ?? 0) : 0),
-      // One process: scopes stay once needed, their totals growing even while no policy reads them.
-      // Shared: only the scopes policies read now, as on every instance, each tracked from this
-      // reload: a policy change deletes the totals of scopes (and agents) left unread (in its
-      // transaction), and this instance may not have seen that one, so a missing row of an earlier
-      // window is read from ClickHouse, never assumed empty.
-      scopesFor: (teamId, kept) => (this.shared || !kept ? new ScopeTable(teamId) : kept),
-    });
+    const { db, ledger } = evaluationStores(registry, shared, store, logger, awaitLoaded);
+    this.ledger = ledger;
+    this.policies = new TeamPolicies(db, ledger);
     this.anomalies = new AnomalyDetector(config);
     this.payees = new NewPayees(config.newPayeeLearningHours);
-    this.holds = this.loadHolds();
-  }
-
-  /** With one instance, every live hold, read once; a shared ledger reads them per group. */
-  private loadHolds(): Holds {
-    return this.shared ? new Holds() : Holds.of(performNow(this.registry!, liveHolds(Date.now())));
   }
 
   /**
@@ -163,7 +106,6 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    * windowed limits on them are not checked for this group (logged), and read again next time.
    */
   async prepare(rows: readonly EventRow[], now = Date.now(), requests: readonly AuthorizationRequest[] = []): Promise<EvaluationPlan> {
-    this.dropOldWindows(now);
     const probes = requests.map((r) => probeRow(r, now));
     // Ingest alone (the common group) pays no copy for the authorizations' part.
     const all = probes.length === 0 ? rows : [...rows, ...probes];
@@ -176,8 +118,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const touchedBy = (row: EventRow) => states.get(row.team_id)!.scopes.touchedBy(row);
     const touched = rows.map(touchedBy);
     const probeTouched = probes.map(touchedBy);
-    // Shared: the totals are read in the transaction, under their locks (lockTotals).
-    const unknown = this.shared ? new Set<string>() : await this.loadMissingTotals(all, probes.length === 0 ? touched : [...touched, ...probeTouched], states, now);
+    const unknown = await this.ledger.prepare({ rows, touched, probes, probeTouched, requests, states }, now);
     return { rows, states, touched, unknown, requests, probes, probeTouched };
   }
 
@@ -265,11 +206,11 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       if (!facts) {
         const total = touched.get(limit.scope!);
         if (!total) return undefined;
-        const spent = this.totalOf(total)?.spent ?? 0n;
+        const spent = this.ledger.spent(total) ?? 0n;
         // One scope is one pattern, filter and pool: the same held amount for each of its limits.
         const agents = total.spec.pool ? total.spec.pool.agents : request.agentId;
         const test = total.spec.test || total.spec.matches ? (f: RecordFacts) => (!total.spec.matches || total.spec.matches(f.domain, f.endpoint)) && (!total.spec.test || total.spec.test(f)) : undefined;
-        const held = this.holds.heldIn(request.teamId, agents, now, total.window, test, total.spec.measure);
+        const held = this.ledger.holds.heldIn(request.teamId, agents, now, total.window, test, total.spec.measure);
         facts = { window: total.window, spent, held, spentText: formatObserved(limit, spent), heldText: formatObserved(limit, held) };
         perScope.set(limit.scope!, facts);
       }
@@ -410,143 +351,39 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     }
     keepAnswerChecks(row, answer);
     // Last, once nothing of this decision can fail: memory follows what is written.
-    if (!declined) this.holds.add({ id: row.id, teamId: row.team_id, agentId: row.agent_id, ...authorizationFacts(row), amount, at: now, expiresAt: row.expires_at });
+    if (!declined) this.ledger.holds.add({ id: row.id, teamId: row.team_id, agentId: row.agent_id, ...authorizationFacts(row), amount, at: now, expiresAt: row.expires_at });
     return { row };
   }
 
-  /** Whether the totals live in a shared store (lockTotals and saveTotals do the work), not in memory. */
+  /** Whether other instances count into the same totals (a group whose evaluation fails then fails whole). */
   get sharedLedger(): boolean {
-    return this.shared !== undefined;
+    return this.ledger.shared;
   }
 
-  /**
-   * With a shared ledger, in the group's transaction before apply and decide (a step that does
-   * nothing otherwise). First the teams' rows are read under a share lock: a change to a team's
-   * policies (which raises policy_revision) waits for the group, and a group that finds the
-   * policies changed since this instance read them is evaluated again (StalePolicies). So every
-   * record committed after a policy changed was counted under it, on every instance.
-   *
-   * Then the totals the group reads are locked, in primary-key order (no two groups deadlock), and
-   * read into memory: rows never made before are inserted first with their seed (a total whose
-   * seed is unknown is left unknown for this group, as when ClickHouse is down). Last, the live
-   * holds of the agents the group decides for, read under those locks: a hold is written by a
-   * decision that held the same rows, so no two instances approve against the same headroom.
-   */
+  /** In the group's transaction before apply and decide: the ledger locks and reads what the group touches (see TotalsLedger.lock). */
   *lockTotals(plan: EvaluationPlan, now: number): Steps<void> {
-    if (!this.shared) return;
-    const teams = [...plan.states.keys()];
-    if (teams.length === 0) return;
-    const revisions = yield* all<{ id: string; r: string | number }>(
-      postgresOnly('SELECT id, policy_revision AS r FROM teams WHERE id = ANY($1::text[]) ORDER BY id COLLATE "C" FOR SHARE'),
-      [teams],
-    );
-    const stale = revisions.filter((t) => Number(t.r) !== plan.states.get(t.id)!.storedRevision).map((t) => t.id);
-    if (stale.length > 0) {
-      this.policies.markStale(stale);
-      throw new StalePolicies(stale);
+    try {
+      yield* this.ledger.lock(plan, now);
+    } catch (error) {
+      // Policies changed on another instance: those teams are reloaded before the group is tried again.
+      if (error instanceof StalePolicies) this.policies.markStale(error.teamIds);
+      throw error;
     }
-    const wanted = new Map<string, { teamId: string; kind: 'agent' | 'pool'; subject: string; spec: ScopeSpec; window: Window }>();
-    const want = (row: EventRow, touched: readonly TouchedTotal[]) => {
-      for (const { key, spec, window } of touched) {
-        wanted.set(key, { teamId: row.team_id, kind: spec.pool ? 'pool' : 'agent', subject: subjectFor(spec, row.agent_id), spec, window });
-      }
-    };
-    plan.rows.forEach((row, i) => want(row, plan.touched[i]!));
-    plan.probes.forEach((probe, i) => want(probe, plan.probeTouched[i]!));
-    plan.locked = new Map();
-    if (wanted.size > 0) {
-      const list = [...wanted.values()];
-      const columns = [list.map((w) => w.teamId), list.map((w) => w.kind), list.map((w) => w.subject), list.map((w) => w.spec.scope), list.map((w) => w.window.start)];
-      // Rows nobody made yet: a window that began after its scope was tracked starts at 0 (every
-      // instance counting since adds to it); an older one is made empty (NULL), locked, and filled
-      // from ClickHouse below, never committed empty.
-      const fresh = list.map((w) => (this.isTracked(w.teamId, w.spec, w.window) ? '0' : null));
-      yield* run(
-        postgresOnly(`INSERT INTO spend_totals (team_id, scope, subject, window_kind, window_start, window_end, spent)
-                      SELECT u.t, u.sc, u.s, u.k, u.ws, u.we, u.v::numeric
-                        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[]) AS u(t, sc, s, k, ws, we, v)
-                       ORDER BY u.t COLLATE "C", u.sc COLLATE "C", u.s COLLATE "C", u.k COLLATE "C", u.ws
-                      ON CONFLICT DO NOTHING`),
-        [...columns, list.map((w) => w.window.end), fresh],
-      );
-      const rows = yield* all<{ team_id: string; subject: string; window_kind: string; window_start: string | number; spent: string | null }>(
-        postgresOnly(`SELECT t.team_id, t.subject, t.window_kind, t.window_start, t.spent::text AS spent
-                        FROM spend_totals t
-                        JOIN unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) AS u(t, sc, s, k, ws)
-                          ON t.team_id = u.t AND t.scope = u.sc AND t.subject = u.s AND t.window_kind = u.k AND t.window_start = u.ws
-                       ORDER BY t.team_id COLLATE "C", t.scope COLLATE "C", t.subject COLLATE "C", t.window_kind COLLATE "C", t.window_start
-                         FOR UPDATE OF t`),
-        columns,
-      );
-      const found = new Map<string, bigint | null>();
-      // A pool's scope names its members, so (subject, scope) alone tells an agent's row from a pool's.
-      for (const r of rows) found.set(this.totalKey(r.team_id, r.subject, r.window_kind, { start: Number(r.window_start), end: 0 }), r.spent === null ? null : BigInt(r.spent));
-      const empty = new Set([...wanted.keys()].filter((key) => found.get(key) === null));
-      const unfilled = new Map<string, { teamId: string; spec: ScopeSpec; window: Window }>();
-      for (const key of empty) {
-        const w = wanted.get(key)!;
-        unfilled.set(`${w.teamId}\u0000${w.spec.scope}\u0000${w.window.start}`, w);
-      }
-      if (unfilled.size > 0) {
-        // Under the lock of the empty rows: no instance can count into them until this commits, so
-        // what ClickHouse holds once every chunk committed so far is loaded is their whole past.
-        const sums = yield* awaited(async () => {
-          if (!(await this.awaitLoaded())) {
-            throw new ApiError('store_unavailable', 'The running totals of a new window could not be read (the event store is behind or down); nothing was stored, retry', undefined, {
-              'Retry-After': '2',
-            });
-          }
-          return this.windowSums(unfilled);
-        });
-        for (const key of empty) found.set(key, sums.get(key) ?? 0n);
-      }
-      for (const [key, w] of wanted) {
-        const spent = found.get(key);
-        // Pruned between the insert and the lock (a window days old): the group is tried again.
-        if (spent === undefined || spent === null) throw new Error(`the running total ${key.replaceAll('\u0000', '/')} vanished while it was locked`);
-        this.setTotal(key, spent);
-        plan.locked.set(key, { teamId: w.teamId, kind: w.kind, subject: w.subject, scope: w.spec.scope, window: w.window, spent, write: empty.has(key) });
-      }
-    }
-    const requested = new Map<string, Set<string>>();
-    for (const r of plan.requests) (requested.get(r.teamId) ?? requested.set(r.teamId, new Set()).get(r.teamId)!).add(r.agentId);
-    const held: AuthorizationRow[] = [];
-    for (const [teamId, agents] of requested) {
-      // A pool sums the holds of all its agents: a team with pools reads all its live holds.
-      const pooled = plan.states.get(teamId)!.index.policies.some((p) => p.scope === 'pool');
-      held.push(...(yield* liveHolds(now, pooled ? { teamId } : { teamId, agentIds: [...agents] })));
-    }
-    this.holds = Holds.of(held);
   }
 
-  /** With a shared ledger, in the group's transaction after apply and decide: writes back the totals that changed. */
+  /** In the group's transaction after apply and decide: the ledger writes back what changed. */
   *saveTotals(plan: EvaluationPlan): Steps<void> {
-    if (!this.shared || !plan.locked) return;
-    const changed = [...plan.locked].filter(([key, w]) => w.write || this.totals.get(key)?.spent !== w.spent);
-    if (changed.length === 0) return;
-    yield* run(
-      postgresOnly(`UPDATE spend_totals t SET spent = u.v::numeric
-                      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[]) AS u(t, sc, s, k, ws, v)
-                     WHERE t.team_id = u.t AND t.scope = u.sc AND t.subject = u.s AND t.window_kind = u.k AND t.window_start = u.ws`),
-      [
-        changed.map(([, w]) => w.teamId),
-        changed.map(([, w]) => w.kind),
-        changed.map(([, w]) => w.subject),
-        changed.map(([, w]) => w.scope),
-        changed.map(([, w]) => w.window.start),
-        changed.map(([key]) => this.totals.get(key)!.spent.toString()),
-      ],
-    );
+    yield* this.ledger.save(plan);
   }
 
   /** Releases an open hold (captured or voided in the commit, src/authorizations/capture.ts); false when none was held. */
   release(authorizationId: string): boolean {
-    return this.holds.remove(authorizationId);
+    return this.ledger.holds.remove(authorizationId);
   }
 
   /** A pending authorization a person approved: its hold counts on, to its new expiry (src/authorizations/approvals.ts). */
   extendHold(authorizationId: string, expiresAt: number): boolean {
-    return this.holds.extend(authorizationId, expiresAt);
+    return this.ledger.holds.extend(authorizationId, expiresAt);
   }
 
   /**
@@ -611,10 +448,9 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
           after[k] = undefined;
           continue;
         }
-        const cell = this.totalOf(total) ?? this.setTotal(total.key, 0n);
-        const was = cell.spent;
-        const grown = was + (total.spec.measure === 'calls' ? 1n : amount);
-        cell.spent = grown;
+        const by = total.spec.measure === 'calls' ? 1n : amount;
+        const grown = this.ledger.add(total, by);
+        const was = grown - by;
         before[k] = was;
         after[k] = grown;
         if (total.boundsOf !== state.index) {
@@ -683,119 +519,12 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    * whose rows they may include): totals are read again from ClickHouse when next needed.
    */
   reset(): void {
-    this.holds = this.loadHolds();
+    this.ledger.reset();
     this.policies.clear();
-    for (const cell of this.totals.values()) cell.dropped = true;
-    this.totals.clear();
-    this.loadedWindows = new WeakMap();
     this.payees.clear();
     this.anomalies = new AnomalyDetector(this.config);
     // What this process remembers of alerts may include the rolled-back write.
     forgetWrittenAlerts();
-  }
-
-  private totalKey(teamId: string, subject: string, scope: string, window: Window): string {
-    return totalKey(teamId, subject, scope, window);
-  }
-
-  /** The running total a record reaches, if memory has it: the cell it found last time while still held, else looked up by key. */
-  private totalOf(total: TouchedTotal): TotalCell | undefined {
-    const known = total.cell;
-    if (known !== undefined && !known.dropped) return known;
-    const cell = this.totals.get(total.key);
-    if (cell !== undefined) total.cell = cell;
-    return cell;
-  }
-
-  /** Sets a running total (in its cell: TouchedTotal objects holding it see the new value). */
-  private setTotal(key: string, spent: bigint): TotalCell {
-    const cell = this.totals.get(key);
-    if (cell !== undefined) {
-      cell.spent = spent;
-      return cell;
-    }
-    const added = { spent, dropped: false };
-    this.totals.set(key, added);
-    return added;
-  }
-
-  /**
-   * Totals this group touches that memory cannot vouch for: windows that began before their scope
-   * was tracked (an event time may lie up to 5 minutes ahead of its arrival), or that were dropped.
-   * A missing window is read whole, for every agent of the team, in one query per group: an agent
-   * seen later in the same window then needs no query. With it, the current window of every other
-   * scope of the team that memory cannot vouch for is read too: a team's new scopes (after a
-   * start or a policy change) cost one read, not one per scope as records first reach each (a
-   * read waits for the loader, a fraction of a second that holds the group). Read before this
-   * group is committed, once ClickHouse has every earlier acknowledged record: the caller adds
-   * this group's events. Returns the keys that could not be read.
-   */
-  private async loadMissingTotals(rows: readonly EventRow[], touched: readonly TouchedTotal[][], states: Map<string, TeamState>, now: number): Promise<Set<string>> {
-    const missing = new Map<string, { teamId: string; spec: ScopeSpec; window: Window }>();
-    const missingKeys = new Set<string>();
-    rows.forEach((row, i) => {
-      for (const total of touched[i]!) {
-        const { key, spec, window } = total;
-        if (this.totalOf(total) !== undefined || this.isTracked(row.team_id, spec, window)) continue;
-        missing.set(`${row.team_id}\u0000${spec.scope}\u0000${window.start}`, { teamId: row.team_id, spec, window });
-        missingKeys.add(key);
-      }
-    });
-    if (missing.size === 0) return new Set();
-    const teams = new Set([...missing.values()].map((m) => m.teamId));
-    for (const teamId of teams) {
-      for (const spec of states.get(teamId)!.scopes.specs()) {
-        const window = spec.window(now);
-        if (window === null || this.isTracked(teamId, spec, window)) continue;
-        missing.set(`${teamId}\u0000${spec.scope}\u0000${window.start}`, { teamId, spec, window });
-      }
-    }
-    if (missing.size === 0) return new Set();
-    if (!(await this.awaitLoaded())) {
-      this.logger.warn({ windows: missing.size }, 'ClickHouse is behind or down: windowed limits of these windows are not checked for this group');
-      return missingKeys;
-    }
-    const sums = await this.windowSums(missing);
-    for (const [key, sum] of sums) if (!this.totals.has(key)) this.setTotal(key, sum);
-    for (const m of missing.values()) {
-      const loaded = this.loadedWindows.get(m.spec);
-      if (loaded) loaded.add(m.window.start);
-      else this.loadedWindows.set(m.spec, new Set([m.window.start]));
-    }
-    return new Set();
-  }
-
-  /** What the event store holds for these windows (see readWindowSums); once it holds every record acknowledged before. */
-  private async windowSums(missing: Map<string, { teamId: string; spec: ScopeSpec; window: Window }>): Promise<Map<string, bigint>> {
-    const sums = await readWindowSums(this.store, missing);
-    this.logger.debug({ windows: missing.size, totals: sums.size }, 'policy window totals read from the event store');
-    return sums;
-  }
-
-  /** Whether every event of the team in this window of the scope has passed through `totals`. */
-  private isTracked(teamId: string, spec: ScopeSpec, window: Window): boolean {
-    if (window.end <= this.droppedBefore) return false;
-    // Shared: another instance may have counted records before this one tracked the scope, with a
-    // clock up to OVERLAP_MS apart.
-    const margin = MAX_FUTURE_SKEW_MS + (this.shared ? OVERLAP_MS : 0);
-    return window.start >= spec.since + margin || this.loadedWindows.get(spec)?.has(window.start) === true;
-  }
-
-  private dropOldWindows(now: number): void {
-    if (this.totals.size < 100_000) return;
-    const horizon = now - KEEP_WINDOWS_MS;
-    for (const key of this.totals.keys()) {
-      const cut = key.lastIndexOf('\u0000');
-      const start = Number(key.slice(cut + 1));
-      const scope = key.slice(key.lastIndexOf('\u0000', cut - 1) + 1, cut);
-      // Only windows surely over (a month is kept until it ends).
-      if (start + longestOf(scope) < horizon) {
-        this.totals.get(key)!.dropped = true;
-        this.totals.delete(key);
-      }
-    }
-    this.droppedBefore = Math.max(this.droppedBefore, horizon);
-    this.loadedWindows = new WeakMap(); // a dropped window is read again when needed
   }
 }
 

@@ -4,7 +4,8 @@
  */
 import type { Limit } from '../policies/limits.js';
 import { activePolicyRows, policyRevisions } from '../policies/repository.js';
-import type { Database, Sql } from '../stores/sql.js';
+import type { Database } from '../stores/sql.js';
+import type { TotalsLedger } from './ledger.js';
 import { compilePolicy, type CompiledLimit, type CompiledPolicy } from './policies.js';
 import { PolicyIndex } from './policy-index.js';
 import { scopeSpecOf, type ScopeSpec, type ScopeTable } from './totals.js';
@@ -22,14 +23,6 @@ export interface TeamState {
   suspended: Set<string>;
 }
 
-/** What a reload asks of the store the totals are kept in. */
-export interface ReloadTotals {
-  /** The team's stored policy revision, read in the reload's transaction (0 where no other instance writes). */
-  revisionOf(sql: Sql, teamId: string): Promise<number>;
-  /** The scope table a reload starts from: the one kept so far, or a new one. */
-  scopesFor(teamId: string, kept: ScopeTable | undefined): ScopeTable;
-}
-
 /** A reload of a team's policies holds the event loop at most about this long at a time. */
 const RELOAD_SLICE_MS = 5;
 
@@ -41,7 +34,8 @@ export class TeamPolicies {
   /** `db`: where the team's policies are read (the registry, or the shared store). */
   constructor(
     private readonly db: Database,
-    private readonly totals: ReloadTotals,
+    /** What the ledger decides of a reload: the revision read with the policies, the scopes kept. */
+    private readonly totals: Pick<TotalsLedger, 'revisionOf' | 'scopesFor'>,
   ) {}
 
   /** The team's state as last loaded, current or not (what a decision's weight is guessed from). */
