@@ -1,8 +1,4 @@
-/**
- * Authorization decisions, inside the ingest log's group commit after its records are evaluated:
- * each against the running totals of its agent's policies (the group's records included) plus
- * what open authorizations hold, read from the TotalsLedger whichever store keeps them.
- */
+/** Authorization decisions, in the group commit after its records: serialised with them, so limits count both. */
 import type { Logger } from 'pino';
 import { recordOccurrences } from '../alerts/repository.js';
 import type { TotalsLedger } from '../evaluation/ledger.js';
@@ -33,11 +29,7 @@ export interface DecisionPlan {
   readonly states: ReadonlyMap<string, TeamState>;
 }
 
-/**
- * What deciding an authorization costs, in checks: the limits of the policies that apply to its
- * agent, as far as this process knows them now (1 for a team not loaded yet, `state` undefined).
- * The group commit takes authorizations into one group up to a total of these.
- */
+/** What deciding an authorization costs, in checks (1 for a team not loaded yet): a group takes decisions up to a total of these. */
 export function decisionWeight(request: AuthorizationRequest, state: TeamState | undefined): number {
   return 1 + (state?.index.limitCountOf(request.agentId) ?? 0);
 }
@@ -51,14 +43,7 @@ export class AuthorizationDecisions {
     private readonly limits: { readonly maxAlertsPerCommit: number },
   ) {}
 
-  /**
-   * Inside the commit's transaction, after apply: decides each authorization against the running
-   * totals (this group's records included) plus what open authorizations hold, and writes it. An
-   * approval holds its amount; a block policy it would break declines it and raises (or updates)
-   * that breach's alert, marked declined. Requests are decided in order, so of many at once for
-   * one agent, exactly as many are approved as the limits allow. Not `isolated`, a decision that
-   * fails throws DecisionFailed (the group commit rolls back and decides again, isolated).
-   */
+  /** In order, so of many at once exactly as many are approved as the limits allow; not `isolated`, a failure throws DecisionFailed. */
   *decide(plan: DecisionPlan, now: number, isolated: boolean): Steps<AuthorizationOutcome[]> {
     // The alerts of declines are bounded like a group's records' (their own count): past the
     // bound, a team's declined breaches are counted into its storm alert.

@@ -1,9 +1,4 @@
-/**
- * The running totals of policy windows and the holds of open authorizations, as the rules (record
- * evaluation, authorization decisions) read and grow them, behind one interface with two adapters:
- * this process's memory over the SQLite registry (memory-ledger.ts), and rows of PostgreSQL that
- * the instances sharing it lock per group (postgres-ledger.ts). The rules never know which.
- */
+/** Running totals and holds behind one interface (memory-ledger.ts, postgres-ledger.ts), so the rules never know where they are kept. */
 import type { Logger } from 'pino';
 import type { Holds } from '../authorizations/holds.js';
 import type { EventRow } from '../ingest/records.js';
@@ -55,10 +50,7 @@ export interface TotalsLedger {
   reset(): void;
 }
 
-/**
- * A team's policies changed on another instance since this one loaded them (seen under the share
- * lock of the team's row): the group is rolled back and evaluated again with the new policies.
- */
+/** A team's policies changed on another instance since they were loaded: the group is rolled back and evaluated again. */
 export class StalePolicies extends Error {
   constructor(readonly teamIds: string[]) {
     super(`the policies of ${teamIds.join(', ')} changed on another instance; evaluating again`);
@@ -82,10 +74,7 @@ function longestOf(scope: string): number {
 /** The windows of missing totals to read from the event store, by team, scope and window start. */
 export type MissingWindows = Map<string, { teamId: string; spec: ScopeSpec; window: Window }>;
 
-/**
- * The totals both adapters keep in memory, by key (see totalKey): the ledger itself with one
- * instance, what a group locked with several. A TouchedTotal keeps the cell it found (see cellOf).
- */
+/** The totals both adapters keep in memory by key: the ledger itself with one instance, what a group locked with several. */
 export abstract class CachedTotals {
   private readonly totals = new Map<string, TotalCell>();
   /** Windows that ended before this may have been dropped from `totals`. */

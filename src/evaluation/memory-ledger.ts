@@ -1,12 +1,4 @@
-/**
- * The ledger of one instance: running totals and holds live in this process's memory, over the
- * SQLite registry. Every group commit is serialised through this process, so memory is the record
- * between groups and there is nothing to lock.
- *
- * A total is exact when every event of its window went through this process (the window started
- * after the scope was first needed); otherwise it is read once from ClickHouse, once the loader
- * has every earlier acknowledged record, before the group is committed.
- */
+/** The ledger of one instance: every group commit goes through this process, so its memory is the record and nothing is locked. */
 import type { Logger } from 'pino';
 import { Holds } from '../authorizations/holds.js';
 import { liveHolds } from '../authorizations/repository.js';
@@ -19,7 +11,7 @@ import { ScopeTable } from './totals.js';
 
 export class MemoryLedger extends CachedTotals implements TotalsLedger {
   readonly shared = false;
-  /** Every live hold: read from the registry at start and after a rollback, then kept as decisions go. */
+  /** Every live hold: read from the registry at start and after a rollback (the registry is the record), then kept as decisions go. */
   private live: Holds;
 
   constructor(
@@ -38,17 +30,7 @@ export class MemoryLedger extends CachedTotals implements TotalsLedger {
     return this.live;
   }
 
-  /**
-   * Totals this group touches that memory cannot vouch for: windows that began before their scope
-   * was tracked (an event time may lie up to 5 minutes ahead of its arrival), or that were dropped.
-   * A missing window is read whole, for every agent of the team, in one query per group: an agent
-   * seen later in the same window then needs no query. With it, the current window of every other
-   * scope of the team that memory cannot vouch for is read too: a team's new scopes (after a
-   * start or a policy change) cost one read, not one per scope as records first reach each (a
-   * read waits for the loader, a fraction of a second that holds the group). Read before this
-   * group is committed, once ClickHouse has every earlier acknowledged record: the caller adds
-   * this group's events. When ClickHouse cannot answer in time, returns the keys left unknown.
-   */
+  /** Reads from ClickHouse, before the transaction, the windows begun before memory tracked them (or dropped), whole for the team. */
   async prepare(group: LedgerGroup, now: number): Promise<Set<string>> {
     this.dropOldWindows(now);
     const missing: MissingWindows = new Map();
@@ -65,6 +47,7 @@ export class MemoryLedger extends CachedTotals implements TotalsLedger {
     want(group.rows, group.touched);
     want(group.probes, group.probeTouched);
     if (missing.size === 0) return new Set();
+    // The team's other untracked current windows too: one read (which waits for the loader) instead of one per scope as records reach each.
     const teams = new Set([...missing.values()].map((m) => m.teamId));
     for (const teamId of teams) {
       for (const spec of group.states.get(teamId)!.scopes.specs()) {

@@ -1,8 +1,4 @@
-/**
- * The new-payee anomaly: a first payment of an agent to a payee it has not paid before. Payees paid
- * within the learning period after the agent's first event are learned silently, so a new agent
- * raises none. The payees are kept in memory once read, and written to the registry as learned.
- */
+/** The new-payee anomaly: a first payment to a payee, past the agent's learning period (so a new agent raises none). */
 import type { Occurrence } from '../alerts/repository.js';
 import type { EventRow } from '../ingest/records.js';
 import type { Steps } from '../stores/sql.js';
@@ -13,10 +9,7 @@ import { agentCreatedAt, agentPayees, learnPayee } from './payee-repository.js';
 const MAX_AGENTS = 100_000;
 
 export class NewPayees {
-  /**
-   * Payees per team, then agent (read from the registry on first use), each map looked up by the
-   * string as parsed: no joined key to build and hash per record.
-   */
+  /** Payees per team, then agent, read on first use: maps by the strings as parsed, no joined key built per record. */
   private readonly payees = new Map<string, Map<string, Set<string>>>();
   private agents = 0;
 

@@ -1,7 +1,4 @@
-/**
- * The alerts a record raises beside its policies' breaches: the client's own verdict, a payment by
- * a suspended agent, a first payment to a new payee; and the thresholds a total crossed.
- */
+/** The occurrences a record raises beside its breaches, kept apart from the rules that decide when to raise them. */
 import type { Occurrence } from '../alerts/repository.js';
 import type { EventRow } from '../ingest/records.js';
 import type { OccurrenceMerger } from './occurrences.js';
@@ -91,10 +88,7 @@ export function newPayeeOccurrence(row: EventRow, knownPayees: number): Occurren
   };
 }
 
-/**
- * The thresholds a record's total crossed: those above the total before and at most the total now,
- * once each (the total only grows), so a restart, which reads the total whole, never repeats one.
- */
+/** Thresholds in (before, now]: each once, as the total only grows, so a restart reading it whole never repeats one. */
 export function addCrossings(merged: OccurrenceMerger, i: number, row: EventRow, list: LimitList, before: bigint, spent: bigint, window: Window): void {
   const thresholds = list.thresholds;
   if (!thresholds || !mayCross(thresholds, before, spent)) return;

@@ -1,9 +1,4 @@
-/**
- * The ledger of instances sharing PostgreSQL: memory vouches for nothing between groups. The
- * totals a group reads are locked and read from `spend_totals` in its transaction (lock), and
- * written back (save); see the design in that table's schema. Holds are read per group, under the
- * same locks.
- */
+/** The ledger of instances sharing PostgreSQL: another instance may count between groups, so each group locks its `spend_totals` rows. */
 import type { Logger } from 'pino';
 import { Holds } from '../authorizations/holds.js';
 import { liveHolds, type AuthorizationRow } from '../authorizations/repository.js';
@@ -16,7 +11,7 @@ import { CachedTotals, StalePolicies, type LedgerGroup, type MissingWindows, typ
 import { ScopeTable, subjectFor, totalKey, type ScopeSpec, type TouchedTotal } from './totals.js';
 import type { Window } from './windows.js';
 
-/** A total as a group locked it: its row's key, what it read, and whether it must be written whatever happens (a row filled from ClickHouse). */
+/** A total as a group locked it; `write`: filled from ClickHouse, so written back even unchanged. */
 interface LockedTotal {
   teamId: string;
   kind: 'agent' | 'pool';
@@ -54,22 +49,11 @@ export class PostgresLedger extends CachedTotals implements TotalsLedger {
     return new Set();
   }
 
-  /**
-   * In the group's transaction before apply and decide. First the teams' rows are read under a
-   * share lock: a change to a team's policies (which raises policy_revision) waits for the group,
-   * and a group that finds the policies changed since this instance read them is evaluated again
-   * (StalePolicies). So every record committed after a policy changed was counted under it, on
-   * every instance.
-   *
-   * Then the totals the group reads are locked, in primary-key order (no two groups deadlock), and
-   * read into memory: rows never made before are inserted first with their seed (a total whose
-   * seed is unknown is left unknown for this group, as when ClickHouse is down). Last, the live
-   * holds of the agents the group decides for, read under those locks: a hold is written by a
-   * decision that held the same rows, so no two instances approve against the same headroom.
-   */
+  /** Team rows, then totals in key order, then holds: every instance locks in this one order, so none deadlock or approve twice. */
   *lock(group: LedgerGroup, now: number): Steps<void> {
     const teams = [...group.states.keys()];
     if (teams.length === 0) return;
+    // A share lock: a policy change waits for the group, and a group that read older policies is evaluated again.
     const revisions = yield* all<{ id: string; r: string | number }>(
       postgresOnly('SELECT id, policy_revision AS r FROM teams WHERE id = ANY($1::text[]) ORDER BY id COLLATE "C" FOR SHARE'),
       [teams],
@@ -101,6 +85,7 @@ export class PostgresLedger extends CachedTotals implements TotalsLedger {
                       ON CONFLICT DO NOTHING`),
         [...columns, list.map((w) => w.window.end), fresh],
       );
+      // Locked in primary-key order, so that two groups locking the same rows never deadlock.
       const rows = yield* all<{ team_id: string; subject: string; window_kind: string; window_start: string | number; spent: string | null }>(
         postgresOnly(`SELECT t.team_id, t.subject, t.window_kind, t.window_start, t.spent::text AS spent
                         FROM spend_totals t
@@ -140,6 +125,7 @@ export class PostgresLedger extends CachedTotals implements TotalsLedger {
         locked.set(key, { teamId: w.teamId, kind: w.kind, subject: w.subject, scope: w.spec.scope, window: w.window, spent, write: empty.has(key) });
       }
     }
+    // Under the totals' locks: a hold is written by a decision that held the same rows, so no two instances approve against one headroom.
     const requested = new Map<string, Set<string>>();
     for (const r of group.requests) (requested.get(r.teamId) ?? requested.set(r.teamId, new Set()).get(r.teamId)!).add(r.agentId);
     const held: AuthorizationRow[] = [];
@@ -177,12 +163,7 @@ export class PostgresLedger extends CachedTotals implements TotalsLedger {
     return Number((await sql.get<{ r: number }>('SELECT policy_revision AS r FROM teams WHERE id = ?', [teamId]))?.r ?? 0);
   }
 
-  /**
-   * Only the scopes policies read now, as on every instance, each tracked from this reload: a
-   * policy change deletes the totals of scopes (and agents) left unread (in its transaction), and
-   * this instance may not have seen that one, so a missing row of an earlier window is read from
-   * ClickHouse, never assumed empty.
-   */
+  /** A new table each reload: a policy change deletes unread scopes' rows, so a missing earlier window is read from ClickHouse, never assumed empty. */
   scopesFor(teamId: string): ScopeTable {
     return new ScopeTable(teamId);
   }

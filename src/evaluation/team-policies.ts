@@ -1,7 +1,4 @@
-/**
- * Each team's active policies as evaluation reads them: compiled, indexed by agent and scope, with
- * the running totals they need, kept until the team's policy revision changes.
- */
+/** Each team's active policies, compiled and indexed, kept until its policy revision changes: compiling is too dear per group. */
 import type { Limit } from '../policies/limits.js';
 import { activePolicyRows, policyRevisions } from '../policies/repository.js';
 import type { Database } from '../stores/sql.js';
@@ -59,13 +56,7 @@ export class TeamPolicies {
     this.teams.clear();
   }
 
-  /**
-   * Loads the team's active policies and scopes after a change. Reloaded whole, but compiled again
-   * only where changed (a team adding one policy to 2,000 pays a read of the rows), and in slices
-   * of a few milliseconds with a turn of the event loop between them: a team's first group after
-   * thousands of policies were created does not hold the loop while they compile. A change made
-   * meanwhile raises the revision again, and the next group reloads.
-   */
+  /** Reloads after a change: compiling only what changed, in slices with turns of the event loop between, so thousands never hold it. */
   async reload(teamId: string, now: number): Promise<TeamState> {
     const revision = policyRevisions.get(teamId) ?? 0;
     const current = this.teams.get(teamId);
@@ -95,8 +86,7 @@ export class TeamPolicies {
     }
     await yieldNow();
     const scopes = this.totals.scopesFor(teamId, current?.scopes);
-    // An agent's scope keeps the totals of the agents its policies name (all of them when one is
-    // team-wide): a record adds only to the totals its own agent's policies read.
+    // An agent's scope keeps the totals of the agents its policies name (all when one is team-wide): a record adds only where it is read.
     const needed = new Map<string, { policy: CompiledPolicy; limit: CompiledLimit; agents: Set<string> | null }>();
     for (const policy of policies) {
       for (const limit of policy.limits) {
@@ -119,10 +109,7 @@ export class TeamPolicies {
       }
       const kept = known.agents ?? null;
       if (kept === null || (agents !== null && [...agents].every((a) => kept.has(a)))) continue;
-      // Kept for more agents from now on (never fewer: the totals it kept stay exact). The new
-      // agents' totals of windows begun before now are read whole from ClickHouse, as for a new
-      // scope: a new spec, so the windows read for the old one are read again (the agents'
-      // totals already kept stay).
+      // Kept for more agents (never fewer, so kept totals stay exact): a new spec, whose earlier windows are read again from ClickHouse.
       widened.push(scopeSpecOf(policy, limit, now, agents === null ? null : new Set([...kept, ...agents]))!);
     }
     scopes.replace(widened);
