@@ -1,6 +1,6 @@
 /**
- * An authorization asked for, as the evaluator decides it (src/evaluation/evaluator.ts, inside
- * the ingest log's group commit), and what it comes to.
+ * An authorization asked for, as it is decided (./decide.ts, inside the ingest log's group
+ * commit), and what it comes to.
  */
 import type { AuthorizationRow } from './repository.js';
 

@@ -1,42 +1,25 @@
 import type { Logger } from 'pino';
-import { forgetWrittenAlerts, recordOccurrences, type Occurrence } from '../alerts/repository.js';
+import { forgetWrittenAlerts, recordOccurrences } from '../alerts/repository.js';
+import { AuthorizationDecisions, decisionWeight, probeRow } from '../authorizations/decide.js';
 import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
-import { authorizationFacts, Holds } from '../authorizations/holds.js';
-import { approvalOccurrence, enqueueAuthorizationEvent, type ApprovalAsk } from '../authorizations/approvals.js';
-import { apiCheck, authorizationByKey, encodeChecks, insertAuthorization, keepAnswerChecks, liveHolds, type AuthorizationRow, type Check, type StoredCheck } from '../authorizations/repository.js';
-import { newId } from '../teams/keys.js';
 import type { AnomalyConfig, EvaluationConfig } from '../config.js';
-import { MAX_FUTURE_SKEW_MS, type EventRow } from '../ingest/records.js';
-import type { Limit } from '../policies/limits.js';
-import { activePolicyRows, policyRevisions } from '../policies/repository.js';
-import { all, awaited, get, performNow, postgresOnly, run, savepoint, sqliteDatabase, type Database, type Steps } from '../stores/sql.js';
-import { ApiError } from '../http/errors.js';
-import { DecisionFailed, type AckEvaluator } from '../ingest/group-commit.js';
+import type { AckEvaluator } from '../ingest/group-commit.js';
+import type { EventRow } from '../ingest/records.js';
 import type { EventStore } from '../stores/clickhouse.js';
-import { OVERLAP_MS } from '../ingest/shared-log.js';
-import { caip2Network } from '../ingest/networks.js';
+import type { Database, Steps } from '../stores/sql.js';
 import type { Registry } from '../stores/sqlite.js';
 import { AnomalyDetector } from './anomalies.js';
+import { StalePolicies, type TotalsLedger } from './ledger.js';
 import { toUnits } from './money.js';
-import { OccurrenceMerger, Storms } from './occurrences.js';
-import {
-  breachKey,
-  breachOccurrence,
-  compilePolicy,
-  formatObserved,
-  notAllowedKey,
-  notAllowedOccurrence,
-  shownEnd,
-  thresholdOccurrence,
-  windowPartOf,
-  type Breach,
-  type CompiledLimit,
-  type CompiledPolicy,
-  type RecordFacts,
-} from './policies.js';
-import { brokenCount, crossedRange, mayCross, PolicyIndex, type LimitList, type PolicySet } from './policy-index.js';
-import { readWindowSums, scopeSpecOf, ScopeTable, subjectFor, totalKey, type ScopeSpec, type TotalCell, type TouchedTotal } from './totals.js';
-import { LONGEST_WINDOW_MS, utcDay, type Window } from './windows.js';
+import { NewPayees } from './new-payees.js';
+import { addCrossings, clientReported, clientVerdictKey, suspendedKey, suspendedRecord } from './occurrence-builders.js';
+import { GROUP_ALERTS_PER_TEAM_BOUND, OccurrenceMerger } from './occurrences.js';
+import { evaluationStores } from './open-ledger.js';
+import { notAllowedKey, notAllowedOccurrence, type CompiledPolicy } from './policies.js';
+import { brokenCount, type PolicySet } from './policy-index.js';
+import { TeamPolicies, type TeamState } from './team-policies.js';
+import type { TouchedTotal } from './totals.js';
+import { utcDay } from './windows.js';
 
 /** Where a record took a total, against the bounds of its scope (see ScopeBounds). */
 const enum Reach {
@@ -59,55 +42,10 @@ export interface EvaluationPlan {
   probeTouched: TouchedTotal[][];
   /** Totals that could not be read (ClickHouse behind or down): not added to, not checked. */
   unknown: Set<string>;
-  /** With a shared ledger: the totals as locked, to write back only what changed. */
-  locked?: Map<string, { teamId: string; kind: 'agent' | 'pool'; subject: string; scope: string; window: Window; spent: bigint; write: boolean }>;
-}
-
-/**
- * A team's policies changed on another instance since this one loaded them (seen under the share
- * lock of the team's row): the group is rolled back and evaluated again with the new policies.
- */
-export class StalePolicies extends Error {
-  constructor(readonly teamIds: string[]) {
-    super(`the policies of ${teamIds.join(', ')} changed on another instance; evaluating again`);
-    this.name = 'StalePolicies';
-  }
-}
-
-interface TeamState {
-  revision: number;
-  /** With a shared ledger: the team row's policy_revision the policies were read at. */
-  storedRevision: number;
-  /** Active policies by agent and by scope (see policy-index.ts). */
-  index: PolicyIndex;
-  scopes: ScopeTable;
-  /** Each compiled policy with what it was compiled from: an unchanged one is reused at the next reload. */
-  compiled: Map<string, { source: string; policy: CompiledPolicy }>;
-  /** External ids of the team's suspended agents: declined, and their records raise an alert. */
-  suspended: Set<string>;
 }
 
 /** The evaluation bounds of EvaluationConfig it uses. */
 export type EvaluatorLimits = Pick<EvaluationConfig, 'maxAlertsPerCommit'>;
-
-/** A reload of a team's policies holds the event loop at most about this long at a time. */
-const RELOAD_SLICE_MS = 5;
-
-/** Distinct alerts all teams of one group may record one by one: a multiple of the bound per team. */
-const GROUP_ALERTS_PER_TEAM_BOUND = 10;
-
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
-/** Totals of windows that ended this long ago are dropped from memory (and re-read if needed). */
-const KEEP_WINDOWS_MS = 2 * DAY;
-/** How long a window of a scope may last, by its window's letter: a day and a DST hour unless longer (a `total` never ends). */
-function longestOf(scope: string): number {
-  const window = windowPartOf(scope);
-  if (window.startsWith('w:')) return 7 * DAY + HOUR;
-  if (window.startsWith('m:')) return LONGEST_WINDOW_MS;
-  if (window.startsWith('t:')) return Infinity;
-  return DAY + HOUR;
-}
 
 /**
  * Evaluates every stored event against its team's active policies, the anomaly checks and the
@@ -116,62 +54,33 @@ function longestOf(scope: string): number {
  * after the other against one running total, no breach is missed and none is counted twice; and
  * the alerts commit with the records, so a duplicate is never evaluated again, even after a crash.
  *
- * Running totals per agent and window live in memory and include records not yet in ClickHouse.
- * A total is exact when every event of its window went through this process (the window started
- * after the scope was first needed); otherwise it is read once from ClickHouse, once the loader
- * has every earlier acknowledged record, before the group is committed.
+ * The running totals and holds the rules read are kept by a TotalsLedger (ledger.ts): in memory
+ * with one instance, in PostgreSQL rows locked per group with several.
  */
 export class Evaluator implements AckEvaluator<EvaluationPlan> {
-  private readonly teams = new Map<string, TeamState>();
-  /** The running totals by key (see totalKey); a TouchedTotal keeps the cell it found (see totalOf). */
-  private readonly totals = new Map<string, TotalCell>();
+  private readonly policies: TeamPolicies;
+  private readonly ledger: TotalsLedger;
   private anomalies: AnomalyDetector;
-  /**
-   * Payees per team, then agent (loaded from the registry on first use), each map looked up by the
-   * string as parsed: no joined key to build and hash per record.
-   */
-  private readonly payees = new Map<string, Map<string, Set<string>>>();
-  /** Agents whose payees are held, over all teams: past 100,000, all are let go. */
-  private payeeAgents = 0;
-  /** Windows that ended before this may have been dropped from `totals`. */
-  private droppedBefore = 0;
-  /** Team, scope and window start of windows read whole from the event store. */
-  private readonly loadedWindows = new Set<string>();
-  /** With a shared ledger: teams whose policies changed on another instance (reloaded before the next group). */
-  private readonly stale = new Set<string>();
-  /**
-   * What open authorizations hold, per agent. In memory: rebuilt from the registry at start and
-   * after a rollback. With a shared ledger: read for the agents a group decides for, once their
-   * totals are locked.
-   */
-  private holds: Holds;
-  /** Where the team's policies are read: the registry, or the shared store. */
-  private readonly db: Database;
+  private readonly payees: NewPayees;
+  private readonly decisions: AuthorizationDecisions;
 
-  /**
-   * `shared`: several instances share the store (PostgreSQL). Memory then vouches for nothing
-   * between groups: the totals a group reads are locked and read from `spend_totals` in its
-   * transaction (lockTotals), and written back (saveTotals); see the design in that table's schema.
-   */
+  /** `shared`: the store several instances share (PostgreSQL), in place of the registry (see open-ledger.ts). */
   constructor(
-    private readonly registry: Registry | undefined,
-    private readonly store: EventStore,
+    registry: Registry | undefined,
+    store: EventStore,
     private readonly config: AnomalyConfig,
-    private readonly logger: Logger,
+    logger: Logger,
     /** Resolves true once ClickHouse holds every record the log holds (false: not in time). */
-    private readonly awaitLoaded: () => Promise<boolean>,
+    awaitLoaded: () => Promise<boolean>,
     private readonly limits: EvaluatorLimits = { maxAlertsPerCommit: 100 },
-    private readonly shared?: Database,
+    shared?: Database,
   ) {
-    if (!shared && !registry) throw new Error('an evaluator needs the registry or a shared store');
-    this.db = shared ?? sqliteDatabase(registry!);
+    const { db, ledger } = evaluationStores(registry, shared, store, logger, awaitLoaded);
+    this.ledger = ledger;
+    this.policies = new TeamPolicies(db, ledger);
     this.anomalies = new AnomalyDetector(config);
-    this.holds = this.loadHolds();
-  }
-
-  /** With one instance, every live hold, read once; a shared ledger reads them per group. */
-  private loadHolds(): Holds {
-    return this.shared ? new Holds() : Holds.of(performNow(this.registry!, liveHolds(Date.now())));
+    this.payees = new NewPayees(config.newPayeeLearningHours);
+    this.decisions = new AuthorizationDecisions(ledger, logger, limits);
   }
 
   /**
@@ -181,390 +90,64 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    * windowed limits on them are not checked for this group (logged), and read again next time.
    */
   async prepare(rows: readonly EventRow[], now = Date.now(), requests: readonly AuthorizationRequest[] = []): Promise<EvaluationPlan> {
-    this.dropOldWindows(now);
     const probes = requests.map((r) => probeRow(r, now));
     // Ingest alone (the common group) pays no copy for the authorizations' part.
     const all = probes.length === 0 ? rows : [...rows, ...probes];
     const states = new Map<string, TeamState>();
     for (const row of all) {
-      if (!states.has(row.team_id)) states.set(row.team_id, this.currentState(row.team_id) ?? (await this.reloadTeam(row.team_id, now)));
+      if (!states.has(row.team_id)) states.set(row.team_id, this.policies.current(row.team_id) ?? (await this.policies.reload(row.team_id, now)));
     }
     // The running totals each event adds to, worked out once per event (teams without windowed
     // policies have no scopes, and pay nothing here).
     const touchedBy = (row: EventRow) => states.get(row.team_id)!.scopes.touchedBy(row);
     const touched = rows.map(touchedBy);
     const probeTouched = probes.map(touchedBy);
-    // Shared: the totals are read in the transaction, under their locks (lockTotals).
-    const unknown = this.shared ? new Set<string>() : await this.loadMissingTotals(all, probes.length === 0 ? touched : [...touched, ...probeTouched], states, now);
+    const unknown = await this.ledger.prepare({ rows, touched, probes, probeTouched, requests, states }, now);
     return { rows, states, touched, unknown, requests, probes, probeTouched };
   }
 
   /**
-   * Inside the commit's transaction, after apply: decides each authorization against the running
-   * totals (this group's records included) plus what open authorizations hold, and writes it. An
-   * approval holds its amount; a block policy it would break declines it and raises (or updates)
-   * that breach's alert, marked declined. Requests are decided in order, so of many at once for
-   * one agent, exactly as many are approved as the limits allow. Not `isolated`, a decision that
-   * fails throws DecisionFailed (the group commit rolls back and decides again, isolated).
+   * Inside the commit's transaction, after apply: decides the group's authorizations in order
+   * (src/authorizations/decide.ts). Not `isolated`, a decision that fails throws DecisionFailed.
    */
   *decide(plan: EvaluationPlan, now = Date.now(), isolated = true): Steps<AuthorizationOutcome[]> {
-    // The alerts of declines are bounded like a group's records' (their own count): past the
-    // bound, a team's declined breaches are counted into its storm alert.
-    const bound = this.limits.maxAlertsPerCommit;
-    const storms = new Storms(bound, bound * GROUP_ALERTS_PER_TEAM_BOUND);
-    const outcomes: AuthorizationOutcome[] = [];
-    for (const [i, request] of plan.requests.entries()) {
-      if (!isolated) {
-        try {
-          outcomes.push(yield* this.decideOne(plan, i, request, now, storms));
-        } catch (error) {
-          throw new DecisionFailed(error);
-        }
-        continue;
-      }
-      try {
-        // A savepoint each: one request that fails (a bug) fails alone, never the group's records
-        // or another team's decision.
-        outcomes.push(yield* savepoint(this.decideOne(plan, i, request, now, storms)));
-      } catch (error) {
-        this.logger.error({ err: error, teamId: request.teamId, agentId: request.agentId }, 'deciding an authorization failed');
-        outcomes.push({ failed: error });
-      }
-    }
-    const folded = storms.occurrences();
-    if (folded.length > 0) {
-      try {
-        yield* savepoint(recordOccurrences(folded.map((f) => f.occurrence), now));
-      } catch (error) {
-        // The decisions stand; only the count of their folded alerts is lost (logged).
-        this.logger.error({ err: error, occurrences: folded.reduce((n, f) => n + f.occurrence.count, 0) }, 'recording the storm alert of declined authorizations failed');
-      }
-    }
-    return outcomes;
+    return yield* this.decisions.decide(plan, now, isolated);
   }
 
-  /**
-   * What deciding an authorization costs, in checks: the limits of the policies that apply to its
-   * agent, as far as this process knows them now (1 for a team not loaded yet). The group commit
-   * takes authorizations into one group up to a total of these.
-   */
+  /** What deciding an authorization costs, in checks (see decisionWeight). */
   weigh(request: AuthorizationRequest): number {
-    return 1 + (this.teams.get(request.teamId)?.index.limitCountOf(request.agentId) ?? 0);
+    return decisionWeight(request, this.policies.loaded(request.teamId));
   }
 
-  private *decideOne(plan: EvaluationPlan, i: number, request: AuthorizationRequest, now: number, storms: Storms): Steps<AuthorizationOutcome> {
-    if (request.idempotencyKey !== null) {
-      const existing = yield* authorizationByKey(request.teamId, request.idempotencyKey);
-      if (existing) return { row: existing };
-    }
-    const probe = plan.probes[i]!;
-    if (plan.probeTouched[i]!.some((t) => plan.unknown.has(t.key))) return { unavailable: true };
-    const amount = toUnits(request.amount);
-    const state = plan.states.get(request.teamId)!;
-    const checks: StoredCheck[] = [];
-    // The same, as the answer shows them.
-    const answer: Check[] = [];
-    const reasons: string[] = [];
-    const declines: Breach[] = [];
-    // Allowlists a block policy holds it outside of; approve policies it would break (a person decides).
-    const outsideOf: { policy: CompiledPolicy; outside: string[] }[] = [];
-    const asks: ApprovalAsk[] = [];
-    // A suspended agent is stopped whatever its budgets say.
-    const suspended = state.suspended.has(request.agentId);
-    if (suspended) reasons.push(`Declined: agent ${request.agentId} is suspended`);
-    // What each scope's limits read, worked out once per scope (not per limit), from the totals
-    // prepare found this probe touches: the total in its window, what open holds add, as text too.
-    // A windowed limit whose scope it does not touch does not apply (a filter it fails, a `total`
-    // not started yet).
-    const touched = new Map(plan.probeTouched[i]!.map((t) => [t.spec.scope, t]));
-    const perScope = new Map<string, { window: Window; spent: bigint; held: bigint; spentText: string; heldText: string }>();
-    const factsOf = (policy: CompiledPolicy, limit: CompiledLimit) => {
-      let facts = perScope.get(limit.scope!);
-      if (!facts) {
-        const total = touched.get(limit.scope!);
-        if (!total) return undefined;
-        const spent = this.totalOf(total)?.spent ?? 0n;
-        // One scope is one pattern, filter and pool: the same held amount for each of its limits.
-        const agents = total.spec.pool ? total.spec.pool.agents : request.agentId;
-        const test = total.spec.test || total.spec.matches ? (f: RecordFacts) => (!total.spec.matches || total.spec.matches(f.domain, f.endpoint)) && (!total.spec.test || total.spec.test(f)) : undefined;
-        const held = this.holds.heldIn(request.teamId, agents, now, total.window, test, total.spec.measure);
-        facts = { window: total.window, spent, held, spentText: formatObserved(limit, spent), heldText: formatObserved(limit, held) };
-        perScope.set(limit.scope!, facts);
-      }
-      return facts;
-    };
-    const verb = (action: CompiledPolicy['action']) => (action === 'block' ? 'Declined' : action === 'approve' ? 'Needs approval' : 'Flagged');
-    for (const policy of state.index.policiesOf(request.agentId)) {
-      if (policy.match && !policy.match(probe)) continue;
-      if (policy.allow) {
-        const outside = policy.allow(probe, request.payeeAddress);
-        if (outside.length > 0) {
-          const reason = `${verb(policy.action)} by policy "${policy.name}": not on its allowlist (${outside.join(', ')})`;
-          reasons.push(reason);
-          if (policy.action === 'block') outsideOf.push({ policy, outside });
-          else if (policy.action === 'approve') asks.push({ policyId: policy.id, policyName: policy.name, kind: 'not_allowed', limit: null, reason, timeoutMs: policy.approvalTimeoutMs });
-        }
-      }
-      for (const limit of policy.limits) {
-        if (limit.matches && !limit.matches(probe.domain, probe.endpoint)) continue;
-        const facts = limit.scope === null ? undefined : factsOf(policy, limit);
-        if (limit.scope !== null && !facts) continue;
-        // This call: its amount, or one more call.
-        const asked = limit.measure === 'calls' ? 1n : amount;
-        const observed = (facts ? facts.spent + facts.held : 0n) + asked;
-        const breaks = observed > limit.amount;
-        const action = policy.action;
-        const check: StoredCheck = [
-          policy.id,
-          policy.name,
-          action,
-          limit.kind,
-          facts ? facts.window.start : null,
-          facts ? shownEnd(facts.window) : null,
-          limit.amountText,
-          facts ? facts.spentText : '0',
-          facts ? facts.heldText : '0',
-        ];
-        checks.push(check);
-        const left = limit.amount - observed + asked;
-        answer.push(apiCheck(check, left > 0n ? formatObserved(limit, left) : '0', breaks));
-        if (!breaks) continue;
-        const what =
-          limit.kind === 'per_call'
-            ? `the payment of ${request.amount}`
-            : limit.measure === 'calls'
-              ? `${facts!.spentText} calls and ${facts!.heldText} held plus this one`
-              : `spend of ${facts!.spentText} and holds of ${facts!.heldText} plus ${request.amount}`;
-        const whose = policy.scope === 'pool' ? ' (a pool)' : '';
-        const reason = `${verb(action)} by policy "${policy.name}"${whose}: ${what} would exceed its ${limit.kind} limit of ${limit.amountText}${limit.endpoint ? ` to ${limit.endpoint}` : ''}`;
-        reasons.push(reason);
-        if (action === 'block') {
-          const window = facts?.window ?? null;
-          declines.push({
-            policy,
-            limit,
-            observed: facts ? observed : amount,
-            window,
-            dedupKey: breachKey(request.agentId, policy, limit, window),
-          });
-        } else if (action === 'approve') asks.push({ policyId: policy.id, policyName: policy.name, kind: limit.kind, limit: limit.amountText, reason, timeoutMs: policy.approvalTimeoutMs });
-      }
-    }
-    const declined = declines.length > 0 || outsideOf.length > 0 || suspended;
-    // Nothing declines it, but an approve policy would be broken: a person decides, within the
-    // shortest wait of those policies; its amount is held meanwhile.
-    const pending = !declined && asks.length > 0;
-    const approved = !declined && !pending;
-    const pendingUntil = pending ? now + Math.min(...asks.map((a) => a.timeoutMs)) : null;
-    const row: AuthorizationRow = {
-      id: probe.id,
-      team_id: request.teamId,
-      agent_id: request.agentId,
-      endpoint: request.endpoint,
-      domain: request.domain,
-      amount: request.amount,
-      asset: request.asset,
-      network: request.network,
-      payee_address: request.payeeAddress,
-      category: request.category,
-      tags: request.tags.length > 0 ? JSON.stringify(request.tags) : null,
-      decision: approved ? 'approved' : pending ? 'pending' : 'declined',
-      state: approved ? 'held' : pending ? 'pending' : 'declined',
-      checks: encodeChecks(checks),
-      reasons: JSON.stringify(reasons),
-      idempotency_key: request.idempotencyKey,
-      created_at: now,
-      // A pending one holds its amount until its wait ends (then, undecided, it reads as declined).
-      expires_at: pendingUntil ?? now + request.expiresInS * 1000,
-      captured_amount: null,
-      captured_at: null,
-      captured_by: null,
-      voided_at: null,
-      hold_s: request.expiresInS,
-      pending_until: pendingUntil,
-      decided_at: pending ? null : now,
-      decided_by: null,
-      decision_note: null,
-    };
-    if (!(yield* insertAuthorization(row))) {
-      // Another instance decided this idempotency key first: its decision is the answer.
-      const existing = yield* authorizationByKey(request.teamId, request.idempotencyKey!);
-      if (existing) return { row: existing };
-      throw new Error(`authorization ${row.id} could not be written`);
-    }
-    if (pending) {
-      // People hear of it: its approval alert (webhooks and Slack, as any alert) and its own event.
-      yield* recordOccurrences([approvalOccurrence(row, asks, now)], now);
-      yield* enqueueAuthorizationEvent(row, 'authorization.pending', now);
-    }
-    if (declined) {
-      // The breach's alert, as a record breaking it would raise: one alert per breach, up to the
-      // team's bound for this group; the rest counted into its storm alert (after the write).
-      const individual = declines.slice(0, storms.room(request.teamId));
-      const occurrences = individual.map((breach) => {
-        const occurrence = breachOccurrence(request.teamId, breach, probe, amount, now);
-        occurrence.details = { ...occurrence.details, declined: true, authorizationId: row.id };
-        occurrence.message = `Declined authorization ${row.id}: ${occurrence.message}`;
-        occurrence.eventIds = [];
-        return occurrence;
-      });
-      // Outside an allowlist: its not_allowed alert, as a record outside it would raise (these are few: one per policy).
-      for (const { policy, outside } of outsideOf) {
-        const occurrence = notAllowedOccurrence(request.teamId, policy, probe, outside, utcDay(now));
-        occurrence.details = { ...occurrence.details, declined: true, authorizationId: row.id };
-        occurrence.message = `Declined authorization ${row.id}: agent ${request.agentId} asked to pay outside the allowlist of policy "${policy.name}": ${outside.join(', ')} (to ${request.endpoint})`;
-        occurrence.eventIds = [];
-        occurrences.push(occurrence);
-      }
-      yield* recordOccurrences(occurrences, now);
-      for (let k = 0; k < individual.length; k++) storms.admit(request.teamId, i, probe);
-      const rest = declines.slice(individual.length);
-      if (rest.length > 0) {
-        const byKind = new Map<string, number>();
-        for (const breach of rest) byKind.set(breach.limit.kind, (byKind.get(breach.limit.kind) ?? 0) + 1);
-        for (const [kind, count] of byKind) storms.fold(request.teamId, i, probe, kind, count, 'critical', 'authorization');
-        storms.samplePolicies(request.teamId, rest.map((b) => b.policy));
-      }
-    }
-    keepAnswerChecks(row, answer);
-    // Last, once nothing of this decision can fail: memory follows what is written.
-    if (!declined) this.holds.add({ id: row.id, teamId: row.team_id, agentId: row.agent_id, ...authorizationFacts(row), amount, at: now, expiresAt: row.expires_at });
-    return { row };
-  }
-
-  /** Whether the totals live in a shared store (lockTotals and saveTotals do the work), not in memory. */
+  /** Whether other instances count into the same totals (a group whose evaluation fails then fails whole). */
   get sharedLedger(): boolean {
-    return this.shared !== undefined;
+    return this.ledger.shared;
   }
 
-  /**
-   * With a shared ledger, in the group's transaction before apply and decide (a step that does
-   * nothing otherwise). First the teams' rows are read under a share lock: a change to a team's
-   * policies (which raises policy_revision) waits for the group, and a group that finds the
-   * policies changed since this instance read them is evaluated again (StalePolicies). So every
-   * record committed after a policy changed was counted under it, on every instance.
-   *
-   * Then the totals the group reads are locked, in primary-key order (no two groups deadlock), and
-   * read into memory: rows never made before are inserted first with their seed (a total whose
-   * seed is unknown is left unknown for this group, as when ClickHouse is down). Last, the live
-   * holds of the agents the group decides for, read under those locks: a hold is written by a
-   * decision that held the same rows, so no two instances approve against the same headroom.
-   */
+  /** In the group's transaction before apply and decide: the ledger locks and reads what the group touches (see TotalsLedger.lock). */
   *lockTotals(plan: EvaluationPlan, now: number): Steps<void> {
-    if (!this.shared) return;
-    const teams = [...plan.states.keys()];
-    if (teams.length === 0) return;
-    const revisions = yield* all<{ id: string; r: string | number }>(
-      postgresOnly('SELECT id, policy_revision AS r FROM teams WHERE id = ANY($1::text[]) ORDER BY id COLLATE "C" FOR SHARE'),
-      [teams],
-    );
-    const stale = revisions.filter((t) => Number(t.r) !== plan.states.get(t.id)!.storedRevision).map((t) => t.id);
-    if (stale.length > 0) {
-      for (const teamId of stale) this.stale.add(teamId);
-      throw new StalePolicies(stale);
+    try {
+      yield* this.ledger.lock(plan, now);
+    } catch (error) {
+      // Policies changed on another instance: those teams are reloaded before the group is tried again.
+      if (error instanceof StalePolicies) this.policies.markStale(error.teamIds);
+      throw error;
     }
-    const wanted = new Map<string, { teamId: string; kind: 'agent' | 'pool'; subject: string; spec: ScopeSpec; window: Window }>();
-    const want = (row: EventRow, touched: readonly TouchedTotal[]) => {
-      for (const { key, spec, window } of touched) {
-        wanted.set(key, { teamId: row.team_id, kind: spec.pool ? 'pool' : 'agent', subject: subjectFor(spec, row.agent_id), spec, window });
-      }
-    };
-    plan.rows.forEach((row, i) => want(row, plan.touched[i]!));
-    plan.probes.forEach((probe, i) => want(probe, plan.probeTouched[i]!));
-    plan.locked = new Map();
-    if (wanted.size > 0) {
-      const list = [...wanted.values()];
-      const columns = [list.map((w) => w.teamId), list.map((w) => w.kind), list.map((w) => w.subject), list.map((w) => w.spec.scope), list.map((w) => w.window.start)];
-      // Rows nobody made yet: a window that began after its scope was tracked starts at 0 (every
-      // instance counting since adds to it); an older one is made empty (NULL), locked, and filled
-      // from ClickHouse below, never committed empty.
-      const fresh = list.map((w) => (this.isTracked(w.teamId, w.spec, w.window) ? '0' : null));
-      yield* run(
-        postgresOnly(`INSERT INTO spend_totals (team_id, scope, subject, window_kind, window_start, window_end, spent)
-                      SELECT u.t, u.sc, u.s, u.k, u.ws, u.we, u.v::numeric
-                        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[]) AS u(t, sc, s, k, ws, we, v)
-                       ORDER BY u.t COLLATE "C", u.sc COLLATE "C", u.s COLLATE "C", u.k COLLATE "C", u.ws
-                      ON CONFLICT DO NOTHING`),
-        [...columns, list.map((w) => w.window.end), fresh],
-      );
-      const rows = yield* all<{ team_id: string; subject: string; window_kind: string; window_start: string | number; spent: string | null }>(
-        postgresOnly(`SELECT t.team_id, t.subject, t.window_kind, t.window_start, t.spent::text AS spent
-                        FROM spend_totals t
-                        JOIN unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) AS u(t, sc, s, k, ws)
-                          ON t.team_id = u.t AND t.scope = u.sc AND t.subject = u.s AND t.window_kind = u.k AND t.window_start = u.ws
-                       ORDER BY t.team_id COLLATE "C", t.scope COLLATE "C", t.subject COLLATE "C", t.window_kind COLLATE "C", t.window_start
-                         FOR UPDATE OF t`),
-        columns,
-      );
-      const found = new Map<string, bigint | null>();
-      // A pool's scope names its members, so (subject, scope) alone tells an agent's row from a pool's.
-      for (const r of rows) found.set(this.totalKey(r.team_id, r.subject, r.window_kind, { start: Number(r.window_start), end: 0 }), r.spent === null ? null : BigInt(r.spent));
-      const empty = new Set([...wanted.keys()].filter((key) => found.get(key) === null));
-      const unfilled = new Map<string, { teamId: string; spec: ScopeSpec; window: Window }>();
-      for (const key of empty) {
-        const w = wanted.get(key)!;
-        unfilled.set(`${w.teamId}\u0000${w.spec.scope}\u0000${w.window.start}`, w);
-      }
-      if (unfilled.size > 0) {
-        // Under the lock of the empty rows: no instance can count into them until this commits, so
-        // what ClickHouse holds once every chunk committed so far is loaded is their whole past.
-        const sums = yield* awaited(async () => {
-          if (!(await this.awaitLoaded())) {
-            throw new ApiError('store_unavailable', 'The running totals of a new window could not be read (the event store is behind or down); nothing was stored, retry', undefined, {
-              'Retry-After': '2',
-            });
-          }
-          return this.windowSums(unfilled);
-        });
-        for (const key of empty) found.set(key, sums.get(key) ?? 0n);
-      }
-      for (const [key, w] of wanted) {
-        const spent = found.get(key);
-        // Pruned between the insert and the lock (a window days old): the group is tried again.
-        if (spent === undefined || spent === null) throw new Error(`the running total ${key.replaceAll('\u0000', '/')} vanished while it was locked`);
-        this.setTotal(key, spent);
-        plan.locked.set(key, { teamId: w.teamId, kind: w.kind, subject: w.subject, scope: w.spec.scope, window: w.window, spent, write: empty.has(key) });
-      }
-    }
-    const requested = new Map<string, Set<string>>();
-    for (const r of plan.requests) (requested.get(r.teamId) ?? requested.set(r.teamId, new Set()).get(r.teamId)!).add(r.agentId);
-    const held: AuthorizationRow[] = [];
-    for (const [teamId, agents] of requested) {
-      // A pool sums the holds of all its agents: a team with pools reads all its live holds.
-      const pooled = plan.states.get(teamId)!.index.policies.some((p) => p.scope === 'pool');
-      held.push(...(yield* liveHolds(now, pooled ? { teamId } : { teamId, agentIds: [...agents] })));
-    }
-    this.holds = Holds.of(held);
   }
 
-  /** With a shared ledger, in the group's transaction after apply and decide: writes back the totals that changed. */
+  /** In the group's transaction after apply and decide: the ledger writes back what changed. */
   *saveTotals(plan: EvaluationPlan): Steps<void> {
-    if (!this.shared || !plan.locked) return;
-    const changed = [...plan.locked].filter(([key, w]) => w.write || this.totals.get(key)?.spent !== w.spent);
-    if (changed.length === 0) return;
-    yield* run(
-      postgresOnly(`UPDATE spend_totals t SET spent = u.v::numeric
-                      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[]) AS u(t, sc, s, k, ws, v)
-                     WHERE t.team_id = u.t AND t.scope = u.sc AND t.subject = u.s AND t.window_kind = u.k AND t.window_start = u.ws`),
-      [
-        changed.map(([, w]) => w.teamId),
-        changed.map(([, w]) => w.kind),
-        changed.map(([, w]) => w.subject),
-        changed.map(([, w]) => w.scope),
-        changed.map(([, w]) => w.window.start),
-        changed.map(([key]) => this.totals.get(key)!.spent.toString()),
-      ],
-    );
+    yield* this.ledger.save(plan);
   }
 
   /** Releases an open hold (captured or voided in the commit, src/authorizations/capture.ts); false when none was held. */
   release(authorizationId: string): boolean {
-    return this.holds.remove(authorizationId);
+    return this.ledger.holds.remove(authorizationId);
   }
 
   /** A pending authorization a person approved: its hold counts on, to its new expiry (src/authorizations/approvals.ts). */
   extendHold(authorizationId: string, expiresAt: number): boolean {
-    return this.holds.extend(authorizationId, expiresAt);
+    return this.ledger.holds.extend(authorizationId, expiresAt);
   }
 
   /**
@@ -629,10 +212,9 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
           after[k] = undefined;
           continue;
         }
-        const cell = this.totalOf(total) ?? this.setTotal(total.key, 0n);
-        const was = cell.spent;
-        const grown = was + (total.spec.measure === 'calls' ? 1n : amount);
-        cell.spent = grown;
+        const by = total.spec.measure === 'calls' ? 1n : amount;
+        const grown = this.ledger.add(total, by);
+        const was = grown - by;
         before[k] = was;
         after[k] = grown;
         if (total.boundsOf !== state.index) {
@@ -684,7 +266,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       }
       for (const occurrence of this.anomalies.check(row.team_id, row, amount)) merged.add(i, row, occurrence.dedupKey, () => occurrence);
     });
-    for (const { row, occurrence } of yield* this.newPayees(rows, claimed, now)) merged.add(row, rows[row]!, occurrence.dedupKey, () => occurrence);
+    for (const { row, occurrence } of yield* this.payees.check(rows, claimed, now)) merged.add(row, rows[row]!, occurrence.dedupKey, () => occurrence);
 
     const created = new Array<number>(rows.length).fill(0);
     const groups = merged.result();
@@ -701,354 +283,11 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
    * whose rows they may include): totals are read again from ClickHouse when next needed.
    */
   reset(): void {
-    this.holds = this.loadHolds();
-    this.teams.clear();
-    for (const cell of this.totals.values()) cell.dropped = true;
-    this.totals.clear();
-    this.loadedWindows.clear();
+    this.ledger.reset();
+    this.policies.clear();
     this.payees.clear();
-    this.payeeAgents = 0;
     this.anomalies = new AnomalyDetector(this.config);
     // What this process remembers of alerts may include the rolled-back write.
     forgetWrittenAlerts();
-  }
-
-  private totalKey(teamId: string, subject: string, scope: string, window: Window): string {
-    return totalKey(teamId, subject, scope, window);
-  }
-
-  /** The running total a record reaches, if memory has it: the cell it found last time while still held, else looked up by key. */
-  private totalOf(total: TouchedTotal): TotalCell | undefined {
-    const known = total.cell;
-    if (known !== undefined && !known.dropped) return known;
-    const cell = this.totals.get(total.key);
-    if (cell !== undefined) total.cell = cell;
-    return cell;
-  }
-
-  /** Sets a running total (in its cell: TouchedTotal objects holding it see the new value). */
-  private setTotal(key: string, spent: bigint): TotalCell {
-    const cell = this.totals.get(key);
-    if (cell !== undefined) {
-      cell.spent = spent;
-      return cell;
-    }
-    const added = { spent, dropped: false };
-    this.totals.set(key, added);
-    return added;
-  }
-
-  /** The team's active policies and scopes, unless its policies changed since they were loaded. */
-  private currentState(teamId: string): TeamState | undefined {
-    const current = this.teams.get(teamId);
-    return current && current.revision === (policyRevisions.get(teamId) ?? 0) && !this.stale.has(teamId) ? current : undefined;
-  }
-
-  /**
-   * Loads the team's active policies and scopes after a change. Reloaded whole, but compiled again
-   * only where changed (a team adding one policy to 2,000 pays a read of the rows), and in slices
-   * of a few milliseconds with a turn of the event loop between them: a team's first group after
-   * thousands of policies were created does not hold the loop while they compile. A change made
-   * meanwhile raises the revision again, and the next group reloads.
-   */
-  private async reloadTeam(teamId: string, now: number): Promise<TeamState> {
-    const revision = policyRevisions.get(teamId) ?? 0;
-    const current = this.teams.get(teamId);
-    let slice = performance.now();
-    const yieldNow = async () => {
-      if (performance.now() - slice < RELOAD_SLICE_MS) return;
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      slice = performance.now();
-    };
-    const compiled = new Map<string, { source: string; policy: CompiledPolicy }>();
-    this.stale.delete(teamId);
-    // One transaction: the policies, the agents they name and the revision, read as of one commit.
-    const { rows, suspended, storedRevision } = await this.db.transaction(async (sql) => ({
-      rows: await activePolicyRows(sql, teamId),
-      suspended: new Set((await sql.all<{ external_id: string }>("SELECT external_id FROM agents WHERE team_id = ? AND status = 'suspended'", [teamId])).map((r) => r.external_id)),
-      storedRevision: this.shared ? Number((await sql.get<{ r: number }>('SELECT policy_revision AS r FROM teams WHERE id = ?', [teamId]))?.r ?? 0) : 0,
-    }));
-    const policies: CompiledPolicy[] = [];
-    for (const [order, row] of rows.entries()) {
-      const source = [row.name, row.action, row.timezone, row.scope, row.match, row.notifyAt.join(','), row.startsAt, row.approvalTimeoutS, row.allow, row.limits, ...row.agents].join('\u0000');
-      const known = current?.compiled.get(row.id);
-      const policy = known && known.source === source ? known.policy : compilePolicy({ ...row, limits: JSON.parse(row.limits) as Limit[] }, order);
-      policy.order = order;
-      compiled.set(row.id, { source, policy });
-      policies.push(policy);
-      if (order % 64 === 63) await yieldNow();
-    }
-    await yieldNow();
-    // One process: scopes stay once needed, their totals growing even while no policy reads them.
-    // Shared: only the scopes policies read now, as on every instance, each tracked from this
-    // reload: a policy change deletes the totals of scopes (and agents) left unread (in its
-    // transaction), and this instance may not have seen that one, so a missing row of an earlier
-    // window is read from ClickHouse, never assumed empty.
-    const scopes = this.shared || !current ? new ScopeTable(teamId) : current.scopes;
-    // An agent's scope keeps the totals of the agents its policies name (all of them when one is
-    // team-wide): a record adds only to the totals its own agent's policies read.
-    const needed = new Map<string, { policy: CompiledPolicy; limit: CompiledLimit; agents: Set<string> | null }>();
-    for (const policy of policies) {
-      for (const limit of policy.limits) {
-        if (limit.scope === null || limit.kind === 'per_call') continue;
-        const agents = policy.scope === 'pool' ? null : policy.agents;
-        const want = needed.get(limit.scope);
-        if (!want) needed.set(limit.scope, { policy, limit, agents: agents && new Set(agents) });
-        else if (want.agents) {
-          if (agents === null) want.agents = null;
-          else for (const agent of agents) want.agents.add(agent);
-        }
-      }
-    }
-    const widened: ScopeSpec[] = [];
-    for (const [scope, { policy, limit, agents }] of needed) {
-      const known = scopes.get(scope);
-      if (!known) {
-        scopes.add(scopeSpecOf(policy, limit, now, agents)!);
-        continue;
-      }
-      const kept = known.agents ?? null;
-      if (kept === null || (agents !== null && [...agents].every((a) => kept.has(a)))) continue;
-      // Kept for more agents from now on (never fewer: the totals it kept stay exact). The new
-      // agents' totals of windows begun before now are read whole from ClickHouse, as for a new
-      // scope: its windows read before are read again (the agents' totals already kept stay).
-      widened.push(scopeSpecOf(policy, limit, now, agents === null ? null : new Set([...kept, ...agents]))!);
-      const prefix = `${teamId}\u0000${scope}\u0000`;
-      for (const loaded of this.loadedWindows) if (loaded.startsWith(prefix)) this.loadedWindows.delete(loaded);
-    }
-    scopes.replace(widened);
-    const state = { revision, storedRevision, index: new PolicyIndex(policies), scopes, compiled, suspended };
-    this.teams.set(teamId, state);
-    return state;
-  }
-
-  /**
-   * Totals this group touches that memory cannot vouch for: windows that began before their scope
-   * was tracked (an event time may lie up to 5 minutes ahead of its arrival), or that were dropped.
-   * A missing window is read whole, for every agent of the team, in one query per group: an agent
-   * seen later in the same window then needs no query. With it, the current window of every other
-   * scope of the team that memory cannot vouch for is read too: a team's new scopes (after a
-   * start or a policy change) cost one read, not one per scope as records first reach each (a
-   * read waits for the loader, a fraction of a second that holds the group). Read before this
-   * group is committed, once ClickHouse has every earlier acknowledged record: the caller adds
-   * this group's events. Returns the keys that could not be read.
-   */
-  private async loadMissingTotals(rows: readonly EventRow[], touched: readonly TouchedTotal[][], states: Map<string, TeamState>, now: number): Promise<Set<string>> {
-    const missing = new Map<string, { teamId: string; spec: ScopeSpec; window: Window }>();
-    const missingKeys = new Set<string>();
-    rows.forEach((row, i) => {
-      for (const total of touched[i]!) {
-        const { key, spec, window } = total;
-        if (this.totalOf(total) !== undefined || this.isTracked(row.team_id, spec, window)) continue;
-        missing.set(`${row.team_id}\u0000${spec.scope}\u0000${window.start}`, { teamId: row.team_id, spec, window });
-        missingKeys.add(key);
-      }
-    });
-    if (missing.size === 0) return new Set();
-    const teams = new Set([...missing.values()].map((m) => m.teamId));
-    for (const teamId of teams) {
-      for (const spec of states.get(teamId)!.scopes.specs()) {
-        const window = spec.window(now);
-        if (window === null || this.isTracked(teamId, spec, window)) continue;
-        missing.set(`${teamId}\u0000${spec.scope}\u0000${window.start}`, { teamId, spec, window });
-      }
-    }
-    if (missing.size === 0) return new Set();
-    if (!(await this.awaitLoaded())) {
-      this.logger.warn({ windows: missing.size }, 'ClickHouse is behind or down: windowed limits of these windows are not checked for this group');
-      return missingKeys;
-    }
-    const sums = await this.windowSums(missing);
-    for (const [key, sum] of sums) if (!this.totals.has(key)) this.setTotal(key, sum);
-    for (const m of missing.values()) this.loadedWindows.add(`${m.teamId}\u0000${m.spec.scope}\u0000${m.window.start}`);
-    return new Set();
-  }
-
-  /** What the event store holds for these windows (see readWindowSums); once it holds every record acknowledged before. */
-  private async windowSums(missing: Map<string, { teamId: string; spec: ScopeSpec; window: Window }>): Promise<Map<string, bigint>> {
-    const sums = await readWindowSums(this.store, missing);
-    this.logger.debug({ windows: missing.size, totals: sums.size }, 'policy window totals read from the event store');
-    return sums;
-  }
-
-  /** Whether every event of the team in this window of the scope has passed through `totals`. */
-  private isTracked(teamId: string, spec: ScopeSpec, window: Window): boolean {
-    if (window.end <= this.droppedBefore) return false;
-    // Shared: another instance may have counted records before this one tracked the scope, with a
-    // clock up to OVERLAP_MS apart.
-    const margin = MAX_FUTURE_SKEW_MS + (this.shared ? OVERLAP_MS : 0);
-    return window.start >= spec.since + margin || this.loadedWindows.has(`${teamId}\u0000${spec.scope}\u0000${window.start}`);
-  }
-
-  private dropOldWindows(now: number): void {
-    if (this.totals.size < 100_000) return;
-    const horizon = now - KEEP_WINDOWS_MS;
-    for (const key of this.totals.keys()) {
-      const cut = key.lastIndexOf('\u0000');
-      const start = Number(key.slice(cut + 1));
-      const scope = key.slice(key.lastIndexOf('\u0000', cut - 1) + 1, cut);
-      // Only windows surely over (a month is kept until it ends).
-      if (start + longestOf(scope) < horizon) {
-        this.totals.get(key)!.dropped = true;
-        this.totals.delete(key);
-      }
-    }
-    this.droppedBefore = Math.max(this.droppedBefore, horizon);
-    this.loadedWindows.clear(); // a dropped window is read again when needed
-  }
-
-  /**
-   * A first payment of an agent to a payee it has not paid before. Payees paid within the learning
-   * period after the agent's first event are learned silently, so a new agent raises none.
-   */
-  private *newPayees(rows: readonly EventRow[], claimed: readonly number[], now: number): Steps<{ row: number; occurrence: Occurrence }[]> {
-    const found: { row: number; occurrence: Occurrence }[] = [];
-    const learning = this.config.newPayeeLearningHours * 3_600_000;
-    for (const i of claimed) {
-      const row = rows[i]!;
-      if (!row.payee_address) continue;
-      // The common case, a payee known in memory, without a generator per record (6% of what
-      // ingest allocated went to this look-up).
-      const known = this.payees.get(row.team_id)?.get(row.agent_id) ?? (yield* this.loadPayees(row.team_id, row.agent_id));
-      if (known.has(row.payee_address)) continue;
-      // New only if this insert made it: of two instances learning one payee, one raises the alert.
-      const inserted = yield* get(
-        'INSERT INTO agent_payees (team_id, agent_id, payee, first_seen) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING payee',
-        [row.team_id, row.agent_id, row.payee_address, row.event_time],
-      );
-      known.add(row.payee_address);
-      if (!inserted) continue;
-      const firstSeen = (yield* get<{ created_at: number }>('SELECT created_at FROM agents WHERE team_id = ? AND external_id = ?', [row.team_id, row.agent_id]))?.created_at ?? now;
-      if (known.size === 1 || now - Number(firstSeen) < learning) continue;
-      found.push({
-        row: i,
-        occurrence: {
-          teamId: row.team_id,
-          dedupKey: `${row.agent_id}\u0000anomaly\u0000new_payee\u0000${row.payee_address}`,
-          type: 'anomaly',
-          kind: 'new_payee',
-          severity: 'warning',
-          agentId: row.agent_id,
-          policyId: null,
-          window: null,
-          observed: row.amount,
-          limit: null,
-          subject: row.payee_address,
-          details: { payee: row.payee_address, knownPayees: known.size - 1 },
-          message: `Agent ${row.agent_id} paid ${row.amount} to ${row.payee_address}, a payee it has not paid before (via ${row.endpoint})`,
-          eventIds: [row.id],
-          count: 1,
-          firstSeen: row.event_time,
-          lastSeen: row.event_time,
-        },
-      });
-    }
-    return found;
-  }
-
-  /** An agent's payees read from the registry and kept (on a miss of `payees`). */
-  private *loadPayees(teamId: string, agentId: string): Steps<Set<string>> {
-    if (++this.payeeAgents > 100_000) {
-      this.payees.clear();
-      this.payeeAgents = 1;
-    }
-    const rows = yield* all<{ payee: string }>('SELECT payee FROM agent_payees WHERE team_id = ? AND agent_id = ?', [teamId, agentId]);
-    const known = new Set(rows.map((r) => r.payee));
-    let team = this.payees.get(teamId);
-    if (!team) this.payees.set(teamId, (team = new Map()));
-    team.set(agentId, known);
-    return known;
-  }
-}
-
-/** An authorization as the event it would be if paid now: what its windows and matchers read. */
-function probeRow(request: AuthorizationRequest, now: number): EventRow {
-  return {
-    team_id: request.teamId,
-    event_time: now,
-    id: newId('auth', now),
-    agent_id: request.agentId,
-    endpoint: request.endpoint,
-    domain: request.domain,
-    amount: request.amount,
-    // What filters read; an asset or network not given is undefined (checked by every filter on it).
-    category: request.category,
-    tags: request.tags,
-    asset: request.asset ?? undefined,
-    network: request.network ? (caip2Network(request.network) ?? request.network) : undefined,
-  } as EventRow;
-}
-
-/** The breach key of the client's own verdict (blocked or flagged), or undefined when it allowed the payment. */
-function clientVerdictKey(row: EventRow): string | undefined {
-  if (row.policy_evaluation !== 'blocked' && row.policy_evaluation !== 'flagged') return undefined;
-  return `${row.agent_id}\u0000client\u0000${row.policy_evaluation}\u0000${row.policy_id ?? row.domain}`;
-}
-
-/** One alert per suspended agent and UTC day. */
-const suspendedKey = (agentId: string, day: Window) => `${agentId}\u0000suspended\u0000${day.start}`;
-
-/** A record from a suspended agent: a critical violation, one alert per agent and UTC day (counting the records). */
-function suspendedRecord(row: EventRow, dedupKey: string, day: Window): Occurrence {
-  return {
-    teamId: row.team_id,
-    dedupKey,
-    type: 'violation',
-    kind: 'suspended',
-    severity: 'critical',
-    agentId: row.agent_id,
-    policyId: null,
-    window: day,
-    observed: row.amount,
-    limit: null,
-    subject: null,
-    details: { endpoint: row.endpoint },
-    message: `Agent ${row.agent_id} is suspended but paid ${row.amount} to ${row.endpoint}`,
-    eventIds: [row.id],
-    count: 1,
-    firstSeen: row.event_time,
-    lastSeen: row.event_time,
-  };
-}
-
-/** The client's own verdict: blocked is a critical violation, flagged a warning. */
-function clientReported(row: EventRow, dedupKey: string): Occurrence {
-  const blocked = row.policy_evaluation === 'blocked';
-  const subject = row.policy_id ?? row.domain;
-  return {
-    teamId: row.team_id,
-    dedupKey,
-    type: 'violation',
-    kind: blocked ? 'client_blocked' : 'client_flagged',
-    severity: blocked ? 'critical' : 'warning',
-    agentId: row.agent_id,
-    policyId: null,
-    window: null,
-    observed: row.amount,
-    limit: null,
-    subject,
-    details: { clientPolicyId: row.policy_id, endpoint: row.endpoint, budgetRemaining: row.budget_remaining },
-    message:
-      `The client ${blocked ? 'blocked' : 'flagged'} a payment of ${row.amount} by agent ${row.agent_id} to ${row.endpoint}` +
-      (row.policy_id ? ` (client policy ${row.policy_id})` : ''),
-    eventIds: [row.id],
-    count: 1,
-    firstSeen: row.event_time,
-    lastSeen: row.event_time,
-  };
-}
-
-/**
- * The thresholds a record's total crossed: those above the total before and at most the total now,
- * once each (the total only grows), so a restart, which reads the total whole, never repeats one.
- */
-function addCrossings(merged: OccurrenceMerger, i: number, row: EventRow, list: LimitList, before: bigint, spent: bigint, window: Window): void {
-  const thresholds = list.thresholds;
-  if (!thresholds || !mayCross(thresholds, before, spent)) return;
-  const [from, to] = crossedRange(thresholds, before, spent);
-  for (let j = from; j < to; j++) {
-    const { policy, limit, percent } = thresholds.entries[j]!;
-    const occurrence = thresholdOccurrence(row.team_id, { policy, limit, percent, observed: spent, window }, row);
-    merged.add(i, row, occurrence.dedupKey, () => occurrence);
   }
 }

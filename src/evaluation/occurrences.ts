@@ -23,6 +23,9 @@ import type { Window } from './windows.js';
 /** The dedup key of a team's storm alert: one open at a time. */
 export const STORM_KEY = 'system\u0000alert_storm';
 
+/** Distinct alerts all teams of one group may record one by one: a multiple of the bound per team. */
+export const GROUP_ALERTS_PER_TEAM_BOUND = 10;
+
 const MAX_SAMPLES = 10;
 
 interface Entry {

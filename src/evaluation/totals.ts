@@ -1,8 +1,8 @@
 /**
  * The running totals of policies: what one sums (a scope: its window, measure, filter and pool),
  * found for a record by a few look-ups, and read whole from the event store when memory cannot
- * vouch for it. Evaluation (evaluator.ts) keeps them per record; budget status (src/budgets) reads
- * them for the current windows.
+ * vouch for it. Evaluation adds to them per record (evaluator.ts, kept by a ledger: ledger.ts);
+ * budget status (src/budgets) reads them for the current windows.
  */
 import type { EventStore } from '../stores/clickhouse.js';
 import { endpointMatcher, PatternIndex } from './matchers.js';
@@ -44,10 +44,10 @@ export const subjectFor = (spec: ScopeSpec, agentId: string) => (spec.pool ? spe
 /** A record as a scope table finds its totals: what filters test, its agent and time. */
 type Tested = RecordFacts & { agent_id: string; event_time: number };
 
-/** A running total in memory (Evaluator.totals): what the window's records add up to so far. */
+/** A running total in memory (CachedTotals in ledger.ts): what the window's records add up to so far. */
 export interface TotalCell {
   spent: bigint;
-  /** Set when it leaves the evaluator's totals (dropped, forgotten): a TouchedTotal holding it looks the key up again. */
+  /** Set when it leaves the ledger's totals (dropped, forgotten): a TouchedTotal holding it looks the key up again. */
   dropped: boolean;
 }
 
@@ -56,7 +56,7 @@ export interface TouchedTotal {
   key: string;
   spec: ScopeSpec;
   window: Window;
-  /** The evaluator's cell for `key` once found: the records of the window add to it without a look-up. */
+  /** The ledger's cell for `key` once found: the records of the window add to it without a look-up. */
   cell: TotalCell | undefined;
   /** The scope's bounds in the team's policies (`boundsOf`: the PolicyIndex they come from; another: look them up again). */
   bounds: ScopeBounds | undefined;
