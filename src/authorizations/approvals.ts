@@ -10,7 +10,7 @@
  */
 import type { Logger } from 'pino';
 import type pg from 'pg';
-import type { Occurrence } from '../alerts/repository.js';
+import type { Occurrence } from '../domain/alerts.js';
 import { resolveOpenAlert } from '../alerts/repository.js';
 import { afterCommit, dialectOf, perform, postgresOnly, run, type Database, type Steps } from '../stores/sql.js';
 import { enqueueEvent } from '../webhooks/outbox.js';

@@ -1,4 +1,4 @@
-import type { Occurrence } from '../alerts/repository.js';
+import type { Occurrence } from '../domain/alerts.js';
 import type { AnomalyConfig } from '../config.js';
 import type { EventRow } from '../ingest/records.js';
 import { formatUnits } from './money.js';

@@ -1,5 +1,5 @@
 /** The occurrences a record raises beside its breaches, kept apart from the rules that decide when to raise them. */
-import type { Occurrence } from '../alerts/repository.js';
+import type { Occurrence } from '../domain/alerts.js';
 import type { EventRow } from '../ingest/records.js';
 import type { OccurrenceMerger } from './occurrences.js';
 import { thresholdOccurrence } from './policies.js';

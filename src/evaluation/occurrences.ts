@@ -14,7 +14,7 @@
  * order, each list by amount), so a storm that goes on updates the same alerts, never opens more.
  * The alerts of a group's declined authorizations are bounded the same way, with a count of their own.
  */
-import type { Occurrence, Severity } from '../alerts/repository.js';
+import type { Occurrence, Severity } from '../domain/alerts.js';
 import type { EventRow } from '../ingest/records.js';
 import type { LimitList } from './policy-index.js';
 import { breachKey, breachOccurrence, type Breach } from './policies.js';

@@ -19,7 +19,7 @@ export const policyRevisions = new Map<string, number>();
  * After any change to what evaluation reads of a team (its policies, an agent suspended or
  * resumed), in its transaction: the team's `policy_revision` rises
  * (other instances sharing the store compare it, under a share lock, before they count records:
- * src/evaluation/evaluator.ts), and this process's counter once it commits. The team's row is
+ * src/evaluation/postgres-ledger.ts), and this process's counter once it commits. The team's row is
  * locked first (the UPDATE), then its totals, the order the group commit takes them in.
  */
 export async function policiesChanged(sql: Sql, teamId: string): Promise<void> {
@@ -28,7 +28,7 @@ export async function policiesChanged(sql: Sql, teamId: string): Promise<void> {
     // Shared running totals no active policy reads any more go now: of scopes no policy reads, and
     // of agents no policy reading the scope names. No instance counts them while unread, so a
     // total read again later starts from ClickHouse, not from a row that missed the records
-    // between (src/evaluation/evaluator.ts, lockTotals).
+    // between (src/evaluation/postgres-ledger.ts, lock).
     const { scopes, agentsOf } = totalsRead(await activePolicyRows(sql, teamId));
     const pairs = [...agentsOf].flatMap(([scope, agents]) => [...agents].map((agent) => [scope, agent] as const));
     await sql.run(
