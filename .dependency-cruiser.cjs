@@ -4,7 +4,7 @@
  */
 const LAYERS = [
   ['domain', '^src/domain/'],
-  ['config', '^src/(config|paths)\\.ts$'],
+  ['config', '^src/(config|config-types|paths)\\.ts$'],
   ['stores', '^src/stores/'],
   ['http', '^src/(http|limits|metrics)/'],
   ['features', '^src/(teams|agents|policies|alerts|webhooks|authorizations|evaluation|budgets|analytics|ingest|audit|audit-log|operator|health)/'],
