@@ -2,7 +2,7 @@
 import type { Logger } from 'pino';
 import { Holds } from '../authorizations/holds.js';
 import { liveHolds, type AuthorizationRow } from '../authorizations/repository.js';
-import { ApiError } from '../http/errors.js';
+import { TotalsUnavailable } from '../domain/errors.js';
 import { MAX_FUTURE_SKEW_MS, type EventRow } from '../ingest/records.js';
 import { OVERLAP_MS } from '../ingest/shared-log.js';
 import type { EventStore } from '../stores/clickhouse.js';
@@ -109,9 +109,7 @@ export class PostgresLedger extends CachedTotals implements TotalsLedger {
         // what ClickHouse holds once every chunk committed so far is loaded is their whole past.
         const sums = yield* awaited(async () => {
           if (!(await this.awaitLoaded())) {
-            throw new ApiError('store_unavailable', 'The running totals of a new window could not be read (the event store is behind or down); nothing was stored, retry', undefined, {
-              'Retry-After': '2',
-            });
+            throw new TotalsUnavailable('The running totals of a new window could not be read (the event store is behind or down); nothing was stored, retry', 2);
           }
           return this.windowSums(unfilled);
         });

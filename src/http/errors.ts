@@ -1,6 +1,7 @@
 import { sharedStoreUnavailable } from '../stores/postgres.js';
 import { eventStoreUnavailable } from '../stores/clickhouse.js';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { InvalidInput, Unavailable } from '../domain/errors.js';
 import { sendJson, setHeaders } from './respond.js';
 
 /** Every machine code an error response can carry, and its HTTP status: the one place they map. */
@@ -115,6 +116,20 @@ function fromExpress(err: { status?: unknown; message?: string }): ApiError | un
   return new ApiError(code, err.message ?? 'Bad request', code === 'validation_failed' ? [{ field: 'request', message: err.message ?? 'is invalid' }] : undefined);
 }
 
+/** The engine's own errors (src/domain/errors.ts) as answers: 503 to retry, or 400 naming the fields. */
+export function fromDomain(err: unknown): ApiError | undefined {
+  if (err instanceof Unavailable) {
+    return new ApiError('store_unavailable', err.message, undefined, err.retryAfterSeconds === undefined ? {} : { 'Retry-After': String(err.retryAfterSeconds) });
+  }
+  if (err instanceof InvalidInput) return new ApiError('validation_failed', err.message, err.details);
+  return undefined;
+}
+
+/** Anything thrown that has a defined answer (an ApiError, a domain error, a store not answering); undefined: a bug. */
+export function knownError(err: unknown): ApiError | undefined {
+  return err instanceof ApiError ? err : (fromDomain(err) ?? fromStores(err));
+}
+
 /**
  * A store not answering now: PostgreSQL restarting or failing over, ClickHouse down, overloaded or
  * past a timeout. 503, and the client retries (logged, without a stack).
@@ -130,9 +145,7 @@ export function errorHandler(maxBodyBytes: number): ErrorRequestHandler {
   return (err, req, res, next) => {
     if (res.headersSent) return next(err);
     const apiError =
-      err instanceof ApiError
-        ? err
-        : (fromBodyParser(err as { type?: string }, maxBodyBytes) ?? fromExpress(err as { status?: unknown }) ?? fromStores(err));
+      knownError(err) ?? fromBodyParser(err as { type?: string }, maxBodyBytes) ?? fromExpress(err as { status?: unknown });
     if (apiError) {
       // What the store said goes to the log, not to the client.
       if (apiError !== err && apiError.status >= 500) res.err = err as Error;

@@ -1,4 +1,4 @@
-import { ApiError } from '../http/errors.js';
+import { Backpressure } from '../domain/errors.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { LogChunk } from './log.js';
 
@@ -143,13 +143,8 @@ export class Freshness {
 }
 
 /** A read that cannot wait longer for the loader (ClickHouse down or far behind): 503 with Retry-After. */
-export function behind(backlogRows: number): ApiError {
-  return new ApiError(
-    'store_unavailable',
-    `Records acknowledged before this read are not in the event store yet (backlog ${backlogRows} records); retry shortly`,
-    undefined,
-    { 'Retry-After': '5' },
-  );
+export function behind(backlogRows: number): Backpressure {
+  return new Backpressure(`Records acknowledged before this read are not in the event store yet (backlog ${backlogRows} records); retry shortly`, 5);
 }
 
 /** `AppDeps.readEvents`: the read session, after the team's acknowledged records are loaded. */

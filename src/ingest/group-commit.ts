@@ -4,7 +4,7 @@ import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizatio
 import type { AuthorizationRow } from '../authorizations/repository.js';
 import { admitsCapture, captureByRecord } from '../authorizations/capture.js';
 import type { FieldError } from '../http/errors.js';
-import { ApiError } from '../http/errors.js';
+import { Backpressure, LogUnavailable, ShuttingDown, TotalsUnavailable, Unavailable } from '../domain/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { perform, performInTransaction, savepoint, type Database, type Steps } from '../stores/sql.js';
 import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.js';
@@ -230,17 +230,12 @@ export class GroupCommit {
 
   /** Resolves once the rows are durable in the log (or found to be there already); rejects with a 503 otherwise. */
   write(teamId: string, rows: EventRow[], options: { captureOnly?: boolean } = {}): Promise<CommitOutcome> {
-    if (this.closed) return Promise.reject(new ApiError('store_unavailable', 'The service is shutting down; retry', undefined, { 'Retry-After': '1' }));
+    if (this.closed) return Promise.reject(new ShuttingDown());
     if (rows.length === 0) return Promise.resolve({ stored: 0, duplicates: 0, conflicts: [], alertsCreated: 0, warnings: [], refused: 0 });
     const backlog = this.freshness.backlog();
     if (backlog.rows >= this.limits.maxRows || backlog.bytes >= this.limits.maxBytes) {
       return Promise.reject(
-        new ApiError(
-          'store_unavailable',
-          `The event store is behind by ${backlog.rows} records (${backlog.bytes} bytes), past the backlog bound; nothing was stored, retry later`,
-          undefined,
-          { 'Retry-After': '10' },
-        ),
+        new Backpressure(`The event store is behind by ${backlog.rows} records (${backlog.bytes} bytes), past the backlog bound; nothing was stored, retry later`, 10),
       );
     }
     return new Promise((resolve, reject) => {
@@ -256,8 +251,8 @@ export class GroupCommit {
    * once the authorization is durable.
    */
   authorize(request: AuthorizationRequest): Promise<AuthorizationRow> {
-    if (this.closed) return Promise.reject(new ApiError('store_unavailable', 'The service is shutting down; retry', undefined, { 'Retry-After': '1' }));
-    if (!this.evaluator) return Promise.reject(new ApiError('store_unavailable', 'Authorizations need policy evaluation, which is off here'));
+    if (this.closed) return Promise.reject(new ShuttingDown());
+    if (!this.evaluator) return Promise.reject(new Unavailable('Authorizations need policy evaluation, which is off here'));
     return new Promise((resolve, reject) => {
       this.decisions.push({ request, resolve, reject });
       this.draining ??= new Promise<void>((done) => setImmediate(() => void this.drain().finally(done)));
@@ -270,7 +265,7 @@ export class GroupCommit {
    * What it changes in memory must be undone by the evaluator's reset when the transaction rolls back.
    */
   serialized<T>(run: (now: number) => Steps<T>): Promise<T> {
-    if (this.closed) return Promise.reject(new ApiError('store_unavailable', 'The service is shutting down; retry', undefined, { 'Retry-After': '1' }));
+    if (this.closed) return Promise.reject(new ShuttingDown());
     return new Promise<T>((resolve, reject) => {
       this.operations.push({ run, resolve: resolve as (value: unknown) => void, reject });
       this.draining ??= new Promise<void>((done) => setImmediate(() => void this.drain().finally(done)));
@@ -499,9 +494,7 @@ export class GroupCommit {
       else if ('failed' in outcome) pending.reject(outcome.failed);
       else {
         pending.reject(
-          new ApiError('store_unavailable', 'The running totals of this agent could not be read (the event store is behind or down); nothing was decided, retry', undefined, {
-            'Retry-After': '2',
-          }),
+          new TotalsUnavailable('The running totals of this agent could not be read (the event store is behind or down); nothing was decided, retry', 2),
         );
       }
     });
@@ -529,7 +522,7 @@ export class GroupCommit {
    */
   private contended(group: PendingWrite[], err: unknown, decisions: PendingDecision[], operations: PendingOperation[]): void {
     this.logger.warn({ err, rows: group.reduce((n, p) => n + p.rows.length, 0), authorizations: decisions.length }, 'group commit kept meeting other writers; answered 503 to be sent again');
-    const busy = new ApiError('store_unavailable', 'The records met concurrent writes of other instances; nothing was stored, retry', undefined, { 'Retry-After': '1' });
+    const busy = new LogUnavailable('The records met concurrent writes of other instances; nothing was stored, retry', 1);
     for (const pending of [...group, ...decisions, ...operations]) pending.reject(busy);
   }
 
@@ -540,7 +533,7 @@ export class GroupCommit {
       { err, rows: group.reduce((n, p) => n + p.rows.length, 0), authorizations: decisions.length },
       'ingest log write failed; nothing of the group is acknowledged',
     );
-    const unavailable = new ApiError('store_unavailable', 'The ingest log could not be written; nothing was stored, retry', undefined, { 'Retry-After': '5' });
+    const unavailable = new LogUnavailable('The ingest log could not be written; nothing was stored, retry', 5);
     for (const pending of group) pending.reject(unavailable);
     for (const pending of decisions) pending.reject(unavailable);
     for (const pending of operations) pending.reject(unavailable);

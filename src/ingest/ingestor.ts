@@ -1,4 +1,4 @@
-import { ApiError } from '../http/errors.js';
+import { InvalidInput } from '../domain/errors.js';
 import type { SchemaRegistry } from '../http/validation.js';
 import { recordToRow, type EventRow, type IngestSource, type RecordRules } from './records.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -76,7 +76,7 @@ export class Ingestor {
       const first = errors[0];
       const where = first ? `${list}[${first.index}]${first.field ? `.${first.field}` : ''} ${first.message}` : '';
       const message = errors.length === 1 ? `No record of the batch is valid: ${where}` : `No record of the batch is valid (${errors.length} problems, first: ${where})`;
-      throw new ApiError('validation_failed', message, errors);
+      throw new InvalidInput(message, errors);
     }
     const started = performance.now();
     const outcome = await this.commit.write(teamId, rows);
@@ -108,7 +108,7 @@ export class Ingestor {
    */
   async captureRecord(teamId: string, record: Record<string, unknown>): Promise<boolean> {
     const outcome = recordToRow(record, this.schemas, teamId, 'events', Date.now(), this.rules);
-    if (!outcome.ok) throw new ApiError('validation_failed', 'The capture record is invalid', outcome.errors);
+    if (!outcome.ok) throw new InvalidInput('The capture record is invalid', outcome.errors);
     const result = await this.commit.write(teamId, [outcome.row], { captureOnly: true });
     this.metrics?.ingestRecords.inc({ outcome: 'accepted' }, result.stored);
     this.metrics?.ingestRecords.inc({ outcome: 'duplicate' }, result.duplicates);

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { findAgent } from '../agents/repository.js';
 import { assertKeyStillWorks, assertScope } from '../http/auth.js';
 import { shapeProblem } from '../http/body-shape.js';
-import { ApiError, errorBody, fromStores, type FieldError } from '../http/errors.js';
+import { ApiError, errorBody, knownError, type FieldError } from '../http/errors.js';
 import { assertDeclaredResponse, scopeOf, type AuthedContext, type MountOptions } from '../http/routes.js';
 import type { McpDeps } from './deps.js';
 
@@ -52,7 +52,7 @@ export async function callTool(tool: ToolSpec, args: Record<string, unknown>, ct
       const body = await runRoute(tool, args, ctx);
       return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body as Record<string, unknown> };
     } catch (err) {
-      if ((err instanceof ApiError ? err : fromStores(err))?.status === 503) admission.refund();
+      if (knownError(err)?.status === 503) admission.refund();
       return toolError(tool, err, ctx);
     }
   });
@@ -142,7 +142,7 @@ function fieldErrors(details: unknown): FieldError[] | undefined {
  * answering is a store_unavailable to retry; anything else is logged and told only as internal.
  */
 function toolError(tool: ToolSpec, err: unknown, ctx: CallContext): CallToolResult {
-  const known = err instanceof ApiError ? err : fromStores(err);
+  const known = knownError(err);
   let error: ReturnType<typeof errorBody>;
   if (known) {
     const fields = known.code === 'validation_failed' ? fieldErrors(known.details) : undefined;

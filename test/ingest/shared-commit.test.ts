@@ -17,7 +17,8 @@ import { IngestLog } from '../../src/ingest/log.js';
 import { SharedIngestLog } from '../../src/ingest/shared-log.js';
 import { createPolicy } from '../../src/policies/repository.js';
 import { postgresOnly, run, type Database } from '../../src/stores/sql.js';
-import { ApiError } from '../../src/http/errors.js';
+import { LogUnavailable } from '../../src/domain/errors.js';
+import { knownError } from '../../src/http/errors.js';
 import type { Registry } from '../../src/stores/sqlite.js';
 import { createTeam } from '../../src/teams/repository.js';
 import { testEnv } from '../helpers/context.js';
@@ -211,9 +212,10 @@ describe('group commit on PostgreSQL: a group that keeps meeting other writers',
         () => undefined,
         (err: unknown) => err,
       );
-      expect(refused).to.be.instanceOf(ApiError);
-      expect((refused as ApiError).status).to.equal(503);
-      expect((refused as ApiError).headers).to.deep.equal({ 'Retry-After': '1' });
+      // The engine's error, which the HTTP edge answers as a 503 with Retry-After: 1.
+      expect(refused).to.be.instanceOf(LogUnavailable);
+      expect(knownError(refused)!.status).to.equal(503);
+      expect(knownError(refused)!.headers).to.deep.equal({ 'Retry-After': '1' });
       expect(commit.lastWriteFailure, 'readiness').to.equal(undefined);
       failing = 2;
       expect((await ingestor.ingest(team.id, [record()], 'events')).ingested).to.equal(1);
