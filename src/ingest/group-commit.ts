@@ -3,92 +3,20 @@ import type { AgentActivity } from '../agents/activity.js';
 import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
 import type { AuthorizationRow } from '../authorizations/repository.js';
 import { admitsCapture, captureByRecord } from '../authorizations/capture.js';
-import type { FieldError } from '../http/errors.js';
 import { Backpressure, LogUnavailable, ShuttingDown, TotalsUnavailable, Unavailable } from '../domain/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { perform, performInTransaction, savepoint, type Database, type Steps } from '../stores/sql.js';
-import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.js';
+import { savepoint, type Steps } from '../stores/sql.js';
+import type { Registry } from '../stores/sqlite.js';
 import type { Freshness } from './freshness.js';
-import { contentPrint, type ClaimOutcome, type GroupLog, type LogChunk } from './log.js';
+import { contentPrint, type GroupLog, type LogChunk } from './log.js';
+import type { AckEvaluator, BacklogLimits, CommitOutcome, GroupLimits, RowWarning } from './commit-contracts.js';
+import { sqliteCommits, type CommitStore } from './commit-store.js';
 import type { EventRow } from './records.js';
+import { claimByTeam, recordAgents } from './claims.js';
+import { DecisionFailed } from './commit-contracts.js';
 
-/** What happened to the rows of one request. */
-export interface CommitOutcome {
-  /** Rows appended to the log by this request. */
-  stored: number;
-  /** Rows the team had sent before (or earlier in the same group commit): not appended again. */
-  duplicates: number;
-  /**
-   * Rows whose id the team had stored with other content (or sent earlier in the same group):
-   * not appended, the first stays. `index` is the row's in the request; `claimedAs` a derived id.
-   */
-  conflicts: { index: number; id: string; fields: string[]; claimedAs?: string }[];
-  /** Alerts opened by evaluating the stored rows. */
-  alertsCreated: number;
-  /** Rows stored with a remark (a zero-amount capture), by their index in the request's rows. */
-  warnings: RowWarning[];
-  /** Rows of a capture-only write that were not stored: the authorization was not held. */
-  refused: number;
-}
-
-export interface RowWarning extends FieldError {
-  row: number;
-}
-
-/**
- * Evaluation at the acknowledgement, in two halves: `prepare` may read ClickHouse (running totals
- * the process has not seen) before the transaction; `apply` runs inside it, on the rows the
- * commit claimed, and writes alerts in the same transaction. The parts inside are steps of the
- * group's transaction (src/stores/sql.ts).
- */
-export interface AckEvaluator<Plan> {
-  prepare(rows: readonly EventRow[], now: number, requests?: readonly AuthorizationRequest[]): Promise<Plan>;
-  /**
-   * Totals kept in a store several instances share: locked and read before apply and decide
-   * (lockTotals), written after (saveTotals). A group that cannot be evaluated then fails whole
-   * (its records would otherwise go uncounted for good), where totals in memory are read again.
-   */
-  readonly sharedLedger?: boolean;
-  lockTotals?(plan: Plan, now: number): Steps<void>;
-  saveTotals?(plan: Plan): Steps<void>;
-  apply(plan: Plan, fresh: readonly boolean[], now: number): Steps<number[]>;
-  /**
-   * After apply, in the same transaction: decides the group's authorizations, in order. Not
-   * `isolated`: all in the group's transaction, and one that fails throws DecisionFailed (the group
-   * is then committed again, isolated). `isolated`: each in a savepoint of its own, so one that
-   * fails is answered with its error alone.
-   */
-  decide(plan: Plan, now: number, isolated: boolean): Steps<AuthorizationOutcome[]>;
-  /** What deciding a request costs (the checks it lists), for the size of a group; 1 if absent. */
-  weigh?(request: AuthorizationRequest): number;
-  /** Forgets in-memory state that a rolled-back transaction may have changed. */
-  reset(): void;
-  /** Releases the hold of an authorization (captured or voided in this transaction). */
-  release(authorizationId: string): boolean;
-  /** A pending authorization a person approved: its hold counts on, to its new expiry. */
-  extendHold(authorizationId: string, expiresAt: number): boolean;
-}
-
-export interface BacklogLimits {
-  maxRows: number;
-  maxBytes: number;
-}
-
-/** How much one group commit takes from the queue. */
-export interface GroupLimits {
-  /**
-   * A group stops taking requests before it would pass this many records (a request is never
-   * split: one larger than this is a group of its own). Default 2,000.
-   */
-  groupMaxRows?: number;
-  /** Authorizations decided in one group: at most this many... Default 64. */
-  groupMaxDecisions?: number;
-  /**
-   * ...and at most this many checks in all (each decision lists every limit of the policies of its
-   * agent, about a microsecond each; one decision larger than this is decided alone). Default 20,000.
-   */
-  groupMaxChecks?: number;
-}
+export { DecisionFailed, type AckEvaluator, type BacklogLimits, type CommitOutcome, type GroupLimits, type RowWarning } from './commit-contracts.js';
+export { sharedCommits, type CommitStore } from './commit-store.js';
 
 /** What a group's transaction produced, for its answers. */
 interface GroupResult {
@@ -123,62 +51,11 @@ interface PendingOperation {
 
 type OperationOutcome = { value: unknown } | { failed: unknown };
 
-/**
- * Where a group's transaction runs: the SQLite registry (synchronously, written without fsync, then
- * a WAL flush that the answers wait for), or a store several instances share (PostgreSQL: awaited,
- * durable at its commit).
- */
-export interface CommitStore {
-  transact<T>(steps: () => Steps<T>): Promise<{ result: T; durable: Promise<void> }>;
-  /** Errors after which the same group may simply be committed again (deadlocks, changed policies). */
-  retryable(err: unknown): boolean;
-  /**
-   * A flush under way that a group committed now could not join (it would wait for the next):
-   * the group commit gathers requests until it ends. Absent: durable at commit (PostgreSQL).
-   */
-  flushing?(): Promise<void> | undefined;
-}
-
-function sqliteCommits(db: Registry): CommitStore {
-  const syncWal = walSyncer(db);
-  return {
-    transact: async (steps) => {
-      // The group's steps run in this transaction itself: a failure rolls the whole group back.
-      const result = unsyncedTransaction(db, () => performInTransaction(db, steps()));
-      return { result, durable: syncWal() };
-    },
-    retryable: () => false,
-    flushing: () => syncWal.flushing(),
-  };
-}
-
-/** PostgreSQL's deadlock_detected and serialization_failure: nothing was committed, try again. */
-const RETRYABLE_SQLSTATES = new Set(['40P01', '40001']);
-
-/** A group commit whose transactions run in PostgreSQL (several instances; issue 30). */
-export function sharedCommits(db: Database): CommitStore {
-  return {
-    transact: async (steps) => ({ result: await db.transaction((sql) => perform(sql, steps())), durable: Promise.resolve() }),
-    retryable: (err) =>
-      (err instanceof Error && err.name === 'StalePolicies') || RETRYABLE_SQLSTATES.has(String((err as { code?: unknown } | undefined)?.code ?? '')),
-  };
-}
-
 /** GroupLimits' defaults; and operations (voids: one statement each, so a few hundred cost little) per group. */
 const GROUP_MAX_ROWS = 2_000;
 const GROUP_MAX_DECISIONS = 64;
 const GROUP_MAX_OPERATIONS = 256;
 
-/**
- * A decision failed in a group whose decisions were not isolated: the group is rolled back and
- * committed again with each decision in a savepoint, so that this one fails alone.
- */
-export class DecisionFailed extends Error {
-  constructor(readonly failure: unknown) {
-    super('an authorization of the group failed to be decided');
-    this.name = 'DecisionFailed';
-  }
-}
 
 /** Tries of one group that fail with a retryable error before its requests are answered 503. */
 const GROUP_ATTEMPTS = 3;
@@ -539,37 +416,13 @@ export class GroupCommit {
     for (const pending of operations) pending.reject(unavailable);
   }
 
-  /**
-   * Claims the ids of these requests: one claim per team, in team order, each over every request
-   * of that team in request order (the first of an id repeated across requests is the one stored).
-   * On PostgreSQL a claim takes row locks in id order (shared-log.ts), so every group takes all of
-   * its claims' locks in one order, (team, id): two instances' groups holding the same batches in
-   * other orders (a client's retry sent to another instance) wait for each other, never deadlock.
-   */
-  private *claimByTeam(pendings: PendingWrite[], now: number): Steps<Map<PendingWrite, ClaimOutcome[]>> {
-    const byTeam = new Map<string, PendingWrite[]>();
-    for (const pending of pendings) (byTeam.get(pending.teamId) ?? byTeam.set(pending.teamId, []).get(pending.teamId)!).push(pending);
-    const claims = new Map<PendingWrite, ClaimOutcome[]>();
-    for (const teamId of [...byTeam.keys()].sort()) {
-      const requests = byTeam.get(teamId)!;
-      const rows = requests.length === 1 ? requests[0]!.rows : requests.flatMap((pending) => pending.rows);
-      const claimed = yield* this.log.claiming(teamId, rows.map((r) => r.id), now, rows.map(contentPrint));
-      let offset = 0;
-      for (const pending of requests) {
-        claims.set(pending, requests.length === 1 ? claimed : claimed.slice(offset, offset + pending.rows.length));
-        offset += pending.rows.length;
-      }
-    }
-    return claims;
-  }
-
   /** The body of the transaction: claim, append per team, evaluate, record agents. */
   private *claimAndAppend(group: PendingWrite[], all: EventRow[], plan: unknown, now: number): Steps<{ chunks: LogChunk[]; outcomes: CommitOutcome[] }> {
     const fresh: boolean[] = [];
     const rowsByTeam = new Map<string, EventRow[]>();
     const conflicting = new Set<EventRow>();
     const outcomes: CommitOutcome[] = [];
-    const claims = yield* this.claimByTeam(group.filter((pending) => !pending.captureOnly), now);
+    const claims = yield* claimByTeam(this.log, group.filter((pending) => !pending.captureOnly), now);
     for (const pending of group) {
       // The capture route's record is stored only while its authorization is held (or it is a retry):
       // asked, then claimed, in request order, after an earlier capture of the group.
@@ -637,25 +490,7 @@ export class GroupCommit {
         this.logger.error({ err, rows: all.length }, 'policy evaluation failed; the records are stored');
       }
     }
-    if (this.agents && all.length > 0) {
-      // Duplicates count too: their times are real, and a lost registry row is healed by a retry.
-      // Conflicts do not: their content is not what was stored.
-      const byTeam = new Map<string, EventRow[]>();
-      for (const row of all) if (!conflicting.has(row)) (byTeam.get(row.team_id) ?? byTeam.set(row.team_id, []).get(row.team_id)!).push(row);
-      try {
-        // In team order, like the claims; agents in id order within a team (AgentActivity).
-        const teams = [...byTeam.keys()].sort();
-        yield* savepoint(
-          (function* (agents: AgentActivity) {
-            for (const teamId of teams) yield* agents.record(teamId, byTeam.get(teamId)!);
-          })(this.agents),
-        );
-      } catch (err) {
-        // A savepoint too: the records are stored; the next event of the agent writes its row again.
-        this.agents.reset();
-        this.logger.error({ err }, 'recording agent activity failed; the records are stored');
-      }
-    }
+    if (this.agents && all.length > 0) yield* recordAgents(this.agents, all, conflicting, this.logger);
     return { chunks, outcomes };
   }
 }
