@@ -28,90 +28,10 @@ import type { Registry } from '../../stores/sqlite.js';
 import { keyHash, RunFilter, teamHash, type KeyHash } from './filter.js';
 import { RunReader, writeRun, type ClaimRow } from './run-file.js';
 import type { RunJob, RunJobResult, RunJobSpec } from './worker.js';
+import { DAY_MS, LEVEL0_KEYS, FAN_IN, GEN_TABLE, LEGACY_TABLE, RUN_FILE, dayOf, runFolder, KeyMap, type Generation, type Run, type LegacyDay, type RunWorker, type ClaimIndexOptions } from './parts.js';
 
-const DAY_MS = 86_400_000;
-/** Keys a level-0 table takes before it is frozen: small enough to sort in a worker in a blink. */
-export const LEVEL0_KEYS = 250_000;
-/** Runs of one day and level merged into one of the next. */
-const FAN_IN = 4;
-const GEN_TABLE = /^ingest_claims_(\d{8})_(\d+)$/;
-const LEGACY_TABLE = /^ingest_ids_(\d{8})$/;
-const RUN_FILE = /^run-(\d+)\.db$/;
+export { dayOf, LEVEL0_KEYS, runFolder, type ClaimIndexOptions } from './parts.js';
 
-/** `YYYYMMDD` of the UTC day of `ms`. */
-export function dayOf(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10).replaceAll('-', '');
-}
-
-/** Where the run files of a registry live. */
-export function runFolder(db: Registry): string {
-  return path.join(path.dirname(db.name), 'dedup-runs');
-}
-
-/**
- * The exact keys of a level-0 table: team -> id -> print as decimal text (or null). Per team, so a
- * look-up hashes the id string as parsed from the request (V8 keeps a string's hash), instead of
- * a new joined key per id.
- */
-class KeyMap {
-  private readonly teams = new Map<string, Map<string, string | null>>();
-  size = 0;
-
-  get(teamId: string, id: string): string | null | undefined {
-    return this.teams.get(teamId)?.get(id);
-  }
-
-  /** Adds a key it does not hold; false when it held it. */
-  add(teamId: string, id: string, fp: string | null): boolean {
-    let ids = this.teams.get(teamId);
-    if (!ids) this.teams.set(teamId, (ids = new Map()));
-    if (ids.has(id)) return false;
-    ids.set(id, fp);
-    this.size++;
-    return true;
-  }
-}
-
-/** A level-0 table and the exact map of its keys. */
-interface Generation {
-  table: string;
-  day: string;
-  seq: number;
-  keys: KeyMap;
-  frozen: boolean;
-  /** A worker is writing it as a run. */
-  building: boolean;
-}
-
-interface Run {
-  file: string;
-  day: string;
-  level: number;
-  rows: number;
-  reader: RunReader;
-  merging: boolean;
-}
-
-/** A day table of the former B-tree index: probed without a filter until rewritten as a run. */
-interface LegacyDay {
-  table: string;
-  day: string;
-  probe: Database.Statement;
-  building: boolean;
-}
-
-/** What one worker is doing, and its callbacks. */
-interface RunWorker {
-  worker?: Worker;
-  job?: { id: number; done: (result: RunJobResult) => void };
-}
-
-export interface ClaimIndexOptions {
-  /** Keys a level-0 table takes before it is frozen (tests make it small). */
-  level0Keys?: number;
-}
-
-/** The index open on each registry connection: a second one replaces the first (tests open several). */
 const openIndexes = new WeakMap<Registry, ClaimIndex>();
 
 export class ClaimIndex {
