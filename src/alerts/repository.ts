@@ -1,7 +1,7 @@
 import { dialectOf, get, numberedPlaceholders, perform, run, type Sql, type Steps } from '../stores/sql.js';
-import { newId } from '../teams/keys.js';
+import { newId } from '../domain/ids.js';
 import { enqueueAlertEvent } from '../webhooks/outbox.js';
-import { toUnits } from '../evaluation/money.js';
+import { toUnits } from '../domain/money.js';
 import type { Alert, AlertStatus, AlertType, Occurrence, Severity } from '../domain/alerts.js';
 
 export type { Alert, AlertStatus, AlertType, Occurrence, Severity };

@@ -5,9 +5,9 @@
  * wins, and a record the capture route writes is stored if and only if it captured.
  */
 import type { FieldError } from '../http/errors.js';
-import type { EventRow } from '../ingest/records.js';
+import type { EventRow } from '../domain/record-row.js';
 import { announceDecision } from './approvals.js';
-import { toUnits } from '../evaluation/money.js';
+import { toUnits } from '../domain/money.js';
 import type { Steps } from '../stores/sql.js';
 import { authorizationOf, captureHeld, statusOf, voidHeld, type AuthorizationRow } from './repository.js';
 

@@ -10,11 +10,11 @@
  * an hour), never the holds one by one.
  */
 import type { AuthorizationRow } from './repository.js';
-import type { Window } from '../evaluation/windows.js';
-import { toUnits } from '../evaluation/money.js';
+import type { Window } from '../domain/windows.js';
+import { toUnits } from '../domain/money.js';
 import type { RecordFacts } from '../evaluation/policies.js';
-import { categorize } from '../ingest/categories.js';
-import { caip2Network } from '../ingest/networks.js';
+import { categorize } from '../domain/categories.js';
+import { caip2Network } from '../domain/networks.js';
 
 export interface Hold extends RecordFacts {
   id: string;

@@ -3,7 +3,7 @@
  * inside the ingest log's group commit, read by the routes. A hold's lapse is not written: an approved row whose
  * expires_at has passed reads as expired.
  */
-import { formatUnits, toUnits } from '../evaluation/money.js';
+import { formatUnits, toUnits } from '../domain/money.js';
 import { isoTime } from '../evaluation/policies.js';
 import { all, forUpdate, get, perform, run, type Sql, type Steps } from '../stores/sql.js';
 import { isCallKind, type LimitKind } from '../policies/limits.js';

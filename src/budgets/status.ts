@@ -11,7 +11,7 @@ import { liveHolds } from '../authorizations/repository.js';
 import { Holds } from '../authorizations/holds.js';
 import { compilePolicy, formatObserved, shownEnd, type CompiledLimit, type CompiledPolicy, type RecordFacts } from '../evaluation/policies.js';
 import { readWindowSums, scopeSpecOf, totalKey, type ScopeSpec } from '../evaluation/totals.js';
-import { TOTAL_END, type Window } from '../evaluation/windows.js';
+import { TOTAL_END, type Window } from '../domain/windows.js';
 import type { Limit, LimitKind, PolicyScope } from '../policies/limits.js';
 import type { PolicyAction } from '../policies/repository.js';
 import { activePolicyRows } from '../policies/repository.js';

@@ -1,7 +1,7 @@
 import type { Occurrence } from '../domain/alerts.js';
 import type { AnomalyConfig } from '../config.js';
-import type { EventRow } from '../ingest/records.js';
-import { formatUnits } from './money.js';
+import type { EventRow } from '../domain/record-row.js';
+import { formatUnits } from '../domain/money.js';
 
 /** An agent's recent payments (a ring of amounts and their running sum) and its recent calls per URL. */
 interface AgentState {

@@ -4,13 +4,13 @@ import { AuthorizationDecisions, decisionWeight, probeRow } from '../authorizati
 import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
 import type { AnomalyConfig, EvaluationConfig } from '../config.js';
 import type { AckEvaluator } from '../ingest/group-commit.js';
-import type { EventRow } from '../ingest/records.js';
+import type { EventRow } from '../domain/record-row.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Database, Steps } from '../stores/sql.js';
 import type { Registry } from '../stores/sqlite.js';
 import { AnomalyDetector } from './anomalies.js';
 import { StalePolicies, type TotalsLedger } from './ledger.js';
-import { toUnits } from './money.js';
+import { toUnits } from '../domain/money.js';
 import { NewPayees } from './new-payees.js';
 import { addCrossings, clientReported, clientVerdictKey, suspendedKey, suspendedRecord } from './occurrence-builders.js';
 import { GROUP_ALERTS_PER_TEAM_BOUND, OccurrenceMerger } from './occurrences.js';
@@ -19,7 +19,7 @@ import { notAllowedKey, notAllowedOccurrence, type CompiledPolicy } from './poli
 import { brokenCount, type PolicySet } from './policy-index.js';
 import { TeamPolicies, type TeamState } from './team-policies.js';
 import type { TouchedTotal } from './totals.js';
-import { utcDay } from './windows.js';
+import { utcDay } from '../domain/windows.js';
 
 /** Where a record took a total, against the bounds of its scope (see ScopeBounds). */
 const enum Reach {

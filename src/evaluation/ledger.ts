@@ -1,13 +1,13 @@
 /** Running totals and holds behind one interface (memory-ledger.ts, postgres-ledger.ts), so the rules never know where they are kept. */
 import type { Logger } from 'pino';
 import type { Holds } from '../authorizations/holds.js';
-import type { EventRow } from '../ingest/records.js';
+import type { EventRow } from '../domain/record-row.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Sql, Steps } from '../stores/sql.js';
 import type { CompiledPolicy } from './policies.js';
 import { windowPartOf } from './policies.js';
 import { readWindowSums, type ScopeSpec, type ScopeTable, type TotalCell, type TouchedTotal } from './totals.js';
-import { LONGEST_WINDOW_MS, type Window } from './windows.js';
+import { LONGEST_WINDOW_MS, type Window } from '../domain/windows.js';
 
 /** A team of a group, as the ledger reads it: the revision its policies were read at, its policies and scopes. */
 export interface LedgerTeam {

@@ -1,6 +1,6 @@
 /** The new-payee anomaly: a first payment to a payee, past the agent's learning period (so a new agent raises none). */
 import type { Occurrence } from '../domain/alerts.js';
-import type { EventRow } from '../ingest/records.js';
+import type { EventRow } from '../domain/record-row.js';
 import type { Steps } from '../stores/sql.js';
 import { newPayeeOccurrence } from './occurrence-builders.js';
 import { agentCreatedAt, agentPayees, learnPayee } from './payee-repository.js';

@@ -1,10 +1,10 @@
 /** The occurrences a record raises beside its breaches, kept apart from the rules that decide when to raise them. */
 import type { Occurrence } from '../domain/alerts.js';
-import type { EventRow } from '../ingest/records.js';
+import type { EventRow } from '../domain/record-row.js';
 import type { OccurrenceMerger } from './occurrences.js';
 import { thresholdOccurrence } from './policies.js';
 import { crossedRange, mayCross, type LimitList } from './policy-index.js';
-import type { Window } from './windows.js';
+import type { Window } from '../domain/windows.js';
 
 /** The breach key of the client's own verdict (blocked or flagged), or undefined when it allowed the payment. */
 export function clientVerdictKey(row: EventRow): string | undefined {

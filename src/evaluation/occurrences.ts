@@ -15,10 +15,10 @@
  * The alerts of a group's declined authorizations are bounded the same way, with a count of their own.
  */
 import type { Occurrence, Severity } from '../domain/alerts.js';
-import type { EventRow } from '../ingest/records.js';
+import type { EventRow } from '../domain/record-row.js';
 import type { LimitList } from './policy-index.js';
 import { breachKey, breachOccurrence, type Breach } from './policies.js';
-import type { Window } from './windows.js';
+import type { Window } from '../domain/windows.js';
 
 /** The dedup key of a team's storm alert: one open at a time. */
 export const STORM_KEY = 'system\u0000alert_storm';

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { EventRow } from '../ingest/records.js';
+import type { EventRow } from '../domain/record-row.js';
 import type { Occurrence } from '../domain/alerts.js';
 import { canonicalPayee, DEFAULT_APPROVAL_TIMEOUT_S, isCallKind, limitText, type Limit, type LimitKind, type PolicyAllow, type PolicyMatch, type PolicyScope } from '../policies/limits.js';
 import type { Policy, PolicyAction } from '../policies/policy.js';
 import { endpointMatcher } from './matchers.js';
-import { formatUnits, toUnits } from './money.js';
-import { utcDay, utcHour, utcMinute, zonedDay, zonedMonth, zonedWeek, TOTAL_END, type Window } from './windows.js';
+import { formatUnits, toUnits } from '../domain/money.js';
+import { utcDay, utcHour, utcMinute, zonedDay, zonedMonth, zonedWeek, TOTAL_END, type Window } from '../domain/windows.js';
 
 /** A limit ready to check: amount in 10^-18 units (or a count of calls), pattern as a function. */
 export interface CompiledLimit {

@@ -9,7 +9,7 @@ import type { EventStore } from '../stores/clickhouse.js';
 import { all, awaited, postgresOnly, run, type Sql, type Steps } from '../stores/sql.js';
 import { CachedTotals, StalePolicies, type LedgerGroup, type MissingWindows, type TotalsLedger } from './ledger.js';
 import { ScopeTable, subjectFor, totalKey, type ScopeSpec, type TouchedTotal } from './totals.js';
-import type { Window } from './windows.js';
+import type { Window } from '../domain/windows.js';
 
 /** A total as a group locked it; `write`: filled from ClickHouse, so written back even unchanged. */
 interface LockedTotal {

@@ -6,10 +6,10 @@
  */
 import type { EventStore } from '../stores/clickhouse.js';
 import { endpointMatcher, PatternIndex } from './matchers.js';
-import { toUnits } from './money.js';
+import { toUnits } from '../domain/money.js';
 import { scopeKey, windowOf, type CompiledLimit, type CompiledPolicy, type RecordFacts, type RecordTest } from './policies.js';
 import type { PolicyIndex, ScopeBounds } from './policy-index.js';
-import type { Window } from './windows.js';
+import type { Window } from '../domain/windows.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { AgentActivity } from '../agents/activity.js';
 import { savepoint, type Steps } from '../stores/sql.js';
 import { contentPrint, type ClaimOutcome, type GroupLog } from './log.js';
-import type { EventRow } from './records.js';
+import type { EventRow } from '../domain/record-row.js';
 
 /**
  * Claims the ids of these requests: one claim per team, in team order, each over every request

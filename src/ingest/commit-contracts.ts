@@ -2,7 +2,7 @@
 import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
 import type { FieldError } from '../http/errors.js';
 import type { Steps } from '../stores/sql.js';
-import type { EventRow } from './records.js';
+import type { EventRow } from '../domain/record-row.js';
 
 /** What happened to the rows of one request. */
 export interface CommitOutcome {

@@ -11,7 +11,7 @@ import type { Freshness } from './freshness.js';
 import { contentPrint, type GroupLog, type LogChunk } from './log.js';
 import type { AckEvaluator, BacklogLimits, CommitOutcome, GroupLimits, RowWarning } from './commit-contracts.js';
 import { sqliteCommits, type CommitStore } from './commit-store.js';
-import type { EventRow } from './records.js';
+import type { EventRow } from '../domain/record-row.js';
 import { claimByTeam, recordAgents } from './claims.js';
 import { DecisionFailed } from './commit-contracts.js';
 

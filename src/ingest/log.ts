@@ -3,8 +3,8 @@ import type { Registry } from '../stores/sqlite.js';
 import type { Steps } from '../stores/sql.js';
 import { fmix32 } from './dedup/filter.js';
 import { ClaimIndex, type ClaimIndexOptions } from './dedup/index.js';
-import { memoized } from './memo.js';
-import type { EventRow } from './records.js';
+import { memoized } from '../domain/memo.js';
+import type { EventRow } from '../domain/record-row.js';
 import { rowBinaryOf } from './rowbinary.js';
 
 /**

@@ -10,7 +10,7 @@ import { postgresOnly, type Database } from '../stores/sql.js';
 import type { Registry } from '../stores/sqlite.js';
 import { Freshness, type Backlog } from './freshness.js';
 import { GroupCommit, sharedCommits } from './group-commit.js';
-import { decimalsWith } from './assets.js';
+import { decimalsWith } from '../domain/assets.js';
 import { Ingestor } from './ingestor.js';
 import { Loader } from './local-loader.js';
 import { IngestLog } from './log.js';

@@ -1,4 +1,4 @@
-import type { EventRow } from './records.js';
+import type { EventRow } from '../domain/record-row.js';
 
 /**
  * Event rows in ClickHouse's RowBinary format, the columns of TSV_COLUMNS in their order: what

@@ -15,7 +15,7 @@
  */
 import { all, get, perform, postgresOnly, run, type Sql, type Steps } from '../stores/sql.js';
 import { claimSteps, type ClaimOutcome, type ContentPrint, type GroupLog, type LogChunk } from './log.js';
-import type { EventRow } from './records.js';
+import type { EventRow } from '../domain/record-row.js';
 import { rowBinaryOf } from './rowbinary.js';
 
 const DAY_MS = 86_400_000;

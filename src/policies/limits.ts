@@ -1,6 +1,6 @@
 import { ApiError, type FieldError } from '../http/errors.js';
 import { isTimeZone } from '../http/validation.js';
-import { caip2Network } from '../ingest/networks.js';
+import { caip2Network } from '../domain/networks.js';
 
 /** Limits on money (`amount`, a decimal string). */
 export type SpendKind = 'per_call' | 'per_hour' | 'daily' | 'weekly' | 'monthly' | 'total' | 'per_endpoint';

@@ -1,7 +1,7 @@
 import { lockTeam } from '../teams/repository.js';
 import { numberedPlaceholders, postgresOnly, type Sql } from '../stores/sql.js';
 import { totalsRead } from '../evaluation/policies.js';
-import { newId } from '../teams/keys.js';
+import { newId } from '../domain/ids.js';
 import type { Limit, PolicyAllow, PolicyMatch, PolicyScope } from './limits.js';
 import type { Policy, PolicyAction, PolicyInput } from './policy.js';
 

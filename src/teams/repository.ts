@@ -2,7 +2,7 @@ import { SCOPES, type KeyOwner, type KeyRates, type Scope } from '../domain/keys
 import type { Database, Sql } from '../stores/sql.js';
 import type { Statement } from 'better-sqlite3';
 import type { Registry } from '../stores/sqlite.js';
-import { generateApiKey, hashApiKey, newId, visiblePrefix } from './keys.js';
+import { generateApiKey, hashApiKey, newId, visiblePrefix } from '../domain/ids.js';
 
 export { SCOPES, type KeyOwner, type Scope };
 

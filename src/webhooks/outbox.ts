@@ -1,7 +1,7 @@
 import { alertBody } from '../alerts/body.js';
 import type { Alert } from '../domain/alerts.js';
 import { afterCommit, all, originOf, run, type Steps } from '../stores/sql.js';
-import { newId } from '../teams/keys.js';
+import { newId } from '../domain/ids.js';
 import type { EventType } from './repository.js';
 
 /** What a delivery carries: Standard Webhooks' shape, the alert as GET /alerts/:id returns it. */

@@ -3,7 +3,7 @@ import { SecretsKeyError, type SecretBox } from '../stores/secrets.js';
 import { get, numberedPlaceholders, perform, type Database, type Sql, type Steps } from '../stores/sql.js';
 import { lockTeam } from '../teams/repository.js';
 import type { Registry } from '../stores/sqlite.js';
-import { newId } from '../teams/keys.js';
+import { newId } from '../domain/ids.js';
 import { EVENT_TYPES, type EventType } from '../domain/webhook-events.js';
 
 export { EVENT_TYPES, type EventType };

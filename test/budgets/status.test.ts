@@ -4,8 +4,8 @@
  */
 import crypto from 'node:crypto';
 import { expect } from 'chai';
-import { formatUnits, toUnits } from '../../src/evaluation/money.js';
-import { utcHour, zonedDay } from '../../src/evaluation/windows.js';
+import { formatUnits, toUnits } from '../../src/domain/money.js';
+import { utcHour, zonedDay } from '../../src/domain/windows.js';
 import { api, describeOnEachRegistry, newTeam } from '../helpers/context.js';
 
 type Team = Awaited<ReturnType<typeof newTeam>>;

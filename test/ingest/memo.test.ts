@@ -1,6 +1,6 @@
 /** The ingest path's remembered functions: the same answers as computing them, within a bound. */
 import { expect } from 'chai';
-import { memoized } from '../../src/ingest/memo.js';
+import { memoized } from '../../src/domain/memo.js';
 
 describe('memoized', () => {
   it('computes a key once, undefined answers included; long keys every time; past the bound it starts again', () => {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { SCHEMA_DIR } from '../../src/paths.js';
 import { migrateRegistry, readMigrations } from '../../src/stores/migrations.js';
 import { openRegistry } from '../../src/stores/sqlite.js';
-import { generateApiKey, hashApiKey, visiblePrefix } from '../../src/teams/keys.js';
+import { generateApiKey, hashApiKey, visiblePrefix } from '../../src/domain/ids.js';
 import { findKeyOwner } from '../../src/teams/repository.js';
 import type { Express } from 'express';
 import { RateLimiter } from '../../src/limits/rate-limiter.js';

@@ -1,6 +1,6 @@
 /** Ids: prefixed, time first (tables keyed by them grow at one end), then 80 random bits. */
 import { expect } from 'chai';
-import { newId } from '../../src/teams/keys.js';
+import { newId } from '../../src/domain/ids.js';
 
 describe('ids', () => {
   it('sort as the times they were made at, in JS and in SQLite order (plain byte order)', () => {

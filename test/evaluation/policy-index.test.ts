@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { endpointMatcher, PatternIndex } from '../../src/evaluation/matchers.js';
-import { toUnits } from '../../src/evaluation/money.js';
+import { toUnits } from '../../src/domain/money.js';
 import { compilePolicy, type CompiledPolicy } from '../../src/evaluation/policies.js';
 import { brokenCount, crossedRange, mayCross, PolicyIndex } from '../../src/evaluation/policy-index.js';
 import type { Limit } from '../../src/policies/limits.js';

@@ -1,6 +1,6 @@
 /** Money as units of 10^-18: parsing and formatting are exact inverses, at every magnitude and sign. */
 import { expect } from 'chai';
-import { formatUnits, toUnits } from '../../src/evaluation/money.js';
+import { formatUnits, toUnits } from '../../src/domain/money.js';
 
 describe('money units', () => {
   it('formats units as the shortest exact decimal', () => {

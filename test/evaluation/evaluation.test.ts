@@ -4,7 +4,7 @@ import { AgentActivity } from '../../src/agents/activity.js';
 import { Evaluator } from '../../src/evaluation/evaluator.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import { GroupCommit } from '../../src/ingest/group-commit.js';
-import { zonedMonth, zonedWeek } from '../../src/evaluation/windows.js';
+import { zonedMonth, zonedWeek } from '../../src/domain/windows.js';
 import { api, appWith, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 
 type Team = Awaited<ReturnType<typeof newTeam>>;

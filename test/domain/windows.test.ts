@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { utcDay, zonedDay, zonedMonth, zonedWeek, type Window } from '../../src/evaluation/windows.js';
+import { utcDay, zonedDay, zonedMonth, zonedWeek, type Window } from '../../src/domain/windows.js';
 
 const at = (iso: string) => Date.parse(iso);
 const shown = (w: Window) => ({ start: new Date(w.start).toISOString(), end: new Date(w.end).toISOString() });
