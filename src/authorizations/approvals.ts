@@ -1,5 +1,5 @@
 /**
- * Asking a person (issue 32): an authorization that would break a limit (or the allowlist) of an
+ * Asking a person: an authorization that would break a limit (or the allowlist) of an
  * `approve` policy waits for a decision. It is written `pending`, its amount held like an approval's
  * (concurrent requests count it), until a person approves it (then held from the decision for the
  * hold it asked for), denies it, or its wait ends (then declined; the time alone says so, and the

@@ -21,8 +21,7 @@ interface AgentState {
 export class AnomalyDetector {
   /**
    * Per team, then agent, then URL, each looked up in its own map by the string as parsed (V8 keeps
-   * a string's hash): a key of team, agent and URL joined was a new long string to hash per record
-   * (5% of ingest's event loop), and a key of team and agent one of 0.15 µs.
+   * a string's hash): a joined key would be a new long string to hash for every record.
    */
   private readonly teams = new Map<string, Map<string, AgentState>>();
   /** Agents held over all teams: past the bound, every team's are let go. */

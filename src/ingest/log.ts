@@ -9,7 +9,7 @@ import { rowBinaryOf } from './rowbinary.js';
 
 /**
  * How a chunk's records are written: RowBinary (src/ingest/rowbinary.ts), what every chunk is
- * since issue 33; TSV lines (src/ingest/tsv.ts) in chunks written before, which load as they are.
+ * now; TSV lines (src/ingest/tsv.ts) in chunks of earlier versions, which load as they are.
  * The column `format` of the chunk says which; a block holds chunks of one format.
  */
 export type LogFormat = 'tsv' | 'rowbinary';

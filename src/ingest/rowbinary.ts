@@ -2,10 +2,8 @@ import type { EventRow } from '../domain/record-row.js';
 
 /**
  * Event rows in ClickHouse's RowBinary format, the columns of TSV_COLUMNS in their order: what
- * the ingest log's chunks hold since issue 33. Measured against the TSV lines (a scratch run of
- * 25,000-row blocks, 2026-11-29): the engine parses and stores a row in 3.9 µs of CPU against 7.4 for
- * its TSV line, and the row is encoded here in 2.3 µs against 2.6, about 3.8 µs a record in all,
- * a tenth of what a record costs the service. Nothing is escaped: strings go as their UTF-8 bytes
+ * the ingest log's chunks hold: the engine parses it in about half the CPU of a TSV line
+ * (docs/performance.md, the loader). Nothing is escaped: strings go as their UTF-8 bytes
  * after their length, numbers and times as little-endian integers, money as the Decimal's
  * integer (units of 10^-18).
  *

@@ -1,5 +1,5 @@
 /**
- * The ingest log in the shared store (PostgreSQL, several instances; issue 30): the (team, id)
+ * The ingest log in the shared store (PostgreSQL, several instances): the (team, id)
  * claims and the chunks of claimed records, written in the caller's transaction, so a record is
  * claimed exactly when its chunk is appended, on whichever instance. The claim rules are those of
  * the SQLite log (claimSteps in ./log.ts); this file answers their questions with PostgreSQL.
