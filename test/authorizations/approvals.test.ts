@@ -9,6 +9,7 @@ import { api, errorOf, newTeam, describeOnEachRegistry, testEnv } from '../helpe
 import { authorize } from '../helpers/authorizations.js';
 import { decisionWaiters } from '../../src/authorizations/approvals.js';
 import { Receiver } from '../webhooks/receiver.js';
+import { type Team, sleep } from '../helpers/common.js';
 
 /** CPU milliseconds of this thread (the event loop) so far, from /proc on Linux; the process's elsewhere. */
 function eventLoopCpuMs(): number {
@@ -22,8 +23,6 @@ function eventLoopCpuMs(): number {
   }
 }
 
-type Team = Awaited<ReturnType<typeof newTeam>>;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function policy(team: Team, body: Record<string, unknown>): Promise<{ id: string }> {
   return (await api().post('/api/v1/policies').set(...team.auth).send({ name: 'ask above 5', agents: ['bot'], ...body }).expect(201)).body;

@@ -3,8 +3,8 @@ import { expect } from 'chai';
 import { ApiStorage, AuditLogger } from '@x402sentinel/x402';
 import { api, errorOf, listenOnce, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import { authorize } from '../helpers/authorizations.js';
+import { type Team } from '../helpers/common.js';
 
-type Team = Awaited<ReturnType<typeof newTeam>>;
 
 async function policy(team: Team, body: Record<string, unknown>): Promise<string> {
   return (await api().post('/api/v1/policies').set(...team.auth).send({ action: 'block', ...body }).expect(201)).body.id;

@@ -6,8 +6,8 @@ import { expect } from 'chai';
 import { ApiStorage, MemoryStorage, wrapWithSentinel } from '@x402sentinel/x402';
 import { api, errorOf, listenOnce, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 import { authorize } from '../helpers/authorizations.js';
+import { type Team } from '../helpers/common.js';
 
-type Team = Awaited<ReturnType<typeof newTeam>>;
 
 async function summary(team: Team): Promise<{ totalSpend: string; count: number }> {
   return (await api().get('/api/v1/analytics/summary').set(...team.auth).expect(200)).body;

@@ -5,8 +5,8 @@
 import { expect } from 'chai';
 import { resolveEndedThresholds, WINDOW_ENDED } from '../../src/alerts/window-end.js';
 import { api, describeOnEachRegistry, errorOf, newTeam, testEnv } from '../helpers/context.js';
+import { type Team } from '../helpers/common.js';
 
-type Team = Awaited<ReturnType<typeof newTeam>>;
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 let seq = 0;

@@ -7,8 +7,8 @@ import { expect } from 'chai';
 import { formatUnits, toUnits } from '../../src/domain/money.js';
 import { utcHour, zonedDay } from '../../src/domain/windows.js';
 import { api, describeOnEachRegistry, newTeam } from '../helpers/context.js';
+import { type Team, sdkId } from '../helpers/common.js';
 
-type Team = Awaited<ReturnType<typeof newTeam>>;
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
@@ -45,7 +45,7 @@ describeOnEachRegistry('budget status', () => {
     const hour = utcHour(now);
     // Random SDK ids and amounts with 18 places, in this UTC hour (so in this day and month too).
     const records: Rec[] = Array.from({ length: 300 }, () => ({
-      id: crypto.randomBytes(8).toString('hex'),
+      id: sdkId(),
       agent_id: ['a', 'b', 'c'][crypto.randomInt(3)]!,
       endpoint: 'https://api.example.com/v1/x',
       method: 'POST',
@@ -108,7 +108,7 @@ describeOnEachRegistry('budget status', () => {
     const a = await policy(team, { name: 'a', agents: ['a'], limits: [{ kind: 'daily', amount: '10' }] });
     const b = await policy(team, { name: 'b', agents: ['b'], limits: [{ kind: 'daily', amount: '10' }] });
     const at = Date.now() - MINUTE;
-    const rec = (agent: string, amount: string): Rec => ({ id: crypto.randomBytes(8).toString('hex'), agent_id: agent, endpoint: 'https://api.example.com/x', method: 'GET', amount, asset: 'USDC', created_at: at });
+    const rec = (agent: string, amount: string): Rec => ({ id: sdkId(), agent_id: agent, endpoint: 'https://api.example.com/x', method: 'GET', amount, asset: 'USDC', created_at: at });
     await send(team, [rec('a', '1'), rec('b', '2'), rec('c', '3')]);
     const rows = (await budgets(team)).data.map((r) => [r.policy_id, r.agent_id, r.spent]);
     expect(rows.sort()).to.deep.equal(
@@ -138,7 +138,7 @@ describeOnEachRegistry('budget status', () => {
     await policy(team, { timezone: zone, limits: [{ kind: 'daily', amount: String(limit) }] });
     const records: Rec[] = [];
     for (let t = day.start; t < now; t += 5 * MINUTE) {
-      records.push({ id: crypto.randomBytes(8).toString('hex'), agent_id: 'bot', endpoint: 'https://api.example.com/x', method: 'POST', amount: '1', asset: 'USDC', created_at: t });
+      records.push({ id: sdkId(), agent_id: 'bot', endpoint: 'https://api.example.com/x', method: 'POST', amount: '1', asset: 'USDC', created_at: t });
     }
     await send(team, records);
     const [row] = (await budgets(team)).data;

@@ -6,8 +6,8 @@ import { Ingestor } from '../../src/ingest/ingestor.js';
 import { GroupCommit } from '../../src/ingest/group-commit.js';
 import { zonedMonth, zonedWeek } from '../../src/domain/windows.js';
 import { api, appWith, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
+import { type Team } from '../helpers/common.js';
 
-type Team = Awaited<ReturnType<typeof newTeam>>;
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 let seq = 0;

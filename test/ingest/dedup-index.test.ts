@@ -1,6 +1,5 @@
 /** The ingest log's (team, id) index: level-0 tables, runs written by its worker, days; a real SQLite file of its own, days given as times. */
 import { expect } from 'chai';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { runFolder } from '../../src/ingest/dedup/index.js';
@@ -9,6 +8,7 @@ import { SCHEMA_DIR } from '../../src/paths.js';
 import { migrateRegistry } from '../../src/stores/migrations.js';
 import { openRegistry, type Registry } from '../../src/stores/sqlite.js';
 import { tempDir } from '../helpers/processes.js';
+import { sdkId } from '../helpers/common.js';
 
 const DAY = 86_400_000;
 const NOON = Date.UTC(2026, 10, 22, 12);
@@ -28,7 +28,7 @@ describe('ingest log (team, id) index', () => {
     (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'ingest_claims_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
   const runFiles = () => fs.readdirSync(runFolder(db)).sort();
   const listed = () => (db.prepare('SELECT file FROM ingest_runs ORDER BY file').all() as { file: string }[]).map((r) => r.file);
-  const sdkIds = (n: number) => Array.from({ length: n }, () => crypto.randomBytes(8).toString('hex'));
+  const sdkIds = (n: number) => Array.from({ length: n }, () => sdkId());
   const printOf = (n: number): ContentPrint => ({ fp: String(n), txHash: null });
 
   beforeEach(() => {

@@ -5,7 +5,6 @@
  * them in this process; on SQLite the three are one, as one process is all SQLite allows.
  */
 import { expect } from 'chai';
-import crypto from 'node:crypto';
 import { AgentActivity } from '../../src/agents/activity.js';
 import type { AuthorizationRequest } from '../../src/authorizations/decision.js';
 import { voidAuthorization } from '../../src/authorizations/capture.js';
@@ -23,6 +22,7 @@ import type { Registry } from '../../src/stores/sqlite.js';
 import { createTeam } from '../../src/teams/repository.js';
 import { testEnv } from '../helpers/context.js';
 import { forEachDialect } from '../helpers/dialects.js';
+import { sdkId } from '../helpers/common.js';
 
 const ANOMALIES = { spikeFactor: 1e9, spikeBaseline: 1e9, loopCalls: 1e9, loopSeconds: 60, newPayeeLearningHours: 0 };
 const LIMITS = { maxRows: 1e9, maxBytes: 1024 ** 4 };
@@ -52,7 +52,6 @@ async function instanceOn(db: Database, shared: boolean): Promise<Instance> {
   return { commit, ingestor: new Ingestor(deps.schemas, commit) };
 }
 
-const sdkId = () => crypto.randomBytes(8).toString('hex');
 
 function request(teamId: string, amount: string): AuthorizationRequest {
   return {

@@ -4,7 +4,6 @@
  * within seconds when it dies, inserting again what it had recorded (ClickHouse drops the copy).
  */
 import { expect } from 'chai';
-import crypto from 'node:crypto';
 import path from 'node:path';
 import { AgentActivity } from '../../src/agents/activity.js';
 import { Evaluator } from '../../src/evaluation/evaluator.js';
@@ -24,6 +23,7 @@ import { createPolicy, updatePolicy } from '../../src/policies/repository.js';
 import { createTeam } from '../../src/teams/repository.js';
 import { testEnv } from '../helpers/context.js';
 import { freshDatabase } from '../helpers/postgres.js';
+import { sdkId } from '../helpers/common.js';
 
 interface Instance {
   db: Database;
@@ -34,7 +34,7 @@ interface Instance {
 
 const ANOMALIES = { spikeFactor: 1e9, spikeBaseline: 1e9, loopCalls: 1e9, loopSeconds: 60, newPayeeLearningHours: 0 };
 
-const record = () => ({ id: crypto.randomBytes(8).toString('hex'), agent_id: 'bot', endpoint: 'https://api.example.com/v1/search', method: 'GET', amount: '0.25' });
+const record = () => ({ id: sdkId(), agent_id: 'bot', endpoint: 'https://api.example.com/v1/search', method: 'GET', amount: '0.25' });
 
 describe('shared ingest log loader (PostgreSQL)', function () {
   this.timeout(120_000);

@@ -2,8 +2,8 @@
 import { expect } from 'chai';
 import type { Express } from 'express';
 import { api, appWith, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
+import { type Team } from '../helpers/common.js';
 
-type Team = Awaited<ReturnType<typeof newTeam>>;
 const LIMITS = [{ kind: 'daily', amount: '10' }];
 
 describeOnEachRegistry('the bound on active policies per team', () => {

@@ -5,8 +5,8 @@
 import { expect } from 'chai';
 import { api, errorOf, newTeam, describeOnEachRegistry } from '../helpers/context.js';
 import { authorize } from '../helpers/authorizations.js';
+import { type Team } from '../helpers/common.js';
 
-type Team = Awaited<ReturnType<typeof newTeam>>;
 type Action = 'flag' | 'block' | 'approve';
 
 const PAYEE = '0x52908400098527886E0F7030069857D2E4169EE7';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { api, errorOf, newTeam, describeOnEachRegistry } from '../helpers/context.js';
+import { type Team } from '../helpers/common.js';
 
-type Team = Awaited<ReturnType<typeof newTeam>>;
 
 const EXAMPLE = {
   name: 'research budget',

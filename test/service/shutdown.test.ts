@@ -1,5 +1,7 @@
 /** Graceful shutdown in-process: a request still running when shutdown starts gets its answer. */
 import { expect } from 'chai';
+import { ShuttingDown } from '../../src/domain/errors.js';
+import { knownError } from '../../src/http/errors.js';
 import { Dispatcher } from '../../src/webhooks/dispatcher.js';
 import http from 'node:http';
 import { loadConfig } from '../../src/config.js';
@@ -86,6 +88,7 @@ describe('graceful shutdown', () => {
     // The group commit was drained and refuses further work.
     let refusedWrite: unknown;
     await ingest.commit.write('team', [{ id: 'x' } as never]).catch((err: unknown) => (refusedWrite = err));
-    expect(refusedWrite).to.have.property('code', 'store_unavailable');
+    expect(refusedWrite).to.be.instanceOf(ShuttingDown);
+    expect(knownError(refusedWrite)).to.include({ code: 'store_unavailable' });
   });
 });
