@@ -349,8 +349,13 @@ export function keyDirectory(db: Database) {
   return {
     owner: (apiKey: string, now: number) => findKeyOwner(db, apiKey, now),
     async standing(owner: KeyOwner, now: number): Promise<'working' | 'revoked' | 'suspended'> {
-      if (!(await listKeys(db, owner.teamId, now)).some((k) => k.id === owner.keyId)) return 'revoked';
-      return (await findTeam(db, owner.teamId))?.suspendedAt === null ? 'working' : 'suspended';
+      // The one key and its team in one read, not the team's whole key list.
+      const row = await db.get<{ revoked_at: number | null; expires_at: number | null; suspended_at: number | null }>(
+        'SELECT k.revoked_at, k.expires_at, t.suspended_at FROM api_keys k JOIN teams t ON t.id = k.team_id WHERE k.id = ? AND k.team_id = ?',
+        [owner.keyId, owner.teamId],
+      );
+      if (!row || row.revoked_at !== null || (row.expires_at !== null && Number(row.expires_at) <= now)) return 'revoked';
+      return row.suspended_at === null ? 'working' : 'suspended';
     },
     touch: (keyId: string, minute: number) => touchKey(db, keyId, minute),
   };
