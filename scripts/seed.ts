@@ -21,6 +21,7 @@ import { openStores } from '../src/stores/open.js';
 import { SCHEMA_DIR } from '../src/paths.js';
 import { createTeam, issueKey, TeamNameTaken, type KeySpec } from '../src/teams/repository.js';
 import { sqliteDatabase } from '../src/stores/sql.js';
+import { PolicyRevisions } from '../src/policies/revisions.js';
 
 export interface SeedOptions {
   dataDir: string;
@@ -84,7 +85,7 @@ export async function seedStore(options: SeedOptions): Promise<SeededTeam[]> {
   const { registry, events, loaderEvents } = await openStores(config, logger);
   const schemas = new SchemaRegistry(path.join(SCHEMA_DIR, 'api'));
   // The service's write path (log, claims, loader), without policy evaluation.
-  const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger }, { evaluate: false });
+  const ingest = startIngestPipeline({ config, registry, events, loaderEvents, schemas, logger, policyRevisions: new PolicyRevisions() }, { evaluate: false });
   const rnd = generator(options.events * 7 + options.teams);
   try {
     const teams: SeededTeam[] = [];

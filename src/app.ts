@@ -12,13 +12,17 @@ import { mountMcp } from './mcp/server.js';
 import { countRequests } from './metrics/routes.js';
 import { ROUTES } from './routes.js';
 
+/** What serves every request: a server's request listener (supertest takes it as it is), with the express app behind the lane. */
+export type App = ((req: IncomingMessage, res: ServerResponse) => void) & { readonly express: Express };
+
 /**
- * The express application. Order matters: the request log wraps everything (so even a 404 has a
+ * The service's two routers. The fast lane (src/http/fast-lane.ts) looks first: it serves the
+ * routes with a fixed path (an authorization, an ingest batch) with the same request log,
+ * metrics, CORS, middleware and error handler, without express's own cost. Everything else goes
+ * to express, in which order matters: the request log wraps everything (so even a 404 has a
  * request id), routes come next, and the error handler is last so every failure has one shape.
- * Routes with a fixed path are served first by the fast lane (src/http/fast-lane.ts), with the
- * same request log, metrics, CORS, middleware and error handler, and without express's own cost.
  */
-export function createApp(deps: AppDeps, options: MountOptions = {}, routes: readonly RouteSpec[] = ROUTES): Express {
+export function createApp(deps: AppDeps, options: MountOptions = {}, routes: readonly RouteSpec[] = ROUTES): App {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
@@ -42,12 +46,8 @@ export function createApp(deps: AppDeps, options: MountOptions = {}, routes: rea
   mountMcp(app, deps, options);
   app.use(notFound);
   app.use(onError);
-  // Every request reaches the app through handle(): the lane looks first (an express app is a
-  // function calling app.handle, for a server of its own and for supertest alike).
-  const core = app as unknown as { handle(req: IncomingMessage, res: ServerResponse, next?: unknown): void };
-  const handle = core.handle.bind(app);
-  core.handle = (req, res, next) => {
-    if (!lane.serve(req, res)) handle(req, res, next);
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
+    if (!lane.serve(req, res)) app(req, res);
   };
-  return app;
+  return Object.assign(listener, { express: app });
 }

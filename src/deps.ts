@@ -6,6 +6,7 @@ import type { ClickHouseHttpHandler } from './clickhouse-http/interface.js';
 import type { IngestPath } from './ingest/pipeline.js';
 import type { IngestRouteDeps } from './ingest/routes.js';
 import type { WebhookRouteDeps } from './webhooks/routes.js';
+import { PolicyRevisions, type PolicyRouteDeps } from './policies/revisions.js';
 import { keyDirectory } from './teams/repository.js';
 import type { EventStore } from './stores/clickhouse.js';
 import type { SchemaRegistry } from './http/validation.js';
@@ -19,10 +20,11 @@ import { sqliteDatabase } from './stores/sql.js';
 import { Dispatcher, type DispatcherOptions } from './webhooks/dispatcher.js';
 import { resealEndpointSecrets } from './webhooks/repository.js';
 import { startThresholdSweep } from './alerts/window-end.js';
-import { startApprovalSweep } from './authorizations/approvals.js';
+import { DecisionWaiters, startApprovalSweep } from './authorizations/approvals.js';
+import type { WaitRouteDeps } from './authorizations/routes.js';
 
 /** Every part of the service, as the composition root builds it: what each feature's routes take, and more. */
-export interface AppDeps extends RouteDeps, IngestRouteDeps, WebhookRouteDeps {
+export interface AppDeps extends RouteDeps, IngestRouteDeps, WebhookRouteDeps, PolicyRouteDeps, WaitRouteDeps {
   /** The loader's session; closed at shutdown. */
   loaderEvents: EventStore;
   /** The write path: log, group commit, loader; closed at shutdown before the stores. */
@@ -54,21 +56,24 @@ export async function assembleDeps(
   const resealed = await resealEndpointSecrets(db, secrets);
   if (resealed) logger.info({ resealed, keyId: secrets.currentKeyId }, 'webhook secrets encrypted under the current key');
   const metrics = new Metrics();
+  // The routes that change policies or agents raise it; the evaluator reloads a team's policies then.
+  const policyRevisions = new PolicyRevisions();
   const ingest =
     'registry' in stores
-      ? startIngestPipeline({ config, registry: stores.registry, events, loaderEvents, schemas, logger, metrics })
-      : await startSharedIngestPipeline({ config, pool: stores.pool, db, events, loaderEvents, schemas, logger, metrics });
+      ? startIngestPipeline({ config, registry: stores.registry, events, loaderEvents, schemas, logger, metrics, policyRevisions })
+      : await startSharedIngestPipeline({ config, pool: stores.pool, db, events, loaderEvents, schemas, logger, metrics, policyRevisions });
   const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
   const webhooks = new Dispatcher(db, secrets, config.webhooks, logger, { publicUrl: config.publicUrl, ...dispatcher });
   webhooks.start();
   const thresholdSweep = startThresholdSweep(db, logger);
-  const approvalSweep = startApprovalSweep(db, logger, 'pool' in stores ? stores.pool : undefined);
+  const decisionWaiters = new DecisionWaiters(db);
+  const approvalSweep = startApprovalSweep(db, logger, decisionWaiters, 'pool' in stores ? stores.pool : undefined);
   // One limiter for the API and the BI interface: a holder's buckets are the same whichever it uses.
   // With PostgreSQL, instances lease from buckets they share: a key's rate holds across them.
   const rateLimiter = new RateLimiter(config.rateLimits, Date.now, db.dialect === 'postgres' ? sharedRateLedger(db) : undefined, logger);
   const clickhouseHttp = teamScopedInterface({ config, db, events, rateLimiter });
   const keys = keyDirectory(db);
-  return { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, keys, webhooks, thresholdSweep, approvalSweep, clickhouseHttp, rateLimiter };
+  return { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, keys, policyRevisions, decisionWaiters, webhooks, thresholdSweep, approvalSweep, clickhouseHttp, rateLimiter };
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import type { Express } from 'express';
+import type { App } from './app.js';
 import { createHttpServer, listen } from './http/listen.js';
 import type { AppDeps } from './deps.js';
 import { closeDeps } from './deps.js';
@@ -13,7 +13,7 @@ export interface RunningServer {
 
 /** Listens with the app and returns the means to stop it gracefully. */
 export async function startServer(
-  app: Express,
+  app: App,
   deps: Pick<AppDeps, 'config' | 'db' | 'events' | 'loaderEvents' | 'ingest' | 'webhooks'>,
 ): Promise<RunningServer> {
   const { config } = deps;

@@ -1,5 +1,6 @@
 import type { Sql } from '../stores/sql.js';
 import { policiesChanged } from '../policies/repository.js';
+import type { PolicyRevisions } from '../policies/revisions.js';
 
 /** An agent as the registry keeps it; spend statistics come from ClickHouse (stats.ts). */
 export interface AgentRecord {
@@ -61,6 +62,7 @@ export async function updateAgent(
   teamId: string,
   externalId: string,
   changes: { name?: string; authorizedBy?: string | null; status?: AgentStatus },
+  revisions: PolicyRevisions,
 ): Promise<AgentRecord | undefined> {
   const row = await sql.get<AgentRow>(
     `UPDATE agents SET name = coalesce(?, name), authorized_by = CASE WHEN ? = 1 THEN ? ELSE authorized_by END, status = coalesce(?, status)
@@ -68,7 +70,7 @@ export async function updateAgent(
     [changes.name ?? null, changes.authorizedBy !== undefined ? 1 : 0, changes.authorizedBy ?? null, changes.status ?? null, teamId, externalId],
   );
   // Evaluation reads which agents are suspended with the policies: every instance reloads them.
-  if (row && changes.status !== undefined) await policiesChanged(sql, teamId);
+  if (row && changes.status !== undefined) await policiesChanged(sql, teamId, revisions);
   return row && toRecord(row);
 }
 
@@ -76,10 +78,10 @@ export async function updateAgent(
  * Removes an agent's registration; its events stay. An agent that sends events again is
  * discovered again, as any new one is. False when the team has no such agent.
  */
-export async function deleteAgent(sql: Sql, teamId: string, externalId: string): Promise<boolean> {
+export async function deleteAgent(sql: Sql, teamId: string, externalId: string, revisions: PolicyRevisions): Promise<boolean> {
   const deleted = (await sql.run('DELETE FROM agents WHERE team_id = ? AND external_id = ?', [teamId, externalId])) > 0;
   // A suspended agent removed is active when it is discovered again.
-  if (deleted) await policiesChanged(sql, teamId);
+  if (deleted) await policiesChanged(sql, teamId, revisions);
   return deleted;
 }
 

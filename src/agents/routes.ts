@@ -2,6 +2,7 @@ import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
 import { audited } from '../audit-log/record.js';
 import { defineRoute, type RouteDeps } from '../http/routes.js';
+import type { PolicyRouteDeps } from '../policies/revisions.js';
 import { createAgent, deleteAgent, findAgent, listAgents, updateAgent, type AgentCursor, type AgentRecord, type AgentStatus } from './repository.js';
 import { agentStats } from './stats.js';
 
@@ -113,7 +114,7 @@ export const listAgentsRoute = defineRoute<unknown, { limit?: number; cursor?: s
   },
 });
 
-export const patchAgentRoute = defineRoute<{ name?: string; authorized_by?: string | null; status?: AgentStatus }>({
+export const patchAgentRoute = defineRoute<{ name?: string; authorized_by?: string | null; status?: AgentStatus }, unknown, PolicyRouteDeps>({
   method: 'patch',
   path: '/agents/:id',
   operationId: 'patchAgent',
@@ -130,7 +131,7 @@ export const patchAgentRoute = defineRoute<{ name?: string; authorized_by?: stri
     const { params, body, team, deps } = ctx;
     const agent = await audited(ctx, async (sql) => {
       const before = await findAgent(sql, team.teamId, params.id!);
-      const after = before && (await updateAgent(sql, team.teamId, params.id!, { name: body.name, authorizedBy: body.authorized_by, status: body.status }));
+      const after = before && (await updateAgent(sql, team.teamId, params.id!, { name: body.name, authorizedBy: body.authorized_by, status: body.status }, deps.policyRevisions));
       if (!before || !after) return { result: undefined };
       return { result: after, log: { action: 'agent.update', resourceType: 'agent', resourceId: after.externalId, before: settings(before), after: settings(after) } };
     });
@@ -140,7 +141,7 @@ export const patchAgentRoute = defineRoute<{ name?: string; authorized_by?: stri
   },
 });
 
-export const deleteAgentRoute = defineRoute({
+export const deleteAgentRoute = defineRoute<unknown, unknown, PolicyRouteDeps>({
   method: 'delete',
   path: '/agents/:id',
   operationId: 'deleteAgent',
@@ -152,7 +153,7 @@ export const deleteAgentRoute = defineRoute({
     const { params, team, deps } = ctx;
     const deleted = await audited(ctx, async (sql) => {
       const before = await findAgent(sql, team.teamId, params.id!);
-      if (!before || !(await deleteAgent(sql, team.teamId, params.id!))) return { result: false };
+      if (!before || !(await deleteAgent(sql, team.teamId, params.id!, deps.policyRevisions))) return { result: false };
       return { result: true, log: { action: 'agent.delete', resourceType: 'agent', resourceId: before.externalId, before: settings(before), after: null } };
     });
     if (!deleted) throw new ApiError('not_found', `No agent "${params.id}" in this team`);

@@ -3,6 +3,7 @@ import { newId } from '../domain/ids.js';
 import { enqueueAlertEvent } from '../webhooks/outbox.js';
 import { toUnits } from '../domain/money.js';
 import type { Alert, AlertStatus, AlertType, Occurrence, Severity } from '../domain/alerts.js';
+import type { WrittenAlert, WrittenAlerts } from './written-alerts.js';
 
 export type { Alert, AlertStatus, AlertType, Occurrence, Severity };
 
@@ -119,9 +120,10 @@ function isLatest(o: Occurrence, open: { last_seen: number | string; observed: s
  * one (on PostgreSQL, another instance's, waited for until it commits) does nothing, after which
  * the open alert is read again and updated like any other. Opening an alert, or raising an open
  * one's severity, queues its webhook event in the same transaction; other occurrences of an open
- * alert only update it and send nothing.
+ * alert only update it and send nothing. `memory`: the alerts its caller wrote last (SQLite), whose
+ * update needs no read.
  */
-export function* recordOccurrences(occurrences: readonly Occurrence[], now = Date.now()): Steps<boolean[]> {
+export function* recordOccurrences(occurrences: readonly Occurrence[], now = Date.now(), memory?: WrittenAlerts): Steps<boolean[]> {
   const opened = new Array<boolean>(occurrences.length).fill(false);
   type OpenRow = { id: string; sample_event_ids: string; last_seen: number | string; observed: string | null; severity: Severity; count: number | string };
   // In key order: the open alerts are locked as they are read (PostgreSQL), and two instances
@@ -135,19 +137,19 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
   for (const { o, index } of byKey) {
     const dedupKey = keyOf(o.dedupKey);
     const details = JSON.stringify(o.details);
-    const written = sqlite ? writtenOf(o.teamId) : undefined;
+    const written = sqlite ? memory?.of(o.teamId) : undefined;
     // An alert this process wrote last (a breach met by every group): updated without reading it.
     // SQLite only: a count one process wrote and rolled back cannot recur there, where on PostgreSQL
     // another instance may bring the row back to it (the row as read is then the only truth).
     const known = written?.get(o.dedupKey);
-    if (known && SEVERITY_RANK[o.severity] <= SEVERITY_RANK[known.severity]) {
+    if (written && known && SEVERITY_RANK[o.severity] <= SEVERITY_RANK[known.severity]) {
       const update = occurrenceUpdate(o, known, details, now);
       if ((yield* run(OCCURRENCE_SQL.updateKnown, [...update.params, known.id, known.count])) === 1) {
-        remember(written!, o.dedupKey, { ...known, ...update.after });
+        written.remember(o.dedupKey, { ...known, ...update.after });
         continue;
       }
     }
-    if (written?.delete(o.dedupKey)) remembered--;
+    written?.forget(o.dedupKey);
     let open: OpenRow | undefined;
     // Another writer may open the breach's alert between our read and insert (then the insert does
     // nothing and the read is made again), and may resolve it again before that read: then insert.
@@ -172,7 +174,7 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
           return alert();
         }, 'alert.opened', now);
         opened[index] = true;
-        if (written) remember(written, o.dedupKey, { id, count: o.count, samples: JSON.stringify(samples), samplesFull: samples.length >= MAX_SAMPLES, lastSeen: o.lastSeen, observed: o.observed, severity: o.severity });
+        if (written) written.remember(o.dedupKey, { id, count: o.count, samples: JSON.stringify(samples), samplesFull: samples.length >= MAX_SAMPLES, lastSeen: o.lastSeen, observed: o.observed, severity: o.severity });
         break;
       }
     }
@@ -190,7 +192,7 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
     const update = occurrenceUpdate(o, read, details, now);
     yield* run(OCCURRENCE_SQL.update, [...update.params, open.id]);
     const escalated = SEVERITY_RANK[o.severity] > SEVERITY_RANK[open.severity];
-    if (written) remember(written, o.dedupKey, { ...read, ...update.after, ...(escalated ? { severity: o.severity } : {}) });
+    if (written) written.remember(o.dedupKey, { ...read, ...update.after, ...(escalated ? { severity: o.severity } : {}) });
     if (escalated) {
       yield* run(OCCURRENCE_SQL.escalate, [o.severity, open.id]);
       yield* enqueueAlertEvent(o.teamId, function* () {
@@ -199,52 +201,6 @@ export function* recordOccurrences(occurrences: readonly Occurrence[], now = Dat
     }
   }
   return opened;
-}
-
-/** What this process last wrote of an open alert: enough to update it again without reading it. */
-interface WrittenAlert {
-  id: string;
-  /** Its count as written: the update applies only while the row still has it. */
-  count: number;
-  samples: string;
-  /** Whether `samples` holds MAX_SAMPLES ids already (then it never changes). */
-  samplesFull: boolean;
-  lastSeen: number;
-  observed: string | null;
-  severity: Severity;
-}
-
-/**
- * Alerts this process wrote last, by team and dedup key. Each update names the count it read, so a
- * row changed since (another instance, a write rolled back, a status change) is read again: the
- * memory only saves reads, it is never trusted over the row.
- */
-const lastWritten = new Map<string, Map<string, WrittenAlert>>();
-/** How many alerts lastWritten holds, over all teams. */
-let remembered = 0;
-
-/** The alerts this process wrote last for a team, by dedup key (by team first: no key string is built per occurrence). */
-function writtenOf(teamId: string): Map<string, WrittenAlert> {
-  let written = lastWritten.get(teamId);
-  if (!written) lastWritten.set(teamId, (written = new Map()));
-  return written;
-}
-
-/** Forgets every remembered alert (after a rolled-back group: see Evaluator.reset). */
-export function forgetWrittenAlerts(): void {
-  lastWritten.clear();
-  remembered = 0;
-}
-
-function remember(written: Map<string, WrittenAlert>, dedupKey: string, alert: WrittenAlert): void {
-  if (!written.has(dedupKey)) {
-    if (remembered >= 10_000) {
-      for (const team of lastWritten.values()) team.clear();
-      remembered = 0;
-    }
-    remembered++;
-  }
-  written.set(dedupKey, alert);
 }
 
 /** The update of an open alert by an occurrence: its parameters (without the row's id), and the alert after it. */
@@ -317,8 +273,6 @@ export function* resolveOpenAlert(teamId: string, dedupKey: string, resolution: 
   const open = yield* get<{ id: string }>(OCCURRENCE_SQL.findOpen, [teamId, key]);
   if (!open) return false;
   yield* run(`UPDATE alerts SET status = 'resolved', resolved_at = ?, resolution = ?, updated_at = ? WHERE id = ?`, [now, resolution, now, open.id]);
-  const written = lastWritten.get(teamId);
-  if (written?.delete(dedupKey)) remembered--;
   yield* enqueueAlertEvent(teamId, function* () {
     return toAlert((yield* get<AlertRow>(OCCURRENCE_SQL.byId, [open.id]))!);
   }, 'alert.resolved', now);

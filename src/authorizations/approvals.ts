@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type pg from 'pg';
 import type { Occurrence } from '../domain/alerts.js';
 import { resolveOpenAlert } from '../alerts/repository.js';
-import { afterCommit, dialectOf, perform, postgresOnly, run, type Database, type Steps } from '../stores/sql.js';
+import { dialectOf, perform, postgresOnly, run, signal, type Database, type Steps } from '../stores/sql.js';
 import { enqueueEvent } from '../webhooks/outbox.js';
 import { authorizationBody, authorizationOf, timedOutReason, type AuthorizationRow } from './repository.js';
 
@@ -134,15 +134,23 @@ export function* announceDecision(row: AuthorizationRow, resolution: string, now
   yield* enqueueAuthorizationEvent(row, 'authorization.decided', now);
   // Other instances' waiters: NOTIFY is sent when this transaction commits, and only then.
   if ((yield* dialectOf()) === 'postgres') yield* run(postgresOnly(`SELECT pg_notify('${CHANNEL}', $1)`), [row.id]);
-  yield* afterCommit(() => decisionWaiters.wake(row.id));
+  yield* signal(AUTHORIZATION_DECIDED, row.id);
 }
 
+/** Announced on the database's CommitSignals, of the authorization's id, once a decision commits. */
+export const AUTHORIZATION_DECIDED = 'authorizations.decided';
+
 /**
- * Agents waiting for decisions in this process, by authorization id. A waiter is a promise and a
- * timer: a thousand waiting agents cost no work until something is decided.
+ * Agents waiting for decisions in this process, by authorization id, woken by the decisions
+ * committed on `db` (and, with PostgreSQL, by other instances' through the approval sweep). A
+ * waiter is a promise and a timer: a thousand waiting agents cost no work until something is decided.
  */
 export class DecisionWaiters {
   private readonly waiting = new Map<string, Set<() => void>>();
+
+  constructor(db: Pick<Database, 'signals'>) {
+    db.signals.on(AUTHORIZATION_DECIDED, (id) => this.wake(id));
+  }
 
   /** Resolves when `id` is decided here (or a NOTIFY says so), or after `ms`, whichever comes first. */
   wait(id: string, ms: number): Promise<void> {
@@ -173,15 +181,12 @@ export class DecisionWaiters {
   }
 }
 
-/** The process's waiters: decisions come through any route or sweep of this process. */
-export const decisionWaiters = new DecisionWaiters();
-
 /**
  * Writes waits that ran out as declined (announcing each), every `intervalMs`; with PostgreSQL,
  * also listens for other instances' decisions to wake this instance's waiters. Every instance
  * sweeps: the update applies once (only while pending), so two instances announce a lapse once.
  */
-export function startApprovalSweep(db: Database, logger: Logger, pool?: pg.Pool, intervalMs = 2_000): { close(): Promise<void> } {
+export function startApprovalSweep(db: Database, logger: Logger, waiters: DecisionWaiters, pool?: pg.Pool, intervalMs = 2_000): { close(): Promise<void> } {
   let running: Promise<void> = Promise.resolve();
   let stopped = false;
   const sweep = () => {
@@ -204,7 +209,7 @@ export function startApprovalSweep(db: Database, logger: Logger, pool?: pg.Pool,
         client = await pool.connect();
         const ended = new Promise<void>((resolve) => client!.once('error', () => resolve()));
         client.on('notification', (message) => {
-          if (message.channel === CHANNEL && message.payload) decisionWaiters.wake(message.payload);
+          if (message.channel === CHANNEL && message.payload) waiters.wake(message.payload);
         });
         await client.query(`LISTEN ${CHANNEL}`);
         await ended;

@@ -1,6 +1,7 @@
 /** Authorization decisions, in the group commit after its records: serialised with them, so limits count both. */
 import type { Logger } from 'pino';
 import { recordOccurrences } from '../alerts/repository.js';
+import type { WrittenAlerts } from '../alerts/written-alerts.js';
 import type { TotalsLedger } from '../evaluation/ledger.js';
 import { toUnits } from '../domain/money.js';
 import { GROUP_ALERTS_PER_TEAM_BOUND, Storms } from '../evaluation/occurrences.js';
@@ -41,6 +42,8 @@ export class AuthorizationDecisions {
     private readonly logger: Logger,
     /** Distinct alerts of declines one team records one by one per group, as for records. */
     private readonly limits: { readonly maxAlertsPerCommit: number },
+    /** The alerts the evaluator wrote last (see recordOccurrences). */
+    private readonly written: WrittenAlerts,
   ) {}
 
   /** In order, so of many at once exactly as many are approved as the limits allow; not `isolated`, a failure throws DecisionFailed. */
@@ -71,7 +74,7 @@ export class AuthorizationDecisions {
     const folded = storms.occurrences();
     if (folded.length > 0) {
       try {
-        yield* savepoint(recordOccurrences(folded.map((f) => f.occurrence), now));
+        yield* savepoint(recordOccurrences(folded.map((f) => f.occurrence), now, this.written));
       } catch (error) {
         // The decisions stand; only the count of their folded alerts is lost (logged).
         this.logger.error({ err: error, occurrences: folded.reduce((n, f) => n + f.occurrence.count, 0) }, 'recording the storm alert of declined authorizations failed');
@@ -222,7 +225,7 @@ export class AuthorizationDecisions {
     }
     if (pending) {
       // People hear of it: its approval alert (webhooks and Slack, as any alert) and its own event.
-      yield* recordOccurrences([approvalOccurrence(row, asks, now)], now);
+      yield* recordOccurrences([approvalOccurrence(row, asks, now)], now, this.written);
       yield* enqueueAuthorizationEvent(row, 'authorization.pending', now);
     }
     if (declined) {
@@ -244,7 +247,7 @@ export class AuthorizationDecisions {
         occurrence.eventIds = [];
         occurrences.push(occurrence);
       }
-      yield* recordOccurrences(occurrences, now);
+      yield* recordOccurrences(occurrences, now, this.written);
       for (let k = 0; k < individual.length; k++) storms.admit(request.teamId, i, probe);
       const rest = declines.slice(individual.length);
       if (rest.length > 0) {

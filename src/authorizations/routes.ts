@@ -5,7 +5,7 @@
 import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { assertKeyStillWorks } from '../http/auth.js';
 import { ApiError } from '../http/errors.js';
-import { defineRoute, type RouteSpec } from '../http/routes.js';
+import { defineRoute, type RouteDeps, type RouteSpec } from '../http/routes.js';
 import type { IngestRouteDeps } from '../ingest/routes.js';
 import { parseQueryTime } from '../http/validation.js';
 import { toUnits } from '../domain/money.js';
@@ -13,7 +13,7 @@ import { caip2Network } from '../domain/networks.js';
 import { categorize } from '../domain/categories.js';
 import { DEFAULT_EXPIRES_IN_S, type AuthorizationRequest } from './decision.js';
 import { captureRecordId, voidAuthorization } from './capture.js';
-import { decidePending, decisionWaiters } from './approvals.js';
+import { decidePending, type DecisionWaiters } from './approvals.js';
 import {
   authorizationBody,
   findAuthorization,
@@ -134,7 +134,12 @@ export const createAuthorizationRoute = defineRoute<AuthorizationCreate, unknown
   },
 });
 
-export const getAuthorizationRoute = defineRoute<unknown, { wait?: number }>({
+/** What a wait for a person's decision takes: this process's waiters. */
+export interface WaitRouteDeps extends RouteDeps {
+  decisionWaiters: DecisionWaiters;
+}
+
+export const getAuthorizationRoute = defineRoute<unknown, { wait?: number }, WaitRouteDeps>({
   method: 'get',
   path: '/authorizations/:id',
   operationId: 'getAuthorization',
@@ -156,7 +161,7 @@ export const getAuthorizationRoute = defineRoute<unknown, { wait?: number }>({
     const wait = query.wait ?? 0;
     if (wait > 0 && statusOf(row) === 'pending') {
       // Until the decision wakes it, or the sooner of the wait asked for and the end of the person's.
-      await decisionWaiters.wait(row.id, Math.min(wait * 1000, row.expires_at - Date.now()));
+      await deps.decisionWaiters.wait(row.id, Math.min(wait * 1000, row.expires_at - Date.now()));
       // A key revoked or expired while it waited is not told the decision.
       await assertKeyStillWorks(deps.keys, team);
       row = (await findAuthorization(deps.db, team.teamId, row.id))!;

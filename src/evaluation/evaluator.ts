@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import { forgetWrittenAlerts, recordOccurrences } from '../alerts/repository.js';
+import { recordOccurrences } from '../alerts/repository.js';
+import { WrittenAlerts } from '../alerts/written-alerts.js';
 import { AuthorizationDecisions, decisionWeight, probeRow } from '../authorizations/decide.js';
 import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
 import type { AnomalyConfig, EvaluationConfig } from '../config.js';
@@ -8,6 +9,7 @@ import type { EventRow } from '../domain/record-row.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Database, Steps } from '../stores/sql.js';
 import type { Registry } from '../stores/sqlite.js';
+import type { PolicyRevisions } from '../policies/revisions.js';
 import { AnomalyDetector } from './anomalies.js';
 import { StalePolicies, type TotalsLedger } from './ledger.js';
 import { toUnits } from '../domain/money.js';
@@ -57,30 +59,43 @@ export type EvaluatorLimits = Pick<EvaluationConfig, 'maxAlertsPerCommit'>;
  * The running totals and holds the rules read are kept by a TotalsLedger (ledger.ts): in memory
  * with one instance, in PostgreSQL rows locked per group with several.
  */
+/** What an evaluator reads and writes through. */
+export interface EvaluatorDeps {
+  /** The registry of one instance; absent with `shared`. */
+  registry?: Registry;
+  /** The store several instances share (PostgreSQL), in place of the registry (see open-ledger.ts). */
+  shared?: Database;
+  store: EventStore;
+  anomalies: AnomalyConfig;
+  logger: Logger;
+  /** Resolves true once ClickHouse holds every record the log holds (false: not in time). */
+  awaitLoaded: () => Promise<boolean>;
+  limits?: EvaluatorLimits;
+  /** Raised by this process's changes to policies and agents: a team's policies are reloaded then. */
+  revisions: PolicyRevisions;
+}
+
 export class Evaluator implements AckEvaluator<EvaluationPlan> {
+  private readonly config: AnomalyConfig;
+  private readonly limits: EvaluatorLimits;
+  /** The alerts this evaluator wrote last (SQLite): updated again without a read. */
+  private readonly written = new WrittenAlerts();
   private readonly policies: TeamPolicies;
   private readonly ledger: TotalsLedger;
   private anomalies: AnomalyDetector;
   private readonly payees: NewPayees;
   private readonly decisions: AuthorizationDecisions;
 
-  /** `shared`: the store several instances share (PostgreSQL), in place of the registry (see open-ledger.ts). */
-  constructor(
-    registry: Registry | undefined,
-    store: EventStore,
-    private readonly config: AnomalyConfig,
-    logger: Logger,
-    /** Resolves true once ClickHouse holds every record the log holds (false: not in time). */
-    awaitLoaded: () => Promise<boolean>,
-    private readonly limits: EvaluatorLimits = { maxAlertsPerCommit: 100 },
-    shared?: Database,
-  ) {
-    const { db, ledger } = evaluationStores(registry, shared, store, logger, awaitLoaded);
+  constructor(deps: EvaluatorDeps) {
+    const { store, logger, awaitLoaded } = deps;
+    this.config = deps.anomalies;
+    this.limits = deps.limits ?? { maxAlertsPerCommit: 100 };
+    const { db, ledger } = evaluationStores(deps.registry, deps.shared, store, logger, awaitLoaded);
     this.ledger = ledger;
-    this.policies = new TeamPolicies(db, ledger);
-    this.anomalies = new AnomalyDetector(config);
-    this.payees = new NewPayees(config.newPayeeLearningHours);
-    this.decisions = new AuthorizationDecisions(ledger, logger, limits);
+    this.policies = new TeamPolicies(db, ledger, deps.revisions);
+    this.anomalies = new AnomalyDetector(this.config);
+    this.payees = new NewPayees(this.config.newPayeeLearningHours);
+    this.decisions = new AuthorizationDecisions(ledger, logger, this.limits, this.written);
   }
 
   /**
@@ -125,7 +140,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
   }
 
   /** In the group's transaction before apply and decide: the ledger locks and reads what the group touches (see TotalsLedger.lock). */
-  *lockTotals(plan: EvaluationPlan, now: number): Steps<void> {
+  *lockLedger(plan: EvaluationPlan, now: number): Steps<void> {
     try {
       yield* this.ledger.lock(plan, now);
     } catch (error) {
@@ -136,7 +151,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
   }
 
   /** In the group's transaction after apply and decide: the ledger writes back what changed. */
-  *saveTotals(plan: EvaluationPlan): Steps<void> {
+  *saveLedger(plan: EvaluationPlan): Steps<void> {
     yield* this.ledger.save(plan);
   }
 
@@ -271,7 +286,7 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const created = new Array<number>(rows.length).fill(0);
     const groups = merged.result();
     if (groups.length === 0) return created;
-    const opened = yield* recordOccurrences(groups.map((g) => g.occurrence), now);
+    const opened = yield* recordOccurrences(groups.map((g) => g.occurrence), now, this.written);
     groups.forEach((g, i) => {
       if (opened[i]) created[g.row]!++;
     });
@@ -288,6 +303,6 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     this.payees.clear();
     this.anomalies = new AnomalyDetector(this.config);
     // What this process remembers of alerts may include the rolled-back write.
-    forgetWrittenAlerts();
+    this.written.clear();
   }
 }

@@ -1,6 +1,7 @@
 /** Each team's active policies, compiled and indexed, kept until its policy revision changes: compiling is too dear per group. */
 import type { Limit } from '../policies/limits.js';
-import { activePolicyRows, policyRevisions } from '../policies/repository.js';
+import { activePolicyRows } from '../policies/repository.js';
+import type { PolicyRevisions } from '../policies/revisions.js';
 import type { Database } from '../stores/sql.js';
 import type { TotalsLedger } from './ledger.js';
 import { compilePolicy, type CompiledLimit, type CompiledPolicy } from './policies.js';
@@ -33,6 +34,8 @@ export class TeamPolicies {
     private readonly db: Database,
     /** What the ledger decides of a reload: the revision read with the policies, the scopes kept. */
     private readonly totals: Pick<TotalsLedger, 'revisionOf' | 'scopesFor'>,
+    /** Raised by this process's changes to a team's policies and agents. */
+    private readonly revisions: PolicyRevisions,
   ) {}
 
   /** The team's state as last loaded, current or not (what a decision's weight is guessed from). */
@@ -43,7 +46,7 @@ export class TeamPolicies {
   /** The team's active policies and scopes, unless its policies changed since they were loaded. */
   current(teamId: string): TeamState | undefined {
     const current = this.teams.get(teamId);
-    return current && current.revision === (policyRevisions.get(teamId) ?? 0) && !this.stale.has(teamId) ? current : undefined;
+    return current && current.revision === this.revisions.of(teamId) && !this.stale.has(teamId) ? current : undefined;
   }
 
   /** These teams' policies changed on another instance: reloaded before they are evaluated again. */
@@ -58,7 +61,7 @@ export class TeamPolicies {
 
   /** Reloads after a change: compiling only what changed, in slices with turns of the event loop between, so thousands never hold it. */
   async reload(teamId: string, now: number): Promise<TeamState> {
-    const revision = policyRevisions.get(teamId) ?? 0;
+    const revision = this.revisions.of(teamId);
     const current = this.teams.get(teamId);
     let slice = performance.now();
     const yieldNow = async () => {

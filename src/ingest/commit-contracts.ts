@@ -36,13 +36,14 @@ export interface RowWarning extends FieldError {
 export interface AckEvaluator<Plan> {
   prepare(rows: readonly EventRow[], now: number, requests?: readonly AuthorizationRequest[]): Promise<Plan>;
   /**
-   * Totals kept in a store several instances share: locked and read before apply and decide
-   * (lockTotals), written after (saveTotals). A group that cannot be evaluated then fails whole
-   * (its records would otherwise go uncounted for good), where totals in memory are read again.
+   * The totals ledger, in the group's transaction: locked and read before apply and decide
+   * (`lockLedger`), written after (`saveLedger`). With a `sharedLedger` (several instances count
+   * into it), a group that cannot be evaluated fails whole (its records would otherwise go
+   * uncounted for good); a ledger in memory is read again instead.
    */
   readonly sharedLedger?: boolean;
-  lockTotals?(plan: Plan, now: number): Steps<void>;
-  saveTotals?(plan: Plan): Steps<void>;
+  lockLedger?(plan: Plan, now: number): Steps<void>;
+  saveLedger?(plan: Plan): Steps<void>;
   apply(plan: Plan, fresh: readonly boolean[], now: number): Steps<number[]>;
   /**
    * After apply, in the same transaction: decides the group's authorizations, in order. Not

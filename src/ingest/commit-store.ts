@@ -1,5 +1,5 @@
 import { perform, performInTransaction, type Database, type Steps } from '../stores/sql.js';
-import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.js';
+import { unsyncedTransaction, type Registry, type WalSyncer } from '../stores/sqlite.js';
 
 /**
  * Where a group's transaction runs: the SQLite registry (synchronously, written without fsync, then
@@ -17,8 +17,8 @@ export interface CommitStore {
   flushing?(): Promise<void> | undefined;
 }
 
-export function sqliteCommits(db: Registry): CommitStore {
-  const syncWal = walSyncer(db);
+/** Commits to the registry, durable once `syncWal` flushed the WAL after them. */
+export function sqliteCommits(db: Registry, syncWal: WalSyncer): CommitStore {
   return {
     transact: async (steps) => {
       // The group's steps run in this transaction itself: a failure rolls the whole group back.

@@ -6,17 +6,16 @@ import { admitsCapture, captureByRecord } from '../authorizations/capture.js';
 import { Backpressure, LogUnavailable, ShuttingDown, TotalsUnavailable, Unavailable } from '../domain/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { savepoint, type Steps } from '../stores/sql.js';
-import type { Registry } from '../stores/sqlite.js';
 import type { Freshness } from './freshness.js';
 import { contentPrint, type GroupLog, type LogChunk } from './log.js';
 import type { AckEvaluator, BacklogLimits, CommitOutcome, GroupLimits, RowWarning } from './commit-contracts.js';
-import { sqliteCommits, type CommitStore } from './commit-store.js';
+import type { CommitStore } from './commit-store.js';
 import type { EventRow } from '../domain/record-row.js';
 import { claimByTeam, recordAgents } from './claims.js';
 import { DecisionFailed } from './commit-contracts.js';
 
 export { DecisionFailed, type AckEvaluator, type BacklogLimits, type CommitOutcome, type GroupLimits, type RowWarning } from './commit-contracts.js';
-export { sharedCommits, type CommitStore } from './commit-store.js';
+export { sharedCommits, sqliteCommits, type CommitStore } from './commit-store.js';
 
 /** What a group's transaction produced, for its answers. */
 interface GroupResult {
@@ -78,10 +77,9 @@ export class GroupCommit {
   /** The last failed group (readiness): set in fail(), cleared once a later group is acknowledged. */
   private writeFailure: { at: number; message: string } | undefined;
   private lastSeq = 0;
-  private readonly store: CommitStore;
 
   constructor(
-    db: Registry | CommitStore,
+    private readonly store: CommitStore,
     private readonly log: GroupLog,
     /** The unloaded backlog (the bound), told of each durable group: Freshness, or SharedFreshness. */
     private readonly freshness: Pick<Freshness, 'backlog' | 'committed'>,
@@ -91,9 +89,7 @@ export class GroupCommit {
     private readonly agents?: AgentActivity,
     private readonly metrics?: Metrics,
     private readonly groupLimits: GroupLimits = {},
-  ) {
-    this.store = 'transact' in db ? db : sqliteCommits(db);
-  }
+  ) {}
 
   /** When the last group commit failed, and why, if none has been acknowledged since (GET /healthz). */
   get lastWriteFailure(): { at: number; message: string } | undefined {
@@ -328,7 +324,7 @@ export class GroupCommit {
       if (plan === undefined) throw new Error('no evaluation plan for the authorizations of this group');
       decided = yield* this.evaluator!.decide(plan, now, isolated);
     }
-    if (plan !== undefined && this.evaluator?.saveTotals) yield* this.evaluator.saveTotals(plan);
+    if (plan !== undefined && this.evaluator?.saveLedger) yield* this.evaluator.saveLedger(plan);
     const operated: OperationOutcome[] = [];
     for (const op of operations) {
       try {
@@ -472,7 +468,7 @@ export class GroupCommit {
     for (const [teamId, rows] of rowsByTeam) chunks.push(...(yield* this.log.appending(teamId, rows, now)));
 
     // Shared totals are locked here, after the claims (every instance takes its locks in this order).
-    if (this.evaluator?.lockTotals && plan !== undefined) yield* this.evaluator.lockTotals(plan, now);
+    if (this.evaluator?.lockLedger && plan !== undefined) yield* this.evaluator.lockLedger(plan, now);
     // A group of authorizations alone has no records to evaluate or agents to record: no savepoints for nothing.
     if (this.evaluator && plan !== undefined && all.length > 0) {
       try {

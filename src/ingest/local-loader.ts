@@ -1,7 +1,7 @@
 /** The loader of the SQLite ingest log: the one loader algorithm over a ledger in the registry. */
 import type { Logger } from 'pino';
 import type { EventStore } from '../stores/clickhouse.js';
-import { unsyncedTransaction, walSyncer, type Registry } from '../stores/sqlite.js';
+import { unsyncedTransaction, type Registry, type WalSyncer } from '../stores/sqlite.js';
 import { backfillLaterDimensions, type Range, type SetAside, type StoredChunk } from './blocks.js';
 import type { Backlog, Freshness } from './freshness.js';
 import { BlockLoader, type BlockLedger, type Lease, type LeaseSignals, type LoaderObserver, type LoaderOptions, type NewBlock, type RecordedBlock } from './loader.js';
@@ -118,8 +118,9 @@ export class LocalLedger implements BlockLedger<RecordedBlock> {
 
 /** Loads the SQLite ingest log into ClickHouse. */
 export class Loader extends BlockLoader<RecordedBlock> {
-  constructor(db: Registry, store: EventStore, freshness: Freshness, options: LoaderOptions, logger: Logger, observer?: LoaderObserver) {
-    super(new LocalLedger(db, freshness, walSyncer(db), logger), store, options, logger, observer);
+  /** `syncWal`: the registry's, shared with the group commit. */
+  constructor(db: Registry, syncWal: WalSyncer, store: EventStore, freshness: Freshness, options: LoaderOptions, logger: Logger, observer?: LoaderObserver) {
+    super(new LocalLedger(db, freshness, syncWal, logger), store, options, logger, observer);
   }
 
   /** The loaded position and the unloaded chunks recorded in the log (for Freshness at start). */

@@ -7,9 +7,11 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { SharedStore } from '../stores/postgres.js';
 import { postgresOnly, type Database } from '../stores/sql.js';
-import type { Registry } from '../stores/sqlite.js';
+import { walSyncer, type Registry } from '../stores/sqlite.js';
+import { SyncThread } from '../stores/sync-thread.js';
+import type { PolicyRevisions } from '../policies/revisions.js';
 import { Freshness, type Backlog } from './freshness.js';
-import { GroupCommit, sharedCommits } from './group-commit.js';
+import { GroupCommit, sharedCommits, sqliteCommits } from './group-commit.js';
 import { decimalsWith } from '../domain/assets.js';
 import { Ingestor } from './ingestor.js';
 import { Loader } from './local-loader.js';
@@ -57,6 +59,8 @@ export interface IngestPipelineDeps {
   schemas: SchemaRegistry;
   logger: Logger;
   metrics?: Metrics;
+  /** Raised by the routes' changes to policies and agents: the evaluator reloads a team's policies then. */
+  policyRevisions: PolicyRevisions;
 }
 
 /** Builds the write path and starts its loader. `evaluate: false` (the seed script) skips policies and alerts. */
@@ -65,10 +69,14 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
   const log = new IngestLog(registry, config.ingest.dedupWindowDays, { level0Keys: config.ingest.dedupLevel0Keys });
   // The registry's WAL is copied back off the event loop: the writer of the log commits, this thread checkpoints.
   const checkpointer = new Checkpointer(registry, logger);
+  // The group commit and the loader share one WAL flush, on a thread of the pipeline's own.
+  const syncThread = new SyncThread();
+  const syncWal = walSyncer(registry, syncThread);
   const { loadedPos, unloaded } = Loader.state(registry);
   const freshness = new Freshness(loadedPos, unloaded);
   const loader = new Loader(
     registry,
+    syncWal,
     deps.loaderEvents,
     freshness,
     { blockRows: config.ingest.loadBlockRows, intervalMs: config.ingest.loadIntervalMs },
@@ -83,8 +91,8 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
     if (loader.isFailing) return false;
     return freshness.waitFor(log.endPos - 1, Math.min(2_000, config.ingest.readWaitMs));
   };
-  const evaluator = options.evaluate === false ? undefined : new Evaluator(registry, deps.events, config.anomalies, logger, awaitLoaded, config.evaluation);
-  const { commit, ingestor } = groupCommitOf(deps, registry, log, freshness, evaluator);
+  const evaluator = options.evaluate === false ? undefined : new Evaluator({ registry, store: deps.events, anomalies: config.anomalies, logger, awaitLoaded, limits: config.evaluation, revisions: deps.policyRevisions });
+  const { commit, ingestor } = groupCommitOf(deps, sqliteCommits(registry, syncWal), log, freshness, evaluator);
   loader.start();
   return {
     log,
@@ -99,6 +107,7 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
       await loader.stop();
       log.stop();
       await checkpointer.stop();
+      await syncThread.close();
     },
   };
 }
@@ -162,7 +171,7 @@ export async function startSharedIngestPipeline(deps: SharedIngestPipelineDeps):
   const loader = new SharedLoader(deps.pool, db, deps.loaderEvents, { blockRows: config.ingest.loadBlockRows, intervalMs: config.ingest.loadIntervalMs }, logger, deps.metrics);
   // Every chunk committed before, on any instance (see the SQLite pipeline's awaitLoaded).
   const awaitLoaded = () => freshness.waitFor(undefined, Math.min(2_000, config.ingest.readWaitMs));
-  const evaluator = new Evaluator(undefined, deps.events, config.anomalies, logger, awaitLoaded, config.evaluation, db);
+  const evaluator = new Evaluator({ shared: db, store: deps.events, anomalies: config.anomalies, logger, awaitLoaded, limits: config.evaluation, revisions: deps.policyRevisions });
   const { commit, ingestor } = groupCommitOf(deps, sharedCommits(db), log, freshness, evaluator);
   loader.start();
   return {

@@ -4,25 +4,20 @@ import { totalsRead } from '../evaluation/policies.js';
 import { newId } from '../domain/ids.js';
 import type { Limit, PolicyAllow, PolicyMatch, PolicyScope } from './limits.js';
 import type { Policy, PolicyAction, PolicyInput } from './policy.js';
+import type { PolicyRevisions } from './revisions.js';
 
 export type { Policy, PolicyAction, PolicyInput };
 
 /** flag: an alert; block: declined (an alert for a record); approve: a person decides (pending). */
 
 /**
- * A counter per team, raised once a change to its policies commits: evaluation compares it to
- * decide when to reload the team's policies (all changes go through this module, in this process).
- */
-export const policyRevisions = new Map<string, number>();
-
-/**
  * After any change to what evaluation reads of a team (its policies, an agent suspended or
  * resumed), in its transaction: the team's `policy_revision` rises
  * (other instances sharing the store compare it, under a share lock, before they count records:
- * src/evaluation/postgres-ledger.ts), and this process's counter once it commits. The team's row is
+ * src/evaluation/postgres-ledger.ts), and this process's `revisions` once it commits. The team's row is
  * locked first (the UPDATE), then its totals, the order the group commit takes them in.
  */
-export async function policiesChanged(sql: Sql, teamId: string): Promise<void> {
+export async function policiesChanged(sql: Sql, teamId: string, revisions: PolicyRevisions): Promise<void> {
   await sql.run('UPDATE teams SET policy_revision = policy_revision + 1 WHERE id = ?', [teamId]);
   if (sql.dialect === 'postgres') {
     // Shared running totals no active policy reads any more go now: of scopes no policy reads, and
@@ -40,7 +35,7 @@ export async function policiesChanged(sql: Sql, teamId: string): Promise<void> {
       [teamId, scopes, [...agentsOf.keys()], pairs.map((p) => p[0]), pairs.map((p) => p[1])],
     );
   }
-  sql.afterCommit(() => policyRevisions.set(teamId, (policyRevisions.get(teamId) ?? 0) + 1));
+  sql.afterCommit(() => revisions.raise(teamId));
 }
 
 interface PolicyRow {
@@ -127,7 +122,7 @@ async function checkRoomForActive(sql: Sql, teamId: string, max: number | undefi
  * Creates a policy; run it in a transaction. With `maxActive`, an active one is refused
  * (TooManyActivePolicies) when the team has that many active policies already.
  */
-export async function createPolicy(sql: Sql, teamId: string, input: PolicyInput, maxActive?: number): Promise<Policy> {
+export async function createPolicy(sql: Sql, teamId: string, input: PolicyInput, revisions: PolicyRevisions, maxActive?: number): Promise<Policy> {
   const id = newId('pol');
   const now = Date.now();
   if (input.active) await checkRoomForActive(sql, teamId, maxActive);
@@ -153,7 +148,7 @@ export async function createPolicy(sql: Sql, teamId: string, input: PolicyInput,
     ],
   );
   await setAgents(sql, teamId, id, input.agents);
-  await policiesChanged(sql, teamId);
+  await policiesChanged(sql, teamId, revisions);
   return (await findPolicy(sql, teamId, id))!;
 }
 
@@ -170,7 +165,14 @@ export async function findPolicy(sql: Sql, teamId: string, id: string, lock = fa
  * has that many active already; a policy that stays active is never refused (a lowered bound keeps
  * what exists).
  */
-export async function updatePolicy(sql: Sql, teamId: string, id: string, changes: Partial<PolicyInput>, maxActive?: number): Promise<Policy | undefined> {
+export async function updatePolicy(
+  sql: Sql,
+  teamId: string,
+  id: string,
+  changes: Partial<PolicyInput>,
+  revisions: PolicyRevisions,
+  maxActive?: number,
+): Promise<Policy | undefined> {
   // The team before the policy, as creation takes it: two activations at once count in turn.
   if (changes.active === true && maxActive !== undefined) await lockTeam(sql, teamId);
   const current = await findPolicy(sql, teamId, id, true);
@@ -197,13 +199,13 @@ export async function updatePolicy(sql: Sql, teamId: string, id: string, changes
     ],
   );
   if (changes.agents) await setAgents(sql, teamId, id, changes.agents);
-  await policiesChanged(sql, teamId);
+  await policiesChanged(sql, teamId, revisions);
   return findPolicy(sql, teamId, id);
 }
 
-export async function deletePolicy(sql: Sql, teamId: string, id: string): Promise<boolean> {
+export async function deletePolicy(sql: Sql, teamId: string, id: string, revisions: PolicyRevisions): Promise<boolean> {
   const deleted = (await sql.run('DELETE FROM policies WHERE team_id = ? AND id = ?', [teamId, id])) === 1;
-  if (deleted) await policiesChanged(sql, teamId);
+  if (deleted) await policiesChanged(sql, teamId, revisions);
   return deleted;
 }
 

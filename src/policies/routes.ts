@@ -2,6 +2,7 @@ import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
 import { audited } from '../audit-log/record.js';
 import { defineRoute } from '../http/routes.js';
+import type { PolicyRouteDeps } from './revisions.js';
 import { checkPolicyFields, DEFAULT_APPROVAL_TIMEOUT_S, type CheckedPolicyFields, type Limit, type PolicyAllow, type PolicyMatch, type PolicyScope } from './limits.js';
 import {
   createPolicy,
@@ -136,7 +137,7 @@ const POLICY_DOC =
   'kind `not_allowed`, under its action. EVM addresses are compared without case. `limits` may be empty when `allow` is given. A team has at most MAX_ACTIVE_POLICIES_PER_TEAM (1,000 by default) active ' +
   'policies: creating or re-activating one more is a 409 naming `active`.';
 
-export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits: Limit[] }>({
+export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits: Limit[] }, unknown, PolicyRouteDeps>({
   method: 'post',
   path: '/policies',
   operationId: 'createPolicy',
@@ -164,7 +165,7 @@ export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits
     };
     const policy = await withActiveBound(() =>
       audited(ctx, async (sql) => {
-        const created = await createPolicy(sql, team.teamId, input, deps.config.evaluation.maxActivePoliciesPerTeam);
+        const created = await createPolicy(sql, team.teamId, input, deps.policyRevisions, deps.config.evaluation.maxActivePoliciesPerTeam);
         return { result: created, log: { action: 'policy.create', resourceType: 'policy', resourceId: created.id, before: null, after: settings(created) } };
       }),
     );
@@ -186,7 +187,7 @@ export const getPolicyRoute = defineRoute({
   },
 });
 
-export const updatePolicyRoute = defineRoute<PolicyBody>({
+export const updatePolicyRoute = defineRoute<PolicyBody, unknown, PolicyRouteDeps>({
   method: 'patch',
   path: '/policies/:id',
   operationId: 'updatePolicy',
@@ -216,7 +217,7 @@ export const updatePolicyRoute = defineRoute<PolicyBody>({
       audited(ctx, async (sql) => {
         const before = await findPolicy(sql, team.teamId, params.id!, true);
         if (before) checkSomething(changes.limits ?? before.limits, changes.allow !== undefined ? changes.allow : before.allow);
-        const after = before && (await updatePolicy(sql, team.teamId, params.id!, changes, deps.config.evaluation.maxActivePoliciesPerTeam));
+        const after = before && (await updatePolicy(sql, team.teamId, params.id!, changes, deps.policyRevisions, deps.config.evaluation.maxActivePoliciesPerTeam));
         if (!before || !after) return { result: undefined };
         return { result: after, log: { action: 'policy.update', resourceType: 'policy', resourceId: after.id, before: settings(before), after: settings(after) } };
       }),
@@ -226,7 +227,7 @@ export const updatePolicyRoute = defineRoute<PolicyBody>({
   },
 });
 
-export const deletePolicyRoute = defineRoute({
+export const deletePolicyRoute = defineRoute<unknown, unknown, PolicyRouteDeps>({
   method: 'delete',
   path: '/policies/:id',
   operationId: 'deletePolicy',
@@ -238,7 +239,7 @@ export const deletePolicyRoute = defineRoute({
     const { params, team, deps } = ctx;
     const deleted = await audited(ctx, async (sql) => {
       const before = await findPolicy(sql, team.teamId, params.id!, true);
-      if (!before || !(await deletePolicy(sql, team.teamId, params.id!))) return { result: false };
+      if (!before || !(await deletePolicy(sql, team.teamId, params.id!, deps.policyRevisions))) return { result: false };
       return { result: true, log: { action: 'policy.delete', resourceType: 'policy', resourceId: before.id, before: settings(before), after: null } };
     });
     if (!deleted) throw notFound(params.id!);

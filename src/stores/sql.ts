@@ -25,10 +25,33 @@ export type Dialect = 'sqlite' | 'postgres';
  */
 export type Statement = string | { readonly sqlite: string; readonly postgres: string };
 
+/**
+ * What a database's committed transactions announce to whoever listens in this process (the
+ * webhook dispatcher, woken once deliveries are queued). One per Database, shared by its
+ * transactions; a topic is announced only after the transaction that raised it commits.
+ */
+export class CommitSignals {
+  private readonly listeners = new Map<string, Set<(subject: string) => void>>();
+
+  /** Calls `fn` with the subject after each commit that announces `topic`; returns what stops it. */
+  on(topic: string, fn: (subject: string) => void): () => void {
+    let set = this.listeners.get(topic);
+    if (!set) this.listeners.set(topic, (set = new Set()));
+    set.add(fn);
+    return () => set.delete(fn);
+  }
+
+  emit(topic: string, subject = ''): void {
+    for (const fn of this.listeners.get(topic) ?? []) fn(subject);
+  }
+}
+
 export interface Sql {
   readonly dialect: Dialect;
   /** The database this reaches, the same for a Database and its transactions: what caches are kept per. */
   readonly origin: object;
+  /** The database's signals (the same for a Database and its transactions). */
+  readonly signals: CommitSignals;
   all<T = Record<string, unknown>>(statement: Statement, params?: readonly unknown[]): Promise<T[]>;
   get<T = Record<string, unknown>>(statement: Statement, params?: readonly unknown[]): Promise<T | undefined>;
   /** Runs a statement; resolves to the number of rows it changed. */
@@ -115,8 +138,8 @@ function prepared(db: Registry, statement: Statement): BetterSqlite3.Statement<u
 export type Steps<T> = Generator<Step, T, unknown>;
 export type Step =
   | { readonly kind: 'all' | 'get' | 'run'; readonly statement: Statement; readonly params: readonly unknown[] }
-  /** What caches and wake-ups are kept per (Sql.origin). */
-  | { readonly kind: 'origin' }
+  /** A topic announced on the database's CommitSignals once the transaction commits. */
+  | { readonly kind: 'signal'; readonly topic: string; readonly subject: string }
   | { readonly kind: 'dialect' }
   | { readonly kind: 'afterCommit'; readonly fn: () => void }
   /** Something else to wait for inside the transaction (PostgreSQL only: SQLite's never waits). */
@@ -132,8 +155,9 @@ export function* get<T = Record<string, unknown>>(statement: Statement, params: 
 export function* run(statement: Statement, params: readonly unknown[] = []): Steps<number> {
   return (yield { kind: 'run', statement, params }) as number;
 }
-export function* originOf(): Steps<object> {
-  return (yield { kind: 'origin' }) as object;
+/** Announces `topic` (of `subject`) on the database's CommitSignals once the transaction commits. */
+export function* signal(topic: string, subject = ''): Steps<void> {
+  yield { kind: 'signal', topic, subject };
 }
 /** Which database the steps run on, for a value that one of them cannot hold as the other does. */
 export function* dialectOf(): Steps<Dialect> {
@@ -188,7 +212,7 @@ export async function perform<T>(sql: Sql, steps: Steps<T>): Promise<T> {
     const step = next.value;
     let result: unknown;
     try {
-      if (step.kind === 'origin') result = sql.origin;
+      if (step.kind === 'signal') sql.afterCommit(() => sql.signals.emit(step.topic, step.subject));
       else if (step.kind === 'dialect') result = sql.dialect;
       else if (step.kind === 'afterCommit') sql.afterCommit(step.fn);
       else if (step.kind === 'await') result = await step.fn();
@@ -236,7 +260,7 @@ function stepNow<T>(db: Registry, steps: Steps<T>, committed: (() => void)[]): T
     const step = next.value;
     let result: unknown;
     try {
-      if (step.kind === 'origin') result = db;
+      if (step.kind === 'signal') committed.push(() => sqliteDatabase(db).signals.emit(step.topic, step.subject));
       else if (step.kind === 'dialect') result = 'sqlite';
       // The caller's transaction is synchronous: it is over when the event loop turns.
       else if (step.kind === 'afterCommit') committed.push(step.fn);
@@ -269,9 +293,11 @@ export function sqliteDatabase(db: Registry): Database {
 const databases = new WeakMap<Registry, Database>();
 
 function newSqliteDatabase(db: Registry): Database {
+  const signals = new CommitSignals();
   const sql: Sql = {
     dialect: 'sqlite',
     origin: db,
+    signals,
     all: async <T>(statement: Statement, params: readonly unknown[] = []) => prepared(db, statement).all(...(params as unknown[])) as T[],
     get: async <T>(statement: Statement, params: readonly unknown[] = []) => prepared(db, statement).get(...(params as unknown[])) as T | undefined,
     run: async (statement: Statement, params: readonly unknown[] = []) => prepared(db, statement).run(...(params as unknown[])).changes,
@@ -287,6 +313,7 @@ function newSqliteDatabase(db: Registry): Database {
   return {
     dialect: 'sqlite',
     origin: db,
+    signals,
     all: (s, p) => inTurn(() => sql.all(s, p)),
     get: (s, p) => inTurn(() => sql.get(s, p)),
     run: (s, p) => inTurn(() => sql.run(s, p)),
@@ -321,6 +348,7 @@ function newSqliteDatabase(db: Registry): Database {
             const guarded: Sql = {
               dialect: 'sqlite',
               origin: db,
+              signals,
               all: (s, p) => (settled ? Promise.reject(new TransactionSpannedIo()) : sql.all(s, p)),
               get: (s, p) => (settled ? Promise.reject(new TransactionSpannedIo()) : sql.get(s, p)),
               run: (s, p) => (settled ? Promise.reject(new TransactionSpannedIo()) : sql.run(s, p)),
@@ -351,12 +379,13 @@ function newSqliteDatabase(db: Registry): Database {
 }
 
 /** The Sql of a pool, or of one connection (a transaction begun on it: a migration's). */
-export function postgresSql(client: pg.Pool | pg.PoolClient, origin: object): Sql {
+export function postgresSql(client: pg.Pool | pg.PoolClient, origin: object, signals = new CommitSignals()): Sql {
   const query = async <T>(statement: Statement, params: readonly unknown[]) =>
     client.query(postgresText(statement), params as unknown[]) as unknown as Promise<pg.QueryResult<T & pg.QueryResultRow>>;
   return {
     dialect: 'postgres',
     origin,
+    signals,
     all: async <T>(statement: Statement, params: readonly unknown[] = []) => (await query<T>(statement, params)).rows as T[],
     get: async <T>(statement: Statement, params: readonly unknown[] = []) => (await query<T>(statement, params)).rows[0] as T | undefined,
     run: async (statement: Statement, params: readonly unknown[] = []) => (await query(statement, params)).rowCount ?? 0,
@@ -365,12 +394,13 @@ export function postgresSql(client: pg.Pool | pg.PoolClient, origin: object): Sq
 }
 
 export function postgresDatabase(pool: SharedStore): Database {
+  const signals = new CommitSignals();
   return {
-    ...postgresSql(pool, pool),
+    ...postgresSql(pool, pool, signals),
     close: () => pool.end(),
     transaction: async (fn) => {
       const committed: (() => void)[] = [];
-      const result = await inTransaction(pool, (client) => fn({ ...postgresSql(client, pool), afterCommit: (f) => committed.push(f) }));
+      const result = await inTransaction(pool, (client) => fn({ ...postgresSql(client, pool, signals), afterCommit: (f) => committed.push(f) }));
       for (const f of committed) f();
       return result;
     },

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { fdatasyncOffPool } from './sync-thread.js';
+import type { SyncThread } from './sync-thread.js';
 
 /** The registry: teams, API keys, agents, policies and alerts in one SQLite file. */
 export type Registry = Database.Database;
@@ -38,51 +38,10 @@ export function pingRegistry(db: Registry): void {
  * queries hold threads for their whole run): the same guarantee as synchronous=FULL (every frame
  * written before the call is on disk when it resolves), but the event loop keeps parsing requests
  * during the disk flush, and one flush covers every commit made before it started. Concurrent
- * callers share flushes: a call resolves after a flush that began after the call.
+ * callers share flushes: a call resolves after a flush that began after the call. One per
+ * registry, shared by the group commit and the loader.
  */
-export function walSyncer(db: Registry): WalSyncer {
-  let syncer = syncers.get(db);
-  if (!syncer) syncers.set(db, (syncer = newWalSyncer(db)));
-  return syncer;
-}
-
-export interface WalSyncer {
-  /** Resolves once every frame written before the call is on disk. */
-  (): Promise<void>;
-  /**
-   * The flush under way (and the one queued after it), if any; it settles when the disk is idle
-   * again. A commit made meanwhile is durable only after the next flush, so a group commit gathers
-   * requests until then rather than committing (and paying a transaction) for each few.
-   */
-  flushing(): Promise<void> | undefined;
-}
-
-/** One syncer per connection, shared by the group commit and the loader. */
-const syncers = new WeakMap<Registry, WalSyncer>();
-
-/**
- * Runs `work` as one transaction written without fsync (synchronous=NORMAL); the caller awaits
- * walSyncer(db)() where the transaction must be durable. Other writes keep synchronous=FULL.
- */
-export function unsyncedTransaction<T>(db: Registry, work: () => T): T {
-  // Never inside another transaction on this connection (a Database transaction whose body
-  // waited for I/O, src/stores/sql.ts): a savepoint in it would be rolled back after this
-  // commit's records were acknowledged. Fail this commit instead; its callers retry or answer 503.
-  if (db.inTransaction) throw new Error('registry: another transaction is open on this connection; not committing inside it');
-  let pragmas = synchronousPragmas.get(db);
-  if (!pragmas) synchronousPragmas.set(db, (pragmas = { normal: db.prepare('PRAGMA synchronous = NORMAL'), full: db.prepare('PRAGMA synchronous = FULL') }));
-  pragmas.normal.run();
-  try {
-    return db.transaction(work)();
-  } finally {
-    pragmas.full.run();
-  }
-}
-
-/** Prepared once per connection: unsyncedTransaction runs for every ingest commit. */
-const synchronousPragmas = new WeakMap<Registry, { normal: Database.Statement; full: Database.Statement }>();
-
-function newWalSyncer(db: Registry): WalSyncer {
+export function walSyncer(db: Registry, thread: SyncThread): WalSyncer {
   const walPath = `${db.name}-wal`;
   let fd: number | undefined;
   let running: Promise<void> | undefined;
@@ -90,7 +49,7 @@ function newWalSyncer(db: Registry): WalSyncer {
   const flush = async () => {
     // The WAL file exists once the first transaction wrote it; SQLite keeps it (same inode) while open.
     fd ??= fs.openSync(walPath, 'r');
-    await fdatasyncOffPool(fd);
+    await thread.fdatasync(fd);
   };
   const sync = () => {
     if (!running) {
@@ -111,3 +70,37 @@ function newWalSyncer(db: Registry): WalSyncer {
   // With one queued, a commit made now is covered by it: nothing to gather for.
   return Object.assign(sync, { flushing: () => (next ? undefined : running) });
 }
+
+export interface WalSyncer {
+  /** Resolves once every frame written before the call is on disk. */
+  (): Promise<void>;
+  /**
+   * The flush under way (and the one queued after it), if any; it settles when the disk is idle
+   * again. A commit made meanwhile is durable only after the next flush, so a group commit gathers
+   * requests until then rather than committing (and paying a transaction) for each few.
+   */
+  flushing(): Promise<void> | undefined;
+}
+
+/**
+ * Runs `work` as one transaction written without fsync (synchronous=NORMAL); the caller awaits
+ * the registry's WalSyncer where the transaction must be durable. Other writes keep synchronous=FULL.
+ */
+export function unsyncedTransaction<T>(db: Registry, work: () => T): T {
+  // Never inside another transaction on this connection (a Database transaction whose body
+  // waited for I/O, src/stores/sql.ts): a savepoint in it would be rolled back after this
+  // commit's records were acknowledged. Fail this commit instead; its callers retry or answer 503.
+  if (db.inTransaction) throw new Error('registry: another transaction is open on this connection; not committing inside it');
+  let pragmas = synchronousPragmas.get(db);
+  if (!pragmas) synchronousPragmas.set(db, (pragmas = { normal: db.prepare('PRAGMA synchronous = NORMAL'), full: db.prepare('PRAGMA synchronous = FULL') }));
+  pragmas.normal.run();
+  try {
+    return db.transaction(work)();
+  } finally {
+    pragmas.full.run();
+  }
+}
+
+/** Prepared once per connection: unsyncedTransaction runs for every ingest commit. */
+const synchronousPragmas = new WeakMap<Registry, { normal: Database.Statement; full: Database.Statement }>();
+

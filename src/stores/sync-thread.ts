@@ -6,8 +6,8 @@
  * acknowledgement of the ingest log. Here one worker thread does `fdatasyncSync` on request and
  * answers through its port: a message each way per flush, and nothing else ever queues on it.
  *
- * One thread for the process, as the pool is one: file descriptors are the process's, so it
- * serves every registry; it does not keep the process alive while no flush is pending.
+ * Owned by the ingest pipeline, which closes it; it does not keep the process alive while no
+ * flush is pending.
  */
 import { Worker } from 'node:worker_threads';
 
@@ -30,46 +30,57 @@ interface Pending {
   reject: (err: Error) => void;
 }
 
-interface SyncThread {
+type WorkerError = { message: string; code?: string; errno?: number; syscall?: string };
+
+interface Thread {
   worker: Worker;
   pending: Map<number, Pending>;
 }
 
-let thread: SyncThread | undefined;
-let nextId = 0;
+/** The thread, started at the first flush (and again after one died); closed with its owner. */
+export class SyncThread {
+  private thread: Thread | undefined;
+  private nextId = 0;
 
-function start(): SyncThread {
-  const worker = new Worker(WORKER_SOURCE, { eval: true, name: 'fdatasync' });
-  const started: SyncThread = { worker, pending: new Map() };
-  worker.unref();
-  worker.on('message', ({ id, error }: { id: number; error?: { message: string; code?: string; errno?: number; syscall?: string } }) => {
-    const request = started.pending.get(id);
-    if (!request) return;
-    started.pending.delete(id);
-    if (started.pending.size === 0) worker.unref();
-    if (error) request.reject(Object.assign(new Error(error.message), { code: error.code, errno: error.errno, syscall: error.syscall }));
-    else request.resolve();
-  });
-  // A thread that died fails what it held; the next flush starts another.
-  const fail = (err: Error) => {
-    if (thread === started) thread = undefined;
-    for (const request of started.pending.values()) request.reject(err);
-    started.pending.clear();
-  };
-  worker.on('error', fail);
-  worker.on('exit', (code) => fail(new Error(`the fdatasync thread exited (code ${code})`)));
-  return started;
-}
+  /** Resolves once `fd`'s data is on disk, as fs.fdatasync, without taking a thread of libuv's pool. */
+  fdatasync(fd: number): Promise<void> {
+    const { worker, pending } = (this.thread ??= this.start());
+    const id = this.nextId++;
+    return new Promise<void>((resolve, reject) => {
+      // Kept alive while a flush is pending: a caller awaiting it must not see the process exit first.
+      if (pending.size === 0) worker.ref();
+      pending.set(id, { resolve, reject });
+      worker.postMessage({ id, fd });
+    });
+  }
 
-/** Resolves once `fd`'s data is on disk, as fs.fdatasync, without taking a thread of libuv's pool. */
-export function fdatasyncOffPool(fd: number): Promise<void> {
-  thread ??= start();
-  const { worker, pending } = thread;
-  const id = nextId++;
-  return new Promise<void>((resolve, reject) => {
-    // Kept alive while a flush is pending: a caller awaiting it must not see the process exit first.
-    if (pending.size === 0) worker.ref();
-    pending.set(id, { resolve, reject });
-    worker.postMessage({ id, fd });
-  });
+  /** Ends the thread; a flush still pending fails. */
+  async close(): Promise<void> {
+    const thread = this.thread;
+    this.thread = undefined;
+    if (thread) await thread.worker.terminate();
+  }
+
+  private start(): Thread {
+    const worker = new Worker(WORKER_SOURCE, { eval: true, name: 'fdatasync' });
+    const started: Thread = { worker, pending: new Map() };
+    worker.unref();
+    worker.on('message', ({ id, error }: { id: number; error?: WorkerError }) => {
+      const request = started.pending.get(id);
+      if (!request) return;
+      started.pending.delete(id);
+      if (started.pending.size === 0) worker.unref();
+      if (error) request.reject(Object.assign(new Error(error.message), { code: error.code, errno: error.errno, syscall: error.syscall }));
+      else request.resolve();
+    });
+    // A thread that died fails what it held; the next flush starts another.
+    const fail = (err: Error) => {
+      if (this.thread === started) this.thread = undefined;
+      for (const request of started.pending.values()) request.reject(err);
+      started.pending.clear();
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`the fdatasync thread exited (code ${code})`)));
+    return started;
+  }
 }

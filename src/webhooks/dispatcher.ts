@@ -5,7 +5,7 @@ import type { WebhookConfig } from '../config.js';
 import type { SecretBox } from '../stores/secrets.js';
 import { get, perform, performNow, run, sqliteDatabase, type Database, type Statement, type Steps } from '../stores/sql.js';
 import { unsyncedTransaction, type Registry } from '../stores/sqlite.js';
-import { onDeliveriesQueued } from './outbox.js';
+import { DELIVERIES_QUEUED } from './outbox.js';
 import { endpointOf } from './repository.js';
 import { shownUrl } from '../domain/shown-url.js';
 import { Sender, sharedOutbox, sqliteOutbox, type Attempt, type SenderOptions } from './sender.js';
@@ -79,6 +79,8 @@ export class Dispatcher {
   private link: SenderLink | undefined;
   private running = false;
   private wakePosted = false;
+  /** Ends the wake-ups by queued deliveries (while started). */
+  private stopListening: (() => void) | undefined;
   private readonly disableAfterMs: number;
   private readonly clock: () => number;
   /** Attempts reported and not yet written; written at the next turn of the event loop. */
@@ -109,7 +111,7 @@ export class Dispatcher {
   start(): void {
     this.running = true;
     this.connect().post({ kind: 'start' });
-    onDeliveriesQueued(this.db.origin, () => this.wake());
+    this.stopListening = this.db.signals.on(DELIVERIES_QUEUED, () => this.wake());
   }
 
   /** The sender, started or not: one that is not only sends what attemptNow asks for. */
@@ -120,7 +122,8 @@ export class Dispatcher {
 
   /** Stops taking deliveries, waits (up to `waitMs`) for the attempts in flight and writes their outcomes. */
   async close(waitMs = 5_000): Promise<void> {
-    if (this.running) onDeliveriesQueued(this.db.origin, undefined);
+    this.stopListening?.();
+    this.stopListening = undefined;
     this.running = false;
     const link = this.link;
     this.link = undefined;

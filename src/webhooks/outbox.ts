@@ -1,6 +1,6 @@
 import { alertBody } from '../alerts/body.js';
 import type { Alert } from '../domain/alerts.js';
-import { afterCommit, all, originOf, run, type Steps } from '../stores/sql.js';
+import { all, run, signal, type Steps } from '../stores/sql.js';
 import { newId } from '../domain/ids.js';
 import type { EventType } from './repository.js';
 
@@ -12,13 +12,8 @@ export interface WebhookEvent {
   data: Record<string, unknown>;
 }
 
-/** The dispatcher of each database (Sql.origin), woken once deliveries are queued and committed. */
-const wakers = new WeakMap<object, () => void>();
-
-export function onDeliveriesQueued(origin: object, wake: (() => void) | undefined): void {
-  if (wake) wakers.set(origin, wake);
-  else wakers.delete(origin);
-}
+/** Announced on the database's CommitSignals once deliveries are queued and committed: the dispatcher wakes. */
+export const DELIVERIES_QUEUED = 'webhooks.deliveries-queued';
 
 const OUTBOX_SQL = {
   endpoints: {
@@ -53,9 +48,8 @@ export function* enqueueEvent(
     yield* run(OUTBOX_SQL.insert, [id, teamId, t.id, event.id, type, payload, now, now]);
     ids.push(id);
   }
-  const origin = yield* originOf();
   // After the commit: the dispatcher reads what this transaction wrote.
-  yield* afterCommit(() => wakers.get(origin)?.());
+  yield* signal(DELIVERIES_QUEUED);
   return ids;
 }
 

@@ -1,7 +1,10 @@
 /** The agents store, the same tests on SQLite and on PostgreSQL. */
 import { expect } from 'chai';
 import { countAgents, createAgent, deleteAgent, findAgent, listAgents, updateAgent } from '../../src/agents/repository.js';
+import { PolicyRevisions } from '../../src/policies/revisions.js';
 import { forEachDialect } from '../helpers/dialects.js';
+
+const revisions = new PolicyRevisions();
 
 describe('agents store, on SQLite and PostgreSQL', function () {
   this.timeout(120_000);
@@ -20,13 +23,13 @@ describe('agents store, on SQLite and PostgreSQL', function () {
       expect(await findAgent(db, 'team_a', 'bot-1')).to.deep.equal(created);
       expect(await findAgent(db, 'team_b', 'bot-1')).to.equal(undefined);
 
-      expect(await updateAgent(db, 'team_a', 'bot-1', { status: 'suspended' })).to.include({ name: 'Bot one', authorizedBy: 'alice', status: 'suspended' });
-      expect(await updateAgent(db, 'team_a', 'bot-1', { authorizedBy: null, name: 'Renamed' })).to.include({ name: 'Renamed', authorizedBy: null, status: 'suspended' });
-      expect(await updateAgent(db, 'team_b', 'bot-1', { name: 'x' })).to.equal(undefined);
+      expect(await updateAgent(db, 'team_a', 'bot-1', { status: 'suspended' }, revisions)).to.include({ name: 'Bot one', authorizedBy: 'alice', status: 'suspended' });
+      expect(await updateAgent(db, 'team_a', 'bot-1', { authorizedBy: null, name: 'Renamed' }, revisions)).to.include({ name: 'Renamed', authorizedBy: null, status: 'suspended' });
+      expect(await updateAgent(db, 'team_b', 'bot-1', { name: 'x' }, revisions)).to.equal(undefined);
 
       expect(await countAgents(db, 'team_a')).to.equal(1);
-      expect(await deleteAgent(db, 'team_b', 'bot-1')).to.equal(false);
-      expect(await deleteAgent(db, 'team_a', 'bot-1')).to.equal(true);
+      expect(await deleteAgent(db, 'team_b', 'bot-1', revisions)).to.equal(false);
+      expect(await deleteAgent(db, 'team_a', 'bot-1', revisions)).to.equal(true);
       expect(await findAgent(db, 'team_a', 'bot-1')).to.equal(undefined);
       expect(await countAgents(db, 'team_a')).to.equal(0);
     });

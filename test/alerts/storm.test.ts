@@ -33,7 +33,7 @@ async function teamWidePolicies(team: Team, n: number): Promise<void> {
         action: i % 2 ? 'block' : 'flag',
         active: true,
         timezone: null,
-      });
+      }, testEnv().deps.policyRevisions);
     }
   });
 }
@@ -188,7 +188,7 @@ describeOnEachRegistry('a breach storm', function () {
     const team = await newTeam('storm');
     await testEnv().deps.db.transaction(async (sql) => {
       for (let i = 0; i < 300; i++) {
-        await createPolicy(sql, team.teamId, { name: `block ${i}`, agents: [], limits: [{ kind: 'per_call', amount: '4.5' }, { kind: 'daily', amount: '500' }], action: 'block', active: true, timezone: null });
+        await createPolicy(sql, team.teamId, { name: `block ${i}`, agents: [], limits: [{ kind: 'per_call', amount: '4.5' }, { kind: 'daily', amount: '500' }], action: 'block', active: true, timezone: null }, testEnv().deps.policyRevisions);
       }
     });
     const res = await api().post('/api/v1/authorizations').set(...team.auth).send({ agent_id: 'agent-0', endpoint: ENDPOINTS[0], amount: '5' }).expect(200);

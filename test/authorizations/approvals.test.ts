@@ -3,11 +3,11 @@
  * person (pending, its amount held), approve and deny (the first decision wins), the wait that runs
  * out, the long poll, the alert and the webhook and Slack messages, and the approve scope.
  */
+import http from 'node:http';
 import { expect } from 'chai';
 import fs from 'node:fs';
 import { api, errorOf, newTeam, describeOnEachRegistry, testEnv } from '../helpers/context.js';
 import { authorize } from '../helpers/authorizations.js';
-import { decisionWaiters } from '../../src/authorizations/approvals.js';
 import { Receiver } from '../webhooks/receiver.js';
 import { type Team, sleep } from '../helpers/common.js';
 
@@ -155,10 +155,10 @@ describeOnEachRegistry('authorizations: asking a person (approve policies)', fun
     await askAbove5(team);
     const big = await authorize(team, { amount: '7' });
     const agentKey = (await api().post('/api/v1/keys').set(...team.auth).send({ name: 'agent', scopes: ['read'] }).expect(201)).body;
-    const parked = decisionWaiters.size;
+    const parked = testEnv().deps.decisionWaiters.size;
     const waiting = api().get(`/api/v1/authorizations/${big.id}?wait=20`).set('Authorization', `Bearer ${agentKey.apiKey}`).then((res) => res);
-    for (let t = 0; decisionWaiters.size === parked && t < 200; t++) await sleep(25);
-    expect(decisionWaiters.size, 'the request waits').to.equal(parked + 1);
+    for (let t = 0; testEnv().deps.decisionWaiters.size === parked && t < 200; t++) await sleep(25);
+    expect(testEnv().deps.decisionWaiters.size, 'the request waits').to.equal(parked + 1);
     await api().delete(`/api/v1/keys/${agentKey.id}`).set(...team.auth).expect(204);
     const approved = (await api().post(`/api/v1/authorizations/${big.id}/approve`).set(...team.auth).send({}).expect(200)).body;
     expect(approved).to.include({ status: 'held' });
@@ -180,15 +180,15 @@ describeOnEachRegistry('authorizations: asking a person (approve policies)', fun
     // The waits come from a key of their own: 1,000 requests right after the 1,000 decisions above
     // would otherwise find the team key's requests bucket (1,000 a second) empty, and get 429s.
     const waiter = (await api().post('/api/v1/keys').set(...team.auth).send({ name: 'waiting agents', scopes: ['read'], rate_limit: { requests_per_second: 10_000 } }).expect(201)).body;
-    const server = testEnv().app.listen(0);
+    const server = http.createServer(testEnv().app).listen(0);
     try {
       const port = (server.address() as { port: number }).port;
       const waits = ids.map((id) =>
         fetch(`http://127.0.0.1:${port}/api/v1/authorizations/${id}?wait=30`, { headers: { Authorization: `Bearer ${waiter.apiKey}` } }).then((r) => r.json() as Promise<{ status: string }>),
       );
       // Every request is parked (a timer and a map entry each) before the CPU is measured.
-      for (let t = 0; decisionWaiters.size < 1_000 && t < 300; t++) await sleep(50);
-      expect(decisionWaiters.size).to.equal(1_000);
+      for (let t = 0; testEnv().deps.decisionWaiters.size < 1_000 && t < 300; t++) await sleep(50);
+      expect(testEnv().deps.decisionWaiters.size).to.equal(1_000);
       // The event loop's CPU, where waiting requests would poll: the process's would also count the
       // shared embedded engine merging what earlier tests wrote. Measured in five windows of 400 ms,
       // judged by their median: polling would cost every window, while one collection of the test
@@ -208,7 +208,7 @@ describeOnEachRegistry('authorizations: asking a person (approve policies)', fun
       const answers = await Promise.all(waits);
       expect(answers.filter((a) => a.status === 'held')).to.have.length(500);
       expect(answers.filter((a) => a.status === 'declined')).to.have.length(500);
-      expect(decisionWaiters.size).to.equal(0);
+      expect(testEnv().deps.decisionWaiters.size).to.equal(0);
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }

@@ -5,31 +5,14 @@
 import { expect } from 'chai';
 import { resolveEndedThresholds, WINDOW_ENDED } from '../../src/alerts/window-end.js';
 import { api, describeOnEachRegistry, errorOf, newTeam, testEnv } from '../helpers/context.js';
-import { type Team } from '../helpers/common.js';
+import { alertsOf, sendRecords, type Team, type TestRecord } from '../helpers/common.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
-let seq = 0;
 
-interface Ev {
-  agent_id?: string;
-  endpoint?: string;
-  amount: string;
-  created_at: number;
-  asset?: string;
-  network?: string;
-  category?: string;
-  tags?: string[];
-}
-const record = (e: Ev) => ({ id: `bud-${process.pid}-${++seq}`, agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', method: 'POST', ...e });
-
-async function ingest(team: Team, events: Ev[]): Promise<number> {
-  const res = await api().post('/api/v1/events').set(...team.auth).send({ events: events.map(record) }).expect(200);
-  return res.body.alerts_created as number;
-}
-async function alerts(team: Team) {
-  return (await api().get('/api/v1/alerts?limit=200').set(...team.auth).expect(200)).body.data as Record<string, any>[];
-}
+/** The alerts a batch of records raised. */
+const ingest = async (team: Team, records: TestRecord[]): Promise<number> => (await sendRecords(team, records)).alerts_created;
+const alerts = (team: Team) => alertsOf(team);
 async function policy(team: Team, body: object) {
   return (await api().post('/api/v1/policies').set(...team.auth).send({ name: 'budget', action: 'block', ...body }).expect(201)).body;
 }
@@ -178,7 +161,7 @@ describeOnEachRegistry('budgets: windows, pools, filters, thresholds', () => {
 
   it('filters: only matching records count and are checked, for each of categories, networks, assets, endpoints and tags', async () => {
     const now = Date.now() - MINUTE;
-    const cases: [object, Ev, Ev][] = [
+    const cases: [object, TestRecord, TestRecord][] = [
       [{ categories: ['llm'] }, { amount: '2', created_at: now, endpoint: 'https://api.openai.com/v1/chat' }, { amount: '2', created_at: now, category: 'data' }],
       [{ networks: ['base'] }, { amount: '2', created_at: now, network: 'eip155:8453' }, { amount: '2', created_at: now, network: 'eip155:1' }],
       [{ assets: ['usdc'] }, { amount: '2', created_at: now, asset: 'USDC' }, { amount: '2', created_at: now, asset: 'EURC' }],

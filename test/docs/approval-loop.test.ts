@@ -2,6 +2,7 @@
  * The README's approval loop (authorize, wait, pay or give up) is code a reader copies: it is run
  * here as written, against the service, with a person approving one payment and denying another.
  */
+import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -31,7 +32,7 @@ describe("the README's approval loop", function () {
     const payWithApproval = readmeLoop();
     const team = await newTeam('readme-loop');
     await newPolicy(team, askAbove('5'));
-    const server = testEnv().app.listen(0);
+    const server = http.createServer(testEnv().app).listen(0);
     const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
     try {
       // A person decides each pending authorization a moment after it appears.

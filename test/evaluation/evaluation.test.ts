@@ -1,42 +1,19 @@
 import { expect } from 'chai';
-import type { Express } from 'express';
+import type { App } from '../../src/app.js';
 import { AgentActivity } from '../../src/agents/activity.js';
 import { Evaluator } from '../../src/evaluation/evaluator.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import { GroupCommit } from '../../src/ingest/group-commit.js';
 import { zonedMonth, zonedWeek } from '../../src/domain/windows.js';
-import { api, appWith, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
-import { type Team } from '../helpers/common.js';
+import { api, appWith, newTeam, testEnv, describeOnEachRegistry, registryCommits } from '../helpers/context.js';
+import { alertsOf, sendRecords, testRecord, type Team, type TestRecord } from '../helpers/common.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-let seq = 0;
 
-interface Ev {
-  agent_id?: string;
-  endpoint?: string;
-  amount: string;
-  created_at: number;
-  policy_evaluation?: string;
-  payee_address?: string;
-  policy_id?: string;
-}
-const record = (e: Ev) => ({
-  id: `ev-${process.pid}-${++seq}`,
-  agent_id: 'bot',
-  endpoint: 'https://api.example.com/v1/x',
-  method: 'POST',
-  ...e,
-});
-
-async function ingest(team: Team, events: Ev[], app?: Express): Promise<{ alerts_created: number; ingested: number }> {
-  const res = await api(app).post('/api/v1/events').set(...team.auth).send({ events: events.map(record) }).expect(200);
-  return res.body;
-}
-async function alerts(team: Team, query = '', app?: Express) {
-  const res = await api(app).get(`/api/v1/alerts?limit=200${query}`).set(...team.auth).expect(200);
-  return res.body.data as Record<string, any>[];
-}
+const record = testRecord;
+const ingest = sendRecords;
+const alerts = alertsOf;
 async function policy(team: Team, limits: object[], extra: object = {}) {
   return (await api().post('/api/v1/policies').set(...team.auth).send({ name: 'p', limits, ...extra }).expect(201)).body;
 }
@@ -281,14 +258,14 @@ describeOnEachRegistry('policy evaluation at ingest', () => {
 });
 
 describe('anomalies', () => {
-  let app: Express;
+  let app: App;
   before(() => {
     const { deps } = testEnv();
     const config = { spikeFactor: 10, spikeBaseline: 10, loopCalls: 20, loopSeconds: 60, newPayeeLearningHours: 0 };
     // A group commit of its own (other thresholds), on the shared log and loader.
-    const evaluator = new Evaluator(deps.registry, deps.events, config, deps.logger, deps.ingest.awaitLoaded);
+    const evaluator = new Evaluator({ registry: deps.registry, store: deps.events, anomalies: config, logger: deps.logger, awaitLoaded: deps.ingest.awaitLoaded, revisions: deps.policyRevisions });
     const limits = { maxRows: deps.config.ingest.backlogMaxRows, maxBytes: deps.config.ingest.backlogMaxBytes };
-    const commit = new GroupCommit(deps.registry, deps.ingest.log, deps.ingest.freshness, limits, deps.logger, evaluator, new AgentActivity());
+    const commit = new GroupCommit(registryCommits(deps.registry), deps.ingest.log, deps.ingest.freshness, limits, deps.logger, evaluator, new AgentActivity());
     app = appWith([], { ingest: { ...deps.ingest, commit, ingestor: new Ingestor(deps.schemas, commit) } });
   });
 
@@ -347,7 +324,7 @@ describeOnEachRegistry('alerts API', () => {
     await policy(team, [{ kind: 'per_call', amount: '1' }], { action: 'block' });
     const t = Date.now() - 10 * 60_000;
     // 12 agents breach per_call (critical violations); 3 of them also report flagged (warnings).
-    const events: Ev[] = Array.from({ length: 12 }, (_, i) => ({ agent_id: `agent-${i}`, amount: '2', created_at: t + i * 1000 }));
+    const events: TestRecord[] = Array.from({ length: 12 }, (_, i) => ({ agent_id: `agent-${i}`, amount: '2', created_at: t + i * 1000 }));
     events.push(...[0, 1, 2].map((i) => ({ agent_id: `agent-${i}`, amount: '0.5', created_at: t + 100_000 + i, policy_evaluation: 'flagged' })));
     expect((await ingest(team, events)).alerts_created).to.equal(15);
     const seen: string[] = [];

@@ -17,7 +17,7 @@ import { migrateRegistry } from '../../src/stores/migrations.js';
 import { sqliteDatabase } from '../../src/stores/sql.js';
 import { openRegistry } from '../../src/stores/sqlite.js';
 import { sleep } from '../helpers/common.js';
-import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
+import { api, appWith, errorOf, newTeam, testEnv, registryCommits } from '../helpers/context.js';
 import { tempDir } from '../helpers/processes.js';
 import { event } from '../ingest/fixtures.js';
 
@@ -42,7 +42,7 @@ describe('readiness and liveness', function () {
     const { deps, events } = testEnv();
     // A group commit of its own on the shared log and loader, with a bound the test sets.
     const limits = { maxRows: 1e9, maxBytes: 1024 ** 4 };
-    const commit = new GroupCommit(deps.registry, deps.ingest.log, deps.ingest.freshness, limits, deps.logger);
+    const commit = new GroupCommit(registryCommits(deps.registry), deps.ingest.log, deps.ingest.freshness, limits, deps.logger);
     const app = appWith([], { ingest: { ...deps.ingest, commit, ingestor: new Ingestor(deps.schemas, commit) } });
     let next = 0;
     const send = () => api(app).post('/api/v1/events').set(...team.auth).send({ events: Array.from({ length: 20 }, () => event({ id: `rb-${next++}` })) });
@@ -98,7 +98,7 @@ describe('readiness and liveness', function () {
     const log = new IngestLog(db, 7);
     const { loadedPos, unloaded } = Loader.state(db);
     const freshness = new Freshness(loadedPos, unloaded);
-    const commit = new GroupCommit(db, log, freshness, { maxRows: 1e9, maxBytes: 1024 ** 4 }, deps.logger);
+    const commit = new GroupCommit(registryCommits(db), log, freshness, { maxRows: 1e9, maxBytes: 1024 ** 4 }, deps.logger);
     const app = appWith([], { ingest: { ...deps.ingest, log, freshness, commit, ingestor: new Ingestor(deps.schemas, commit) } });
     let next = 0;
     const send = () =>
@@ -141,7 +141,7 @@ describe('readiness and liveness', function () {
 
   it('shutting down: 503 saying so once the group commit refuses new writes', async () => {
     const { deps } = testEnv();
-    const commit = new GroupCommit(deps.registry, deps.ingest.log, deps.ingest.freshness, { maxRows: 1e9, maxBytes: 1024 ** 4 }, deps.logger);
+    const commit = new GroupCommit(registryCommits(deps.registry), deps.ingest.log, deps.ingest.freshness, { maxRows: 1e9, maxBytes: 1024 ** 4 }, deps.logger);
     const app = appWith([], { ingest: { ...deps.ingest, commit } });
     await api(app).get('/healthz').expect(200);
     await commit.close();

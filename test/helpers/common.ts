@@ -1,6 +1,6 @@
 /** What test files kept writing for themselves: waiting, a key's header, SDK-shaped ids, new keys and policies. */
 import crypto from 'node:crypto';
-import type { Express } from 'express';
+import type { App } from '../../src/app.js';
 import { api, newTeam } from './context.js';
 
 /** A team made by newTeam: its id, name, admin key and that key's header. */
@@ -27,7 +27,7 @@ export interface KeyOptions {
   /** Default: the scopes joined by dashes. */
   name?: string;
   /** The app to ask (one with a limiter of its own); default: the shared one. */
-  app?: Express;
+  app?: App;
 }
 
 /** A key as POST /api/v1/keys answers it (the key itself shown this once). */
@@ -71,3 +71,35 @@ export const askAbove = (amount: string, agents: string[] = ['bot']): PolicyBody
   limits: [{ kind: 'per_call', amount }],
   action: 'approve',
 });
+
+/** A record as the evaluation tests send it: agent `bot` paying an example endpoint, with the fields a test sets. */
+export interface TestRecord {
+  agent_id?: string;
+  endpoint?: string;
+  amount: string;
+  created_at: number;
+  [field: string]: unknown;
+}
+
+let recordSeq = 0;
+
+/** The record with an id of its own (unique in the run) and the defaults filled in. */
+export const testRecord = (fields: TestRecord) => ({
+  id: `rec-${process.pid}-${++recordSeq}`,
+  agent_id: 'bot',
+  endpoint: 'https://api.example.com/v1/x',
+  method: 'POST',
+  ...fields,
+});
+
+/** Sends records through POST /api/v1/events (200 expected): what was stored and the alerts they raised. */
+export async function sendRecords(team: Caller, records: TestRecord[], app?: App): Promise<{ ingested: number; alerts_created: number }> {
+  const res = await api(app).post('/api/v1/events').set(...team.auth).send({ events: records.map(testRecord) }).expect(200);
+  return res.body;
+}
+
+/** The team's alerts (up to 200), with the filters `query` adds (`&status=open`). */
+export async function alertsOf(team: Caller, query = '', app?: App): Promise<Record<string, any>[]> {
+  const res = await api(app).get(`/api/v1/alerts?limit=200${query}`).set(...team.auth).expect(200);
+  return res.body.data as Record<string, any>[];
+}

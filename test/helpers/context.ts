@@ -13,10 +13,13 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import type { Express } from 'express';
+import type { App } from '../../src/app.js';
 import { pino } from 'pino';
 import supertest from 'supertest';
 import { createApp } from '../../src/app.js';
+import { sqliteCommits, type CommitStore } from '../../src/ingest/commit-store.js';
+import { walSyncer } from '../../src/stores/sqlite.js';
+import { SyncThread } from '../../src/stores/sync-thread.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { assembleDeps, closeDeps, type AppDeps } from '../../src/deps.js';
 import type { RouteSpec } from '../../src/http/routes.js';
@@ -51,7 +54,7 @@ export interface TestEnv {
   /** Every log line written by this environment's app, parsed. */
   logLines: Record<string, unknown>[];
   deps: TestDeps;
-  app: Express;
+  app: App;
 }
 
 interface Started {
@@ -204,7 +207,7 @@ export async function stopTestEnv(): Promise<void> {
 }
 
 /** The service app with extra routes mounted (for error paths no real route has yet). */
-export function appWith(routes: readonly RouteSpec[], deps: Partial<TestDeps> = {}): Express {
+export function appWith(routes: readonly RouteSpec[], deps: Partial<TestDeps> = {}): App {
   const e = testEnv();
   // Keys are looked up in the registry the app is given.
   const keys = deps.keys ?? (deps.db ? keyDirectory(deps.db) : e.deps.keys);
@@ -226,7 +229,7 @@ export function loadedEvents(teamId: string): Promise<EventStore> {
 }
 
 /** supertest against the shared app. */
-export function api(app: Express = testEnv().app) {
+export function api(app: App = testEnv().app) {
   return supertest(app);
 }
 
@@ -254,3 +257,12 @@ export async function listenOnce(): Promise<{ url: string; close: () => Promise<
   };
 }
 
+
+/** One WAL flush thread for the tests' own group commits and loaders (the pipelines have theirs). */
+const testSyncThread = new SyncThread();
+
+/** A registry's WAL syncer, as a pipeline makes one. */
+export const testWalSyncer = (registry: Registry) => walSyncer(registry, testSyncThread);
+
+/** Commits to a registry, as the pipeline's group commit makes them. */
+export const registryCommits = (registry: Registry): CommitStore => sqliteCommits(registry, testWalSyncer(registry));

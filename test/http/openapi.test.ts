@@ -12,7 +12,7 @@ interface RouterLayer {
 
 /** What express really mounted, read from its router: independent of the route list. */
 function mountedRoutes(): { method: string; path: string }[] {
-  const router = (testEnv().app as unknown as { router: { stack: RouterLayer[] } }).router;
+  const router = (testEnv().app.express as unknown as { router: { stack: RouterLayer[] } }).router;
   const mounted: { method: string; path: string }[] = [];
   for (const layer of router.stack) {
     if (!layer.route) continue;

@@ -6,7 +6,7 @@ import { GroupCommit } from '../../src/ingest/group-commit.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import type { EventRow } from '../../src/ingest/records.js';
 import { done } from '../../src/stores/sql.js';
-import { newTeam, testEnv } from '../helpers/context.js';
+import { newTeam, testEnv, registryCommits } from '../helpers/context.js';
 import { event } from './fixtures.js';
 
 describe('group commit size', () => {
@@ -35,7 +35,7 @@ describe('group commit size', () => {
       extendHold: () => false,
     };
     const limits = { maxRows: deps.config.ingest.backlogMaxRows, maxBytes: deps.config.ingest.backlogMaxBytes };
-    const commit = new GroupCommit(deps.registry, deps.ingest.log, deps.ingest.freshness, limits, deps.logger, recorder as AckEvaluator<unknown>, undefined, undefined, {
+    const commit = new GroupCommit(registryCommits(deps.registry), deps.ingest.log, deps.ingest.freshness, limits, deps.logger, recorder as AckEvaluator<unknown>, undefined, undefined, {
       groupMaxRows: 500,
     });
     const ingestor = new Ingestor(deps.schemas, commit);
@@ -73,7 +73,7 @@ describe('group commit size', () => {
       extendHold: () => false,
     };
     const limits = { maxRows: deps.config.ingest.backlogMaxRows, maxBytes: deps.config.ingest.backlogMaxBytes };
-    const commit = new GroupCommit(deps.registry, deps.ingest.log, deps.ingest.freshness, limits, deps.logger, recorder as AckEvaluator<unknown>, undefined, undefined, {
+    const commit = new GroupCommit(registryCommits(deps.registry), deps.ingest.log, deps.ingest.freshness, limits, deps.logger, recorder as AckEvaluator<unknown>, undefined, undefined, {
       groupMaxChecks: 10_000,
       groupMaxDecisions: 3,
     });

@@ -19,7 +19,7 @@ import { SCHEMA_DIR } from '../../src/paths.js';
 import { migrateRegistry } from '../../src/stores/migrations.js';
 import { performNow } from '../../src/stores/sql.js';
 import { openRegistry, type Registry } from '../../src/stores/sqlite.js';
-import { testEnv } from '../helpers/context.js';
+import { testEnv, testWalSyncer } from '../helpers/context.js';
 import { tempDir } from '../helpers/processes.js';
 import { event } from './fixtures.js';
 
@@ -80,7 +80,7 @@ describe('the ingest log\'s formats: RowBinary, and TSV chunks of before', funct
     registry.prepare("INSERT OR IGNORE INTO rollup_backfills (name, done_at, legacy_until) VALUES ('asset', 0, 0)").run();
     const { loadedPos, unloaded } = Loader.state(registry);
     const freshness = new Freshness(loadedPos, unloaded);
-    const loader = new Loader(registry, deps.loaderEvents, freshness, { blockRows, intervalMs: 50 }, deps.logger);
+    const loader = new Loader(registry, testWalSyncer(registry), deps.loaderEvents, freshness, { blockRows, intervalMs: 50 }, deps.logger);
     opened.at(-1)!.loader = loader;
     loader.start();
     return { loader, freshness };

@@ -11,7 +11,7 @@ import { insertBlock, type BlockBody } from '../../src/ingest/blocks.js';
 import type { EventRow } from '../../src/ingest/records.js';
 import { rowBinaryOf } from '../../src/ingest/rowbinary.js';
 import { rowToTsv, TSV_COLUMNS } from '../../src/ingest/tsv.js';
-import { api, appWith, errorOf, loadedEvents, newTeam, testEnv } from '../helpers/context.js';
+import { api, appWith, errorOf, loadedEvents, newTeam, testEnv, registryCommits } from '../helpers/context.js';
 import { event, sdkRecord, storedCount } from './fixtures.js';
 
 const HOUR = 3_600_000;
@@ -246,7 +246,7 @@ describe('ingest log and loader', () => {
       const { deps, events } = testEnv();
       // A group commit of its own with a small bound, on the shared log and loader.
       const limits = { maxRows: deps.ingest.freshness.backlog().rows + 50, maxBytes: 1024 ** 3 };
-      const commit = new GroupCommit(deps.registry, deps.ingest.log, deps.ingest.freshness, limits, deps.logger);
+      const commit = new GroupCommit(registryCommits(deps.registry), deps.ingest.log, deps.ingest.freshness, limits, deps.logger);
       const app = appWith([], { ingest: { ...deps.ingest, commit, ingestor: new Ingestor(deps.schemas, commit) } });
       const send = (from: number) =>
         api(app).post('/api/v1/events').set(...team.auth).send({ events: Array.from({ length: 20 }, (_, i) => event({ id: `o-${from + i}`, amount: '0.1' })) });

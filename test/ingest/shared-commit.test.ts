@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import { AgentActivity } from '../../src/agents/activity.js';
 import type { AuthorizationRequest } from '../../src/authorizations/decision.js';
 import { voidAuthorization } from '../../src/authorizations/capture.js';
+import { PolicyRevisions } from '../../src/policies/revisions.js';
 import { Evaluator } from '../../src/evaluation/evaluator.js';
 import { Freshness } from '../../src/ingest/freshness.js';
 import { GroupCommit, sharedCommits, type CommitStore } from '../../src/ingest/group-commit.js';
@@ -20,7 +21,7 @@ import { LogUnavailable } from '../../src/domain/errors.js';
 import { knownError } from '../../src/http/errors.js';
 import type { Registry } from '../../src/stores/sqlite.js';
 import { createTeam } from '../../src/teams/repository.js';
-import { testEnv } from '../helpers/context.js';
+import { testEnv, registryCommits } from '../helpers/context.js';
 import { forEachDialect } from '../helpers/dialects.js';
 import { sdkId } from '../helpers/common.js';
 
@@ -34,6 +35,9 @@ interface Instance {
   ingestor: Ingestor;
 }
 
+/** This process's policy changes (the tests make them here, as the routes do), seen by its instances' evaluators. */
+const revisions = new PolicyRevisions();
+
 /** An instance of the service's write path on `db`, as src/ingest/pipeline.ts assembles it. */
 async function instanceOn(db: Database, shared: boolean): Promise<Instance> {
   const { deps } = testEnv();
@@ -42,12 +46,12 @@ async function instanceOn(db: Database, shared: boolean): Promise<Instance> {
     const log = new SharedIngestLog(7);
     await log.rollPartitions(db, Date.now());
     // ClickHouse holds none of these teams' records: nothing to wait for.
-    const evaluator = new Evaluator(undefined, deps.events, ANOMALIES, deps.logger, async () => true, undefined, db);
+    const evaluator = new Evaluator({ shared: db, store: deps.events, anomalies: ANOMALIES, logger: deps.logger, awaitLoaded: async () => true, revisions });
     commit = new GroupCommit(sharedCommits(db), log, new Freshness(0), LIMITS, deps.logger, evaluator, new AgentActivity(), undefined, GROUPS);
   } else {
     const registry = db.origin as Registry;
-    const evaluator = new Evaluator(registry, deps.events, ANOMALIES, deps.logger, async () => true);
-    commit = new GroupCommit(registry, new IngestLog(registry, 7), new Freshness(0), LIMITS, deps.logger, evaluator, new AgentActivity(), undefined, GROUPS);
+    const evaluator = new Evaluator({ registry, store: deps.events, anomalies: ANOMALIES, logger: deps.logger, awaitLoaded: async () => true, revisions });
+    commit = new GroupCommit(registryCommits(registry), new IngestLog(registry, 7), new Freshness(0), LIMITS, deps.logger, evaluator, new AgentActivity(), undefined, GROUPS);
   }
   return { commit, ingestor: new Ingestor(deps.schemas, commit) };
 }
@@ -85,7 +89,7 @@ describe('group commit on a shared store, on SQLite and PostgreSQL', function ()
     it('300 authorizations at once over three instances, against a block limit that fits 50, approve exactly 50', async () => {
       const { db, instances } = await threeInstances();
       const { team } = await createTeam(db, 'ledger');
-      await db.transaction((sql) => createPolicy(sql, team.id, { name: 'five a day', agents: [], limits: [{ kind: 'daily', amount: '5' }], action: 'block', active: true, timezone: null }));
+      await db.transaction((sql) => createPolicy(sql, team.id, { name: 'five a day', agents: [], limits: [{ kind: 'daily', amount: '5' }], action: 'block', active: true, timezone: null }, revisions));
       // The agent's total for today exists before the race (a first record), as on any busy day.
       await instances[0]!.ingestor.ingest(team.id, [{ id: sdkId(), agent_id: 'bot', endpoint: 'https://api.example.com/v1/search', method: 'GET', amount: '0' }], 'events');
       const rows = await Promise.all(Array.from({ length: 300 }, (_, i) => instances[i % 3]!.commit.authorize(request(team.id, '0.1'))));
@@ -102,7 +106,7 @@ describe('group commit on a shared store, on SQLite and PostgreSQL', function ()
     it('records of one agent crossing a daily limit through three instances at once raise exactly one alert, and every batch sent twice counts once', async () => {
       const { db, instances } = await threeInstances();
       const { team } = await createTeam(db, 'one-alert');
-      await db.transaction((sql) => createPolicy(sql, team.id, { name: 'ten a day', agents: [], limits: [{ kind: 'daily', amount: '10' }], action: 'flag', active: true, timezone: null }));
+      await db.transaction((sql) => createPolicy(sql, team.id, { name: 'ten a day', agents: [], limits: [{ kind: 'daily', amount: '10' }], action: 'flag', active: true, timezone: null }, revisions));
       const now = Date.now();
       const batches = Array.from({ length: 30 }, () =>
         Array.from({ length: 10 }, () => ({ id: sdkId(), agent_id: 'bot', endpoint: 'https://api.example.com/v1/search', method: 'GET', amount: '0.05', timestamp: new Date(now - 1000).toISOString() })),
@@ -153,7 +157,7 @@ describe('group commit on a shared store, on SQLite and PostgreSQL', function ()
     it('a hold is captured or voided once: a record and a void of one authorization sent to two instances at once; after five rounds the totals hold each record once and no hold', async () => {
       const { db, instances } = await threeInstances();
       const { team } = await createTeam(db, 'holds');
-      await db.transaction((sql) => createPolicy(sql, team.id, { name: 'five a day', agents: [], limits: [{ kind: 'daily', amount: '5' }], action: 'block', active: true, timezone: null }));
+      await db.transaction((sql) => createPolicy(sql, team.id, { name: 'five a day', agents: [], limits: [{ kind: 'daily', amount: '5' }], action: 'block', active: true, timezone: null }, revisions));
       for (let round = 0; round < 5; round++) {
         const auth = await instances[0]!.commit.authorize(request(team.id, '1'));
         expect(auth.decision).to.equal('approved');

@@ -6,6 +6,7 @@
 import { expect } from 'chai';
 import path from 'node:path';
 import { AgentActivity } from '../../src/agents/activity.js';
+import { PolicyRevisions } from '../../src/policies/revisions.js';
 import { Evaluator } from '../../src/evaluation/evaluator.js';
 import { GroupCommit, sharedCommits } from '../../src/ingest/group-commit.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
@@ -27,6 +28,8 @@ import { sdkId } from '../helpers/common.js';
 
 interface Instance {
   db: Database;
+  /** This instance's own: what it changes of policies, as its routes would. */
+  revisions: PolicyRevisions;
   ingestor: Ingestor;
   freshness: SharedFreshness;
   loader: SharedLoader;
@@ -59,10 +62,12 @@ describe('shared ingest log loader (PostgreSQL)', function () {
       await log.rollPartitions(db, Date.now());
       const freshness = new SharedFreshness(db, 100);
       await freshness.start();
-      const evaluator = evaluate ? new Evaluator(undefined, deps.events, ANOMALIES, deps.logger, () => freshness.waitFor(undefined, 10_000), undefined, db) : undefined;
+      // Each instance its own process: it sees other instances' policy changes through the store alone.
+      const revisions = new PolicyRevisions();
+      const evaluator = evaluate ? new Evaluator({ shared: db, store: deps.events, anomalies: ANOMALIES, logger: deps.logger, awaitLoaded: () => freshness.waitFor(undefined, 10_000), revisions }) : undefined;
       const commit = new GroupCommit(sharedCommits(db), log, freshness, { maxRows: 1e9, maxBytes: 1024 ** 4 }, deps.logger, evaluator, new AgentActivity());
       const loader = new SharedLoader(pool, db, deps.loaderEvents, { blockRows: 50, intervalMs: 50 }, deps.logger, undefined, 100);
-      const instance = { db, ingestor: new Ingestor(deps.schemas, commit), freshness, loader };
+      const instance = { db, revisions, ingestor: new Ingestor(deps.schemas, commit), freshness, loader };
       instances.push(instance);
       running.push(instance);
     }
@@ -178,14 +183,14 @@ describe('shared ingest log loader (PostgreSQL)', function () {
     const { team } = await createTeam(a!.db, 'scope-gap');
     const paid = (n: number) => Array.from({ length: n }, () => ({ ...record(), amount: '1' }));
     const policy = await a!.db.transaction((sql) =>
-      createPolicy(sql, team.id, { name: 'ten a day', agents: [], limits: [{ kind: 'daily', amount: '10' }], action: 'flag', active: true, timezone: null }),
+      createPolicy(sql, team.id, { name: 'ten a day', agents: [], limits: [{ kind: 'daily', amount: '10' }], action: 'flag', active: true, timezone: null }, a!.revisions),
     );
     await a!.ingestor.ingest(team.id, paid(2), 'events');
     await b!.ingestor.ingest(team.id, paid(1), 'events');
-    await a!.db.transaction((sql) => updatePolicy(sql, team.id, policy.id, { active: false }));
+    await a!.db.transaction((sql) => updatePolicy(sql, team.id, policy.id, { active: false }, a!.revisions));
     // c starts now: it has never seen the policy on, and counts nothing while it is off.
     await c!.ingestor.ingest(team.id, paid(3), 'events');
-    await a!.db.transaction((sql) => updatePolicy(sql, team.id, policy.id, { active: true }));
+    await a!.db.transaction((sql) => updatePolicy(sql, team.id, policy.id, { active: true }, a!.revisions));
     await a!.ingestor.ingest(team.id, paid(1), 'events');
     const total = await a!.db.get<{ spent: string }>("SELECT spent::text AS spent FROM spend_totals WHERE team_id = ? AND subject = 'bot' AND window_kind = 'd:UTC'", [team.id]);
     // 2 + 1 + 3 + 1: the row left unread was deleted, and read again from ClickHouse (4 without).

@@ -7,7 +7,7 @@ import { migrateRegistry, readMigrations } from '../../src/stores/migrations.js'
 import { openRegistry } from '../../src/stores/sqlite.js';
 import { generateApiKey, hashApiKey, visiblePrefix } from '../../src/domain/ids.js';
 import { findKeyOwner } from '../../src/teams/repository.js';
-import type { Express } from 'express';
+import type { App } from '../../src/app.js';
 import { RateLimiter } from '../../src/limits/rate-limiter.js';
 import { bearer, keyWith } from '../helpers/common.js';
 import { api, appWith, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
@@ -20,7 +20,7 @@ interface Key {
 }
 /** The limiter's clock: buckets refill when a test moves it, however slow the hour. */
 const clock = { now: Date.now() };
-let app: Express;
+let app: App;
 
 async function rotate(key: Key): Promise<Key> {
   const res = await api(app).post('/api/v1/team/rotate-key').set(...bearer(key.apiKey)).expect(200);

@@ -8,13 +8,13 @@ import { Ingestor } from '../../src/ingest/ingestor.js';
 import { TokenBucket } from '../../src/limits/token-bucket.js';
 import { RateLimiter, type LimitOutcome } from '../../src/limits/rate-limiter.js';
 import { bearer, keyWith } from '../helpers/common.js';
-import { api, appWith, errorOf, newTeam, testEnv } from '../helpers/context.js';
+import { api, appWith, errorOf, newTeam, testEnv, registryCommits } from '../helpers/context.js';
 import { event, storedCount } from '../ingest/fixtures.js';
 
 /** The app with a group commit of its own on the shared log, whose backlog bound the test moves. */
 function appWithBound(limits: { maxRows: number; maxBytes: number }) {
   const { deps } = testEnv();
-  const commit = new GroupCommit(deps.registry, deps.ingest.log, deps.ingest.freshness, limits, deps.logger);
+  const commit = new GroupCommit(registryCommits(deps.registry), deps.ingest.log, deps.ingest.freshness, limits, deps.logger);
   // Buckets of its own on a clock the test moves: they refill when it says, however slow the hour.
   const clock = { now: Date.now() };
   const rateLimiter = new RateLimiter(deps.config.rateLimits, () => clock.now);

@@ -4,10 +4,9 @@
  * runs a bounded number of calls at once; a key revoked while a batch runs gets nothing more.
  */
 import { expect } from 'chai';
-import { decisionWaiters } from '../../src/authorizations/approvals.js';
 import { CALLS_AT_ONCE } from '../../src/mcp/call-slots.js';
 import { askAbove, keyWith, newPolicy, sleep, type Team } from '../helpers/common.js';
-import { api, describeOnEachRegistry, errorOf, listenOnce, newTeam } from '../helpers/context.js';
+import { api, describeOnEachRegistry, errorOf, listenOnce, newTeam, testEnv } from '../helpers/context.js';
 import { answer, ENDPOINT, registerAgent, sendBatch, toolError, type BatchAnswer } from './client.js';
 
 /** The results of calls first..last (1-based ids), in order. */
@@ -95,9 +94,9 @@ describeOnEachRegistry('MCP at /mcp: batches', function () {
   it(`runs at most ${CALLS_AT_ONCE} calls of a batch at once`, async () => {
     const { team, ids } = await pendingPayments('mcp-batch-slots', CALLS_AT_ONCE + 2);
     const key = await keyWith(team, { scopes: ['read'] });
-    const parked = decisionWaiters.size;
+    const parked = testEnv().deps.decisionWaiters.size;
     let most = 0;
-    const sampler = setInterval(() => (most = Math.max(most, decisionWaiters.size - parked)), 5);
+    const sampler = setInterval(() => (most = Math.max(most, testEnv().deps.decisionWaiters.size - parked)), 5);
     try {
       // Nobody decides: each call waits its second, as many at once as the request runs.
       const batch = await sendBatch(server.url, key.apiKey, ids.map((id) => ({ name: 'wait_for_decision', arguments: { authorization_id: id, wait_s: 1 } })));
@@ -111,14 +110,14 @@ describeOnEachRegistry('MCP at /mcp: batches', function () {
   it('a key revoked while its batch runs: the woken waits and the calls still queued are unauthorized, not answered', async () => {
     const { team, ids } = await pendingPayments('mcp-batch-revoked', CALLS_AT_ONCE);
     const key = await keyWith(team, { scopes: ['read'] });
-    const parked = decisionWaiters.size;
+    const parked = testEnv().deps.decisionWaiters.size;
     const calls = [
       ...ids.map((id) => ({ name: 'wait_for_decision', arguments: { authorization_id: id, wait_s: 30 } })),
       { name: 'get_budget_status', arguments: { agent_id: 'bot' } },
     ];
     const running = sendBatch(server.url, key.apiKey, calls);
-    for (let i = 0; decisionWaiters.size - parked < CALLS_AT_ONCE && i < 400; i++) await sleep(25);
-    expect(decisionWaiters.size - parked, 'every slot waits').to.equal(CALLS_AT_ONCE);
+    for (let i = 0; testEnv().deps.decisionWaiters.size - parked < CALLS_AT_ONCE && i < 400; i++) await sleep(25);
+    expect(testEnv().deps.decisionWaiters.size - parked, 'every slot waits').to.equal(CALLS_AT_ONCE);
     await api().delete(`/api/v1/keys/${key.id}`).set(...team.auth).expect(204);
     for (const id of ids) await api().post(`/api/v1/authorizations/${id}/approve`).set(...team.auth).send({}).expect(200);
     const batch = await running;

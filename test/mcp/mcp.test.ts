@@ -8,9 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { Express } from 'express';
+import type { App } from '../../src/app.js';
 import { api, appWith, errorOf, listenOnce, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
-import { decisionWaiters } from '../../src/authorizations/approvals.js';
 import { askAbove, keyWith, newPolicy, sleep, type Team } from '../helpers/common.js';
 import { answer, call, connect, ENDPOINT, registerAgent, toolError } from './client.js';
 
@@ -170,10 +169,10 @@ describeOnEachRegistry('MCP at /mcp', function () {
     try {
       const pending = answer(await call(c, 'authorize_payment', { agent_id: 'bot', endpoint: ENDPOINT, amount: '9' }));
       expect(pending.status).to.equal('pending');
-      const parked = decisionWaiters.size;
+      const parked = testEnv().deps.decisionWaiters.size;
       const waiting = call(c, 'wait_for_decision', { authorization_id: pending.id, wait_s: 20 });
-      for (let i = 0; decisionWaiters.size === parked && i < 200; i++) await sleep(25);
-      expect(decisionWaiters.size, 'the call waits').to.equal(parked + 1);
+      for (let i = 0; testEnv().deps.decisionWaiters.size === parked && i < 200; i++) await sleep(25);
+      expect(testEnv().deps.decisionWaiters.size, 'the call waits').to.equal(parked + 1);
       await api().delete(`/api/v1/keys/${agentKey.id}`).set(...t.auth).expect(204);
       expect((await api().post(`/api/v1/authorizations/${pending.id}/approve`).set(...t.auth).send({}).expect(200)).body.status).to.equal('held');
       const result = await waiting;
@@ -314,7 +313,7 @@ describe('MCP at /mcp: a failure inside a tool', function () {
   this.timeout(60_000);
 
   it('is a tool error with a generic message and the request id, logged with its cause, never a stack', async () => {
-    const app: Express = appWith([], {
+    const app: App = appWith([], {
       readEvents: async () => {
         throw new Error('secret detail of the store');
       },

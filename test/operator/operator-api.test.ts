@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import crypto from 'node:crypto';
-import type { Express } from 'express';
+import type { App } from '../../src/app.js';
 import { createApp } from '../../src/app.js';
 import { RateLimiter } from '../../src/limits/rate-limiter.js';
 import { askAbove, bearer, keyWith, newPolicy, sdkId, sleep } from '../helpers/common.js';
@@ -15,7 +15,7 @@ const sha256 = (text: string) => crypto.createHash('sha256').update(text).digest
 const OPERATOR = bearer(OPERATOR_KEY);
 
 /** The shared app's deps with an operator key configured (and, when given, a limiter of its own). */
-function operatorApp(rateLimiter?: RateLimiter): Express {
+function operatorApp(rateLimiter?: RateLimiter): App {
   const deps = testEnv().deps;
   return createApp({ ...deps, config: { ...deps.config, operatorKeyHash: sha256(OPERATOR_KEY) }, ...(rateLimiter ? { rateLimiter } : {}) }, { validateResponses: true });
 }
@@ -34,7 +34,7 @@ const record = (agent: string, amount: string, asset: string) => ({
 
 describeOnEachRegistry('operator API', function () {
   this.timeout(60_000);
-  let app: Express;
+  let app: App;
   before(() => {
     app = operatorApp();
   });

@@ -1,13 +1,13 @@
 /** MAX_ACTIVE_POLICIES_PER_TEAM: creating or re-activating a policy past it is a 409 naming `active`. */
 import { expect } from 'chai';
-import type { Express } from 'express';
+import type { App } from '../../src/app.js';
 import { api, appWith, errorOf, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
 import { type Team } from '../helpers/common.js';
 
 const LIMITS = [{ kind: 'daily', amount: '10' }];
 
 describeOnEachRegistry('the bound on active policies per team', () => {
-  let app: Express;
+  let app: App;
   before(() => {
     const { config } = testEnv();
     app = appWith([], { config: { ...config, evaluation: { ...config.evaluation, maxActivePoliciesPerTeam: 3 } } });

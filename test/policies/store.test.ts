@@ -7,12 +7,14 @@ import {
   deletePolicy,
   findPolicy,
   listPolicies,
-  policyRevisions,
   TooManyActivePolicies,
   updatePolicy,
   type PolicyInput,
 } from '../../src/policies/repository.js';
+import { PolicyRevisions } from '../../src/policies/revisions.js';
 import { forEachDialect } from '../helpers/dialects.js';
+
+const revisions = new PolicyRevisions();
 
 const input = (name: string, over: Partial<PolicyInput> = {}): PolicyInput => ({
   name,
@@ -38,20 +40,20 @@ describe('policies store, on SQLite and PostgreSQL', function () {
 
     it('creates, finds, changes (agents replaced whole) and deletes a policy, its amounts as sent', async () => {
       const { db, teamId } = await seed();
-      const created = await db.transaction((sql) => createPolicy(sql, teamId, input('daily cap', { agents: ['b-bot', 'a-bot'], timezone: 'Europe/Paris' })));
+      const created = await db.transaction((sql) => createPolicy(sql, teamId, input('daily cap', { agents: ['b-bot', 'a-bot'], timezone: 'Europe/Paris' }), revisions));
       expect(created).to.include({ name: 'daily cap', action: 'flag', active: true, timezone: 'Europe/Paris' });
       expect(created.agents).to.deep.equal(['a-bot', 'b-bot']);
       expect(created.limits).to.deep.equal([{ kind: 'daily', amount: '10.000000000000000001' }]);
       expect(await findPolicy(db, teamId, created.id)).to.deep.equal(created);
       expect(await findPolicy(db, 'team_other', created.id)).to.equal(undefined);
 
-      const changed = await db.transaction((sql) => updatePolicy(sql, teamId, created.id, { agents: ['c-bot'], action: 'block' }));
+      const changed = await db.transaction((sql) => updatePolicy(sql, teamId, created.id, { agents: ['c-bot'], action: 'block' }, revisions));
       expect(changed).to.include({ name: 'daily cap', action: 'block' });
       expect(changed!.agents).to.deep.equal(['c-bot']);
-      expect(await db.transaction((sql) => updatePolicy(sql, teamId, 'pol_none', { name: 'x' }))).to.equal(undefined);
+      expect(await db.transaction((sql) => updatePolicy(sql, teamId, 'pol_none', { name: 'x' }, revisions))).to.equal(undefined);
 
-      expect(await deletePolicy(db, teamId, created.id)).to.equal(true);
-      expect(await deletePolicy(db, teamId, created.id)).to.equal(false);
+      expect(await deletePolicy(db, teamId, created.id, revisions)).to.equal(true);
+      expect(await deletePolicy(db, teamId, created.id, revisions)).to.equal(false);
       expect(await db.get('SELECT count(*) AS n FROM policy_agents WHERE policy_id = ?', [created.id])).to.satisfy((r: { n: unknown }) => Number(r.n) === 0);
     });
 
@@ -60,7 +62,7 @@ describe('policies store, on SQLite and PostgreSQL', function () {
       const made = [];
       const variants: Partial<PolicyInput>[] = [{}, { agents: ['x-bot'] }, { agents: ['y-bot'] }, { active: false }];
       for (const [i, over] of variants.entries()) {
-        made.push(await db.transaction((sql) => createPolicy(sql, teamId, input(`p${i}`, over))));
+        made.push(await db.transaction((sql) => createPolicy(sql, teamId, input(`p${i}`, over), revisions)));
         await new Promise((resolve) => setTimeout(resolve, 3)); // created_at apart: the order is by it
       }
       const ids = (list: { id: string }[]) => list.map((p) => p.id);
@@ -81,21 +83,21 @@ describe('policies store, on SQLite and PostgreSQL', function () {
 
     it('the bound on active policies holds when instances create at once; the revision rises once each change commits, not for a rolled-back one', async () => {
       const { db, another, teamId } = await seed();
-      const before = policyRevisions.get(teamId) ?? 0;
+      const before = revisions.of(teamId);
       const instances = [db, another(), another(), another()];
-      const outcomes = await Promise.allSettled(instances.map((i, n) => i.transaction((sql) => createPolicy(sql, teamId, input(`race ${n}`), 2))));
+      const outcomes = await Promise.allSettled(instances.map((i, n) => i.transaction((sql) => createPolicy(sql, teamId, input(`race ${n}`), revisions, 2))));
       expect(outcomes.filter((o) => o.status === 'fulfilled')).to.have.length(2);
       for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).to.be.instanceOf(TooManyActivePolicies);
       expect(await countActivePolicies(db, teamId)).to.equal(2);
-      expect(policyRevisions.get(teamId)).to.equal(before + 2);
+      expect(revisions.of(teamId)).to.equal(before + 2);
 
       await db
         .transaction(async (sql) => {
-          await createPolicy(sql, teamId, input('rolled back', { active: false }));
+          await createPolicy(sql, teamId, input('rolled back', { active: false }), revisions);
           throw new Error('no');
         })
         .catch(() => undefined);
-      expect(policyRevisions.get(teamId)).to.equal(before + 2);
+      expect(revisions.of(teamId)).to.equal(before + 2);
       expect(await listPolicies(db, teamId, { limit: 10, active: false })).to.deep.equal([]);
     });
   });

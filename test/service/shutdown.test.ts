@@ -59,8 +59,8 @@ describe('graceful shutdown', () => {
         return { body: { finished: true } };
       },
     });
-    const { schemas, logger } = testEnv().deps;
-    const ingest = startIngestPipeline({ config, registry, events, loaderEvents: events, schemas, logger });
+    const { schemas, logger, policyRevisions } = testEnv().deps;
+    const ingest = startIngestPipeline({ config, registry, events, loaderEvents: events, schemas, logger, policyRevisions });
     const webhooks = new Dispatcher(registry, testEnv().deps.secrets, config.webhooks, logger, { publicUrl: 'http://spendscope.test' });
     webhooks.start();
     const app = appWith([slow], { config, registry, db, events, loaderEvents: events, ingest, webhooks });

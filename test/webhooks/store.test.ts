@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import crypto from 'node:crypto';
 import { SecretBox } from '../../src/stores/secrets.js';
 import { perform } from '../../src/stores/sql.js';
-import { enqueueEvent, onDeliveriesQueued } from '../../src/webhooks/outbox.js';
+import { DELIVERIES_QUEUED, enqueueEvent } from '../../src/webhooks/outbox.js';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -95,7 +95,7 @@ describe('webhook store, on SQLite and PostgreSQL', function () {
       await db.transaction((sql) => createEndpoint(sql, box, 'team_a', input('https://hooks.example.com/off', { active: false })));
       await db.transaction((sql) => createEndpoint(sql, box, 'team_b', input('https://hooks.example.com/b')));
       let woken = 0;
-      onDeliveriesQueued(db.origin, () => woken++);
+      const stopListening = db.signals.on(DELIVERIES_QUEUED, () => woken++);
       try {
         const opened = function* () {
           return { alert: 'alr_1' };
@@ -136,7 +136,7 @@ describe('webhook store, on SQLite and PostgreSQL', function () {
         expect(payload).to.include({ type: 'alert.resolved', timestamp: new Date(7_000).toISOString() });
         expect(payload.data).to.deep.equal({ alert: 'alr_1' });
       } finally {
-        onDeliveriesQueued(db.origin, undefined);
+        stopListening();
       }
     });
 

@@ -32,8 +32,7 @@ import { DAY_MS, LEVEL0_KEYS, FAN_IN, GEN_TABLE, LEGACY_TABLE, RUN_FILE, dayOf, 
 
 export { dayOf, LEVEL0_KEYS, runFolder, type ClaimIndexOptions } from './parts.js';
 
-const openIndexes = new WeakMap<Registry, ClaimIndex>();
-
+/** The (team, id) claims of a registry: one open on it at a time (its log stops it before another opens, as at a restart). */
 export class ClaimIndex {
   private readonly folder: string;
   private readonly level0Keys: number;
@@ -62,8 +61,6 @@ export class ClaimIndex {
     private readonly windowDays: number,
     options: ClaimIndexOptions = {},
   ) {
-    openIndexes.get(db)?.stop();
-    openIndexes.set(db, this);
     this.level0Keys = options.level0Keys ?? LEVEL0_KEYS;
     this.folder = runFolder(db);
     fs.mkdirSync(this.folder, { recursive: true });
