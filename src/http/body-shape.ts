@@ -25,6 +25,17 @@ export const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 export const NUL_REFUSED = 'contains a NUL character (\\u0000), which cannot be stored';
 export const hasNul = (value: unknown): boolean => typeof value === 'string' && value.includes('\u0000');
 
+/** A UTF-16 surrogate without its pair: JSON allows it (`"\ud800"`), UTF-8 and every store do not. */
+export const ILL_FORMED = 'is not well-formed Unicode (a lone UTF-16 surrogate such as \\ud800)';
+/** A string without lone surrogates (String.prototype.isWellFormed, Node 20; ten times the regex's speed). */
+export const wellFormed = (value: string): boolean => (value as string & { isWellFormed(): boolean }).isWellFormed();
+
+/** What makes a string of a body unstorable (NUL, a lone surrogate), or undefined. */
+function textProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  return value.includes('\u0000') ? NUL_REFUSED : wellFormed(value) ? undefined : ILL_FORMED;
+}
+
 /** The field path of a key below `path`, as the validation messages write it. */
 const child = (path: string, key: string) => (/^[A-Za-z_$][\w$-]*$/.test(key) ? (path ? `${path}.${key}` : key) : `${path}[${JSON.stringify(key)}]`);
 
@@ -44,7 +55,8 @@ export function shapeProblem(body: unknown, reservedKeys: (path: string) => bool
       const checkStrings = reservedKeys(path);
       for (let i = 0; i < value.length; i++) {
         const item: unknown = value[i];
-        if (checkStrings && hasNul(item)) return { field: `${path}[${i}]`, message: NUL_REFUSED };
+        const problem = checkStrings ? textProblem(item) : undefined;
+        if (problem) return { field: `${path}[${i}]`, message: problem };
         if (item !== null && typeof item === 'object') stack.push({ value: item, path: `${path}[${i}]`, depth: depth + 1 });
       }
     } else {
@@ -52,7 +64,8 @@ export function shapeProblem(body: unknown, reservedKeys: (path: string) => bool
       for (const key of Object.keys(value)) {
         if (checkKeys && RESERVED_KEYS.has(key)) return { field: child(path, key), message: 'is a reserved name (no field is called that)' };
         const item = (value as Record<string, unknown>)[key];
-        if (checkKeys && (hasNul(key) || hasNul(item))) return { field: child(path, key), message: NUL_REFUSED };
+        const problem = checkKeys ? (textProblem(key) ?? textProblem(item)) : undefined;
+        if (problem) return { field: child(path, key), message: problem };
         if (item !== null && typeof item === 'object') stack.push({ value: item, path: child(path, key), depth: depth + 1 });
       }
     }

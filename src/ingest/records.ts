@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { hasNul, NUL_REFUSED, RESERVED_KEYS } from '../http/body-shape.js';
+import { hasNul, ILL_FORMED, NUL_REFUSED, RESERVED_KEYS, wellFormed } from '../http/body-shape.js';
 import type { FieldError } from '../http/errors.js';
 import type { SchemaRegistry } from '../http/validation.js';
 import { assetDecimals, rawToAmount, type DecimalsOf } from '../domain/assets.js';
@@ -96,10 +96,6 @@ const MAX_METADATA_BYTES = 8 * 1024;
 /** The end of ClickHouse's DateTime64 range: a later time cannot be stored. */
 const LATEST_STORED_TIME = Date.UTC(2299, 11, 31, 23, 59, 59, 999);
 
-/** A UTF-16 surrogate without its pair: JSON allows it (`"\ud800"`), UTF-8 and ClickHouse do not. */
-/** A string without lone surrogates (String.prototype.isWellFormed, Node 20; ten times the regex's speed). */
-const wellFormed = (value: string): boolean => (value as string & { isWellFormed(): boolean }).isWellFormed();
-const ILL_FORMED = 'is not well-formed Unicode (a lone UTF-16 surrogate such as \\ud800)';
 
 /**
  * The first place in a record that cannot be stored as sent, or undefined: a string (or object

@@ -129,6 +129,23 @@ describeOnEachRegistry('body shape limits, checked before JSON.parse', function 
       });
     }
 
+    it('a lone surrogate in any string of a body (an escape JSON allows, no store can keep) is a 400 naming its field', async () => {
+      const authorization = await api()
+        .post('/api/v1/authorizations')
+        .set(...team.auth)
+        .set('Content-Type', 'application/json')
+        .send('{"agent_id":"\\ud83d","endpoint":"https://api.example.com/v1/search","amount":"0.25"}');
+      expect(authorization.status, JSON.stringify(authorization.body)).to.equal(400);
+      expect(errorOf(authorization.body).details).to.deep.equal([{ field: 'agent_id', message: 'is not well-formed Unicode (a lone UTF-16 surrogate such as \\ud800)' }]);
+      const policy = await api()
+        .post('/api/v1/policies')
+        .set(...team.auth)
+        .set('Content-Type', 'application/json')
+        .send('{"name":"p","limits":[{"kind":"daily","amount":"1"}],"agents":["a","\\udc00b"]}');
+      expect(policy.status, JSON.stringify(policy.body)).to.equal(400);
+      expect(errorOf(policy.body).details).to.deep.equal([{ field: 'agents[1]', message: 'is not well-formed Unicode (a lone UTF-16 surrogate such as \\ud800)' }]);
+    });
+
     it('a UTF-16 body is scanned too; UTF-32 (which a byte scan cannot read) is a 415', async () => {
       const text = `{"q":${'['.repeat(EIGHT_MB / 4)}`;
       const deep = Buffer.from(`\ufeff${text}`, 'utf16le');
