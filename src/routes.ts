@@ -12,6 +12,7 @@ import { ingestRoutes } from './ingest/routes.js';
 import { metricsRoute } from './metrics/routes.js';
 import { operatorRoutes } from './operator/routes.js';
 import { policyRoutes } from './policies/routes.js';
+import { rateRoutes } from './rates/routes.js';
 import { teamRoutes } from './teams/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
 
@@ -26,6 +27,7 @@ export const ROUTES: readonly RouteSpec[] = [
   ...agentRoutes,
   ...policyRoutes,
   ...budgetRoutes,
+  ...rateRoutes,
   ...alertRoutes,
   ...analyticsRoutes,
   ...auditLogRoutes,

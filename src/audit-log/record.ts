@@ -5,7 +5,7 @@ import { recordChange } from './repository.js';
 /** What a handler says about the change it made; who, when and which route come from the request. */
 export interface ChangeSpec {
   action: string;
-  resourceType: 'key' | 'agent' | 'policy' | 'alert' | 'webhook';
+  resourceType: 'key' | 'agent' | 'policy' | 'alert' | 'webhook' | 'team' | 'rate';
   resourceId: string;
   before: Record<string, unknown> | null;
   after: Record<string, unknown> | null;

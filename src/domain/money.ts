@@ -32,3 +32,17 @@ export function formatUnits(units: bigint): string {
   while (end > 0 && fraction.charCodeAt(end - 1) === 48 /* '0' */) end--;
   return `${negative ? '-' : ''}${whole}${end > 0 ? `.${fraction.slice(0, end)}` : ''}`;
 }
+
+const ONE = 10n ** BigInt(SCALE);
+
+/** a × b of two amounts in units, rounded half-even to 18 places (the Decimal(38, 18) of a value). */
+export function mulUnits(a: bigint, b: bigint): bigint {
+  const product = a * b;
+  const negative = product < 0n;
+  const magnitude = negative ? -product : product;
+  let quotient = magnitude / ONE;
+  const remainder = magnitude % ONE;
+  const twice = remainder * 2n;
+  if (twice > ONE || (twice === ONE && quotient % 2n === 1n)) quotient += 1n;
+  return negative ? -quotient : quotient;
+}

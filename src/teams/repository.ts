@@ -3,6 +3,7 @@ import type { Database, Sql } from '../stores/sql.js';
 import type { Statement } from 'better-sqlite3';
 import type { Registry } from '../stores/sqlite.js';
 import { generateApiKey, hashApiKey, newId, visiblePrefix } from '../domain/ids.js';
+import { DEFAULT_CURRENCY } from '../domain/currencies.js';
 
 export { SCOPES, type KeyOwner, type Scope };
 
@@ -12,6 +13,8 @@ export interface Team {
   createdAt: number;
   /** When the operator suspended it (its keys are refused, its records kept); null: active. */
   suspendedAt: number | null;
+  /** ISO 4217: what the team's records are valued in (src/rates/). */
+  currency: string;
 }
 
 /** Team names: 1 to 64 characters once trimmed, no control characters; unique per installation. */
@@ -75,16 +78,23 @@ export interface TeamRow {
   name: string;
   created_at: number;
   suspended_at: number | null;
+  currency: string;
 }
 
-export const TEAM_COLUMNS = 'id, name, created_at, suspended_at';
+export const TEAM_COLUMNS = 'id, name, created_at, suspended_at, currency';
 
 export const toTeam = (row: TeamRow): Team => ({
   id: row.id,
   name: row.name,
   createdAt: Number(row.created_at),
   suspendedAt: row.suspended_at === null ? null : Number(row.suspended_at),
+  currency: row.currency,
 });
+
+/** Sets the team's currency; false when it had that one already. */
+export async function setTeamCurrency(sql: Sql, teamId: string, currency: string): Promise<boolean> {
+  return (await sql.run('UPDATE teams SET currency = ? WHERE id = ? AND currency <> ?', [currency, teamId, currency])) === 1;
+}
 
 /**
  * On PostgreSQL, locks the team's row until the transaction ends, so instances counting what the
@@ -205,7 +215,7 @@ export async function createTeam(
   try {
     return await db.transaction(async (sql) => {
       if (await sql.get('SELECT 1 AS taken FROM teams WHERE name = ?', [name])) throw new TeamNameTaken(name);
-      const team: Team = { id: newId('team'), name, createdAt: Date.now(), suspendedAt: null };
+      const team: Team = { id: newId('team'), name, createdAt: Date.now(), suspendedAt: null, currency: DEFAULT_CURRENCY };
       await sql.run('INSERT INTO teams (id, name, created_at) VALUES (?, ?, ?)', [team.id, team.name, team.createdAt]);
       const key = await insertKey(sql, team.id, apiKey, team.createdAt, FIRST_KEY);
       await alongside?.(sql, team);

@@ -1,9 +1,26 @@
 import { ApiError } from '../http/errors.js';
-import { defineRoute } from '../http/routes.js';
+import { defineRoute, type RouteDeps } from '../http/routes.js';
+import type { KeyOwner } from '../domain/keys.js';
 import { audited } from '../audit-log/record.js';
 import { issuedKeyBody, keyRoutes, NO_STORE } from './key-routes.js';
-import { findTeam, rotateKey } from './repository.js';
+import { findTeam, rotateKey, setTeamCurrency } from './repository.js';
+import { isCurrency } from '../domain/currencies.js';
 import { teamUsage } from './usage.js';
+
+/** The team of the request's key as GET /team shows it, with the key and this month's usage. */
+async function teamBody(deps: RouteDeps, team: KeyOwner) {
+  const found = await findTeam(deps.db, team.teamId);
+  // The key was valid a moment ago; a team cannot be deleted, so this is a broken registry.
+  if (!found) throw new Error(`team ${team.teamId} of an authenticated key is missing`);
+  return {
+    id: found.id,
+    name: found.name,
+    createdAt: new Date(found.createdAt).toISOString(),
+    currency: found.currency,
+    key: { id: team.keyId, name: team.keyName, scopes: team.scopes },
+    usage: await teamUsage(deps, found.id),
+  };
+}
 
 export const getTeam = defineRoute({
   method: 'get',
@@ -22,6 +39,7 @@ export const getTeam = defineRoute({
         id: 'team_b3k2m9q4x7c1v8n5z6a0',
         name: 'default',
         createdAt: '2026-11-01T09:30:00.000Z',
+        currency: 'USD',
         key: { id: 'key_m2x8c4v1b7n3z9a5s6d0', name: 'grafana', scopes: ['read'] },
         usage: {
           period: { start: '2026-11-01T00:00:00.000Z', end: '2026-12-01T00:00:00.000Z' },
@@ -36,18 +54,37 @@ export const getTeam = defineRoute({
     },
   },
   async handler({ deps, team }) {
-    const found = await findTeam(deps.db, team.teamId);
-    // The key was valid a moment ago; a team cannot be deleted, so this is a broken registry.
-    if (!found) throw new Error(`team ${team.teamId} of an authenticated key is missing`);
-    return {
-      body: {
-        id: found.id,
-        name: found.name,
-        createdAt: new Date(found.createdAt).toISOString(),
-        key: { id: team.keyId, name: team.keyName, scopes: team.scopes },
-        usage: await teamUsage(deps, found.id),
-      },
-    };
+    return { body: await teamBody(deps, team) };
+  },
+});
+
+export const patchTeam = defineRoute<{ currency?: string }>({
+  method: 'patch',
+  path: '/team',
+  operationId: 'patchTeam',
+  summary: "Change the team's settings: its currency",
+  description:
+    '`currency` (ISO 4217) is what the team\'s records are valued in, from the change on: records stored before keep the value ' +
+    'they were given. The change is in the audit log (resource `team`).',
+  tag: 'team',
+  body: 'team-patch.json',
+  bodyExample: { currency: 'EUR' },
+  responses: {
+    200: { description: 'The team as it now stands', schema: 'team.json' },
+  },
+  async handler(ctx) {
+    const { body, team, deps } = ctx;
+    if (body.currency !== undefined && !isCurrency(body.currency)) {
+      throw new ApiError('validation_failed', `Request is invalid: currency "${body.currency}" is not an ISO 4217 currency code`, [
+        { field: 'currency', message: `"${body.currency}" is not an ISO 4217 currency code` },
+      ]);
+    }
+    await audited(ctx, async (sql) => {
+      const before = await findTeam(sql, team.teamId);
+      if (!before || body.currency === undefined || !(await setTeamCurrency(sql, team.teamId, body.currency))) return { result: undefined };
+      return { result: undefined, log: { action: 'team.update', resourceType: 'team', resourceId: team.teamId, before: { currency: before.currency }, after: { currency: body.currency } } };
+    });
+    return { body: await teamBody(deps, team) };
   },
 });
 
@@ -96,4 +133,4 @@ export const rotateTeamKey = defineRoute({
   },
 });
 
-export const teamRoutes = [getTeam, rotateTeamKey, ...keyRoutes];
+export const teamRoutes = [getTeam, patchTeam, rotateTeamKey, ...keyRoutes];

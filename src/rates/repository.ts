@@ -1,0 +1,81 @@
+import type { Rate } from '../domain/rates.js';
+import type { Sql } from '../stores/sql.js';
+import { lockTeam } from '../teams/repository.js';
+
+interface RateRow {
+  asset: string;
+  valid_from: number | string;
+  value: string | null;
+  currency: string | null;
+  decimals: number | null;
+  created_at: number | string;
+}
+
+/** A team's version of a rate, with when it was set. */
+export interface TeamRate extends Rate {
+  createdAt: number;
+}
+
+const toRate = (row: RateRow): TeamRate => ({
+  asset: row.asset,
+  value: row.value,
+  currency: row.currency,
+  validFrom: Number(row.valid_from),
+  decimals: row.decimals,
+  source: 'team',
+  createdAt: Number(row.created_at),
+});
+
+/** A team may value at most this many assets of its own (each with any number of versions). */
+export const MAX_RATED_ASSETS_PER_TEAM = 1_000;
+
+/** A version at this valid_from exists already: versions are never changed. */
+export class RateVersionTaken extends Error {}
+
+/** Too many assets rated: MAX_RATED_ASSETS_PER_TEAM. */
+export class TooManyRatedAssets extends Error {}
+
+/** Every version of every asset the team rates, by asset, latest valid_from first. */
+export async function teamRates(sql: Sql, teamId: string): Promise<Map<string, TeamRate[]>> {
+  const rows = await sql.all<RateRow>('SELECT asset, valid_from, value, currency, decimals, created_at FROM rates WHERE team_id = ? ORDER BY asset, valid_from DESC', [teamId]);
+  const byAsset = new Map<string, TeamRate[]>();
+  for (const row of rows) {
+    const versions = byAsset.get(row.asset) ?? [];
+    if (versions.length === 0) byAsset.set(row.asset, versions);
+    versions.push(toRate(row));
+  }
+  return byAsset;
+}
+
+/** Versions of one asset, latest valid_from first, those before `before` (a page's end) only. */
+export async function rateVersions(sql: Sql, teamId: string, asset: string, limit: number, before?: number): Promise<TeamRate[]> {
+  const rows = await sql.all<RateRow>(
+    `SELECT asset, valid_from, value, currency, decimals, created_at FROM rates
+      WHERE team_id = ? AND asset = ? AND valid_from < ? ORDER BY valid_from DESC LIMIT ?`,
+    [teamId, asset, before ?? Number.MAX_SAFE_INTEGER, limit],
+  );
+  return rows.map(toRate);
+}
+
+/** Adds a version (a rate, or the end of the team's rate when `value` is null); run it in a transaction. */
+export async function addRateVersion(sql: Sql, teamId: string, rate: Omit<Rate, 'source'>, now: number): Promise<TeamRate> {
+  // The team first, as every counted addition takes it: two new assets at once are counted in turn.
+  await lockTeam(sql, teamId);
+  if (await sql.get('SELECT 1 AS taken FROM rates WHERE team_id = ? AND asset = ? AND valid_from = ?', [teamId, rate.asset, rate.validFrom])) {
+    throw new RateVersionTaken(`${rate.asset} has a version from ${new Date(rate.validFrom).toISOString()} already`);
+  }
+  if (!(await sql.get('SELECT 1 AS rated FROM rates WHERE team_id = ? AND asset = ? LIMIT 1', [teamId, rate.asset]))) {
+    const { n } = (await sql.get<{ n: number | string }>('SELECT count(DISTINCT asset) AS n FROM rates WHERE team_id = ?', [teamId]))!;
+    if (Number(n) >= MAX_RATED_ASSETS_PER_TEAM) throw new TooManyRatedAssets(`the team rates ${MAX_RATED_ASSETS_PER_TEAM} assets already`);
+  }
+  try {
+    await sql.run('INSERT INTO rates (team_id, asset, valid_from, value, currency, decimals, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+      teamId, rate.asset, rate.validFrom, rate.value, rate.currency, rate.decimals, now,
+    ]);
+  } catch (err) {
+    // Another instance added this version meanwhile (PostgreSQL).
+    if ((err as { code?: string }).code === '23505') throw new RateVersionTaken(`${rate.asset} has a version from ${new Date(rate.validFrom).toISOString()} already`);
+    throw err;
+  }
+  return { ...rate, source: 'team', createdAt: now };
+}
