@@ -7,7 +7,7 @@ const LAYERS = [
   ['config', '^src/(config|config-types|paths)\\.ts$'],
   ['stores', '^src/stores/'],
   ['http', '^src/(http|limits|metrics)/'],
-  ['features', '^src/(teams|agents|policies|alerts|webhooks|authorizations|evaluation|budgets|analytics|ingest|audit|audit-log|operator|health)/'],
+  ['features', '^src/(teams|agents|policies|alerts|webhooks|authorizations|evaluation|budgets|rates|analytics|ingest|audit|audit-log|operator|health)/'],
   ['edges', '^src/(routes\\.ts|mcp/|clickhouse-http/|dashboard/|docs/)'],
   ['composition', '^src/(deps|app|main|server)\\.ts$'],
 ];
@@ -22,8 +22,18 @@ const upward = LAYERS.flatMap(([name, path], i) =>
   })),
 );
 
+// A module of src/ in no layer would escape every rule above: its folder must be added to one.
+const everyLayer = LAYERS.map(([, path]) => `(${path})`).join('|');
+
 module.exports = {
   forbidden: [
+    {
+      name: 'in-a-layer',
+      comment: 'every module of src/ belongs to a layer (add its folder to LAYERS)',
+      severity: 'error',
+      from: { path: '^src/', pathNot: everyLayer },
+      to: {},
+    },
     { name: 'no-circular', comment: 'imports go one way', severity: 'error', from: {}, to: { circular: true } },
     {
       name: 'domain-imports-nothing',
