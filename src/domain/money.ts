@@ -35,14 +35,18 @@ export function formatUnits(units: bigint): string {
 
 const ONE = 10n ** BigInt(SCALE);
 
-/** a × b of two amounts in units, rounded half-even to 18 places (the Decimal(38, 18) of a value). */
-export function mulUnits(a: bigint, b: bigint): bigint {
-  const product = a * b;
+/** The product of amounts in units, rounded once, half-even, to 18 places (the Decimal(38, 18) of a value). */
+export function productUnits(factors: readonly bigint[]): bigint {
+  let product = 1n;
+  for (const factor of factors) product *= factor;
+  const scale = ONE ** BigInt(Math.max(0, factors.length - 1));
   const negative = product < 0n;
   const magnitude = negative ? -product : product;
-  let quotient = magnitude / ONE;
-  const remainder = magnitude % ONE;
-  const twice = remainder * 2n;
-  if (twice > ONE || (twice === ONE && quotient % 2n === 1n)) quotient += 1n;
+  let quotient = magnitude / scale;
+  const twice = (magnitude % scale) * 2n;
+  if (twice > scale || (twice === scale && quotient % 2n === 1n)) quotient += 1n;
   return negative ? -quotient : quotient;
 }
+
+/** a × b of two amounts in units, rounded half-even to 18 places. */
+export const mulUnits = (a: bigint, b: bigint): bigint => productUnits([a, b]);

@@ -1,5 +1,6 @@
 import { isCurrency } from './currencies.js';
-import { formatUnits, mulUnits, toUnits } from './money.js';
+import { STABLECOINS } from './assets.js';
+import { formatUnits, productUnits, toUnits } from './money.js';
 
 /** What one unit of an asset (or of a currency) is worth in a currency, from a time on. */
 export interface Rate {
@@ -27,30 +28,10 @@ export function assetKey(asset: string): string {
   return asset.length <= 20 ? asset.toUpperCase() : asset;
 }
 
-const USD_PEGGED = [
-  'USDC', 'USDT', 'PYUSD', 'USDBC',
-  // USDC's token contracts (as in the asset table: src/domain/assets.ts)
-  '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913', // Base
-  '0x036cbd53842c5426634e7929541ec2318f3dcf7e', // Base Sepolia
-  '0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48', // Ethereum
-  '0x1c7d4b196cb0c7b01d743fbc6116a902379c7238', // Ethereum Sepolia
-  '0x3c499c542cef5e3811e1192ce70d8cc03d5c3359', // Polygon
-  '0x41e94eb019c0762f9bfcf9fb1e58725bfb0e7582', // Polygon Amoy
-  '0xaf88d065e77c8cc2239327c5edb3a432268e5831', // Arbitrum
-  '0x0b2c639c533813f4aa9d7837caf62653d097ff85', // Optimism
-  '0xb97ef9ef8734c71904d8002f8b6bc66dd9c48a6e', // Avalanche
-  '0x5425890298aed601595a70ab815c96711a31bc65', // Avalanche Fuji
-  'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v', // Solana
-  '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU', // Solana devnet
-  // USDT on Ethereum
-  '0xdac17f958d2ee523a2206206994597c13d831ec7',
-];
-
-/** The pegs every team has: USD stablecoins at 1 USD, EURC at 1 EUR (each a team may override). */
-export const BUILT_IN_RATES: ReadonlyMap<string, Rate> = new Map([
-  ...USD_PEGGED.map((asset) => [asset, { asset, value: '1', currency: 'USD', validFrom: 0, decimals: 6, source: 'built-in' } as Rate] as const),
-  ['EURC', { asset: 'EURC', value: '1', currency: 'EUR', validFrom: 0, decimals: 6, source: 'built-in' } as Rate] as const,
-]);
+/** The pegs every team has: each stablecoin at 1 of its currency (a team's own rate of it wins). */
+export const BUILT_IN_RATES: ReadonlyMap<string, Rate> = new Map(
+  Object.entries(STABLECOINS).map(([asset, coin]) => [asset, { asset, value: '1', currency: coin.peg, validFrom: 0, decimals: coin.decimals, source: 'built-in' }]),
+);
 
 /** A team's rate versions of one asset, newest validFrom first. */
 export type RateHistory = readonly Rate[];
@@ -78,13 +59,14 @@ export function valueAt(rates: (asset: string) => RateHistory | undefined, asset
   const key = assetKey(asset);
   const rate = key === currency ? { asset: key, value: '1', currency, validFrom: 0, decimals: null, source: 'built-in' as const } : rateAt(rates(key), key, at);
   if (!rate || rate.value === null || rate.currency === null) return undefined;
-  let value = mulUnits(toUnits(amount), toUnits(rate.value));
+  const factors = [toUnits(amount), toUnits(rate.value)];
   let conversion: Rate | undefined;
   if (rate.currency !== currency) {
     conversion = rateAt(rates(rate.currency), rate.currency, at);
     if (!conversion || conversion.value === null || conversion.currency !== currency) return undefined;
-    value = mulUnits(value, toUnits(conversion.value));
+    factors.push(toUnits(conversion.value));
   }
-  return { value: formatUnits(value), rate, conversion };
+  // One rounding of the whole product: rounding after each step could lose what the next one scales up.
+  return { value: formatUnits(productUnits(factors)), rate, conversion };
 }
 

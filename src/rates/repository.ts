@@ -1,6 +1,5 @@
 import type { Rate } from '../domain/rates.js';
 import type { Sql } from '../stores/sql.js';
-import { lockTeam } from '../teams/repository.js';
 
 interface RateRow {
   asset: string;
@@ -35,16 +34,24 @@ export class RateVersionTaken extends Error {}
 /** Too many assets rated: MAX_RATED_ASSETS_PER_TEAM. */
 export class TooManyRatedAssets extends Error {}
 
-/** Every version of every asset the team rates, by asset, latest valid_from first. */
-export async function teamRates(sql: Sql, teamId: string): Promise<Map<string, TeamRate[]>> {
-  const rows = await sql.all<RateRow>('SELECT asset, valid_from, value, currency, decimals, created_at FROM rates WHERE team_id = ? ORDER BY asset, valid_from DESC', [teamId]);
-  const byAsset = new Map<string, TeamRate[]>();
-  for (const row of rows) {
-    const versions = byAsset.get(row.asset) ?? [];
-    if (versions.length === 0) byAsset.set(row.asset, versions);
-    versions.push(toRate(row));
-  }
-  return byAsset;
+
+/** The version of each asset the team rates in effect at `at` (an ended one too), by asset: one row per asset, however long the histories. */
+export async function ratesAt(sql: Sql, teamId: string, at: number): Promise<Map<string, TeamRate>> {
+  const rows = await sql.all<RateRow>(
+    `SELECT r.asset, r.valid_from, r.value, r.currency, r.decimals, r.created_at FROM rates r
+      WHERE r.team_id = ? AND r.valid_from = (SELECT max(v.valid_from) FROM rates v WHERE v.team_id = r.team_id AND v.asset = r.asset AND v.valid_from <= ?)`,
+    [teamId, at],
+  );
+  return new Map(rows.map((row) => [row.asset, toRate(row)]));
+}
+
+/** The decimals the asset's latest version before `before` that gives any gave, if one did. */
+export async function decimalsBefore(sql: Sql, teamId: string, asset: string, before: number): Promise<number | undefined> {
+  const row = await sql.get<{ decimals: number }>(
+    'SELECT decimals FROM rates WHERE team_id = ? AND asset = ? AND valid_from < ? AND decimals IS NOT NULL ORDER BY valid_from DESC LIMIT 1',
+    [teamId, asset, before],
+  );
+  return row?.decimals;
 }
 
 /** Versions of one asset, latest valid_from first, those before `before` (a page's end) only. */
@@ -57,16 +64,17 @@ export async function rateVersions(sql: Sql, teamId: string, asset: string, limi
   return rows.map(toRate);
 }
 
-/** Adds a version (a rate, or the end of the team's rate when `value` is null); run it in a transaction. */
+/**
+ * Adds a version (a rate, or the end of the team's rate when `value` is null); run it in a
+ * transaction that took the team's lock (lockTeam) before reading what it decides from.
+ */
 export async function addRateVersion(sql: Sql, teamId: string, rate: Omit<Rate, 'source'>, now: number): Promise<TeamRate> {
-  // The team first, as every counted addition takes it: two new assets at once are counted in turn.
-  await lockTeam(sql, teamId);
   if (await sql.get('SELECT 1 AS taken FROM rates WHERE team_id = ? AND asset = ? AND valid_from = ?', [teamId, rate.asset, rate.validFrom])) {
     throw new RateVersionTaken(`${rate.asset} has a version from ${new Date(rate.validFrom).toISOString()} already`);
   }
   if (!(await sql.get('SELECT 1 AS rated FROM rates WHERE team_id = ? AND asset = ? LIMIT 1', [teamId, rate.asset]))) {
     const { n } = (await sql.get<{ n: number | string }>('SELECT count(DISTINCT asset) AS n FROM rates WHERE team_id = ?', [teamId]))!;
-    if (Number(n) >= MAX_RATED_ASSETS_PER_TEAM) throw new TooManyRatedAssets(`the team rates ${MAX_RATED_ASSETS_PER_TEAM} assets already`);
+    if (Number(n) >= MAX_RATED_ASSETS_PER_TEAM) throw new TooManyRatedAssets(`the team rates ${MAX_RATED_ASSETS_PER_TEAM.toLocaleString('en')} assets already`);
   }
   try {
     await sql.run('INSERT INTO rates (team_id, asset, valid_from, value, currency, decimals, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
@@ -74,7 +82,8 @@ export async function addRateVersion(sql: Sql, teamId: string, rate: Omit<Rate, 
     ]);
   } catch (err) {
     // Another instance added this version meanwhile (PostgreSQL).
-    if ((err as { code?: string }).code === '23505') throw new RateVersionTaken(`${rate.asset} has a version from ${new Date(rate.validFrom).toISOString()} already`);
+    const { code, constraint } = err as { code?: string; constraint?: string };
+    if (code === '23505' && constraint === 'rates_pkey') throw new RateVersionTaken(`${rate.asset} has a version from ${new Date(rate.validFrom).toISOString()} already`);
     throw err;
   }
   return { ...rate, source: 'team', createdAt: now };

@@ -4,8 +4,8 @@ import { assetKey, BUILT_IN_RATES, rateAt, valueAt, type Rate } from '../domain/
 import { decodeCursor, encodeCursor } from '../http/cursor.js';
 import { ApiError, type FieldError } from '../http/errors.js';
 import { defineRoute } from '../http/routes.js';
-import { findTeam } from '../teams/repository.js';
-import { addRateVersion, rateVersions, RateVersionTaken, teamRates, TooManyRatedAssets, type TeamRate } from './repository.js';
+import { findTeam, lockTeam } from '../teams/repository.js';
+import { addRateVersion, decimalsBefore, rateVersions, ratesAt, RateVersionTaken, TooManyRatedAssets, type TeamRate } from './repository.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -23,16 +23,22 @@ function rateBody(rate: Rate | TeamRate, valueInTeamCurrency?: string | null) {
   };
 }
 
-const invalid = (errors: FieldError[]) => new ApiError('validation_failed', `Request is invalid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
+const invalid = (where: 'body' | 'path', errors: FieldError[]) =>
+  new ApiError('validation_failed', `Request ${where} is invalid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
 
 /** The asset of the path, as rates key it; 400 naming `asset` when it cannot name one. */
 function pathAsset(raw: string): string {
+  const key = assetKey(raw);
+  // Measured as stored: upper-casing may lengthen a symbol.
   // eslint-disable-next-line no-control-regex
-  if (raw.length < 1 || raw.length > 128 || /[\s\u0000-\u001f\u007f/]/.test(raw)) {
-    throw invalid([{ field: 'asset', message: 'must be an asset symbol, a token address or a currency code (1 to 128 characters, no spaces)' }]);
+  if (key.length < 1 || key.length > 128 || /[\s\u0000-\u001f\u007f/]/.test(key)) {
+    throw invalid('path', [{ field: 'asset', message: 'must be an asset symbol, a token address or a currency code (1 to 128 characters, no spaces)' }]);
   }
-  return assetKey(raw);
+  return key;
 }
+
+/** What a rate's valid_from may be: from the epoch to the end of what records may carry. */
+const VALID_FROM_RANGE = [0, Date.UTC(2299, 11, 31, 23, 59, 59, 999)] as const;
 
 const EXAMPLE_RATE = {
   asset: 'ETH',
@@ -70,14 +76,18 @@ export const listRatesRoute = defineRoute({
   async handler({ team, deps }) {
     const found = await findTeam(deps.db, team.teamId);
     if (!found) throw new Error(`team ${team.teamId} of an authenticated key is missing`);
-    const own = await teamRates(deps.db, team.teamId);
     const now = Date.now();
+    const own = await ratesAt(deps.db, team.teamId, now);
+    const history = (asset: string) => {
+      const current = own.get(asset);
+      return current ? [current] : undefined;
+    };
     const assets = [...new Set([...BUILT_IN_RATES.keys(), ...own.keys()])].sort();
     const data = [];
     for (const asset of assets) {
-      const rate = rateAt(own.get(asset), asset, now);
+      const rate = rateAt(history(asset), asset, now);
       if (!rate) continue;
-      const valued = valueAt((a) => own.get(a), asset, '1', now, found.currency);
+      const valued = valueAt(history, asset, '1', now, found.currency);
       data.push(rateBody(rate, valued ? valued.value : null));
     }
     return { body: { currency: found.currency, data } };
@@ -133,7 +143,7 @@ export const putRateRoute = defineRoute<{ value: string; currency: string; valid
   bodyExample: { value: '3050.25', currency: 'USD', valid_from: '2026-12-02T10:00:00Z', decimals: 18 },
   responses: {
     200: { description: 'The version added', schema: 'rate.json', example: EXAMPLE_RATE },
-    409: { description: 'A version from that time exists (`details` names `valid_from`), or the team rates MAX 1,000 assets already', schema: 'error.json' },
+    409: { description: 'A version from that time exists (`details` names `valid_from`), or the team rates 1,000 assets already (`details` names `asset`)', schema: 'error.json' },
   },
   async handler(ctx) {
     const { params, body } = ctx;
@@ -144,20 +154,25 @@ export const putRateRoute = defineRoute<{ value: string; currency: string; valid
     if (body.currency === asset) errors.push({ field: 'currency', message: `must differ from the asset (${asset})` });
     if (isCurrency(asset) && body.decimals !== undefined) errors.push({ field: 'decimals', message: 'is for assets, not for a currency' });
     const validFrom = body.valid_from === undefined ? Date.now() : Date.parse(body.valid_from);
-    if (errors.length > 0) throw invalid(errors);
+    if (!Number.isFinite(validFrom) || validFrom < VALID_FROM_RANGE[0] || validFrom > VALID_FROM_RANGE[1]) {
+      errors.push({ field: 'valid_from', message: 'must be a time from 1970-01-01T00:00:00Z to 2299-12-31T23:59:59Z' });
+    }
+    if (errors.length > 0) throw invalid('body', errors);
     try {
       const added = await audited(ctx, async (sql) => {
-        // The version it follows: its decimals carry on unless this one says others.
+        // The team first: what this version follows is read as of the writes before it.
+        await lockTeam(sql, ctx.team.teamId);
         const [prior] = await rateVersions(sql, ctx.team.teamId, asset, 1, validFrom);
-        const decimals = body.decimals ?? prior?.decimals ?? BUILT_IN_RATES.get(asset)?.decimals ?? null;
-        const rate = await addRateVersion(sql, ctx.team.teamId, { asset, value: body.value, currency: body.currency, validFrom, decimals: isCurrency(asset) ? null : decimals }, Date.now());
+        // Decimals left out carry on from the versions before (or the peg).
+        const decimals = isCurrency(asset) ? null : (body.decimals ?? (await decimalsBefore(sql, ctx.team.teamId, asset, validFrom)) ?? BUILT_IN_RATES.get(asset)?.decimals ?? null);
+        const rate = await addRateVersion(sql, ctx.team.teamId, { asset, value: body.value, currency: body.currency, validFrom, decimals }, Date.now());
         const shown = (r: Pick<Rate, 'value' | 'currency' | 'decimals'>) => ({ value: r.value, currency: r.currency, decimals: r.decimals });
         return { result: rate, log: { action: 'rate.set', resourceType: 'rate', resourceId: asset, before: prior ? shown(prior) : null, after: { ...shown(rate), valid_from: iso(rate.validFrom) } } };
       });
       return { body: rateBody(added) };
     } catch (err) {
       if (err instanceof RateVersionTaken) throw new ApiError('conflict', err.message, [{ field: 'valid_from', message: 'has a version already: versions are never changed' }]);
-      if (err instanceof TooManyRatedAssets) throw new ApiError('conflict', `The team rates 1,000 assets already: ${err.message}`, [{ field: 'asset', message: 'is one more than the team may rate' }]);
+      if (err instanceof TooManyRatedAssets) throw new ApiError('conflict', `Not rated: ${err.message}`, [{ field: 'asset', message: 'is one more than the team may rate' }]);
       throw err;
     }
   },
@@ -170,7 +185,8 @@ export const deleteRateRoute = defineRoute({
   summary: "End the team's rate of an asset from now on",
   description:
     'Adds a version without a value from now: records from now on are valued by the built-in peg where there is one, else ' +
-    'they are unvalued. The history stays. 404 when the team has no rate of the asset in effect.',
+    'they are unvalued. The history stays. A version scheduled after now still starts at its `valid_from`. 404 when the team ' +
+    'has no rate of the asset in effect.',
   tag: 'rates',
   responses: {
     200: { description: 'The ending version', schema: 'rate.json', example: { ...EXAMPLE_RATE, value: null, currency: null, decimals: null } },
@@ -179,12 +195,20 @@ export const deleteRateRoute = defineRoute({
   async handler(ctx) {
     const asset = pathAsset(ctx.params.asset!);
     const now = Date.now();
-    const ended = await audited(ctx, async (sql) => {
-      const [current] = await rateVersions(sql, ctx.team.teamId, asset, 1, now + 1);
-      if (!current || current.value === null) return { result: undefined };
-      const end = await addRateVersion(sql, ctx.team.teamId, { asset, value: null, currency: null, validFrom: now, decimals: null }, now);
-      return { result: end, log: { action: 'rate.end', resourceType: 'rate', resourceId: asset, before: { value: current.value, currency: current.currency }, after: { value: null, currency: null } } };
-    });
+    let ended: TeamRate | undefined;
+    try {
+      ended = await audited(ctx, async (sql) => {
+        // The team first: two ends at once end it once.
+        await lockTeam(sql, ctx.team.teamId);
+        const [current] = await rateVersions(sql, ctx.team.teamId, asset, 1, now + 1);
+        if (!current || current.value === null) return { result: undefined };
+        const end = await addRateVersion(sql, ctx.team.teamId, { asset, value: null, currency: null, validFrom: now, decimals: null }, now);
+        return { result: end, log: { action: 'rate.end', resourceType: 'rate', resourceId: asset, before: { value: current.value, currency: current.currency }, after: { value: null, currency: null } } };
+      });
+    } catch (err) {
+      if (err instanceof RateVersionTaken) throw new ApiError('conflict', `${err.message}: set in this very millisecond, end it again`, [{ field: 'asset', message: 'has a version from this millisecond' }]);
+      throw err;
+    }
     if (!ended) throw new ApiError('not_found', `The team has no rate of ${asset} in effect`);
     return { body: rateBody(ended) };
   },

@@ -3,7 +3,7 @@ import { defineRoute, type RouteDeps } from '../http/routes.js';
 import type { KeyOwner } from '../domain/keys.js';
 import { audited } from '../audit-log/record.js';
 import { issuedKeyBody, keyRoutes, NO_STORE } from './key-routes.js';
-import { findTeam, rotateKey, setTeamCurrency } from './repository.js';
+import { findTeam, lockTeam, rotateKey, setTeamCurrency } from './repository.js';
 import { isCurrency } from '../domain/currencies.js';
 import { teamUsage } from './usage.js';
 
@@ -75,11 +75,13 @@ export const patchTeam = defineRoute<{ currency?: string }>({
   async handler(ctx) {
     const { body, team, deps } = ctx;
     if (body.currency !== undefined && !isCurrency(body.currency)) {
-      throw new ApiError('validation_failed', `Request is invalid: currency "${body.currency}" is not an ISO 4217 currency code`, [
+      throw new ApiError('validation_failed', `Request body is invalid: currency "${body.currency}" is not an ISO 4217 currency code`, [
         { field: 'currency', message: `"${body.currency}" is not an ISO 4217 currency code` },
       ]);
     }
     await audited(ctx, async (sql) => {
+      // The team locked first: two changes at once each log what the other left.
+      await lockTeam(sql, team.teamId);
       const before = await findTeam(sql, team.teamId);
       if (!before || body.currency === undefined || !(await setTeamCurrency(sql, team.teamId, body.currency))) return { result: undefined };
       return { result: undefined, log: { action: 'team.update', resourceType: 'team', resourceId: team.teamId, before: { currency: before.currency }, after: { currency: body.currency } } };

@@ -49,5 +49,8 @@ describe('valuation from rates', () => {
     expect(valueAt(of, 'TOK', '1', 1, 'USD')).to.equal(undefined); // GBP -> EUR -> USD: two steps
     expect(valueAt(of, 'WETH', '1', 1, 'USD')).to.equal(undefined);
     expect(valueAt(of, 'USD', '3', 1, 'USD')?.value).to.equal('3');
+    // Rounded once: 1e-18 at 0.5 EUR, at 1.5 USD a EUR, is 0.75e-18 USD: 1e-18, not 0 (rounding twice).
+    const tiny = new Map<string, RateHistory>([['EUR', [team('EUR', '1.5', 'USD', 0)]], ['TOK', [team('TOK', '0.5', 'EUR', 0)]]]);
+    expect(valueAt((a) => tiny.get(a), 'TOK', '0.000000000000000001', 1, 'USD')?.value).to.equal('0.000000000000000001');
   });
 });

@@ -76,9 +76,12 @@ describeOnEachRegistry('team currency and rates', function () {
     expect((await api().get('/api/v1/rates/ETH').set(...team.auth).expect(200)).body.data.map((r: Row) => r.value)).to.deep.equal(['3100', null, '3050.25']);
     await api().delete('/api/v1/rates/ETH').set(...team.auth).expect(404);
     await api().get('/api/v1/rates/WETH').set(...team.auth).expect(404);
+    // Set again after its end, without decimals: those given before carry on.
+    const again2 = await api().put('/api/v1/rates/ETH').set(...team.auth).send({ value: '3200', currency: 'USD' }).expect(200);
+    expect(again2.body).to.include({ decimals: 18 });
 
     const log = (await api().get('/api/v1/audit-log?resource_type=rate').set(...team.auth).expect(200)).body.data as { action: string }[];
-    expect(log.map((e) => e.action)).to.deep.equal(['rate.end', 'rate.set', 'rate.set']);
+    expect(log.map((e) => e.action)).to.deep.equal(['rate.set', 'rate.end', 'rate.set', 'rate.set']);
   });
 
   it("a team's rate of a pegged asset wins over the peg until it ends; pages of history end with the peg", async () => {
@@ -110,6 +113,12 @@ describeOnEachRegistry('team currency and rates', function () {
     expect(await fieldOf(put('EUR', { value: '1', currency: 'EUR' }))).to.deep.equal(['currency']);
     expect(await fieldOf(put('EUR', { value: '1.08', currency: 'USD', decimals: 2 }))).to.deep.equal(['decimals']);
     expect(await fieldOf(put('ETH', { value: '1', currency: 'USD', valid_from: 'yesterday' }))).to.deep.equal(['valid_from']);
+    // A leap second is a date-time the format takes and Date cannot read; years outside what records carry.
+    expect(await fieldOf(put('ETH', { value: '1', currency: 'USD', valid_from: '2016-12-31T23:59:60Z' }))).to.deep.equal(['valid_from']);
+    expect(await fieldOf(put('ETH', { value: '1', currency: 'USD', valid_from: '1969-12-31T23:59:59Z' }))).to.deep.equal(['valid_from']);
+    expect(await fieldOf(put('ETH', { value: '1', currency: 'USD', valid_from: '9999-12-31T23:59:59-01:00' }))).to.deep.equal(['valid_from']);
+    expect(await fieldOf(put('ETH', { value: '1000000000000000', currency: 'USD' }))).to.deep.equal(['value']);
+    expect(await fieldOf(api().patch('/api/v1/team').set(...team.auth).send({}))).to.deep.equal(['body']);
     expect(await fieldOf(put('x'.repeat(129), { value: '1', currency: 'USD' }))).to.deep.equal(['asset']);
     expect(await fieldOf(put('ETH', { value: '1', currency: 'USD', extra: true }))).to.deep.equal(['extra']);
     const reader = await keyWith(team, { scopes: ['read'] });
