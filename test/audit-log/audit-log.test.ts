@@ -148,7 +148,7 @@ describeOnEachRegistry('management audit log', function () {
     const refusal = (statement: string) => db.run(statement, [team.teamId]).then(() => 'changed', (err: Error) => err.message);
     expect(await refusal("UPDATE management_audit SET key_name = 'someone else' WHERE team_id = ?")).to.match(/append-only/);
     expect(await refusal('DELETE FROM management_audit WHERE team_id = ?')).to.match(/append-only/);
-    const bad = await api().get('/api/v1/audit-log?resource_type=team&limit=0').set(...team.auth).expect(400);
+    const bad = await api().get('/api/v1/audit-log?resource_type=teams&limit=0').set(...team.auth).expect(400);
     expect((errorOf(bad.body).details as { field: string }[]).map((d) => d.field)).to.have.members(['resource_type', 'limit']);
   });
 });

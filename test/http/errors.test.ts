@@ -175,7 +175,7 @@ describeOnEachRegistry('errors', () => {
     const team = await newTeam();
     const res = await api().delete('/api/v1/team').set(...team.auth).expect(405);
     expect(errorOf(res.body).code).to.equal('method_not_allowed');
-    expect(res.headers.allow).to.equal('GET');
+    expect(res.headers.allow).to.equal('GET, PATCH');
     const post = await api().get('/v1/team/rotate-key').set(...team.auth).expect(405);
     expect(post.headers.allow).to.equal('POST');
   });

@@ -7,7 +7,7 @@ describeOnEachRegistry('team endpoints', () => {
     it('returns the team of the key with its usage', async () => {
       const team = await newTeam('acme');
       const res = await api().get('/api/v1/team').set(...team.auth).expect(200);
-      expect(res.body).to.have.keys('id', 'name', 'createdAt', 'key', 'usage');
+      expect(res.body).to.have.keys('id', 'name', 'createdAt', 'currency', 'key', 'usage');
       expect(res.body.id).to.equal(team.teamId);
       expect(res.body.name).to.equal(team.name);
       expect(Date.parse(res.body.createdAt)).to.be.closeTo(Date.now(), 60_000);
