@@ -47,6 +47,3 @@ export function productUnits(factors: readonly bigint[]): bigint {
   if (twice > scale || (twice === scale && quotient % 2n === 1n)) quotient += 1n;
   return negative ? -quotient : quotient;
 }
-
-/** a × b of two amounts in units, rounded half-even to 18 places. */
-export const mulUnits = (a: bigint, b: bigint): bigint => productUnits([a, b]);

@@ -56,7 +56,7 @@ export const listRatesRoute = defineRoute({
   operationId: 'listRates',
   summary: 'Every asset the team can value now, with its rate',
   description:
-    'The built-in pegs (USDC, USDT, PYUSD, USDbC and USDC\'s token addresses at 1 USD; EURC at 1 EUR) and the team\'s own rates ' +
+    'The built-in pegs (USDC, USDT, PYUSD, USDbC at 1 USD and EURC at 1 EUR, by symbol and by their known token contracts) and the team\'s own rates ' +
     'in effect now (a team\'s rate of an asset wins over its peg), by asset. `value_in_team_currency`: one unit in the team\'s ' +
     'currency now, through at most one more rate (that of the rate\'s currency); null when none converts it.',
   tag: 'rates',

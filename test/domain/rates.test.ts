@@ -1,6 +1,6 @@
 /** Valuation from rates: the asset's rate, at most one conversion, half-even to 18 places. */
 import { expect } from 'chai';
-import { mulUnits, toUnits, formatUnits } from '../../src/domain/money.js';
+import { productUnits, toUnits, formatUnits } from '../../src/domain/money.js';
 import { assetKey, rateAt, valueAt, type Rate, type RateHistory } from '../../src/domain/rates.js';
 
 const team = (asset: string, value: string | null, currency: string | null, validFrom: number, decimals: number | null = null): Rate => ({
@@ -9,7 +9,7 @@ const team = (asset: string, value: string | null, currency: string | null, vali
 
 describe('valuation from rates', () => {
   it('rounds a product half-even to 18 places', () => {
-    const times = (a: string, b: string) => formatUnits(mulUnits(toUnits(a), toUnits(b)));
+    const times = (a: string, b: string) => formatUnits(productUnits([toUnits(a), toUnits(b)]));
     expect(times('1.5', '2')).to.equal('3');
     expect(times('0.000000000000000001', '0.5')).to.equal('0'); // a half, to the even 0
     expect(times('0.000000000000000003', '0.5')).to.equal('0.000000000000000002'); // 1.5, to the even 2
