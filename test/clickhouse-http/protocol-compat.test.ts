@@ -7,7 +7,7 @@
 import http from 'node:http';
 import { expect } from 'chai';
 import { ClickHouseLogLevel, createClient, TupleParam, type ClickHouseClient } from '@clickhouse/client';
-import { startBiServer } from '../../src/clickhouse-http/interface.js';
+import { startBiServer, teamScopedInterface } from '../../src/clickhouse-http/interface.js';
 import type { Team } from '../helpers/common.js';
 import { newTeam, testEnv } from '../helpers/context.js';
 
@@ -28,7 +28,10 @@ describe('ClickHouse HTTP interface: what a client sees is a 26.7 server', funct
 
   before(async () => {
     const { config, deps } = testEnv();
-    bi = await startBiServer(deps.clickhouseHttp!, config, 0);
+    // The time limit is not what these tests look at: a slow hour must not turn a size bound's refusal into a timeout.
+    const limits = { ...config.bi.limits, maxExecutionSeconds: 30 };
+    const handler = teamScopedInterface({ config: { ...config, bi: { ...config.bi, limits } }, db: deps.db, events: deps.events, rateLimiter: deps.rateLimiter });
+    bi = await startBiServer(handler!, config, 0);
     url = `http://127.0.0.1:${bi.port}`;
     team = await newTeam('bi-compat');
   });
