@@ -92,7 +92,7 @@ async function main(): Promise<void> {
   type Block = ReturnType<typeof block>;
   const insertBinary = (table: string, { binary }: Block, settings: Record<string, string | number>) => loaderEvents.insertRowBinary(table, TSV_COLUMNS, binary, settings);
   // The loader's block as the log holds it now (RowBinary), or as chunks of the older format (TSV).
-  const asLogged = (b: Block) => insertBlock(loaderEvents, 'bench', b, { format: 'rowbinary', bytes: b.binary });
+  const asLogged = (b: Block) => insertBlock(loaderEvents, 'bench', b, { format: 'rowbinary2', bytes: b.binary });
   const asTsv = (b: Block) => insertBlock(loaderEvents, 'bench', b, { format: 'tsv', bytes: b.body });
   const measure = async (label: string, insert: (b: Block) => Promise<void>) => {
     const times: number[] = [];

@@ -22,6 +22,7 @@ import { resealEndpointSecrets } from './webhooks/repository.js';
 import { startThresholdSweep } from './alerts/window-end.js';
 import { DecisionWaiters, startApprovalSweep } from './authorizations/approvals.js';
 import type { WaitRouteDeps } from './authorizations/routes.js';
+import { RateBooks } from './rates/books.js';
 
 /** Every part of the service, as the composition root builds it: what each feature's routes take, and more. */
 export interface AppDeps extends RouteDeps, IngestRouteDeps, WebhookRouteDeps, PolicyRouteDeps, WaitRouteDeps {
@@ -35,6 +36,8 @@ export interface AppDeps extends RouteDeps, IngestRouteDeps, WebhookRouteDeps, P
   approvalSweep?: { close(): Promise<void> };
   /** ClickHouse's HTTP interface for BI tools (embedded engine only), served under /clickhouse. */
   clickhouseHttp?: ClickHouseHttpHandler;
+  /** Each team's currency and rates in memory, that value records at acknowledgement; closed at shutdown. */
+  rates: RateBooks;
 }
 
 /**
@@ -58,10 +61,13 @@ export async function assembleDeps(
   const metrics = new Metrics();
   // The routes that change policies or agents raise it; the evaluator reloads a team's policies then.
   const policyRevisions = new PolicyRevisions();
+  // Changes on this instance reach it as they commit; with PostgreSQL, other instances' by NOTIFY.
+  const rates = new RateBooks(db, { pool: 'pool' in stores ? stores.pool : undefined, logger });
+  rates.start();
   const ingest =
     'registry' in stores
-      ? startIngestPipeline({ config, registry: stores.registry, events, loaderEvents, schemas, logger, metrics, policyRevisions })
-      : await startSharedIngestPipeline({ config, pool: stores.pool, db, events, loaderEvents, schemas, logger, metrics, policyRevisions });
+      ? startIngestPipeline({ config, registry: stores.registry, events, loaderEvents, schemas, logger, metrics, policyRevisions, rates })
+      : await startSharedIngestPipeline({ config, pool: stores.pool, db, events, loaderEvents, schemas, logger, metrics, policyRevisions, rates });
   const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
   const webhooks = new Dispatcher(db, secrets, config.webhooks, logger, { publicUrl: config.publicUrl, ...dispatcher });
   webhooks.start();
@@ -73,7 +79,7 @@ export async function assembleDeps(
   const rateLimiter = new RateLimiter(config.rateLimits, Date.now, db.dialect === 'postgres' ? sharedRateLedger(db) : undefined, logger);
   const clickhouseHttp = teamScopedInterface({ config, db, events, rateLimiter });
   const keys = keyDirectory(db);
-  return { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, keys, policyRevisions, decisionWaiters, webhooks, thresholdSweep, approvalSweep, clickhouseHttp, rateLimiter };
+  return { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, keys, policyRevisions, decisionWaiters, webhooks, thresholdSweep, approvalSweep, clickhouseHttp, rateLimiter, rates };
 }
 
 /**
@@ -82,11 +88,12 @@ export async function assembleDeps(
  * (every answered request's rows are in the log already; what the loader has not copied stays
  * there), then the stores.
  */
-export async function closeDeps(deps: Pick<AppDeps, 'webhooks' | 'thresholdSweep' | 'approvalSweep' | 'ingest' | 'db' | 'events' | 'loaderEvents'>): Promise<void> {
+export async function closeDeps(deps: Pick<AppDeps, 'webhooks' | 'thresholdSweep' | 'approvalSweep' | 'ingest' | 'db' | 'events' | 'loaderEvents'> & { rates?: RateBooks }): Promise<void> {
   await deps.thresholdSweep?.close();
   await deps.approvalSweep?.close();
   await deps.webhooks.close();
   await deps.ingest.close();
+  await deps.rates?.close();
   await deps.db.close();
   await deps.events.close();
   await deps.loaderEvents.close();

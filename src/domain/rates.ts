@@ -1,4 +1,4 @@
-import { isCurrency } from './currencies.js';
+import { DEFAULT_CURRENCY, isCurrency } from './currencies.js';
 import { STABLECOINS } from './assets.js';
 import { formatUnits, productUnits, toUnits } from './money.js';
 
@@ -43,30 +43,112 @@ export function rateAt(history: RateHistory | undefined, asset: string, at: numb
   return BUILT_IN_RATES.get(asset);
 }
 
-/** How an amount was valued: the rate of its asset and, when its currency is not the team's, the rate of that currency. */
+/** How an amount was valued: the rate of its asset and, when its currency is not the valuing one, the rate of that currency. */
 export interface Valuation {
-  /** In the team currency, a decimal string rounded half-even to 18 places. */
+  /** In the valuing currency, a decimal string rounded half-even to 18 places. */
   value: string;
   rate: Rate;
   conversion: Rate | undefined;
 }
 
+/** An amount in a currency values as itself: one of these per currency, so a valuation's text is remembered per rate. */
+const identities = new Map<string, Rate>();
+function identity(currency: string): Rate {
+  let rate = identities.get(currency);
+  if (!rate) identities.set(currency, (rate = { asset: currency, value: '1', currency, validFrom: 0, decimals: null, source: 'built-in' }));
+  return rate;
+}
+
+/** Values of Decimal(38, 18) stay below 10^20: as units of 10^-18, below 10^38. */
+const MAX_VALUE_UNITS = 10n ** 38n;
+
+/** Why an amount has no value. */
+export type Unvalued = 'no-rate' | 'too-large';
+
 /**
  * The value of `amount` of `asset` at `at` in `currency`: the asset's rate, then at most one more
- * step through the rate of the rate's currency into `currency`. Undefined: no rate values it.
+ * step through the rate of the rate's currency into `currency`. A string: why no value (no rate
+ * converts it, or the value is past what Decimal(38, 18) holds).
  */
-export function valueAt(rates: (asset: string) => RateHistory | undefined, asset: string, amount: string, at: number, currency: string): Valuation | undefined {
+export function valueAt(rates: (asset: string) => RateHistory | undefined, asset: string, amount: string, at: number, currency: string): Valuation | Unvalued {
   const key = assetKey(asset);
-  const rate = key === currency ? { asset: key, value: '1', currency, validFrom: 0, decimals: null, source: 'built-in' as const } : rateAt(rates(key), key, at);
-  if (!rate || rate.value === null || rate.currency === null) return undefined;
-  const factors = [toUnits(amount), toUnits(rate.value)];
+  const rate = key === currency ? identity(currency) : rateAt(rates(key), key, at);
+  if (!rate || rate.value === null || rate.currency === null) return 'no-rate';
   let conversion: Rate | undefined;
   if (rate.currency !== currency) {
     conversion = rateAt(rates(rate.currency), rate.currency, at);
-    if (!conversion || conversion.value === null || conversion.currency !== currency) return undefined;
-    factors.push(toUnits(conversion.value));
+    if (!conversion || conversion.value === null || conversion.currency !== currency) return 'no-rate';
   }
   // One rounding of the whole product: rounding after each step could lose what the next one scales up.
-  return { value: formatUnits(productUnits(factors)), rate, conversion };
+  // A peg one for one values an amount as itself (validated: below 10^20): no arithmetic.
+  if (rate.value === '1' && !conversion) return { value: amount, rate, conversion };
+  const units = productUnits(conversion ? [toUnits(amount), toUnits(rate.value), toUnits(conversion.value!)] : [toUnits(amount), toUnits(rate.value)]);
+  if (units >= MAX_VALUE_UNITS) return 'too-large';
+  return { value: formatUnits(units), rate, conversion };
 }
 
+/** What one unit of an asset is worth in `currency` at `at`: the product of its rate and conversion, exact (up to 36 places). */
+export interface RateFactor {
+  /** A decimal string, exact: no rounding (values round once, the amount times this). */
+  factor: string;
+  rate: Rate;
+  conversion: Rate | undefined;
+}
+
+/** The factor valueAt multiplies an amount by at `at`, or undefined when no rate converts the asset into `currency`. */
+export function rateFactor(rates: (asset: string) => RateHistory | undefined, asset: string, at: number, currency: string): RateFactor | undefined {
+  const key = assetKey(asset);
+  const rate = key === currency ? identity(currency) : rateAt(rates(key), key, at);
+  if (!rate || rate.value === null || rate.currency === null) return undefined;
+  if (rate.currency === currency) return { factor: rate.value, rate, conversion: undefined };
+  const conversion = rateAt(rates(rate.currency), rate.currency, at);
+  if (!conversion || conversion.value === null || conversion.currency !== currency) return undefined;
+  const units = toUnits(rate.value) * toUnits(conversion.value);
+  const digits = units.toString().padStart(37, '0');
+  const whole = digits.slice(0, -36).replace(/^0+(?=\d)/, '');
+  const fraction = digits.slice(-36).replace(/0+$/, '');
+  return { factor: fraction ? `${whole}.${fraction}` : whole, rate, conversion };
+}
+
+/** The rate versions in memory are kept and shared: their text is built once per pair. */
+const texts = new WeakMap<Rate, Map<Rate | undefined, string>>();
+
+const shownRate = (rate: Rate) => ({
+  asset: rate.asset,
+  value: rate.value,
+  currency: rate.currency,
+  valid_from: new Date(rate.validFrom).toISOString(),
+  source: rate.source,
+});
+
+/** What the `valuation` column keeps of a value: the rate used and the conversion, as JSON. */
+export function valuationText(valuation: Pick<Valuation, 'rate' | 'conversion'>): string {
+  let byConversion = texts.get(valuation.rate);
+  if (!byConversion) texts.set(valuation.rate, (byConversion = new Map()));
+  let text = byConversion.get(valuation.conversion);
+  if (text === undefined) {
+    text = JSON.stringify(valuation.conversion ? { rate: shownRate(valuation.rate), conversion: shownRate(valuation.conversion) } : { rate: shownRate(valuation.rate) });
+    byConversion.set(valuation.conversion, text);
+  }
+  return text;
+}
+
+/** A team's currency and its own rate versions, as held in memory: the versions from `horizon` on, and the one in effect at it. */
+export interface RateBook {
+  currency: string;
+  /** Each asset's versions (rates keys), newest valid_from first. */
+  histories: ReadonlyMap<string, RateHistory>;
+  /** Unix ms: a time before it may need versions the book does not hold. */
+  horizon: number;
+}
+
+/** The book of a team with no rates of its own in the default currency: the built-in pegs. */
+export const BUILT_IN_BOOK: RateBook = { currency: DEFAULT_CURRENCY, histories: new Map(), horizon: 0 };
+
+/** The decimals of an asset's smallest unit that the team's own rates give (the latest version saying any). */
+export function bookDecimals(book: RateBook, asset: string): number | undefined {
+  const history = book.histories.get(assetKey(asset));
+  if (!history) return undefined;
+  for (const version of history) if (version.decimals !== null) return version.decimals;
+  return undefined;
+}

@@ -40,6 +40,12 @@ export interface EventRow {
   record_extra: string;
   /** Storage order (microseconds since the epoch, increasing), assigned by the writer. */
   ingest_seq: number;
+  /** In `currency`: the amount times the rate valid at event_time, rounded half-even to 18 places; null: unvalued. */
+  value: string | null;
+  /** The team's currency when the record was acknowledged. */
+  currency: string;
+  /** JSON of the rate (and conversion) the value used; '' when unvalued, or nothing was paid. */
+  valuation: string;
   /**
    * Not a column: the authorization this record captures, from the field or metadata.authorization_id
    * (the field is kept in record_extra, the metadata as sent).

@@ -2,7 +2,7 @@
 import { blockRollupInserts, LATER_DIMENSION_BACKFILLS } from '../analytics/rollups.js';
 import { clickHouseErrorCode, type EventStore } from '../stores/clickhouse.js';
 import type { LogFormat } from './log.js';
-import { rowBinaryBoundaries } from './rowbinary.js';
+import { rowBinaryBoundaries, VALUE_COLUMNS, type RowBinaryLayout } from './rowbinary.js';
 import { TSV_COLUMNS, teamAndIdOf } from './tsv.js';
 
 /** Positions first..last of the log, both included. */
@@ -48,14 +48,21 @@ export class RollupInsertError extends Error {
   override name = 'RollupInsertError';
 }
 
+/** The events columns a chunk's rows hold, by its format. */
+export const LOG_COLUMNS: Readonly<Record<LogFormat, readonly string[]>> = {
+  tsv: TSV_COLUMNS,
+  rowbinary: TSV_COLUMNS,
+  rowbinary2: [...TSV_COLUMNS, ...VALUE_COLUMNS],
+};
+
 /** Inserts a block into events and every rollup, each under a token of its own, so that inserted again every table keeps it once. */
 export async function insertBlock(store: EventStore, logId: string, block: BlockPositions, body: BlockBody, legacyUntil = 0): Promise<void> {
   const token = (name: string) => `${logId}:${blockName(block)}:${name}`;
   // One parsing thread: parallel parsing costs more CPU on 2 cores, and nothing waits on the loader's wall time.
   const settings = { insert_deduplication_token: token('events'), input_format_parallel_parsing: 0 };
   // A block keeps the format it was recorded in: its token names positions, not bytes.
-  if (body.format === 'rowbinary') await store.insertRowBinary('events', TSV_COLUMNS, body.bytes, settings);
-  else await store.insertTsv('events', TSV_COLUMNS, body.bytes, settings);
+  if (body.format === 'tsv') await store.insertTsv('events', LOG_COLUMNS.tsv, body.bytes, settings);
+  else await store.insertRowBinary('events', LOG_COLUMNS[body.format], body.bytes, settings);
   // Positions are integers of our own, inlined: a parameterised statement would queue behind the engine's reads.
   const rows = block.ranges
     ? `(${block.ranges.map(([first, last]) => `log_pos BETWEEN ${Math.trunc(first)} AND ${Math.trunc(last)}`).join(' OR ')})`
@@ -92,9 +99,9 @@ export class DamagedChunkError extends Error {
 export function recordsOf(chunk: StoredChunk, wanted: (pos: number) => boolean): Buffer[] {
   const rows = chunk.lastPos - chunk.firstPos + 1;
   let starts: number[];
-  if (chunk.format === 'rowbinary') {
+  if (chunk.format !== 'tsv') {
     try {
-      starts = rowBinaryBoundaries(chunk.body).starts;
+      starts = rowBinaryBoundaries(chunk.body, chunk.format).starts;
     } catch (err) {
       throw new DamagedChunkError(`log chunk ${chunk.firstPos}..${chunk.lastPos}: ${(err as Error).message}`);
     }
@@ -130,11 +137,11 @@ export function setAsideInside(chunk: StoredChunk, first: number, last: number):
   }
   if (records.length > 1) return undefined;
   const bytes = records[0]!;
-  const { teamId, id } = chunk.format === 'rowbinary' ? firstRowOf(bytes) : teamAndIdOf(bytes.toString('utf8'));
+  const { teamId, id } = chunk.format !== 'tsv' ? firstRowOf(bytes, chunk.format) : teamAndIdOf(bytes.toString('utf8'));
   return { teamId, id, format: chunk.format, bytes, rows: 1 };
 }
 
-function firstRowOf(bytes: Buffer): { teamId: string; id: string } {
-  const { teamIds, ids } = rowBinaryBoundaries(bytes);
+function firstRowOf(bytes: Buffer, layout: RowBinaryLayout): { teamId: string; id: string } {
+  const { teamIds, ids } = rowBinaryBoundaries(bytes, layout);
   return { teamId: teamIds[0]!, id: ids[0]! };
 }

@@ -4,6 +4,9 @@ import { recordToRow, type EventRow, type IngestSource, type RecordRules } from 
 import type { Metrics } from '../metrics/metrics.js';
 import type { GroupCommit } from './group-commit.js';
 import type { Logger } from 'pino';
+import { BUILT_IN_BOOK } from '../domain/rates.js';
+import type { RateBooks } from '../rates/books.js';
+import { settleValue } from './valuation.js';
 
 /** A batch logs at most this many of its rejected records' errors (the count is always whole). */
 const LOGGED_ERRORS = 20;
@@ -40,6 +43,8 @@ export class Ingestor {
     private readonly commit: GroupCommit,
     private readonly metrics?: Metrics,
     private readonly rules: RecordRules = {},
+    /** The teams' currencies and rates (without: every team values by the built-in pegs, in USD). */
+    private readonly rates?: Pick<RateBooks, 'book' | 'olderValue'>,
   ) {}
 
   /**
@@ -48,19 +53,27 @@ export class Ingestor {
    */
   async ingest(teamId: string, records: readonly unknown[], source: IngestSource, log?: Logger, plain = false): Promise<IngestResult> {
     const receivedAt = Date.now();
+    const book = this.rates ? await this.rates.book(teamId) : BUILT_IN_BOOK;
     const rows: EventRow[] = [];
     /** The batch index of each row. */
     const indexOf: number[] = [];
     const errors: RecordError[] = [];
     const warnings: RecordError[] = [];
+    /** Rows older than the book's horizon, valued below from the versions of their time. */
+    let older: number[] | undefined;
     records.forEach((record, index) => {
-      const outcome = recordToRow(record, this.schemas, teamId, source, receivedAt, this.rules, plain);
+      const outcome = recordToRow(record, this.schemas, teamId, source, receivedAt, this.rules, plain, book);
       if (outcome.ok) {
+        if (outcome.older) (older ??= []).push(rows.length);
         rows.push(outcome.row);
         indexOf.push(index);
         for (const w of outcome.warnings) warnings.push({ index, ...w });
       } else for (const e of outcome.errors) errors.push({ index, ...e });
     });
+    if (older) {
+      for (const i of older) await this.valueOlder(teamId, book.currency, rows[i]!, indexOf[i]!, warnings);
+      warnings.sort((a, b) => a.index - b.index);
+    }
     this.metrics?.ingestRecords.inc({ outcome: 'invalid' }, records.length - rows.length);
     if (errors.length > 0) {
       // Where and why, never the record itself: its fields may be what the sender must not leak.
@@ -107,11 +120,20 @@ export class Ingestor {
    * captures its authorization in the commit (false: the authorization was not held, nothing stored).
    */
   async captureRecord(teamId: string, record: Record<string, unknown>): Promise<boolean> {
-    const outcome = recordToRow(record, this.schemas, teamId, 'events', Date.now(), this.rules);
+    const book = this.rates ? await this.rates.book(teamId) : BUILT_IN_BOOK;
+    const outcome = recordToRow(record, this.schemas, teamId, 'events', Date.now(), this.rules, false, book);
     if (!outcome.ok) throw new InvalidInput('The capture record is invalid', outcome.errors);
+    if (outcome.older) await this.valueOlder(teamId, book.currency, outcome.row, 0, []);
     const result = await this.commit.write(teamId, [outcome.row], { captureOnly: true });
     this.metrics?.ingestRecords.inc({ outcome: 'accepted' }, result.stored);
     this.metrics?.ingestRecords.inc({ outcome: 'duplicate' }, result.duplicates);
     return result.refused === 0;
+  }
+
+  /** Values a row older than its book's horizon from the rates of its time (read from the store). */
+  private async valueOlder(teamId: string, currency: string, row: EventRow, index: number, warnings: RecordError[]): Promise<void> {
+    const valued = this.rates ? await this.rates.olderValue(teamId, currency, row.asset, row.amount, row.event_time) : 'no-rate';
+    const unvalued = settleValue(row, currency, valued);
+    if (unvalued) warnings.push({ index, ...unvalued });
   }
 }

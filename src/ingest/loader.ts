@@ -18,6 +18,8 @@ import {
 } from './blocks.js';
 import type { Backlog } from './freshness.js';
 import type { LogChunk, LogFormat } from './log.js';
+import { backfillValues } from './value-backfill.js';
+import type { Database } from '../stores/sql.js';
 
 export interface LoaderOptions {
   /** A block holds up to about this many records (whole chunks; one chunk may exceed it). */
@@ -73,6 +75,8 @@ export interface BlockLedger<B extends RecordedBlock> {
   lead(signals: LeaseSignals): Promise<Lease | undefined>;
   /** Names this log in the blocks' deduplication tokens. */
   logId(): Promise<string>;
+  /** The registry the log lives in (what the value backfill reads teams and rates from). */
+  readonly database: Database;
   /** Blocks ending at or before this were recorded before the rollups' later dimensions; calls `backfill` once for a log older than them. */
   legacyUntil(backfill: (loadedPos: number) => Promise<void>): Promise<number>;
   /** What is not loaded yet. */
@@ -130,6 +134,8 @@ export class BlockLoader<B extends RecordedBlock> {
   private urgent = false;
   private logId: string | undefined;
   private legacyUntil: number | undefined;
+  /** Every record stored before values existed is valued (src/ingest/value-backfill.ts). */
+  private valued = false;
   private readonly signals: LeaseSignals = {
     urgent: () => {
       this.urgent = true;
@@ -200,6 +206,8 @@ export class BlockLoader<B extends RecordedBlock> {
     while (this.leading(lease)) {
       try {
         this.legacyUntil ??= await this.ledger.legacyUntil((loadedPos) => backfillLaterDimensions(this.store, this.logId!, loadedPos));
+        // Once the chunks of older formats are loaded (their records are the last to value).
+        this.valued ||= await backfillValues(this.store, this.ledger.database, this.logId!, this.logger);
         // Blocks recorded but not confirmed (a crash, a takeover, a failed insert) go first, as they were.
         const pending = await this.ledger.recorded();
         if (pending.length > 0) {

@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { EventStore } from '../stores/clickhouse.js';
 import { unsyncedTransaction, type Registry, type WalSyncer } from '../stores/sqlite.js';
+import { sqliteDatabase, type Database } from '../stores/sql.js';
 import { backfillLaterDimensions, type Range, type SetAside, type StoredChunk } from './blocks.js';
 import type { Backlog, Freshness } from './freshness.js';
 import { BlockLoader, type BlockLedger, type Lease, type LeaseSignals, type LoaderObserver, type LoaderOptions, type NewBlock, type RecordedBlock } from './loader.js';
@@ -42,6 +43,10 @@ export class LocalLedger implements BlockLedger<RecordedBlock> {
   async lead(signals: LeaseSignals): Promise<Lease> {
     this.freshness.wakeLoader = signals.urgent;
     return ALWAYS_HELD;
+  }
+
+  get database(): Database {
+    return sqliteDatabase(this.db);
   }
 
   async logId(): Promise<string> {

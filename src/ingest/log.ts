@@ -5,14 +5,18 @@ import { fmix32 } from './dedup/filter.js';
 import { ClaimIndex, type ClaimIndexOptions } from './dedup/index.js';
 import { memoized } from '../domain/memo.js';
 import type { EventRow } from '../domain/record-row.js';
-import { rowBinaryOf } from './rowbinary.js';
+import { rowBinaryOf, type RowBinaryLayout } from './rowbinary.js';
 
 /**
- * How a chunk's records are written: RowBinary (src/ingest/rowbinary.ts), what every chunk is
- * now; TSV lines (src/ingest/tsv.ts) in chunks of earlier versions, which load as they are.
- * The column `format` of the chunk says which; a block holds chunks of one format.
+ * How a chunk's records are written: RowBinary (src/ingest/rowbinary.ts) with their values
+ * (`rowbinary2`), what every chunk is now; RowBinary without them, or TSV lines (src/ingest/tsv.ts),
+ * in chunks of earlier versions, which load as they are. The column `format` of the chunk says
+ * which; a block holds chunks of one format.
  */
-export type LogFormat = 'tsv' | 'rowbinary';
+export type LogFormat = 'tsv' | RowBinaryLayout;
+
+/** The format chunks are written in now. */
+export const LOG_FORMAT = 'rowbinary2' satisfies LogFormat;
 
 /** What one append wrote: a chunk of the log, positions firstPos..lastPos of one team. */
 export interface LogChunk {
@@ -375,7 +379,7 @@ export class IngestLog implements GroupLog {
   *appending(teamId: string, rows: readonly EventRow[], now: number): Steps<LogChunk[]> {
     // A view of the writer's buffer (SQLite copies a blob when it is bound), copied for the loader.
     const body = rowBinaryOf(rows, this.nextPos);
-    const chunk = this.append(teamId, 'rowbinary', body, rows.length, now);
+    const chunk = this.append(teamId, LOG_FORMAT, body, rows.length, now);
     chunk.body = Buffer.from(body);
     return [chunk];
   }

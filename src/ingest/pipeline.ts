@@ -20,6 +20,7 @@ import { SharedFreshness } from './shared-freshness.js';
 import { SharedLoader } from './shared-loader.js';
 import { SharedIngestLog } from './shared-log.js';
 import { Checkpointer } from '../stores/checkpointer.js';
+import type { RateBooks } from '../rates/books.js';
 
 /**
  * The write path as the routes see it, whichever store holds the log: routes -> ingestor -> group
@@ -61,6 +62,8 @@ export interface IngestPipelineDeps {
   metrics?: Metrics;
   /** Raised by the routes' changes to policies and agents: the evaluator reloads a team's policies then. */
   policyRevisions: PolicyRevisions;
+  /** The teams' currencies and rates, that value each record (without: the built-in pegs, in USD). */
+  rates?: RateBooks;
 }
 
 /** Builds the write path and starts its loader. `evaluate: false` (the seed script) skips policies and alerts. */
@@ -114,7 +117,7 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
 
 /** The group commit and the ingestor in front of it, on either store. */
 function groupCommitOf(
-  deps: Pick<IngestPipelineDeps, 'config' | 'logger' | 'metrics' | 'schemas'>,
+  deps: Pick<IngestPipelineDeps, 'config' | 'logger' | 'metrics' | 'schemas' | 'rates'>,
   store: ConstructorParameters<typeof GroupCommit>[0],
   log: ConstructorParameters<typeof GroupCommit>[1],
   freshness: ConstructorParameters<typeof GroupCommit>[2],
@@ -132,10 +135,13 @@ function groupCommitOf(
     deps.metrics,
     { groupMaxRows: config.ingest.groupMaxRows },
   );
-  const ingestor = new Ingestor(deps.schemas, commit, deps.metrics, {
-    decimalsOf: decimalsWith(config.ingest.assetDecimals),
-    eventsTtlDays: config.retention.eventsTtlDays,
-  });
+  const ingestor = new Ingestor(
+    deps.schemas,
+    commit,
+    deps.metrics,
+    { decimalsOf: decimalsWith(config.ingest.assetDecimals), eventsTtlDays: config.retention.eventsTtlDays },
+    deps.rates,
+  );
   return { commit, ingestor };
 }
 

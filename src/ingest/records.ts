@@ -6,6 +6,8 @@ import { assetDecimals, rawToAmount, type DecimalsOf } from '../domain/assets.js
 import { categorize } from '../domain/categories.js';
 import { memoized } from '../domain/memo.js';
 import { caip2Network } from '../domain/networks.js';
+import { BUILT_IN_BOOK, bookDecimals, type RateBook } from '../domain/rates.js';
+import { leaveUnvalued, valueRow } from './valuation.js';
 import type { EventRow, IngestSource } from '../domain/record-row.js';
 
 export type { EventRow, IngestSource };
@@ -148,7 +150,16 @@ function storable(value: unknown, depth: number): boolean {
  * A stored record may come with warnings: what was stored differs from what was sent (an event time
  * too far ahead), or cannot be counted as spend (an amount in an asset whose decimals are unknown).
  */
-export type RecordOutcome = { ok: true; row: EventRow; warnings: FieldError[]; unpriced: boolean } | { ok: false; errors: FieldError[] };
+export type RecordOutcome =
+  | {
+      ok: true;
+      row: EventRow;
+      warnings: FieldError[];
+      unpriced: boolean;
+      /** Its time is before the book's horizon: valued by the caller from the versions then (RateBooks.olderValue). */
+      older: boolean;
+    }
+  | { ok: false; errors: FieldError[] };
 
 /** A client's event time that was not used (it was too far ahead), as it was sent. */
 interface ClientTime {
@@ -194,6 +205,7 @@ export interface RecordRules {
  * category derived. Invalid records come back with every field that is wrong. `plain`: the record
  * comes from a body that scanned plain (src/http/body-shape.ts, ScanFacts), so none of its strings
  * or keys can be unstorable, and its row needs no TSV escaping: the walk over its values is skipped.
+ * `book`: the team's currency and rates, that value the record (src/ingest/valuation.ts).
  */
 export function recordToRow(
   input: unknown,
@@ -203,6 +215,7 @@ export function recordToRow(
   receivedAt: number,
   rules: RecordRules = {},
   plain = false,
+  book: RateBook = BUILT_IN_BOOK,
 ): RecordOutcome {
   const decimalsOf = rules.decimalsOf ?? assetDecimals;
   const problems = schemas.problems('audit-record.json', input);
@@ -259,14 +272,14 @@ export function recordToRow(
   let amount = record.amount ?? '0';
   let unpriced = false;
   if (record.amount === undefined && record.amount_raw !== undefined && /[1-9]/.test(record.amount_raw)) {
-    const decimals = record.asset ? decimalsOf(record.asset) : undefined;
+    const decimals = record.asset ? (decimalsOf(record.asset) ?? bookDecimals(book, record.asset)) : undefined;
     if (decimals === undefined) {
       unpriced = true;
       warnings.push({
         field: 'amount_raw',
         message: record.asset
-          ? `is in asset "${record.asset}" whose decimals are unknown: stored, counted as unpriced, not as spend (send amount, or set ASSET_DECIMALS)`
-          : 'has no asset to give its decimals: stored, counted as unpriced, not as spend (send amount or asset)',
+          ? `is in asset "${record.asset}" whose decimals are unknown: stored unvalued and unpriced, not counted as spend (send amount, or give the asset's decimals in its rate or ASSET_DECIMALS)`
+          : 'has no asset to give its decimals: stored unvalued and unpriced, not counted as spend (send amount or asset)',
       });
     } else {
       amount = rawToAmount(record.amount_raw, decimals);
@@ -279,11 +292,7 @@ export function recordToRow(
   const authorizationId = record.authorization_id ?? (typeof metadata.authorization_id === 'string' && metadata.authorization_id ? metadata.authorization_id : undefined);
   const tags = record.tags ?? [];
   const method = record.method.toUpperCase();
-  return {
-    ok: true,
-    warnings,
-    unpriced,
-    row: {
+  const row: EventRow = {
       team_id: teamId,
       event_time: eventTime,
       id: record.id ?? `srv_${crypto.randomUUID()}`,
@@ -318,8 +327,17 @@ export function recordToRow(
       source,
       record_extra: recordExtra(input as Record<string, unknown>, record, network!, method, clientTime),
       ingest_seq: 0, // set by the writer, in the order it stores rows
+      value: null,
+      currency: book.currency,
+      valuation: '',
       plain,
       ...(authorizationId === undefined ? {} : { authorization_id: authorizationId }),
-    },
   };
+  const older = !unpriced && eventTime < book.horizon;
+  if (unpriced || older) leaveUnvalued(row, book.currency);
+  else {
+    const unvalued = valueRow(row, book);
+    if (unvalued) warnings.push(unvalued);
+  }
+  return { ok: true, warnings, unpriced, older, row };
 }

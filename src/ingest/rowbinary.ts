@@ -1,6 +1,16 @@
 import type { EventRow } from '../domain/record-row.js';
 
 /**
+ * The layouts of RowBinary chunks: `rowbinary`, the columns of TSV_COLUMNS; `rowbinary2`, the
+ * same and then each record's value, currency and valuation (what every chunk is now). A chunk
+ * keeps the layout it was written in, and loads with its columns.
+ */
+export type RowBinaryLayout = 'rowbinary' | 'rowbinary2';
+
+/** The columns a rowbinary2 row adds after TSV_COLUMNS. */
+export const VALUE_COLUMNS = ['value', 'currency', 'valuation'] as const;
+
+/**
  * Event rows in ClickHouse's RowBinary format, the columns of TSV_COLUMNS in their order: what
  * the ingest log's chunks hold: the engine parses it in about half the CPU of a TSV line
  * (docs/performance.md, the loader). Nothing is escaped: strings go as their UTF-8 bytes
@@ -19,6 +29,7 @@ const enum Kind {
   Time,
   OptionalTime,
   Money,
+  OptionalMoney,
   UInt16,
   UInt32,
   UInt64,
@@ -63,6 +74,14 @@ const KINDS: readonly Kind[] = [
   Kind.UInt64, // log_pos
 ];
 
+/** log_pos: the last column of the first layout. */
+const LOG_POS_COLUMN = KINDS.length - 1;
+
+const KINDS_OF: Record<RowBinaryLayout, readonly Kind[]> = {
+  rowbinary: KINDS,
+  rowbinary2: [...KINDS, Kind.OptionalMoney, Kind.Text, Kind.Text], // value, currency, valuation
+};
+
 /** Bytes of the fixed-width kinds (little-endian integers). */
 const FIXED_WIDTH = new Map<Kind, number>([
   [Kind.Time, 8],
@@ -85,7 +104,10 @@ export class RowBinaryWriter {
   private buffer: Buffer;
   private length = 0;
 
-  constructor(capacity = 64 * 1024) {
+  constructor(
+    capacity = 64 * 1024,
+    private readonly layout: RowBinaryLayout = 'rowbinary2',
+  ) {
     this.buffer = Buffer.allocUnsafe(capacity);
   }
 
@@ -143,6 +165,14 @@ export class RowBinaryWriter {
     this.text(row.record_extra);
     this.uint64(row.ingest_seq);
     this.uint64(logPos);
+    if (this.layout === 'rowbinary') return;
+    if (row.value === null) this.byte(1);
+    else {
+      this.byte(0);
+      this.money(row.value);
+    }
+    this.text(row.currency);
+    this.text(row.valuation);
   }
 
   private reserve(bytes: number): void {
@@ -281,14 +311,15 @@ export class RowBinaryWriter {
   }
 }
 
-/** The group commit's writer: one chunk at a time, synchronously, so its buffer is reused. */
-const chunkWriter = new RowBinaryWriter();
+/** The group commit's writers: one chunk at a time, synchronously, so their buffers are reused. */
+const chunkWriters: Record<RowBinaryLayout, RowBinaryWriter | undefined> = { rowbinary: undefined, rowbinary2: undefined };
 
 /**
- * Rows as one RowBinary body, positions from `firstPos`: a view of a buffer the next call writes
- * over (bind it at once, or copy it).
+ * Rows as one RowBinary body in `layout` (the current one unless a test writes an older chunk),
+ * positions from `firstPos`: a view of a buffer the next call writes over (bind it at once, or copy it).
  */
-export function rowBinaryOf(rows: readonly EventRow[], firstPos: number): Buffer {
+export function rowBinaryOf(rows: readonly EventRow[], firstPos: number, layout: RowBinaryLayout = 'rowbinary2'): Buffer {
+  const chunkWriter = (chunkWriters[layout] ??= new RowBinaryWriter(64 * 1024, layout));
   chunkWriter.reset();
   for (let i = 0; i < rows.length; i++) chunkWriter.write(rows[i]!, firstPos + i);
   return chunkWriter.rows;
@@ -300,6 +331,8 @@ export interface RowBinaryBoundaries {
   starts: number[];
   teamIds: string[];
   ids: string[];
+  /** Each row's log_pos. */
+  positions: number[];
 }
 
 /**
@@ -307,10 +340,12 @@ export interface RowBinaryBoundaries {
  * (what the loader needs to cut a block between rows and to set one aside). Throws on a body that
  * ends inside a row.
  */
-export function rowBinaryBoundaries(body: Buffer): RowBinaryBoundaries {
+export function rowBinaryBoundaries(body: Buffer, layout: RowBinaryLayout): RowBinaryBoundaries {
+  const kinds = KINDS_OF[layout];
   const starts: number[] = [];
   const teamIds: string[] = [];
   const ids: string[] = [];
+  const positions: number[] = [];
   let at = 0;
   const need = (bytes: number) => {
     if (at + bytes > body.length) throw new Error(`RowBinary body ends inside a row (byte ${at} of ${body.length})`);
@@ -336,11 +371,12 @@ export function rowBinaryBoundaries(body: Buffer): RowBinaryBoundaries {
   };
   while (at < body.length) {
     starts.push(at);
-    for (let column = 0; column < KINDS.length; column++) {
-      const kind = KINDS[column]!;
+    for (let column = 0; column < kinds.length; column++) {
+      const kind = kinds[column]!;
       const width = FIXED_WIDTH.get(kind);
       if (width !== undefined) {
         skip(width);
+        if (column === LOG_POS_COLUMN) positions.push(body.readUInt32LE(at - 8) + body.readUInt32LE(at - 4) * TWO_TO_32);
         continue;
       }
       if (kind === Kind.Text) {
@@ -355,11 +391,11 @@ export function rowBinaryBoundaries(body: Buffer): RowBinaryBoundaries {
         skip(1);
         if (body[at - 1] === 0) {
           if (kind === Kind.OptionalText) text();
-          else skip(8);
+          else skip(kind === Kind.OptionalMoney ? 16 : 8);
         }
       }
     }
   }
   starts.push(at);
-  return { starts, teamIds, ids };
+  return { starts, teamIds, ids, positions };
 }

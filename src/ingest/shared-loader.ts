@@ -73,6 +73,10 @@ export class SharedLedger implements BlockLedger<SharedBlock> {
     };
   }
 
+  get database(): Database {
+    return this.db;
+  }
+
   async logId(): Promise<string> {
     return (await this.db.get<{ log_id: string }>(postgresOnly('SELECT log_id FROM ingest_loader WHERE id = 1')))!.log_id;
   }

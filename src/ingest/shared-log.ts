@@ -14,7 +14,7 @@
  * and never deadlock (callers claim their teams in sorted order too).
  */
 import { all, get, perform, postgresOnly, run, type Sql, type Steps } from '../stores/sql.js';
-import { claimSteps, type ClaimOutcome, type ContentPrint, type GroupLog, type LogChunk } from './log.js';
+import { claimSteps, type ClaimOutcome, type ContentPrint, type GroupLog, type LogChunk, LOG_FORMAT } from './log.js';
 import type { EventRow } from '../domain/record-row.js';
 import { rowBinaryOf } from './rowbinary.js';
 
@@ -145,10 +145,10 @@ export class SharedIngestLog implements GroupLog {
       const { pos } = (yield* get<{ pos: number }>(postgresOnly("SELECT nextval('ingest_positions') AS pos")))!;
       // A copy: the writer's buffer is written over by the next chunk before this one is sent.
       const body = Buffer.from(rowBinaryOf(part, pos));
-      const chunk: LogChunk = { firstPos: pos, lastPos: pos + part.length - 1, teamId, rows: part.length, bytes: body.length, committedAt: now, format: 'rowbinary' };
+      const chunk: LogChunk = { firstPos: pos, lastPos: pos + part.length - 1, teamId, rows: part.length, bytes: body.length, committedAt: now, format: LOG_FORMAT };
       yield* run(
         postgresOnly(`INSERT INTO ingest_chunks (first_pos, last_pos, team_id, rows, bytes, committed_at, format, body)
-                      VALUES ($1, $2, $3, $4, $5, $6, 'rowbinary', $7)`),
+                      VALUES ($1, $2, $3, $4, $5, $6, '${LOG_FORMAT}', $7)`),
         [chunk.firstPos, chunk.lastPos, teamId, chunk.rows, chunk.bytes, now, body],
       );
       chunks.push(chunk);

@@ -1,5 +1,6 @@
 import type { Rate } from '../domain/rates.js';
 import type { Sql } from '../stores/sql.js';
+import { announceRatesChange } from './changes.js';
 
 interface RateRow {
   asset: string;
@@ -45,6 +46,24 @@ export async function ratesAt(sql: Sql, teamId: string, at: number): Promise<Map
   return new Map(rows.map((row) => [row.asset, toRate(row)]));
 }
 
+/** Every asset's versions from `from` on (after it), newest first: what a book in memory holds besides ratesAt(from). */
+export async function rateVersionsFrom(sql: Sql, teamId: string, from: number): Promise<TeamRate[]> {
+  const rows = await sql.all<RateRow>(
+    'SELECT asset, valid_from, value, currency, decimals, created_at FROM rates WHERE team_id = ? AND valid_from > ? ORDER BY asset, valid_from DESC',
+    [teamId, from],
+  );
+  return rows.map(toRate);
+}
+
+/** The asset's version in effect at `at` (an ended one too), if the team has one. */
+export async function versionAt(sql: Sql, teamId: string, asset: string, at: number): Promise<TeamRate | undefined> {
+  const row = await sql.get<RateRow>(
+    'SELECT asset, valid_from, value, currency, decimals, created_at FROM rates WHERE team_id = ? AND asset = ? AND valid_from <= ? ORDER BY valid_from DESC LIMIT 1',
+    [teamId, asset, at],
+  );
+  return row && toRate(row);
+}
+
 /** The decimals the asset's latest version before `before` that gives any gave, if one did. */
 export async function decimalsBefore(sql: Sql, teamId: string, asset: string, before: number): Promise<number | undefined> {
   const row = await sql.get<{ decimals: number }>(
@@ -86,5 +105,6 @@ export async function addRateVersion(sql: Sql, teamId: string, rate: Omit<Rate, 
     if (code === '23505' && constraint === 'rates_pkey') throw new RateVersionTaken(`${rate.asset} has a version from ${new Date(rate.validFrom).toISOString()} already`);
     throw err;
   }
+  await announceRatesChange(sql, teamId, { version: rate });
   return { ...rate, source: 'team', createdAt: now };
 }

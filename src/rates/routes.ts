@@ -88,7 +88,7 @@ export const listRatesRoute = defineRoute({
       const rate = rateAt(history(asset), asset, now);
       if (!rate) continue;
       const valued = valueAt(history, asset, '1', now, found.currency);
-      data.push(rateBody(rate, valued ? valued.value : null));
+      data.push(rateBody(rate, typeof valued === 'object' ? valued.value : null));
     }
     return { body: { currency: found.currency, data } };
   },

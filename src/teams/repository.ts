@@ -4,6 +4,7 @@ import type { Statement } from 'better-sqlite3';
 import type { Registry } from '../stores/sqlite.js';
 import { generateApiKey, hashApiKey, newId, visiblePrefix } from '../domain/ids.js';
 import { DEFAULT_CURRENCY } from '../domain/currencies.js';
+import { announceRatesChange } from '../rates/changes.js';
 
 export { SCOPES, type KeyOwner, type Scope };
 
@@ -93,7 +94,9 @@ export const toTeam = (row: TeamRow): Team => ({
 
 /** Sets the team's currency; false when it had that one already. */
 export async function setTeamCurrency(sql: Sql, teamId: string, currency: string): Promise<boolean> {
-  return (await sql.run('UPDATE teams SET currency = ? WHERE id = ? AND currency <> ?', [currency, teamId, currency])) === 1;
+  if ((await sql.run('UPDATE teams SET currency = ? WHERE id = ? AND currency <> ?', [currency, teamId, currency])) !== 1) return false;
+  await announceRatesChange(sql, teamId, { currency });
+  return true;
 }
 
 /**

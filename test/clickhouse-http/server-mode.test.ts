@@ -13,7 +13,7 @@ import { sleep } from '../helpers/common.js';
 import { testEnv } from '../helpers/context.js';
 import { sdkRecord } from '../ingest/fixtures.js';
 import { recordToRow } from '../../src/ingest/records.js';
-import { RowBinaryWriter } from '../../src/ingest/rowbinary.js';
+import { RowBinaryWriter, VALUE_COLUMNS } from '../../src/ingest/rowbinary.js';
 import { rowToTsv, TSV_COLUMNS } from '../../src/ingest/tsv.js';
 import { createEventStore } from '../../src/stores/clickhouse.js';
 import { callWithKey, startService, tempDir, type RunningService } from '../helpers/processes.js';
@@ -111,7 +111,7 @@ describe('ClickHouse HTTP interface over the embedded engine', function () {
       const writer = new RowBinaryWriter();
       rows.forEach((r, i) => writer.write(r, 1 + i));
       await store.insertTsv('from_tsv', TSV_COLUMNS, Buffer.from(rows.map((r, i) => rowToTsv(r, 1 + i)).join('')), {});
-      for (let i = 0; i < 2; i++) await store.insertRowBinary('from_binary', TSV_COLUMNS, Buffer.from(writer.rows), { insert_deduplication_token: 'log:1-50:events' });
+      for (let i = 0; i < 2; i++) await store.insertRowBinary('from_binary', [...TSV_COLUMNS, ...VALUE_COLUMNS], Buffer.from(writer.rows), { insert_deduplication_token: 'log:1-50:events' });
       const list = TSV_COLUMNS.join(', ');
       const [counts] = await store.query<{ tsv: string; binary: string; differing: string }>(
         `SELECT (SELECT toString(count()) FROM from_tsv) AS tsv, (SELECT toString(count()) FROM from_binary) AS binary,

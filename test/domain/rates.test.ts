@@ -42,15 +42,15 @@ describe('valuation from rates', () => {
       ['TOK', [team('TOK', '2', 'GBP', 0)]],
     ]);
     const of = (asset: string) => rates.get(asset);
-    expect(valueAt(of, 'USDC', '12.5', 1, 'USD')?.value).to.equal('12.5');
+    expect((valueAt(of, 'USDC', '12.5', 1, 'USD') as { value: string }).value).to.equal('12.5');
     expect(valueAt(of, 'eurc', '10', 1, 'USD')).to.deep.include({ value: '10.8' });
-    expect(valueAt(of, 'ETH', '0.5', 1, 'USD')?.value).to.equal('1525.125');
-    expect(valueAt(of, 'ETH', '0.5', 1, 'EUR')).to.equal(undefined); // no USD -> EUR rate
-    expect(valueAt(of, 'TOK', '1', 1, 'USD')).to.equal(undefined); // GBP -> EUR -> USD: two steps
-    expect(valueAt(of, 'WETH', '1', 1, 'USD')).to.equal(undefined);
-    expect(valueAt(of, 'USD', '3', 1, 'USD')?.value).to.equal('3');
+    expect((valueAt(of, 'ETH', '0.5', 1, 'USD') as { value: string }).value).to.equal('1525.125');
+    expect(valueAt(of, 'ETH', '0.5', 1, 'EUR')).to.equal('no-rate'); // no USD -> EUR rate
+    expect(valueAt(of, 'TOK', '1', 1, 'USD')).to.equal('no-rate'); // GBP -> EUR -> USD: two steps
+    expect(valueAt(of, 'WETH', '1', 1, 'USD')).to.equal('no-rate');
+    expect((valueAt(of, 'USD', '3', 1, 'USD') as { value: string }).value).to.equal('3');
     // Rounded once: 1e-18 at 0.5 EUR, at 1.5 USD a EUR, is 0.75e-18 USD: 1e-18, not 0 (rounding twice).
     const tiny = new Map<string, RateHistory>([['EUR', [team('EUR', '1.5', 'USD', 0)]], ['TOK', [team('TOK', '0.5', 'EUR', 0)]]]);
-    expect(valueAt((a) => tiny.get(a), 'TOK', '0.000000000000000001', 1, 'USD')?.value).to.equal('0.000000000000000001');
+    expect((valueAt((a) => tiny.get(a), 'TOK', '0.000000000000000001', 1, 'USD') as { value: string }).value).to.equal('0.000000000000000001');
   });
 });

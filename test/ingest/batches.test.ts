@@ -46,6 +46,7 @@ describeOnEachRegistry('amounts in assets of unknown decimals', () => {
       event({ id: 'priced', amount: '0.25', amount_raw: '7', asset: 'WETH', created_at: now - 1000 }), // amount given: priced
     ].map((r) => {
       if (r.id !== 'priced') delete r.amount;
+      if (r.id === 'no-asset') delete r.asset;
       return r;
     });
     const res = await api().post('/api/v1/events').set(...team.auth).send({ events: records }).expect(200);
@@ -53,6 +54,7 @@ describeOnEachRegistry('amounts in assets of unknown decimals', () => {
     expect(res.body.warnings.map((w: { index: number; field: string }) => [w.index, w.field])).to.deep.equal([
       [0, 'amount_raw'],
       [1, 'amount_raw'],
+      [3, 'asset'], // priced, but WETH has no rate: unvalued
     ]);
     expect(res.body.warnings[0].message).to.include('WETH').and.include('ASSET_DECIMALS');
     const from = new Date(now - 3_600_000).toISOString();
@@ -70,7 +72,11 @@ describeOnEachRegistry('amounts in assets of unknown decimals', () => {
     const records = [event({ id: 'eth', amount_raw: '1500000000000000', asset: 'eth' }), event({ id: 'btc', amount_raw: '250000000', asset: 'WBTC' })];
     for (const r of records) delete r.amount;
     const res = await api().post('/api/v1/events').set(...team.auth).send({ events: records }).expect(200);
-    expect(res.body.warnings).to.deep.equal([]);
+    // Priced, not valued: neither has a rate.
+    expect(res.body.warnings.map((w: { field: string; message: string }) => [w.field, w.message.includes('has no rate')])).to.deep.equal([
+      ['asset', true],
+      ['asset', true],
+    ]);
     const rows = await storedRows(team.teamId);
     expect(Object.fromEntries(rows.map((r) => [r.id, r.amount]))).to.deep.equal({ eth: '0.0015', btc: '2.5' });
   });

@@ -38,7 +38,7 @@ export function sdkRecord(overrides: Record<string, unknown> = {}): Record<strin
 
 /** A minimal interface-shaped event (interface.md 2.6). */
 export function event(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return { agent_id: 'agent-1', endpoint: 'https://api.example.com/v1/data', method: 'POST', amount: '0.5', ...overrides };
+  return { agent_id: 'agent-1', endpoint: 'https://api.example.com/v1/data', method: 'POST', amount: '0.5', asset: 'USDC', ...overrides };
 }
 
 export async function storedRows(teamId: string): Promise<Record<string, unknown>[]> {

@@ -110,7 +110,7 @@ describe('the ingest log\'s formats: RowBinary, and TSV chunks of before', funct
       log.append(team, 'tsv', tsvOf(rowsFor(team, 21, 5), 21), 5, Date.now()),
       ...performNow(registry, log.appending(team, rowsFor(team, 26, 5), Date.now())),
     ])();
-    expect(chunks.map((c) => [c.firstPos, c.format])).to.deep.equal([[16, 'rowbinary'], [21, 'tsv'], [26, 'rowbinary']]);
+    expect(chunks.map((c) => [c.firstPos, c.format])).to.deep.equal([[16, 'rowbinary2'], [21, 'tsv'], [26, 'rowbinary2']]);
     freshness.committed(chunks);
     expect(await freshness.waitFor(30, 20_000), 'loaded').to.equal(true);
 
@@ -134,7 +134,7 @@ describe('the ingest log\'s formats: RowBinary, and TSV chunks of before', funct
     const rows = rowsFor(team, 1, 7);
     registry.transaction(() => {
       performNow(registry, log.appending(team, rows, Date.now()));
-      const record = registry.prepare("INSERT INTO ingest_blocks (first_pos, last_pos, format) VALUES (?, ?, 'rowbinary')");
+      const record = registry.prepare("INSERT INTO ingest_blocks (first_pos, last_pos, format) VALUES (?, ?, 'rowbinary2')");
       record.run(1, 2);
       record.run(3, 5);
       record.run(6, 7);
@@ -158,7 +158,7 @@ describe('the ingest log\'s formats: RowBinary, and TSV chunks of before', funct
     freshness.loaded(4);
     expect(written[0]!.body, 'let go once loaded').to.equal(undefined);
     // A restart: the chunks are summaries read from the log, without bodies.
-    expect(Loader.state(registry).unloaded.every((c) => c.body === undefined && c.format === 'rowbinary')).to.equal(true);
+    expect(Loader.state(registry).unloaded.every((c) => c.body === undefined && c.format === 'rowbinary2')).to.equal(true);
 
     // Loaded through a loader of this registry: what is kept and what is read back are the same bytes.
     const { freshness: loading } = startLoader(registry);
@@ -171,13 +171,13 @@ describe('the ingest log\'s formats: RowBinary, and TSV chunks of before', funct
   describe('cutting a chunk between its records', () => {
     const team = 'team-cut';
     const rows = () => rowsFor(team, 1, 5);
-    const chunkOf = (format: 'tsv' | 'rowbinary', body: Buffer): StoredChunk => ({ firstPos: 11, lastPos: 15, teamId: team, format, body });
+    const chunkOf = (format: 'tsv' | 'rowbinary2', body: Buffer): StoredChunk => ({ firstPos: 11, lastPos: 15, teamId: team, format, body });
 
     it('gives each wanted record\'s bytes, in either format', () => {
       const made = rows();
       for (const [format, whole, alone] of [
         ['tsv', tsvOf(made, 11), (i: number) => tsvOf([made[i]!], 11 + i)],
-        ['rowbinary', binaryOf(made, 11), (i: number) => binaryOf([made[i]!], 11 + i)],
+        ['rowbinary2', binaryOf(made, 11), (i: number) => binaryOf([made[i]!], 11 + i)],
       ] as const) {
         const parts = recordsOf(chunkOf(format, whole), (pos) => pos === 12 || pos === 15);
         expect(parts.map((p) => p.toString('hex')), format).to.deep.equal([alone(1), alone(4)].map((b) => b.toString('hex')));
@@ -189,10 +189,10 @@ describe('the ingest log\'s formats: RowBinary, and TSV chunks of before', funct
     it('refuses a chunk whose bytes do not hold its records, and sets such a chunk aside whole', () => {
       const made = rows();
       const cut = binaryOf(made, 11).subarray(0, -3);
-      expect(() => recordsOf(chunkOf('rowbinary', cut), () => true)).to.throw(DamagedChunkError);
-      expect(() => recordsOf(chunkOf('rowbinary', binaryOf(made.slice(0, 4), 11)), () => true)).to.throw(DamagedChunkError, /holds 4 records, not 5/);
+      expect(() => recordsOf(chunkOf('rowbinary2', cut), () => true)).to.throw(DamagedChunkError);
+      expect(() => recordsOf(chunkOf('rowbinary2', binaryOf(made.slice(0, 4), 11)), () => true)).to.throw(DamagedChunkError, /holds 4 records, not 5/);
       expect(() => recordsOf(chunkOf('tsv', tsvOf(made.slice(0, 4), 11)), () => true)).to.throw(DamagedChunkError, /holds 4 records, not 5/);
-      expect(setAsideInside(chunkOf('rowbinary', cut), 11, 15)).to.deep.equal({ teamId: team, id: '', format: 'rowbinary', bytes: cut, rows: 5 });
+      expect(setAsideInside(chunkOf('rowbinary2', cut), 11, 15)).to.deep.equal({ teamId: team, id: '', format: 'rowbinary2', bytes: cut, rows: 5 });
     });
   });
 });

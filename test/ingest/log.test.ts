@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { GroupCommit } from '../../src/ingest/group-commit.js';
 import { Ingestor } from '../../src/ingest/ingestor.js';
 import { recordToRow } from '../../src/ingest/records.js';
-import { insertBlock, type BlockBody } from '../../src/ingest/blocks.js';
+import { insertBlock, LOG_COLUMNS, type BlockBody } from '../../src/ingest/blocks.js';
 import type { EventRow } from '../../src/ingest/records.js';
 import { rowBinaryOf } from '../../src/ingest/rowbinary.js';
 import { rowToTsv, TSV_COLUMNS } from '../../src/ingest/tsv.js';
@@ -17,25 +17,27 @@ import { event, sdkRecord, storedCount } from './fixtures.js';
 const HOUR = 3_600_000;
 
 /** count and spend of a team in events and in every rollup (dimension outcome counts each event once). */
-async function rawAndRollups(teamId: string): Promise<Record<string, { n: string; spend: string }>> {
+async function rawAndRollups(teamId: string): Promise<Record<string, { n: string; spend: string; value: string; valued: string }>> {
   const events = await loadedEvents(teamId);
-  const rows = await events.query<{ name: string; n: string; spend: string }>(
-    `SELECT 'events' AS name, toString(count()) AS n, toString(sum(toDecimal256(amount, 18))) AS spend FROM events WHERE team_id = {t:String}
-     UNION ALL SELECT 'spend_minutely', toString(sum(events)), toString(sum(spend)) FROM spend_minutely WHERE team_id = {t:String}
-     UNION ALL SELECT 'spend_hourly_by', toString(sum(events)), toString(sum(spend)) FROM spend_hourly_by WHERE team_id = {t:String} AND dimension = 'outcome'
-     UNION ALL SELECT 'spend_daily_by', toString(sum(events)), toString(sum(spend)) FROM spend_daily_by WHERE team_id = {t:String} AND dimension = 'outcome'
-     UNION ALL SELECT 'spend_hourly_by asset', toString(sum(events)), toString(sum(spend)) FROM spend_hourly_by WHERE team_id = {t:String} AND dimension = 'asset'
-     UNION ALL SELECT 'spend_daily_by asset', toString(sum(events)), toString(sum(spend)) FROM spend_daily_by WHERE team_id = {t:String} AND dimension = 'asset'`,
+  const sums = "toString(sum(events)), toString(sum(spend)), toString(sumIf(value, currency = 'USD')), toString(sum(valued))";
+  const rows = await events.query<{ name: string; n: string; spend: string; worth: string; counted: string }>(
+    `SELECT 'events' AS name, toString(count()) AS n, toString(sum(toDecimal256(amount, 18))) AS spend,
+            toString(sumIf(toDecimal256(ifNull(value, 0), 18), currency = 'USD')) AS worth, toString(countIf(value IS NOT NULL)) AS counted FROM events WHERE team_id = {t:String}
+     UNION ALL SELECT 'spend_minutely', ${sums} FROM spend_minutely WHERE team_id = {t:String}
+     UNION ALL SELECT 'spend_hourly_by', ${sums} FROM spend_hourly_by WHERE team_id = {t:String} AND dimension = 'outcome'
+     UNION ALL SELECT 'spend_daily_by', ${sums} FROM spend_daily_by WHERE team_id = {t:String} AND dimension = 'outcome'
+     UNION ALL SELECT 'spend_hourly_by asset', ${sums} FROM spend_hourly_by WHERE team_id = {t:String} AND dimension = 'asset'
+     UNION ALL SELECT 'spend_daily_by asset', ${sums} FROM spend_daily_by WHERE team_id = {t:String} AND dimension = 'asset'`,
     { t: teamId },
   );
-  return Object.fromEntries(rows.map((r) => [r.name, { n: r.n, spend: r.spend }]));
+  return Object.fromEntries(rows.map((r) => [r.name, { n: r.n, spend: r.spend, value: r.worth, valued: r.counted }]));
 }
 
 /** Every table a block lands in, and the asset dimension of the by-dimension rollups. */
 const ROLLED_UP = ['events', 'spend_minutely', 'spend_hourly_by', 'spend_daily_by', 'spend_hourly_by asset', 'spend_daily_by asset'];
 
 /** Rows as the log holds them, positions from `first`. */
-const logged = (rows: readonly EventRow[], first: number): BlockBody => ({ format: 'rowbinary', bytes: Buffer.from(rowBinaryOf(rows, first)) });
+const logged = (rows: readonly EventRow[], first: number): BlockBody => ({ format: 'rowbinary2', bytes: Buffer.from(rowBinaryOf(rows, first)) });
 /** The same as the TSV lines of a chunk written before issue 33. */
 const tsvLines = (rows: readonly EventRow[], first: number): string[] => rows.map((row, i) => rowToTsv(row, first + i));
 
@@ -112,7 +114,9 @@ describe('ingest log and loader', () => {
     it('a block inserted twice with its token is stored once in events and in every rollup', async () => {
       const team = await newTeam();
       // Positions far from the shared log's, under a log id of this test's own.
-      const rows = rowsFor(team.teamId, [event({ id: 'b1', amount: '0.5' }), event({ id: 'b2', amount: '2.25', agent_id: 'other' })]);
+      // Valued (USDC) and not (no asset): the rollups keep both counts and the value.
+      const { asset: _, ...unvalued } = event({ id: 'b2', amount: '2.25', agent_id: 'other' });
+      const rows = rowsFor(team.teamId, [event({ id: 'b1', amount: '0.5', asset: 'USDC' }), unvalued]);
       const first = 9e15 + Math.floor(Math.random() * 1e9);
       const block = { firstPos: first, lastPos: first + 1 };
       const body = logged(rows, first);
@@ -122,18 +126,18 @@ describe('ingest log and loader', () => {
       await insertBlock(loaderEvents, logId, block, body);
       const counts = await rawAndRollups(team.teamId);
       for (const name of ROLLED_UP) {
-        expect(counts[name], name).to.deep.equal({ n: '2', spend: '2.75' });
+        expect(counts[name], name).to.deep.equal({ n: '2', spend: '2.75', value: '0.5', valued: '1' });
       }
       // A crash between the events insert and the rollups: the block again completes them, once.
       const later = { firstPos: first + 10, lastPos: first + 11 };
-      const again = rowsFor(team.teamId, [event({ id: 'b3', amount: '1' }), event({ id: 'b4', amount: '1' })]);
+      const again = rowsFor(team.teamId, [event({ id: 'b3', amount: '1', asset: 'USDC' }), event({ id: 'b4', amount: '1', asset: 'USDC' })]);
       const laterBody = logged(again, later.firstPos);
-      await loaderEvents.insertRowBinary('events', TSV_COLUMNS, laterBody.bytes, { insert_deduplication_token: `${logId}:${later.firstPos}-${later.lastPos}:events` });
+      await loaderEvents.insertRowBinary('events', LOG_COLUMNS.rowbinary2, laterBody.bytes, { insert_deduplication_token: `${logId}:${later.firstPos}-${later.lastPos}:events` });
       expect((await rawAndRollups(team.teamId)).spend_minutely!.n).to.equal('2');
       await insertBlock(loaderEvents, logId, later, laterBody);
       const completed = await rawAndRollups(team.teamId);
       for (const name of ROLLED_UP) {
-        expect(completed[name], name).to.deep.equal({ n: '4', spend: '4.75' });
+        expect(completed[name], name).to.deep.equal({ n: '4', spend: '4.75', value: '2.5', valued: '3' });
       }
     });
 
@@ -148,7 +152,8 @@ describe('ingest log and loader', () => {
       const logId = `test-${team.teamId}`;
       for (let i = 0; i < 3; i++) await insertBlock(loaderEvents, logId, block, body, block.lastPos);
       const counts = await rawAndRollups(team.teamId);
-      for (const name of ROLLED_UP) expect(counts[name], name).to.deep.equal({ n: '2', spend: '2.75' });
+      // TSV lines of before: no values.
+      for (const name of ROLLED_UP) expect(counts[name], name).to.deep.equal({ n: '2', spend: '2.75', value: '0', valued: '0' });
     });
   });
 
@@ -222,20 +227,44 @@ describe('ingest log and loader', () => {
         const { log } = deps.ingest;
         const before = goodRows(1);
         const after = goodRows(3);
-        const first = log.append(good.teamId, 'rowbinary', logged(before, log.endPos).bytes, 2, now);
+        const first = log.append(good.teamId, 'rowbinary2', logged(before, log.endPos).bytes, 2, now);
         damaged = Buffer.from(logged(badRows, log.endPos).bytes.subarray(0, -3));
-        const middle = log.append(bad.teamId, 'rowbinary', damaged, 3, now);
-        return [first, middle, log.append(good.teamId, 'rowbinary', logged(after, log.endPos).bytes, 2, now)];
+        const middle = log.append(bad.teamId, 'rowbinary2', damaged, 3, now);
+        return [first, middle, log.append(good.teamId, 'rowbinary2', logged(after, log.endPos).bytes, 2, now)];
       })();
       deps.ingest.freshness.committed(chunks);
       expect(await storedCount(good.teamId)).to.equal(4);
       await deps.ingest.freshness.waitFor(chunks[2]!.lastPos, 20_000);
       expect(await storedCount(bad.teamId)).to.equal(0);
       const rejected = rejectsOf(bad.teamId);
-      expect(rejected.map((r) => [r.pos, r.id, r.format, r.rows])).to.deep.equal([[chunks[1]!.firstPos, '', 'rowbinary', 3]]);
+      expect(rejected.map((r) => [r.pos, r.id, r.format, r.rows])).to.deep.equal([[chunks[1]!.firstPos, '', 'rowbinary2', 3]]);
       expect(rejected[0]!.line.equals(damaged)).to.equal(true);
       expect((await deps.metrics.setAside.get()).values[0]!.value).to.equal(setAsideBefore + 3);
       expect(deps.ingest.loader.isFailing).to.equal(false);
+    });
+  });
+
+  describe('chunks of earlier versions', () => {
+    it('a RowBinary chunk written before values loads as it is: its records stored, unvalued, beside valued ones', async () => {
+      const team = await newTeam('before-values');
+      const { registry, deps, events } = testEnv();
+      const rows = rowsFor(team.teamId, [event({ id: 'v1-1', amount: '2' }), event({ id: 'v1-2', amount: '3' })]);
+      const chunk = registry.transaction(() => {
+        deps.ingest.log.claim(team.teamId, rows.map((r) => r.id), Date.now());
+        return deps.ingest.log.append(team.teamId, 'rowbinary', Buffer.from(rowBinaryOf(rows, deps.ingest.log.endPos, 'rowbinary')), rows.length, Date.now());
+      })();
+      deps.ingest.freshness.committed([chunk]);
+      await api().post('/api/v1/events').set(...team.auth).send({ events: [event({ id: 'v2-1', amount: '5', asset: 'USDC' })] }).expect(200);
+      expect(await storedCount(team.teamId)).to.equal(3);
+      const stored = await events.query<{ id: string; value: string | null; currency: string }>(
+        'SELECT id, toString(value) AS value, toString(currency) AS currency FROM events WHERE team_id = {team:String} ORDER BY id',
+        { team: team.teamId },
+      );
+      expect(stored).to.deep.equal([
+        { id: 'v1-1', value: null, currency: '' },
+        { id: 'v1-2', value: null, currency: '' },
+        { id: 'v2-1', value: '5', currency: 'USD' },
+      ]);
     });
   });
 
@@ -281,7 +310,7 @@ describe('ingest log and loader', () => {
         expect(await deps.ingest.freshness.waitForTeam(team.teamId, 20_000)).to.equal(true);
         expect(deps.ingest.freshness.backlog().rows).to.equal(0);
         const counts = await rawAndRollups(team.teamId);
-        expect(counts.events).to.deep.equal({ n: String(acknowledged), spend: (acknowledged / 10).toString() });
+        expect(counts.events).to.deep.equal({ n: String(acknowledged), spend: (acknowledged / 10).toString(), value: (acknowledged / 10).toString(), valued: String(acknowledged) });
         for (const name of ['spend_minutely', 'spend_hourly_by', 'spend_daily_by']) expect(counts[name], name).to.deep.equal(counts.events);
         // And ingest is accepted again.
         expect((await send(1000)).status).to.equal(200);

@@ -1,6 +1,6 @@
 /**
- * Event rows as RowBinary (src/ingest/rowbinary.ts), the candidate format of the ingest log: the
- * engine must store exactly what it stores from the row's TSV line, for any row the service can
+ * Event rows as RowBinary (src/ingest/rowbinary.ts), the format of the ingest log: the engine must
+ * store exactly what it stores from the row's TSV line (and the values TSV never had), for any row the service can
  * make, and the rows of a body must be found again (start, team, id) as the loader finds lines.
  */
 import BigNumber from 'bignumber.js';
@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { EventRow } from '../../src/ingest/records.js';
 import { refusedForData } from '../../src/ingest/blocks.js';
-import { rowBinaryBoundaries, RowBinaryWriter } from '../../src/ingest/rowbinary.js';
+import { rowBinaryBoundaries, RowBinaryWriter, VALUE_COLUMNS, type RowBinaryLayout } from '../../src/ingest/rowbinary.js';
 import { rowToTsv, TSV_COLUMNS } from '../../src/ingest/tsv.js';
 import { testEnv } from '../helpers/context.js';
 
@@ -67,10 +67,15 @@ const row: fc.Arbitrary<EventRow> = fc.record({
   source: fc.constantFrom('events' as const, 'sdk' as const),
   record_extra: text,
   ingest_seq: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+  value: fc.option(amount, { nil: null }),
+  currency: fc.constantFrom('USD', 'EUR', ''),
+  valuation: text,
 });
 
-function encode(rows: readonly EventRow[], firstPos: number): Buffer {
-  const writer = new RowBinaryWriter(256);
+const encodeIn = (rows: readonly EventRow[], firstPos: number, layout: RowBinaryLayout) => encode(rows, firstPos, layout);
+
+function encode(rows: readonly EventRow[], firstPos: number, layout: RowBinaryLayout = 'rowbinary2'): Buffer {
+  const writer = new RowBinaryWriter(256, layout);
   rows.forEach((r, i) => writer.write(r, firstPos + i));
   return Buffer.from(writer.rows);
 }
@@ -84,7 +89,7 @@ describe('the ingest log as RowBinary', () => {
     fs.writeFileSync(path.join(folder, 'block-1-0.bin'), 'left by a crash');
     await loaderEvents.command('CREATE TABLE rowbinary_first AS events ENGINE = Memory');
     try {
-      await loaderEvents.insertRowBinary('rowbinary_first', TSV_COLUMNS, encode(fc.sample(row, { numRuns: 3, seed: 1 }), 1), {});
+      await loaderEvents.insertRowBinary('rowbinary_first', TSV_COLUMNS, encode(fc.sample(row, { numRuns: 3, seed: 1 }), 1, 'rowbinary'), {});
       expect(fs.readdirSync(folder)).to.deep.equal([]);
       const [stored] = await loaderEvents.query<{ n: string }>('SELECT toString(count()) AS n FROM rowbinary_first');
       expect(stored!.n).to.equal('3');
@@ -93,18 +98,20 @@ describe('the ingest log as RowBinary', () => {
     }
   });
 
-  it('finds every row of a body again: where it starts, its team and its id; a body cut inside a row is refused', () => {
+  it('finds every row of a body again, in either layout: where it starts, its team, its id and position; a body cut inside a row is refused', () => {
     fc.assert(
-      fc.property(fc.array(row, { minLength: 1, maxLength: 8 }), (rows) => {
+      fc.property(fc.array(row, { minLength: 1, maxLength: 8 }), fc.constantFrom<RowBinaryLayout>('rowbinary', 'rowbinary2'), (rows, layout) => {
+        const encode = (some: readonly EventRow[], firstPos: number) => encodeIn(some, firstPos, layout);
         const body = encode(rows, 1);
-        const found = rowBinaryBoundaries(body);
+        const found = rowBinaryBoundaries(body, layout);
         expect(found.teamIds).to.deep.equal(rows.map((r) => r.team_id));
         expect(found.ids).to.deep.equal(rows.map((r) => r.id));
+        expect(found.positions).to.deep.equal(rows.map((_, i) => 1 + i));
         expect(found.starts).to.have.length(rows.length + 1);
         expect(found.starts.at(-1)).to.equal(body.length);
         // Each row's bytes are that row written alone.
         rows.forEach((r, i) => expect(body.subarray(found.starts[i], found.starts[i + 1]).equals(encode([r], 1 + i))).to.equal(true));
-        expect(() => rowBinaryBoundaries(body.subarray(0, body.length - 1))).to.throw(/ends inside a row/);
+        expect(() => rowBinaryBoundaries(body.subarray(0, body.length - 1), layout)).to.throw(/ends inside a row/);
       }),
       { numRuns: 150 },
     );
@@ -122,7 +129,7 @@ describe('the ingest log as RowBinary', () => {
       await loaderEvents.command('CREATE TABLE rowbinary_from_tsv AS events ENGINE = Memory');
       await loaderEvents.command('CREATE TABLE rowbinary_from_binary AS events ENGINE = Memory');
       await loaderEvents.insertTsv('rowbinary_from_tsv', TSV_COLUMNS, tsv, {});
-      await loaderEvents.insertRowBinary('rowbinary_from_binary', TSV_COLUMNS, encode(rows, 1), {});
+      await loaderEvents.insertRowBinary('rowbinary_from_binary', [...TSV_COLUMNS, ...VALUE_COLUMNS], encode(rows, 1), {});
       const [counts] = await loaderEvents.query<{ tsv: string; binary: string; onlyTsv: string; onlyBinary: string }>(
         `SELECT (SELECT count() FROM rowbinary_from_tsv) AS tsv, (SELECT count() FROM rowbinary_from_binary) AS binary,
                 (SELECT count() FROM (SELECT ${columns} FROM rowbinary_from_tsv EXCEPT SELECT ${columns} FROM rowbinary_from_binary)) AS onlyTsv,
@@ -137,6 +144,18 @@ describe('the ingest log as RowBinary', () => {
       expect(new BigNumber(read!.maxAmount).eq(largest), `${read!.maxAmount} against ${largest.toFixed()}`).to.equal(true);
       expect(read!.longest).to.equal(String(Math.max(...rows.map((r) => Buffer.byteLength(r.metadata)))));
       expect(read!.positions).to.equal(String((rows.length * (rows.length + 1)) / 2));
+      // The value columns, which TSV lines never had.
+      const [values] = await loaderEvents.query<{ total: string; unvalued: string; currencies: string; valuations: string }>(
+        `SELECT toString(sum(toDecimal256(ifNull(value, 0), 18))) AS total, toString(countIf(value IS NULL)) AS unvalued,
+                toString(sum(length(currency))) AS currencies, toString(sum(length(valuation))) AS valuations FROM rowbinary_from_binary`,
+      );
+      const valued = rows.filter((r) => r.value !== null);
+      expect(new BigNumber(values!.total).eq(BigNumber.sum(0, ...valued.map((r) => r.value!))), values!.total).to.equal(true);
+      expect(values).to.deep.include({
+        unvalued: String(rows.length - valued.length),
+        currencies: String(rows.reduce((n, r) => n + r.currency.length, 0)),
+        valuations: String(rows.reduce((n, r) => n + Buffer.byteLength(r.valuation), 0)),
+      });
     } finally {
       await loaderEvents.command('DROP TABLE IF EXISTS rowbinary_from_tsv');
       await loaderEvents.command('DROP TABLE IF EXISTS rowbinary_from_binary');
@@ -150,11 +169,12 @@ describe('the ingest log as RowBinary', () => {
     const body = encode(rows, 1);
     try {
       await loaderEvents.command('CREATE TABLE rowbinary_tokens AS events ENGINE = MergeTree ORDER BY tuple() SETTINGS non_replicated_deduplication_window = 100');
-      for (let i = 0; i < 2; i++) await loaderEvents.insertRowBinary('rowbinary_tokens', TSV_COLUMNS, body, { insert_deduplication_token: "log-1:1-20:events 'quoted'" });
-      await loaderEvents.insertRowBinary('rowbinary_tokens', TSV_COLUMNS, body, { insert_deduplication_token: 'log-1:21-40:events' });
+      const columns = [...TSV_COLUMNS, ...VALUE_COLUMNS];
+      for (let i = 0; i < 2; i++) await loaderEvents.insertRowBinary('rowbinary_tokens', columns, body, { insert_deduplication_token: "log-1:1-20:events 'quoted'" });
+      await loaderEvents.insertRowBinary('rowbinary_tokens', columns, body, { insert_deduplication_token: 'log-1:21-40:events' });
       const [stored] = await loaderEvents.query<{ n: string }>('SELECT toString(count()) AS n FROM rowbinary_tokens');
       expect(stored!.n).to.equal('40');
-      const refused = await loaderEvents.insertRowBinary('rowbinary_tokens', TSV_COLUMNS, body.subarray(0, body.length - 3), {}).then(
+      const refused = await loaderEvents.insertRowBinary('rowbinary_tokens', columns, body.subarray(0, body.length - 3), {}).then(
         () => undefined,
         (err: unknown) => err,
       );

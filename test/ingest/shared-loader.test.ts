@@ -114,11 +114,11 @@ describe('shared ingest log loader (PostgreSQL)', function () {
     const db = instances[0]!.db;
     const chunks = await db.all<{ first_pos: number; last_pos: number; body: Buffer }>('SELECT first_pos, last_pos, body FROM ingest_chunks ORDER BY first_pos');
     const ranges = chunks.map((c) => [c.first_pos, c.last_pos] as [number, number]);
-    const block = (await db.get<{ id: number }>("INSERT INTO ingest_blocks (origin, ranges, made_at, format) VALUES (0, ?, 0, 'rowbinary') RETURNING id", [JSON.stringify(ranges)]))!.id;
+    const block = (await db.get<{ id: number }>("INSERT INTO ingest_blocks (origin, ranges, made_at, format) VALUES (0, ?, 0, 'rowbinary2') RETURNING id", [JSON.stringify(ranges)]))!.id;
     await db.run('UPDATE ingest_blocks SET origin = id WHERE id = ?', [block]);
     await db.run('UPDATE ingest_chunks SET block_id = ?', [block]);
     const { log_id: logId } = (await db.get<{ log_id: string }>('SELECT log_id FROM ingest_loader'))!;
-    await insertBlock(deps.loaderEvents, logId, { firstPos: ranges[0]![0], lastPos: ranges.at(-1)![1], ranges, key: `b${block}` }, { format: 'rowbinary', bytes: Buffer.concat(chunks.map((c) => c.body)) });
+    await insertBlock(deps.loaderEvents, logId, { firstPos: ranges[0]![0], lastPos: ranges.at(-1)![1], ranges, key: `b${block}` }, { format: 'rowbinary2', bytes: Buffer.concat(chunks.map((c) => c.body)) });
 
     for (const i of instances) i.loader.start();
     // The first of these found loading (the dying one may still say it is, until its stop settles).
@@ -159,7 +159,7 @@ describe('shared ingest log loader (PostgreSQL)', function () {
     const { pos } = (await db.get<{ pos: number }>(postgresOnly("SELECT nextval('ingest_positions') AS pos")))!;
     const damaged = Buffer.from(rowBinaryOf(rows, pos).subarray(0, -3));
     await db.run(
-      postgresOnly("INSERT INTO ingest_chunks (first_pos, last_pos, team_id, rows, bytes, committed_at, format, body) VALUES ($1, $2, $3, 3, $4, $5, 'rowbinary', $6)"),
+      postgresOnly("INSERT INTO ingest_chunks (first_pos, last_pos, team_id, rows, bytes, committed_at, format, body) VALUES ($1, $2, $3, 3, $4, $5, 'rowbinary2', $6)"),
       [pos, pos + 2, team.id, damaged.length, Date.now(), damaged],
     );
     await instance!.ingestor.ingest(team.id, Array.from({ length: 10 }, record), 'events');
@@ -172,7 +172,7 @@ describe('shared ingest log loader (PostgreSQL)', function () {
     expect(await instance!.freshness.waitFor(team.id, 20_000)).to.equal(true);
     expect(await inClickHouse(team.id)).to.deep.equal({ events: 20, ids: 20, minutely: 20, daily: 20 });
     const rejects = await db.all<{ pos: number; team_id: string; id: string; format: string; rows: number; line: Buffer }>('SELECT pos, team_id, id, format, rows, line FROM ingest_rejects');
-    expect(rejects.map((r) => [Number(r.pos), r.team_id, r.id, r.format, r.rows])).to.deep.equal([[pos, team.id, '', 'rowbinary', 3]]);
+    expect(rejects.map((r) => [Number(r.pos), r.team_id, r.id, r.format, r.rows])).to.deep.equal([[pos, team.id, '', 'rowbinary2', 3]]);
     expect(rejects[0]!.line.equals(damaged)).to.equal(true);
     expect(instance!.loader.isFailing).to.equal(false);
   });

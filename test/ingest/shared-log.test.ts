@@ -115,13 +115,13 @@ describe('ingest claims, on SQLite and PostgreSQL', function () {
       if (!made.ok) throw new Error(JSON.stringify(made.errors));
       const rows: EventRow[] = Array.from({ length: 65_540 }, (_, i) => ({ ...made.row, id: `r${i}` }));
       const chunks = await db.transaction((sql) => log.append(sql, 'team_a', rows, NOON));
-      expect(chunks.map((c) => [c.rows, c.format])).to.deep.equal([[65_536, 'rowbinary'], [4, 'rowbinary']]);
+      expect(chunks.map((c) => [c.rows, c.format])).to.deep.equal([[65_536, 'rowbinary2'], [4, 'rowbinary2']]);
       const stored = await db.all<{ first_pos: number; last_pos: number; format: string; body: Buffer }>('SELECT first_pos, last_pos, format, body FROM ingest_chunks ORDER BY first_pos');
-      expect(stored.map((c) => [Number(c.first_pos), Number(c.last_pos), c.format])).to.deep.equal(chunks.map((c) => [c.firstPos, c.lastPos, 'rowbinary']));
-      // Each row as RowBinary, its position (log_pos) in its last 8 bytes.
+      expect(stored.map((c) => [Number(c.first_pos), Number(c.last_pos), c.format])).to.deep.equal(chunks.map((c) => [c.firstPos, c.lastPos, 'rowbinary2']));
+      // Each row as RowBinary with its position (log_pos).
       const read = stored.flatMap((c) => {
-        const { starts, ids } = rowBinaryBoundaries(c.body);
-        return ids.map((id, i) => [id, Number(c.body.readBigUInt64LE(starts[i + 1]! - 8))] as const);
+        const { ids, positions } = rowBinaryBoundaries(c.body, 'rowbinary2');
+        return ids.map((id, i) => [id, positions[i]!] as const);
       });
       expect(read).to.have.length(65_540);
       expect(read.map(([id]) => id)).to.deep.equal(rows.map((r) => r.id));

@@ -59,6 +59,7 @@ const batchOf = (b: number) =>
     endpoint: `https://api.example.com/v1/${i % 5}`,
     method: 'POST',
     amount: `0.${String((b * 50 + i) % 1000).padStart(3, '0')}001`,
+    asset: 'USDC',
     created_at: Date.now() - ((b * 50 + i) % 3_600_000),
   }));
 
