@@ -36,11 +36,11 @@ interface Endpoint {
 }
 
 const breakdown = (dimension: Dimension) => (store: EventStore, teamId: string, range: TimeRange) =>
-  breakdownReport(store, teamId, range, dimension, 100);
+  breakdownReport(store, teamId, range, dimension, 100, undefined, 'USD');
 
 const ENDPOINTS: Endpoint[] = [
-  { name: 'summary', path: 'summary', bare: (s, t, r) => summaryReport(s, t, r, 100) },
-  { name: 'timeseries', path: 'timeseries', bare: (s, t, r) => timeseriesReport(s, t, r, defaultGranularity(r.to - r.from), 'UTC') },
+  { name: 'summary', path: 'summary', bare: (s, t, r) => summaryReport(s, t, r, 100, undefined, 'USD') },
+  { name: 'timeseries', path: 'timeseries', bare: (s, t, r) => timeseriesReport(s, t, r, defaultGranularity(r.to - r.from), 'UTC', undefined, 'USD') },
   { name: 'by-agent', path: 'by-agent', bare: breakdown('agent') },
   { name: 'by-category', path: 'by-category', bare: breakdown('category') },
   { name: 'by-endpoint', path: 'by-endpoint', bare: breakdown('domain') },

@@ -103,7 +103,11 @@ export interface SpendRow {
   key: string;
   /** Exact decimal string. */
   spend: string;
+  /** The sum of the records' values in the asked currency, exact. */
+  value: string;
   count: number;
+  /** Records with a value in that currency (the others: unvalued, or valued in a currency the team had before). */
+  valued: number;
 }
 
 export interface SpendTotals {
@@ -115,6 +119,21 @@ export interface SpendTotals {
   blocked: number;
   /** Records with an amount_raw in an asset of unknown decimals: stored as 0 spend. Counted only when asked (dimension unpriced). */
   unpriced: number;
+  /** The records' values in the asked currency, exact. */
+  value: string;
+  /** Records without a value in that currency. */
+  unvalued: number;
+}
+
+/**
+ * Each source's value columns, in the asked currency only (values never add across currencies):
+ * `worth` and `worth_count` (aliases that shadow no column).
+ */
+function valueColumns(level: Level | 'raw', currency: string): string {
+  if (level === 'raw') {
+    return `if(currency = ${currency} AND value IS NOT NULL, toDecimal256(value, 18), toDecimal256(0, 18)) AS worth, toUInt64(currency = ${currency} AND value IS NOT NULL) AS worth_count`;
+  }
+  return `if(currency = ${currency}, value, toDecimal256(0, 18)) AS worth, if(currency = ${currency}, valued, toUInt64(0)) AS worth_count`;
 }
 
 export interface PeriodSpend {
@@ -134,10 +153,11 @@ export async function spendByDimensions(
   range: TimeRange,
   dimensions: readonly Dimension[],
   limit: number,
-  options: { previous?: boolean; agent?: string } = {},
+  options: { previous?: boolean; agent?: string; currency?: string } = {},
 ): Promise<{ current: PeriodSpend; previous?: PeriodSpend }> {
   const p = new Params();
   const team = p.add(teamId, 'String');
+  const currency = p.add(options.currency ?? 'USD', 'String');
   const periodStart = p.add(range.from, 'Int64');
   // Every event counts once in the outcome dimension: it gives the totals.
   const dims = [...new Set<Dimension>([...dimensions, 'outcome'])];
@@ -159,7 +179,7 @@ export async function spendByDimensions(
     if (!where) continue;
     const at = SOURCE[level].at;
     branches.push(`
-      SELECT toUnixTimestamp(${at}) * 1000 < ${periodStart} AS previous, dimension, key, spend, events, max_amount
+      SELECT toUnixTimestamp(${at}) * 1000 < ${periodStart} AS previous, dimension, key, spend, events, max_amount, ${valueColumns(level, currency)}
         FROM ${SOURCE[level].table}
        WHERE team_id = ${team} AND dimension IN ${dimList} AND ${where}`);
   }
@@ -171,7 +191,7 @@ export async function spendByDimensions(
       : pairs;
     branches.push(`
       SELECT toUnixTimestamp64Milli(event_time) < ${periodStart} AS previous, dim.1 AS dimension, dim.2 AS key,
-             toDecimal256(amount, 18) AS spend, toUInt64(1) AS events, amount AS max_amount
+             toDecimal256(amount, 18) AS spend, toUInt64(1) AS events, amount AS max_amount, ${valueColumns('raw', currency)}
         FROM events ARRAY JOIN ${dimensionsOfRow} AS dim
        WHERE team_id = ${team} ${agentCondition} AND ${rawWhere}`);
   }
@@ -179,10 +199,20 @@ export async function spendByDimensions(
   if (branches.length === 0) return result;
 
   // Output aliases differ from column names: a ClickHouse alias would shadow the column.
-  const rows = await store.query<{ previous: number; dimension: Dimension; key: string; spend_total: string; count: string; max_total: string; keys: string }>(
-    `SELECT previous, dimension, key, spend_total, count, max_total, keys
+  const rows = await store.query<{
+    previous: number;
+    dimension: Dimension;
+    key: string;
+    spend_total: string;
+    count: string;
+    max_total: string;
+    keys: string;
+    value_total: string;
+    valued: string;
+  }>(
+    `SELECT previous, dimension, key, spend_total, count, max_total, keys, value_total, valued
        FROM (SELECT previous, dimension, key, toString(sum(spend)) AS spend_total, sum(events) AS count,
-                    toString(max(max_amount)) AS max_total,
+                    toString(max(max_amount)) AS max_total, toString(sum(worth)) AS value_total, sum(worth_count) AS valued,
                     count() OVER (PARTITION BY previous, dimension) AS keys,
                     row_number() OVER (PARTITION BY previous, dimension ORDER BY sum(spend) DESC, key ASC) AS rank
                FROM (${branches.join('\n      UNION ALL')})
@@ -195,8 +225,8 @@ export async function spendByDimensions(
     const period = Number(row.previous) ? result.previous! : result.current;
     const by = period.by[row.dimension]!;
     by.keys = Number(row.keys);
-    by.rows.push({ key: row.key, spend: row.spend_total, count: Number(row.count) });
-    if (row.dimension === 'outcome') addOutcome(period.totals, row.key, row.spend_total, Number(row.count), row.max_total);
+    by.rows.push({ key: row.key, spend: row.spend_total, value: row.value_total, count: Number(row.count), valued: Number(row.valued) });
+    if (row.dimension === 'outcome') addOutcome(period.totals, row.key, row.spend_total, Number(row.count), row.max_total, row.value_total, Number(row.valued));
     if (row.dimension === 'unpriced') period.totals.unpriced += Number(row.count);
   }
   return result;
@@ -204,14 +234,16 @@ export async function spendByDimensions(
 
 function emptyPeriod(dims: readonly Dimension[]): PeriodSpend {
   return {
-    totals: { spend: '0', count: 0, maxPayment: '0', flagged: 0, blocked: 0, unpriced: 0 },
+    totals: { spend: '0', count: 0, maxPayment: '0', flagged: 0, blocked: 0, unpriced: 0, value: '0', unvalued: 0 },
     by: Object.fromEntries(dims.map((d) => [d, { rows: [], keys: 0 }])),
   };
 }
 
-function addOutcome(totals: SpendTotals, outcome: string, spend: string, count: number, max: string): void {
+function addOutcome(totals: SpendTotals, outcome: string, spend: string, count: number, max: string, value: string, valued: number): void {
   totals.spend = new Money(totals.spend).plus(spend).toFixed();
+  totals.value = new Money(totals.value).plus(value).toFixed();
   totals.count += count;
+  totals.unvalued += count - valued;
   if (new Money(max).gt(totals.maxPayment)) totals.maxPayment = max;
   if (outcome === 'flagged') totals.flagged += count;
   if (outcome === 'blocked') totals.blocked += count;
@@ -237,6 +269,8 @@ export interface TimeBucket {
   /** Bucket start, Unix ms. */
   t: number;
   spend: string;
+  /** The records' values in the asked currency. */
+  value: string;
   count: number;
 }
 
@@ -277,11 +311,13 @@ export async function spendTimeseries(
   granularity: Granularity,
   tz: string,
   agent?: string,
+  currency = 'USD',
 ): Promise<TimeBucket[]> {
   const buckets = await bucketStarts(store, range, granularity, tz);
   if (buckets.length === 0) return [];
   const p = new Params();
   const team = p.add(teamId, 'String');
+  const valuedIn = p.add(currency, 'String');
   // One agent's spend: the raw events only (the rollups are not per agent and per time at once).
   const segments = splitRange(range, agent === undefined ? alignedLevels(buckets) : []);
   const agentCondition = agent === undefined ? '' : `AND agent_id = ${p.add(agent, 'String')}`;
@@ -294,12 +330,13 @@ export async function spendTimeseries(
     const outcome = level === 'day' || level === 'hour' ? "AND dimension = 'outcome'" : '';
     const [spend, events] = level === 'raw' ? ['toDecimal256(amount, 18)', 'toUInt64(1)'] : ['spend', 'events'];
     branches.push(`
-      SELECT ${at} AS t, ${spend} AS spend, ${events} AS events
+      SELECT ${at} AS t, ${spend} AS spend, ${events} AS events, ${valueColumns(level, valuedIn)}
         FROM ${table}
        WHERE team_id = ${team} ${outcome} ${agentCondition} AND ${where}`);
   }
-  const rows = await store.query<{ b: string; spend_total: string; count: string }>(
-    `SELECT toUnixTimestamp(${BUCKET[granularity]}) * 1000 AS b, toString(sum(spend)) AS spend_total, sum(events) AS count
+  const rows = await store.query<{ b: string; spend_total: string; count: string; value_total: string }>(
+    `SELECT toUnixTimestamp(${BUCKET[granularity]}) * 1000 AS b, toString(sum(spend)) AS spend_total, sum(events) AS count,
+            toString(sum(worth)) AS value_total
        FROM (${branches.join('\n      UNION ALL')})
       GROUP BY b`,
     { ...p.values, tz },
@@ -307,6 +344,6 @@ export async function spendTimeseries(
   const byBucket = new Map(rows.map((r) => [Number(r.b), r]));
   return buckets.map((t) => {
     const row = byBucket.get(t);
-    return { t, spend: row?.spend_total ?? '0', count: Number(row?.count ?? 0) };
+    return { t, spend: row?.spend_total ?? '0', value: row?.value_total ?? '0', count: Number(row?.count ?? 0) };
   });
 }

@@ -41,16 +41,22 @@ export function displayKey(dimension: Dimension, key: string): string {
 export const NO_NETWORK = 'unknown';
 
 const asMap = (rows: SpendRow[], dimension: Dimension) =>
-  Object.fromEntries(rows.map((r) => [displayKey(dimension, r.key), { spend: r.spend, count: r.count }]));
+  Object.fromEntries(rows.map((r) => [displayKey(dimension, r.key), { spend: r.spend, value: r.value, count: r.count }]));
 
-/** GET /analytics/summary: totals, top agents and domains, and the previous period of equal length. */
-export async function summaryReport(store: EventStore, teamId: string, range: TimeRange, limit: number, agent?: string) {
+/**
+ * GET /analytics/summary: totals, top agents and domains, and the previous period of equal length;
+ * values in `currency` (the team's), with the count of records without one.
+ */
+export async function summaryReport(store: EventStore, teamId: string, range: TimeRange, limit: number, agent: string | undefined, currency: string) {
   const previousRange = { from: range.from - (range.to - range.from), to: range.from };
-  const { current, previous } = await spendByDimensions(store, teamId, range, ['agent', 'domain', 'unpriced'], limit, { previous: true, agent });
+  const { current, previous } = await spendByDimensions(store, teamId, range, ['agent', 'domain', 'unpriced'], limit, { previous: true, agent, currency });
   const totals = current.totals;
   const before = previous!.totals;
   return {
     period: period(range),
+    currency,
+    totalValue: totals.value,
+    unvalued: totals.unvalued,
     totalSpend: totals.spend,
     count: totals.count,
     avgPayment: totals.count === 0 ? '0' : new Money(totals.spend).div(totals.count).toFixed(),
@@ -61,20 +67,28 @@ export async function summaryReport(store: EventStore, teamId: string, range: Ti
     unpriced: totals.unpriced,
     byAgent: asMap(current.by.agent!.rows, 'agent'),
     byEndpoint: asMap(current.by.domain!.rows, 'domain'),
-    previous: { period: period(previousRange), totalSpend: before.spend, count: before.count },
-    change: { spend: percentChange(totals.spend, before.spend), count: percentChange(totals.count, before.count) },
+    previous: { period: period(previousRange), totalValue: before.value, totalSpend: before.spend, count: before.count },
+    change: { value: percentChange(totals.value, before.value), spend: percentChange(totals.spend, before.spend), count: percentChange(totals.count, before.count) },
   };
 }
 
 /** GET /analytics/by-*: spend per key with its share of the range's total. */
-export async function breakdownReport(store: EventStore, teamId: string, range: TimeRange, dimension: Dimension, limit: number, agent?: string) {
-  const { current } = await spendByDimensions(store, teamId, range, [dimension], limit, { agent });
+export async function breakdownReport(store: EventStore, teamId: string, range: TimeRange, dimension: Dimension, limit: number, agent: string | undefined, currency: string) {
+  const { current } = await spendByDimensions(store, teamId, range, [dimension], limit, { agent, currency });
   const sum = new Money(current.totals.spend);
-  return current.by[dimension]!.rows.map((r) => ({ ...r, key: displayKey(dimension, r.key), share: sum.isZero() ? 0 : new Money(r.spend).div(sum).decimalPlaces(6).toNumber() }));
+  return current.by[dimension]!.rows.map((r) => ({
+    key: displayKey(dimension, r.key),
+    spend: r.spend,
+    value: r.value,
+    currency,
+    count: r.count,
+    unvalued: r.count - r.valued,
+    share: sum.isZero() ? 0 : new Money(r.spend).div(sum).decimalPlaces(6).toNumber(),
+  }));
 }
 
 /** GET /analytics/timeseries: zero-filled buckets with ISO starts. */
-export async function timeseriesReport(store: EventStore, teamId: string, range: TimeRange, granularity: Granularity, tz: string, agent?: string) {
-  const buckets = await spendTimeseries(store, teamId, range, granularity, tz, agent);
-  return buckets.map((b) => ({ t: iso(b.t), spend: b.spend, count: b.count }));
+export async function timeseriesReport(store: EventStore, teamId: string, range: TimeRange, granularity: Granularity, tz: string, agent: string | undefined, currency: string) {
+  const buckets = await spendTimeseries(store, teamId, range, granularity, tz, agent, currency);
+  return buckets.map((b) => ({ t: iso(b.t), spend: b.spend, value: b.value, count: b.count }));
 }

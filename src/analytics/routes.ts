@@ -3,6 +3,9 @@ import { defineRoute, type RouteSpec } from '../http/routes.js';
 import { isTimeZone, parseQueryTime } from '../http/validation.js';
 import type { Dimension, Granularity, TimeRange } from './queries.js';
 import { breakdownReport, defaultGranularity, summaryReport, timeseriesReport } from './reports.js';
+import { DEFAULT_CURRENCY } from '../domain/currencies.js';
+import type { Sql } from '../stores/sql.js';
+import { findTeam } from '../teams/repository.js';
 
 const DAY = 86_400_000;
 const DEFAULT_RANGE_MS = 30 * DAY;
@@ -31,7 +34,14 @@ export function parseRange(query: RangeQuery, now = Date.now()): TimeRange {
 const RANGE_DOC =
   '`from` (inclusive) and `to` (exclusive) take Unix ms or ISO 8601; the default is the last 30 days. Answers are ' +
   'exact to the millisecond: whole UTC days and hours come from the rollups, the ragged ends from the raw events. ' +
-  '`agent` keeps one agent\'s records (read from the raw events).';
+  '`agent` keeps one agent\'s records (read from the raw events). `spend` adds amounts of every asset as they are; ' +
+  '`value` is the sum of the records\' values in the team\'s currency (`currency`), and `unvalued` counts the records ' +
+  'it leaves out (no rate valued them, or they were valued in a currency the team had before).';
+
+/** The team's currency: what analytics answer values in. */
+async function teamCurrency(db: Sql, teamId: string): Promise<string> {
+  return (await findTeam(db, teamId))?.currency ?? DEFAULT_CURRENCY;
+}
 
 export const analyticsSummary = defineRoute<unknown, RangeQuery>({
   method: 'get',
@@ -43,7 +53,8 @@ export const analyticsSummary = defineRoute<unknown, RangeQuery>({
   query: 'analytics-query.json',
   responses: { 200: { description: 'The summary', schema: 'analytics-summary.json' } },
   async handler({ query, team, deps }) {
-    return { body: await summaryReport(await deps.readEvents(team.teamId), team.teamId, parseRange(query), query.limit ?? DEFAULT_LIMIT, query.agent) };
+    const currency = await teamCurrency(deps.db, team.teamId);
+    return { body: await summaryReport(await deps.readEvents(team.teamId), team.teamId, parseRange(query), query.limit ?? DEFAULT_LIMIT, query.agent, currency) };
   },
 });
 
@@ -66,7 +77,8 @@ export const analyticsTimeseries = defineRoute<unknown, RangeQuery & { granulari
     if ((range.to - range.from) / BUCKET_MS[granularity] > MAX_BUCKETS) {
       throw invalid('granularity', `would yield more than ${MAX_BUCKETS} buckets for this range; choose a larger one`);
     }
-    return { body: await timeseriesReport(await deps.readEvents(team.teamId), team.teamId, range, granularity, tz, query.agent) };
+    const currency = await teamCurrency(deps.db, team.teamId);
+    return { body: await timeseriesReport(await deps.readEvents(team.teamId), team.teamId, range, granularity, tz, query.agent, currency) };
   },
 });
 
@@ -82,7 +94,8 @@ function breakdownRoute(path: string, operationId: string, summary: string, dime
     responses: { 200: { description: 'Spend per key', schema: 'spend-breakdown.json' } },
     async handler({ query, team, deps }) {
       const by: Dimension = dimension === 'domain-or-url' ? (query.level === 'url' ? 'url' : 'domain') : dimension;
-      return { body: await breakdownReport(await deps.readEvents(team.teamId), team.teamId, parseRange(query), by, query.limit ?? DEFAULT_LIMIT, query.agent) };
+      const currency = await teamCurrency(deps.db, team.teamId);
+      return { body: await breakdownReport(await deps.readEvents(team.teamId), team.teamId, parseRange(query), by, query.limit ?? DEFAULT_LIMIT, query.agent, currency) };
     },
   });
 }

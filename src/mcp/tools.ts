@@ -128,8 +128,9 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
     name: 'get_spend_summary',
     title: 'Spend summary',
     description:
-      'Total spend and counts of the team over a range (from inclusive, to exclusive: Unix ms or ISO 8601; default the last 30 ' +
-      'days), by agent and by endpoint domain, with the previous period of equal length; agent keeps one agent\'s records. Same ' +
+      'The team\'s spend over a range (from inclusive, to exclusive: Unix ms or ISO 8601; default the last 30 days) in value ' +
+      '(totalValue, in the team\'s currency; unvalued counts the records without one) and in asset amounts (totalSpend), with ' +
+      'counts, by agent and by endpoint domain, and the previous period of equal length; agent keeps one agent\'s records. Same ' +
       'as GET /api/v1/analytics/summary. Needs the read scope.',
     route: authed(analyticsSummary),
     rest: 'query',
