@@ -19,6 +19,7 @@ import { Policies, PolicyPage } from './pages/policies';
 import { RecordPage, Records } from './pages/records';
 import { TeamPage, WebhookPage } from './pages/team';
 import { SignIn } from './pages/sign-in';
+import { Rates } from './pages/rates';
 import { href, interceptLinks, navigate, useLocation } from './router';
 import { currentSession, forgetSession, saveSession, type Scope, type Session } from './session';
 import './styles.css';
@@ -32,6 +33,7 @@ const SECTIONS: { path: string; label: string; needs?: Scope }[] = [
   { path: 'records', label: 'Records' },
   { path: 'budgets', label: 'Budgets' },
   { path: 'policies', label: 'Policies' },
+  { path: 'rates', label: 'Rates' },
   { path: 'team', label: 'Team' },
   { path: 'audit-log', label: 'Audit log', needs: 'admin' },
 ];
@@ -53,6 +55,8 @@ function Page({ path }: { path: string }) {
       return id ? <NotFound /> : <Budgets />;
     case 'audit-log':
       return id ? <NotFound /> : <AuditLog />;
+    case 'rates':
+      return id ? <NotFound /> : <Rates />;
     case 'policies':
       return id ? <PolicyPage policyId={id} /> : <Policies />;
     case 'team':

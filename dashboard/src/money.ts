@@ -10,7 +10,10 @@
 
 const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?$/;
 
-export type Denomination = { kind: 'asset'; asset: string } | { kind: 'mixed'; assets: string[] } | { kind: 'unknown' };
+export type Denomination = { kind: 'asset'; asset: string } | { kind: 'mixed'; assets: string[] } | { kind: 'currency'; currency: string } | { kind: 'unknown' };
+
+/** A value in a currency: the team's, what records are valued in (GET /rates). */
+export const inCurrency = (currency: string): Denomination => ({ kind: 'currency', currency });
 
 export const UNKNOWN: Denomination = { kind: 'unknown' };
 
@@ -28,6 +31,7 @@ export const assetName = (asset: string) => asset || 'no asset';
 /** The short label after an amount: "USDC", "USDC+EURC", "3 assets", or nothing when unknown. */
 export function denominationLabel(d: Denomination): string {
   if (d.kind === 'asset') return d.asset;
+  if (d.kind === 'currency') return d.currency;
   if (d.kind === 'mixed') return d.assets.length === 2 ? d.assets.map(assetName).join('+') : `${d.assets.length} assets`;
   return '';
 }
@@ -35,6 +39,7 @@ export function denominationLabel(d: Denomination): string {
 /** A sentence for a tooltip: what the figure adds up. */
 export function denominationNote(d: Denomination): string {
   if (d.kind === 'asset') return `in ${d.asset}`;
+  if (d.kind === 'currency') return `value in ${d.currency}, the team's currency`;
   if (d.kind === 'mixed') return `a sum of amounts in ${d.assets.map(assetName).join(', ')}, added as they are (not converted)`;
   return 'asset not known';
 }

@@ -10,6 +10,11 @@ export interface SpendRow {
 
 export interface Summary {
   period: { from: string; to: string };
+  /** The team's currency: what totalValue is in. */
+  currency: string;
+  totalValue: string;
+  /** Records without a value in `currency`: not in totalValue. */
+  unvalued: number;
   totalSpend: string;
   count: number;
   avgPayment: string;
@@ -17,8 +22,8 @@ export interface Summary {
   activeAgents: number;
   flagged: number;
   blocked: number;
-  previous: { period: { from: string; to: string }; totalSpend: string; count: number };
-  change: { spend: number | null; count: number | null };
+  previous: { period: { from: string; to: string }; totalValue: string; totalSpend: string; count: number };
+  change: { value: number | null; spend: number | null; count: number | null };
 }
 
 export interface Alert {
@@ -134,6 +139,8 @@ export interface Team {
   id: string;
   name: string;
   createdAt: string;
+  /** ISO 4217: what the team's records are valued in. */
+  currency: string;
   /** The key of the request: what the dashboard may offer it. */
   key: KeyAccess;
   usage: {
@@ -306,7 +313,10 @@ export type ManagementAction =
   | 'webhook.create'
   | 'webhook.update'
   | 'webhook.delete'
-  | 'webhook.rotate-secret';
+  | 'webhook.rotate-secret'
+  | 'team.update'
+  | 'rate.set'
+  | 'rate.end';
 
 /** One change made through the management API (GET /audit-log; schema/api/audit-log-entry.json). */
 export interface ManagementChange {
@@ -318,8 +328,26 @@ export interface ManagementChange {
   method: string;
   route: string;
   action: ManagementAction;
-  resourceType: 'key' | 'agent' | 'policy' | 'alert' | 'webhook';
+  resourceType: 'key' | 'agent' | 'policy' | 'alert' | 'webhook' | 'team' | 'rate';
   resourceId: string;
   /** Each changed field before and after; null: absent (before a creation, after a deletion). */
   changes: Record<string, { before: unknown; after: unknown }>;
+}
+
+/** What one unit of an asset (or a currency) is worth, from a time on (GET /rates; schema/api/rate.json). */
+export interface Rate {
+  asset: string;
+  /** null: the team's rate ended here. */
+  value: string | null;
+  currency: string | null;
+  valid_from: string;
+  decimals: number | null;
+  source: 'built-in' | 'team';
+  /** In GET /rates: one unit in the team's currency now (null: no rate converts it). */
+  value_in_team_currency?: string | null;
+}
+
+export interface RateList {
+  currency: string;
+  data: Rate[];
 }

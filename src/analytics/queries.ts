@@ -1,5 +1,6 @@
 import BigNumber from 'bignumber.js';
 import type { EventStore } from '../stores/clickhouse.js';
+import { DEFAULT_CURRENCY } from '../domain/currencies.js';
 import { DIMENSION_COLUMN, UNPRICED_CONDITION, type Dimension } from './rollups.js';
 
 export type { Dimension };
@@ -157,7 +158,7 @@ export async function spendByDimensions(
 ): Promise<{ current: PeriodSpend; previous?: PeriodSpend }> {
   const p = new Params();
   const team = p.add(teamId, 'String');
-  const currency = p.add(options.currency ?? 'USD', 'String');
+  const currency = p.add(options.currency ?? DEFAULT_CURRENCY, 'String');
   const periodStart = p.add(range.from, 'Int64');
   // Every event counts once in the outcome dimension: it gives the totals.
   const dims = [...new Set<Dimension>([...dimensions, 'outcome'])];
@@ -214,7 +215,7 @@ export async function spendByDimensions(
        FROM (SELECT previous, dimension, key, toString(sum(spend)) AS spend_total, sum(events) AS count,
                     toString(max(max_amount)) AS max_total, toString(sum(worth)) AS value_total, sum(worth_count) AS valued,
                     count() OVER (PARTITION BY previous, dimension) AS keys,
-                    row_number() OVER (PARTITION BY previous, dimension ORDER BY sum(spend) DESC, key ASC) AS rank
+                    row_number() OVER (PARTITION BY previous, dimension ORDER BY sum(worth) DESC, sum(spend) DESC, key ASC) AS rank
                FROM (${branches.join('\n      UNION ALL')})
               GROUP BY previous, dimension, key)
       WHERE rank <= ${p.add(limit, 'UInt32')} OR dimension IN ('outcome', 'unpriced')
@@ -272,6 +273,8 @@ export interface TimeBucket {
   /** The records' values in the asked currency. */
   value: string;
   count: number;
+  /** Records without a value in that currency. */
+  unvalued: number;
 }
 
 /**
@@ -311,7 +314,7 @@ export async function spendTimeseries(
   granularity: Granularity,
   tz: string,
   agent?: string,
-  currency = 'USD',
+  currency = DEFAULT_CURRENCY,
 ): Promise<TimeBucket[]> {
   const buckets = await bucketStarts(store, range, granularity, tz);
   if (buckets.length === 0) return [];
@@ -334,9 +337,9 @@ export async function spendTimeseries(
         FROM ${table}
        WHERE team_id = ${team} ${outcome} ${agentCondition} AND ${where}`);
   }
-  const rows = await store.query<{ b: string; spend_total: string; count: string; value_total: string }>(
+  const rows = await store.query<{ b: string; spend_total: string; count: string; value_total: string; valued: string }>(
     `SELECT toUnixTimestamp(${BUCKET[granularity]}) * 1000 AS b, toString(sum(spend)) AS spend_total, sum(events) AS count,
-            toString(sum(worth)) AS value_total
+            toString(sum(worth)) AS value_total, sum(worth_count) AS valued
        FROM (${branches.join('\n      UNION ALL')})
       GROUP BY b`,
     { ...p.values, tz },
@@ -344,6 +347,7 @@ export async function spendTimeseries(
   const byBucket = new Map(rows.map((r) => [Number(r.b), r]));
   return buckets.map((t) => {
     const row = byBucket.get(t);
-    return { t, spend: row?.spend_total ?? '0', value: row?.value_total ?? '0', count: Number(row?.count ?? 0) };
+    const count = Number(row?.count ?? 0);
+    return { t, spend: row?.spend_total ?? '0', value: row?.value_total ?? '0', count, unvalued: count - Number(row?.valued ?? 0) };
   });
 }

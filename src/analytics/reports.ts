@@ -41,7 +41,7 @@ export function displayKey(dimension: Dimension, key: string): string {
 export const NO_NETWORK = 'unknown';
 
 const asMap = (rows: SpendRow[], dimension: Dimension) =>
-  Object.fromEntries(rows.map((r) => [displayKey(dimension, r.key), { spend: r.spend, value: r.value, count: r.count }]));
+  Object.fromEntries(rows.map((r) => [displayKey(dimension, r.key), { spend: r.spend, value: r.value, count: r.count, unvalued: r.count - r.valued }]));
 
 /**
  * GET /analytics/summary: totals, top agents and domains, and the previous period of equal length;
@@ -90,5 +90,5 @@ export async function breakdownReport(store: EventStore, teamId: string, range: 
 /** GET /analytics/timeseries: zero-filled buckets with ISO starts. */
 export async function timeseriesReport(store: EventStore, teamId: string, range: TimeRange, granularity: Granularity, tz: string, agent: string | undefined, currency: string) {
   const buckets = await spendTimeseries(store, teamId, range, granularity, tz, agent, currency);
-  return buckets.map((b) => ({ t: iso(b.t), spend: b.spend, value: b.value, count: b.count }));
+  return buckets.map((b) => ({ t: iso(b.t), spend: b.spend, value: b.value, count: b.count, unvalued: b.unvalued }));
 }

@@ -149,6 +149,7 @@ export const BUILT_IN_BOOK: RateBook = { currency: DEFAULT_CURRENCY, histories: 
 export function bookDecimals(book: RateBook, asset: string): number | undefined {
   const history = book.histories.get(assetKey(asset));
   if (!history) return undefined;
-  for (const version of history) if (version.decimals !== null) return version.decimals;
+  // Amounts keep 18 places: a rate that says more (set before that bound) does not make amounts.
+  for (const version of history) if (version.decimals !== null) return version.decimals <= 18 ? version.decimals : undefined;
   return undefined;
 }

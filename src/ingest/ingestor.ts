@@ -6,7 +6,7 @@ import type { GroupCommit } from './group-commit.js';
 import type { Logger } from 'pino';
 import { BUILT_IN_BOOK } from '../domain/rates.js';
 import type { RateBooks } from '../rates/books.js';
-import { settleValue } from './valuation.js';
+import { valueRow } from './valuation.js';
 
 /** A batch logs at most this many of its rejected records' errors (the count is always whole). */
 const LOGGED_ERRORS = 20;
@@ -44,7 +44,7 @@ export class Ingestor {
     private readonly metrics?: Metrics,
     private readonly rules: RecordRules = {},
     /** The teams' currencies and rates (without: every team values by the built-in pegs, in USD). */
-    private readonly rates?: Pick<RateBooks, 'book' | 'olderValue'>,
+    private readonly rates?: Pick<RateBooks, 'book' | 'bookFrom'>,
   ) {}
 
   /**
@@ -71,7 +71,7 @@ export class Ingestor {
       } else for (const e of outcome.errors) errors.push({ index, ...e });
     });
     if (older) {
-      for (const i of older) await this.valueOlder(teamId, book.currency, rows[i]!, indexOf[i]!, warnings);
+      await this.valueOlder(teamId, book.currency, older.map((i) => rows[i]!), older.map((i) => indexOf[i]!), warnings);
       warnings.sort((a, b) => a.index - b.index);
     }
     this.metrics?.ingestRecords.inc({ outcome: 'invalid' }, records.length - rows.length);
@@ -123,17 +123,20 @@ export class Ingestor {
     const book = this.rates ? await this.rates.book(teamId) : BUILT_IN_BOOK;
     const outcome = recordToRow(record, this.schemas, teamId, 'events', Date.now(), this.rules, false, book);
     if (!outcome.ok) throw new InvalidInput('The capture record is invalid', outcome.errors);
-    if (outcome.older) await this.valueOlder(teamId, book.currency, outcome.row, 0, []);
+    if (outcome.older) await this.valueOlder(teamId, book.currency, [outcome.row], [0], []);
     const result = await this.commit.write(teamId, [outcome.row], { captureOnly: true });
     this.metrics?.ingestRecords.inc({ outcome: 'accepted' }, result.stored);
     this.metrics?.ingestRecords.inc({ outcome: 'duplicate' }, result.duplicates);
     return result.refused === 0;
   }
 
-  /** Values a row older than its book's horizon from the rates of its time (read from the store). */
-  private async valueOlder(teamId: string, currency: string, row: EventRow, index: number, warnings: RecordError[]): Promise<void> {
-    const valued = this.rates ? await this.rates.olderValue(teamId, currency, row.asset, row.amount, row.event_time) : 'no-rate';
-    const unvalued = settleValue(row, currency, valued);
-    if (unvalued) warnings.push({ index, ...unvalued });
+  /** Values rows older than their book's horizon from the rates of their time: one read of the versions since the earliest. */
+  private async valueOlder(teamId: string, currency: string, rows: readonly EventRow[], indexes: readonly number[], warnings: RecordError[]): Promise<void> {
+    const earliest = Math.min(...rows.map((r) => r.event_time));
+    const past = this.rates ? await this.rates.bookFrom(teamId, earliest, currency) : BUILT_IN_BOOK;
+    rows.forEach((row, k) => {
+      const unvalued = valueRow(row, past);
+      if (unvalued) warnings.push({ index: indexes[k]!, ...unvalued });
+    });
   }
 }

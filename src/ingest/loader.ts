@@ -96,6 +96,8 @@ export interface BlockLedger<B extends RecordedBlock> {
 }
 
 export const BACKOFF_MIN_MS = 200;
+/** How often a loader looks again for stored records to value, until none is left. */
+const VALUE_CHECK_MS = 30_000;
 export const BACKOFF_MAX_MS = 5_000;
 
 /** A loader's sleep between blocks, which a waiting reader (or stop) cuts short. */
@@ -136,6 +138,7 @@ export class BlockLoader<B extends RecordedBlock> {
   private legacyUntil: number | undefined;
   /** Every record stored before values existed is valued (src/ingest/value-backfill.ts). */
   private valued = false;
+  private nextValueCheck = 0;
   private readonly signals: LeaseSignals = {
     urgent: () => {
       this.urgent = true;
@@ -197,6 +200,20 @@ export class BlockLoader<B extends RecordedBlock> {
     }
   }
 
+  /**
+   * Values the records stored before values existed, once the chunks of older formats are loaded
+   * (theirs are the last to value); checked every VALUE_CHECK_MS until done. Never in the way of
+   * loading: a failure is logged and tried again at the next check.
+   */
+  private async valueStored(): Promise<void> {
+    try {
+      this.valued = await backfillValues(this.store, this.ledger.database, this.logId!, this.logger);
+    } catch (err) {
+      this.logger.error({ err }, 'values: valuing the records stored before values failed; trying again shortly');
+    }
+    this.nextValueCheck = Date.now() + VALUE_CHECK_MS;
+  }
+
   private leading(lease: Lease): boolean {
     return !this.stopped && lease.held;
   }
@@ -206,8 +223,7 @@ export class BlockLoader<B extends RecordedBlock> {
     while (this.leading(lease)) {
       try {
         this.legacyUntil ??= await this.ledger.legacyUntil((loadedPos) => backfillLaterDimensions(this.store, this.logId!, loadedPos));
-        // Once the chunks of older formats are loaded (their records are the last to value).
-        this.valued ||= await backfillValues(this.store, this.ledger.database, this.logId!, this.logger);
+        if (!this.valued && Date.now() >= this.nextValueCheck) await this.valueStored();
         // Blocks recorded but not confirmed (a crash, a takeover, a failed insert) go first, as they were.
         const pending = await this.ledger.recorded();
         if (pending.length > 0) {

@@ -112,7 +112,7 @@ export class SharedLedger implements BlockLedger<SharedBlock> {
       const format = chunks[0]!.format;
       const { id } = (await sql.get<{ id: number }>(
         postgresOnly(`WITH n AS (SELECT nextval('ingest_blocks_id_seq') AS id)
-                      INSERT INTO ingest_blocks (id, origin, ranges, made_at, format) SELECT id, id, $1, $2, $3 FROM n RETURNING id`),
+                      INSERT INTO ingest_blocks (id, origin, ranges, made_at, format, layout) SELECT id, id, $1, $2, $3, 2 FROM n RETURNING id`),
         [JSON.stringify(taken), Date.now(), format],
       ))!;
       await sql.run(postgresOnly('UPDATE ingest_chunks SET block_id = $1 WHERE first_pos = ANY($2::bigint[])'), [id, taken.map(([first]) => first)]);
@@ -138,7 +138,7 @@ export class SharedLedger implements BlockLedger<SharedBlock> {
       await sql.run(postgresOnly('DELETE FROM ingest_blocks WHERE id = $1'), [block.id]);
       const made: SharedBlock[] = [];
       for (const ranges of halves) {
-        const { id } = (await sql.get<{ id: number }>(postgresOnly('INSERT INTO ingest_blocks (origin, ranges, made_at, format) VALUES ($1, $2, $3, $4) RETURNING id'), [
+        const { id } = (await sql.get<{ id: number }>(postgresOnly('INSERT INTO ingest_blocks (origin, ranges, made_at, format, layout) VALUES ($1, $2, $3, $4, 2) RETURNING id'), [
           block.origin,
           JSON.stringify(ranges),
           Date.now(),

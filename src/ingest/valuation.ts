@@ -11,7 +11,7 @@ export function valueRow(row: EventRow, book: RateBook): FieldError | undefined 
 }
 
 /** Sets the row's value from a valuation, or leaves it unvalued with the warning that says why. */
-export function settleValue(row: EventRow, currency: string, valued: Valuation | Unvalued): FieldError | undefined {
+function settleValue(row: EventRow, currency: string, valued: Valuation | Unvalued): FieldError | undefined {
   row.currency = currency;
   if (typeof valued === 'object') {
     row.value = valued.value;

@@ -1,10 +1,13 @@
 /**
  * Values the records stored before values existed (events.currency ''), of the teams of this
- * registry, once every chunk written before them is loaded: each in its team's currency by the rates stored for its time (the built-in
- * pegs, and the team's own), as ingest values a record now. The rollups get rows of value for them
- * first (each under its own deduplication token), then one mutation writes value, currency and
- * valuation into events. Both read `currency = ''`: a run cut short is completed by the next.
+ * registry, once every chunk written before them is loaded: each in its team's currency by the
+ * rates stored for its time (the built-in pegs, and the team's own), as ingest values a record now.
+ * Per team and asset, the rollups get rows of value first (each statement under a deduplication
+ * token of its own), the pair is marked in value_backfills, then mutations write value, currency
+ * and valuation into events, in the background. A run cut short is completed by the next: the
+ * marked pairs' rollups are never given their values twice; their mutations are sent again.
  */
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import BigNumber from 'bignumber.js';
 import { assetKey, BUILT_IN_RATES, rateFactor, valuationText, type Rate, type RateFactor } from '../domain/rates.js';
@@ -47,11 +50,14 @@ async function olderChunksLeft(db: Database): Promise<boolean> {
 }
 
 /**
- * Values what was stored unvalued; resolves true when nothing is left to value (false: chunks of
- * an older format are still to load; call again after). Repeated, it does nothing.
+ * Values what was stored unvalued; resolves true when nothing is left to value, false when there is
+ * (chunks of an older format still to load, or the mutations sent still running): call again later.
  */
 export async function backfillValues(store: EventStore, db: Database, logId: string, logger: Logger): Promise<boolean> {
   if (await olderChunksLeft(db)) return false;
+  // The mutations sent before are still at work: they value what is left.
+  const [running] = await store.query<{ n: string }>("SELECT toString(count()) AS n FROM system.mutations WHERE database = currentDatabase() AND table = 'events' AND NOT is_done");
+  if (Number(running?.n ?? 0) > 0) return false;
   // The teams of this registry: their rates and currencies are here.
   const known = (await db.all<{ id: string }>('SELECT id FROM teams')).map((t) => t.id);
   const unvalued = "currency = '' AND has({teams:Array(String)}, team_id)";
@@ -107,29 +113,55 @@ export async function backfillValues(store: EventStore, db: Database, logId: str
     });
   }
   if (unexact > 0) logger.warn({ segments: unexact }, 'values: a rate too long to multiply exactly in Decimal256 left some stored records unvalued');
-  const params: Record<string, unknown> = { teams: known };
-  const param = (value: string) => {
-    const name = `p${Object.keys(params).length}`;
-    params[name] = value;
-    return `{${name}:String}`;
-  };
-  const teamParams = new Map<string, string>();
-  const teamParam = (team: string) => teamParams.get(team) ?? (teamParams.set(team, param(team)), teamParams.get(team)!);
-  const condition = (s: Segment) =>
-    [`team_id = ${teamParam(s.team)}`, `asset = ${param(s.asset)}`, s.from > Number.MIN_SAFE_INTEGER ? `toUnixTimestamp64Milli(event_time) >= ${s.from}` : '', s.to !== undefined ? `toUnixTimestamp64Milli(event_time) < ${s.to}` : '']
+  const done = new Set(
+    (await db.all<{ team_id: string; asset: string }>('SELECT team_id, asset FROM value_backfills')).map((r) => `${r.team_id}\u0000${r.asset}`),
+  );
+  let batches = 0;
+  for (const group of groups) {
+    const own = segments.filter((s) => s.team === group.team_id && s.asset === group.asset);
+    const currency = teams.get(group.team_id)!.currency;
+    const rollupsIn = done.has(`${group.team_id}\u0000${group.asset}`);
+    // A statement values at most SEGMENTS_PER_STATEMENT time ranges: its text stays far below max_query_size.
+    for (let at = 0; at < own.length; at += SEGMENTS_PER_STATEMENT) {
+      const batch = own.slice(at, at + SEGMENTS_PER_STATEMENT);
+      const { sql, params } = batchStatements(group, batch, currency, known);
+      if (!rollupsIn) {
+        const name = createHash('sha256').update(`${group.team_id}\u0000${group.asset}\u0000${at}`).digest('hex').slice(0, 24);
+        for (const insert of valueBackfillInserts(sql.value, sql.currency)) await store.command(insert.sql(sql.rows, `${logId}:values:${name}:${insert.name}`), params);
+      }
+      // Applied in the background by the engine (a large table takes a while); the rows it has not reached still read currency ''.
+      await store.command(`ALTER TABLE events UPDATE value = ${sql.value}, valuation = ${sql.valuation}, currency = ${sql.currency} WHERE ${sql.rows} SETTINGS mutations_sync = 0`, params);
+      batches++;
+    }
+    if (!rollupsIn) await db.run('INSERT INTO value_backfills (team_id, asset, done_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING', [group.team_id, group.asset, Date.now()]);
+  }
+  logger.info({ groups: groups.length, segments: segments.length, statements: batches, ms: Math.round(performance.now() - started) }, 'values: records stored before values existed are being valued');
+  return false;
+}
+
+/** Time ranges of one team's asset valued by one statement. */
+const SEGMENTS_PER_STATEMENT = 64;
+
+/** The expressions valuing one batch of a group's time ranges, and the condition of its rows; every value from the user as a parameter. */
+function batchStatements(group: Group, batch: readonly Segment[], currency: string, teams: readonly string[]) {
+  const params: Record<string, unknown> = { teams, team: group.team_id, asset: group.asset, currency };
+  const time = (from: number, to: number | undefined) =>
+    [from > Number.MIN_SAFE_INTEGER ? `toUnixTimestamp64Milli(event_time) >= ${from}` : '', to !== undefined ? `toUnixTimestamp64Milli(event_time) < ${to}` : '']
       .filter(Boolean)
-      .join(' AND ');
-  const conditions = segments.map(condition);
+      .join(' AND ') || '1';
+  const rows = `currency = '' AND has({teams:Array(String)}, team_id) AND team_id = {team:String} AND asset = {asset:String} AND ${time(batch[0]!.from, batch.at(-1)!.to)}`;
   // Nothing paid is worth 0 without a rate, as at ingest; an amount_raw of unknown decimals stays unvalued.
   const valueOf = (s: Segment) => (s.valued ? product(s.valued.factor) : 'if(amount = 0, toDecimal256(0, 18), NULL)');
-  const value = `if(${UNPRICED_CONDITION}, NULL, multiIf(${segments.map((s, i) => `${conditions[i]}, ${valueOf(s)}`).join(', ')}, NULL))`;
-  const stored = `CAST(if(${value} < toDecimal256('100000000000000000000', 0), ${value}, NULL) AS Nullable(Decimal(38, 18)))`;
-  const valuation = `multiIf(${segments.map((s, i) => `${conditions[i]} AND NOT (${UNPRICED_CONDITION}), ${s.valued ? param(valuationText(s.valued)) : "''"}`).join(', ')}, '')`;
-  const currency = `multiIf(${[...teams].map(([team, t]) => `team_id = ${teamParam(team)}, '${t.currency}'`).join(', ')}, '${DEFAULT_CURRENCY}')`;
-  for (const insert of valueBackfillInserts(stored, currency)) await store.command(insert.sql(unvalued, `${logId}:values:${insert.name}`), params);
-  await store.command(`ALTER TABLE events UPDATE value = ${stored}, valuation = ${valuation}, currency = ${currency} WHERE ${unvalued} SETTINGS mutations_sync = 2`, params);
-  logger.info({ groups: groups.length, segments: segments.length, ms: Math.round(performance.now() - started) }, 'values: records stored before values existed are valued');
-  return true;
+  const raw = `if(${UNPRICED_CONDITION}, NULL, multiIf(${batch.map((s) => `${time(s.from, s.to)}, ${valueOf(s)}`).join(', ')}, NULL))`;
+  const value = `CAST(if(${raw} < toDecimal256('100000000000000000000', 0), ${raw}, NULL) AS Nullable(Decimal(38, 18)))`;
+  const texts = batch.map((s, i) => {
+    if (!s.valued) return "''";
+    params[`v${i}`] = valuationText(s.valued);
+    return `{v${i}:String}`;
+  });
+  // A value left out (too large) keeps no valuation, as at ingest.
+  const valuation = `if(isNull(${value}), '', multiIf(${batch.map((s, i) => `${time(s.from, s.to)}, ${texts[i]}`).join(', ')}, ''))`;
+  return { sql: { rows, value, valuation, currency: '{currency:String}' }, params };
 }
 
 /** The amount times a factor, rounded half-even to 18 places once; the factor's digits are ours (a product of validated rates). */

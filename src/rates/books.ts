@@ -7,10 +7,10 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { DEFAULT_CURRENCY } from '../domain/currencies.js';
-import { assetKey, rateAt, valueAt, type Rate, type RateBook, type Unvalued, type Valuation } from '../domain/rates.js';
-import { postgresOnly, type Database, type Sql } from '../stores/sql.js';
+import type { Rate, RateBook } from '../domain/rates.js';
+import { postgresOnly, type Database } from '../stores/sql.js';
 import { RATES_CHANGED, RATES_CHANNEL, type RatesChange } from './changes.js';
-import { ratesAt, rateVersionsFrom, versionAt } from './repository.js';
+import { ratesAt, rateVersionsFrom } from './repository.js';
 
 /** A book holds the versions from this long before it was read (a record older than that reads its rate from the store). */
 export const BOOK_HORIZON_MS = 6 * 3_600_000;
@@ -74,22 +74,16 @@ export class RateBooks {
   }
 
   /**
-   * The value of a record older than its book's horizon, from the versions in effect at its time
-   * (a query per asset: such records are rare, an agent's buffer sent late).
+   * The team's versions from `from` on, as a book in `currency`, read now (one transaction): what
+   * values a batch's records older than the book's horizon (an agent's buffer sent late).
    */
-  async olderValue(teamId: string, currency: string, asset: string, amount: string, at: number): Promise<Valuation | Unvalued> {
+  async bookFrom(teamId: string, from: number, currency: string): Promise<RateBook> {
     const histories = new Map<string, Rate[]>();
-    const load = async (sql: Sql, key: string) => {
-      const version = await versionAt(sql, teamId, key, at);
-      if (version) histories.set(key, [version]);
-    };
-    const key = assetKey(asset);
     await this.db.transaction(async (sql) => {
-      await load(sql, key);
-      const rate = rateAt(histories.get(key), key, at);
-      if (rate?.currency && rate.currency !== currency) await load(sql, rate.currency);
+      for (const version of await rateVersionsFrom(sql, teamId, from)) push(histories, version);
+      for (const version of (await ratesAt(sql, teamId, from)).values()) push(histories, version);
     });
-    return valueAt((a) => histories.get(a), asset, amount, at, currency);
+    return { currency, histories, horizon: from };
   }
 
   private read(teamId: string): Promise<HeldBook> {
@@ -109,7 +103,11 @@ export class RateBooks {
         });
         const book: HeldBook = { currency, histories, horizon, revision, readAt };
         this.books.set(teamId, book);
-        for (const change of this.arrived.get(teamId) ?? []) this.apply(change);
+        // No longer reading: what arrived meanwhile applies to the book now (apply would queue it again otherwise).
+        const arrived = this.arrived.get(teamId) ?? [];
+        this.reading.delete(teamId);
+        this.arrived.delete(teamId);
+        for (const change of arrived) this.apply(change);
         return book;
       } finally {
         this.reading.delete(teamId);

@@ -55,15 +55,6 @@ export async function rateVersionsFrom(sql: Sql, teamId: string, from: number): 
   return rows.map(toRate);
 }
 
-/** The asset's version in effect at `at` (an ended one too), if the team has one. */
-export async function versionAt(sql: Sql, teamId: string, asset: string, at: number): Promise<TeamRate | undefined> {
-  const row = await sql.get<RateRow>(
-    'SELECT asset, valid_from, value, currency, decimals, created_at FROM rates WHERE team_id = ? AND asset = ? AND valid_from <= ? ORDER BY valid_from DESC LIMIT 1',
-    [teamId, asset, at],
-  );
-  return row && toRate(row);
-}
-
 /** The decimals the asset's latest version before `before` that gives any gave, if one did. */
 export async function decimalsBefore(sql: Sql, teamId: string, asset: string, before: number): Promise<number | undefined> {
   const row = await sql.get<{ decimals: number }>(

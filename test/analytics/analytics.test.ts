@@ -65,11 +65,17 @@ function makeEvents(count: number, end: number, rnd: () => number): (Ev & { sent
   });
 }
 
+/** USDC by symbol and by its Base contract is worth its amount in USD (a built-in peg); EURC (no EUR rate here) and no asset have no value. */
+const USD_PEGGED = new Set(['USDC', '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913']);
+
 function expectedBy(events: Ev[], key: (e: Ev) => string) {
-  const map = new Map<string, { spend: BigNumber; count: number }>();
+  const map = new Map<string, { spend: BigNumber; value: BigNumber; count: number; unvalued: number }>();
   for (const e of events) {
-    const entry = map.get(key(e)) ?? { spend: new BigNumber(0), count: 0 };
+    const entry = map.get(key(e)) ?? { spend: new BigNumber(0), value: new BigNumber(0), count: 0, unvalued: 0 };
     entry.spend = entry.spend.plus(e.amount);
+    if (USD_PEGGED.has(e.asset)) entry.value = entry.value.plus(e.amount);
+    // Nothing paid is worth 0 with or without a rate.
+    else if (!new BigNumber(e.amount).isZero()) entry.unvalued++;
     entry.count++;
     map.set(key(e), entry);
   }
@@ -146,7 +152,7 @@ describeOnEachRegistry('analytics', function () {
         ['by-asset', (e) => e.asset],
       ];
       for (const [path, key] of breakdowns) {
-        it(`${path} matches, sorted by spend`, async () => {
+        it(`${path} matches, sorted by value, then spend`, async () => {
           const [from, to] = range();
           const sep = path.includes('?') ? '&' : '?';
           const res = await api().get(`/v1/analytics/${path}${sep}from=${from}&to=${to}&limit=1000`).set(...team.auth).expect(200);
@@ -154,13 +160,19 @@ describeOnEachRegistry('analytics', function () {
           const expected = expectedBy(inside, key);
           expect(res.body.map((r: { key: string }) => r.key).sort()).to.deep.equal([...expected.keys()].sort());
           const sum = total(inside);
-          for (const row of res.body as { key: string; spend: string; count: number; share: number }[]) {
+          for (const row of res.body as { key: string; spend: string; value: string; count: number; unvalued: number; share: number }[]) {
             same(row.spend, expected.get(row.key)!.spend, `${path} ${row.key}`);
+            same(row.value, expected.get(row.key)!.value, `${path} ${row.key} value`);
             expect(row.count).to.equal(expected.get(row.key)!.count);
+            expect(row.unvalued, `${path} ${row.key} unvalued`).to.equal(expected.get(row.key)!.unvalued);
             expect(row.share).to.be.closeTo(sum.isZero() ? 0 : expected.get(row.key)!.spend.div(sum).toNumber(), 1e-6);
           }
-          const spends = (res.body as { spend: string }[]).map((r) => new BigNumber(r.spend));
-          for (let i = 1; i < spends.length; i++) expect(spends[i - 1]!.gte(spends[i]!)).to.equal(true);
+          // Largest value first, then spend (amounts of unlike assets only break ties).
+          const ranked = (res.body as { value: string; spend: string }[]).map((r) => [new BigNumber(r.value), new BigNumber(r.spend)] as const);
+          for (let i = 1; i < ranked.length; i++) {
+            const [[value, spend], [nextValue, nextSpend]] = [ranked[i - 1]!, ranked[i]!];
+            expect(value.gt(nextValue) || (value.eq(nextValue) && spend.gte(nextSpend))).to.equal(true);
+          }
         });
       }
 

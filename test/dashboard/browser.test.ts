@@ -170,6 +170,11 @@ describe('dashboard in a browser', function () {
         expect(text, field).to.match(/ USDC$/);
         expect(isRoundingOf(text.replace(/ USDC$/, ''), summary[field]), `${field}: ${text} rounds ${summary[field]}`).to.equal(true);
       }
+      // The value, in the team currency, first.
+      const value = page.locator('[data-field=totalValue] .money');
+      expect(await value.getAttribute('data-exact')).to.equal(summary.totalValue);
+      expect(await value.textContent()).to.match(/ USD$/);
+      expect(summary.unvalued).to.equal(0);
       // The average has 18 decimals: shown as cents, in full in the tooltip.
       expect(summary.avgPayment.split('.')[1]).to.have.length.greaterThan(8);
       expect(await page.locator('[data-field=avgPayment] .money').getAttribute('title')).to.include(summary.avgPayment.split('.')[1]!);
@@ -825,6 +830,55 @@ describe('dashboard in a browser', function () {
     await page.close();
   });
 
+  it('rates: the team currency and what each asset is worth in it, as GET /rates gives them; a rate set from the form, its history a click away, ended; a currency change', async () => {
+    const own = await newTeam('rates-page');
+    const page = await newPage('wide');
+    await signIn(page, own.apiKey);
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Rates' }).click();
+    await page.waitForURL(/\/dashboard\/rates$/);
+    await page.locator('[data-panel=rates][data-state=ready]').waitFor();
+    const listed = async () => (await api().get('/api/v1/rates').set(...own.auth).expect(200)).body as { currency: string; data: { asset: string; value_in_team_currency: string | null }[] };
+    const shown = () => page.locator('[data-rates] [data-rate]').evaluateAll((rows) => rows.map((r) => [r.getAttribute('data-rate'), r.querySelector('[data-in-team-currency]')!.getAttribute('data-in-team-currency')]));
+    const before = await listed();
+    expect(await page.locator('[data-team-currency]').getAttribute('data-team-currency')).to.equal('USD');
+    expect(await shown()).to.deep.equal(before.data.map((r) => [r.asset, r.value_in_team_currency ?? '']));
+
+    // A rate from the form: ETH in USD, from an hour ago, with its decimals.
+    await page.getByText('Set the rate of an asset or a currency').click();
+    await page.locator('#rate-asset').fill('ETH');
+    await page.locator('#rate-value').fill('3050.25');
+    await page.locator('#rate-decimals').fill('18');
+    await page.getByRole('button', { name: 'Set rate' }).click();
+    await page.locator('[data-panel=set-rate] .notice').waitFor();
+    await page.locator('[data-rate=ETH]').waitFor();
+    expect(await page.locator('[data-rate=ETH] [data-in-team-currency]').getAttribute('data-in-team-currency')).to.equal('3050.25');
+    const history = (await api().get('/api/v1/rates/ETH').set(...own.auth).expect(200)).body.data as { value: string }[];
+    expect(history.map((v) => v.value)).to.deep.equal(['3050.25']);
+    // A bad value: the API's message at its field.
+    await page.locator('#rate-asset').fill('BTC');
+    await page.locator('#rate-value').fill('-1');
+    await page.getByRole('button', { name: 'Set rate' }).click();
+    await page.locator('[data-field-error=value]').waitFor();
+    // The history a click away.
+    await page.locator('[data-rate=ETH] summary').click();
+    await page.locator('[data-rate-history=ETH] li').first().waitFor();
+    expect(await page.locator('[data-rate-history=ETH] li').count()).to.equal(1);
+    // Ended: the team's rate is no longer in effect, and ETH (no peg) leaves the list.
+    await page.locator('[data-rate=ETH]').getByRole('button', { name: 'End' }).click();
+    await eventually(async () => page.locator('[data-rate=ETH]').count(), 0, 'ETH ended');
+    expect((await listed()).data.some((r) => r.asset === 'ETH')).to.equal(false);
+
+    // The team currency: EUR, and EURC is worth 1 in it.
+    await page.getByText('Change the team currency').click();
+    await page.locator('#team-currency').fill('EUR');
+    await page.getByRole('button', { name: 'Change currency' }).click();
+    await eventually(async () => page.locator('[data-team-currency]').getAttribute('data-team-currency'), 'EUR', 'currency changed');
+    expect((await api().get('/api/v1/team').set(...own.auth).expect(200)).body.currency).to.equal('EUR');
+    await eventually(async () => page.locator('[data-rate=EURC] [data-in-team-currency]').getAttribute('data-in-team-currency'), '1', 'EURC in EUR');
+    expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
+    await page.close();
+  });
+
   type AuthorizationBody = {
     id: string;
     decision: string;
@@ -1194,7 +1248,10 @@ describe('dashboard in a browser', function () {
     await page.locator('[data-asset-split]').waitFor();
     expect(await page.locator('[data-field=totalSpend] .money').textContent()).to.equal('3.75 EURC+USDC');
     expect(await page.locator('[data-field=totalSpend] .money').getAttribute('title')).to.match(/sum of amounts in EURC, USDC/);
-    expect(await page.locator('[data-asset-split] .money').allTextContents()).to.deep.equal(['2.50 EURC', '1.25 USDC']);
+    // By value first: USDC is worth its amount in USD; EURC has no rate into USD here (unvalued, said beside the total value).
+    expect(await page.locator('[data-asset-split] .money').allTextContents()).to.deep.equal(['1.25 USDC', '2.50 EURC']);
+    expect(await page.locator('[data-field=totalValue] .money').getAttribute('data-exact')).to.equal('1.254123456');
+    expect(await page.locator('[data-field=totalValue]').textContent()).to.include('1 unvalued');
     await page.goto(`${server.url}/dashboard/agents`);
     await page.locator('[data-agent=pay-bot] .money .asset').waitFor();
     expect(await page.locator('[data-agent=pay-bot] .money').textContent()).to.equal('3.75 EURC+USDC');
@@ -1306,6 +1363,7 @@ describe('dashboard in a browser', function () {
       ['records-filtered', `/dashboard/records?agent=${AGENTS[1]}&endpoint=example&${range}`],
       ['record', '/dashboard/records/dash-36'],
       ['audit-log', '/dashboard/audit-log'],
+      ['rates', '/dashboard/rates'],
     ];
     for (const viewport of ['wide', 'phone'] as const) {
       const page = await newPage(viewport);
@@ -1362,7 +1420,7 @@ describe('dashboard in a browser', function () {
     const page = await newPage('wide');
     await signIn(page);
     // The admin key's menu ends with the audit log.
-    const sections = ['Overview', 'Agents', 'Alerts', 'Authorizations', 'Records', 'Budgets', 'Policies', 'Team', 'Audit log'];
+    const sections = ['Overview', 'Agents', 'Alerts', 'Authorizations', 'Records', 'Budgets', 'Policies', 'Rates', 'Team', 'Audit log'];
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Audit log' }).waitFor();
     expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).to.deep.equal(sections);
     const reached = new Set<string>();

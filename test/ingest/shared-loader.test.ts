@@ -114,7 +114,7 @@ describe('shared ingest log loader (PostgreSQL)', function () {
     const db = instances[0]!.db;
     const chunks = await db.all<{ first_pos: number; last_pos: number; body: Buffer }>('SELECT first_pos, last_pos, body FROM ingest_chunks ORDER BY first_pos');
     const ranges = chunks.map((c) => [c.first_pos, c.last_pos] as [number, number]);
-    const block = (await db.get<{ id: number }>("INSERT INTO ingest_blocks (origin, ranges, made_at, format) VALUES (0, ?, 0, 'rowbinary2') RETURNING id", [JSON.stringify(ranges)]))!.id;
+    const block = (await db.get<{ id: number }>("INSERT INTO ingest_blocks (origin, ranges, made_at, format, layout) VALUES (0, ?, 0, 'rowbinary2', 2) RETURNING id", [JSON.stringify(ranges)]))!.id;
     await db.run('UPDATE ingest_blocks SET origin = id WHERE id = ?', [block]);
     await db.run('UPDATE ingest_chunks SET block_id = ?', [block]);
     const { log_id: logId } = (await db.get<{ log_id: string }>('SELECT log_id FROM ingest_loader'))!;
@@ -167,6 +167,14 @@ describe('shared ingest log loader (PostgreSQL)', function () {
     // never sends RowBinary chunks to ClickHouse as TSV.
     const refused = await db.run("INSERT INTO ingest_blocks (origin, ranges, made_at) VALUES (0, '[]', 0)").then(() => undefined, (err: Error) => err);
     expect(refused?.message).to.match(/null value in column "format"/);
+    // The release before values: its loader records blocks without a layout, its writer RowBinary chunks
+    // without values; both refused, so it neither sets rowbinary2 records aside nor writes unvalued ones.
+    const oldLoader = await db.run("INSERT INTO ingest_blocks (origin, ranges, made_at, format) VALUES (0, '[]', 0, 'rowbinary2')").then(() => undefined, (err: Error) => err);
+    expect(oldLoader?.message).to.match(/null value in column "layout"/);
+    const oldWriter = await db
+      .run(postgresOnly("INSERT INTO ingest_chunks (first_pos, last_pos, team_id, rows, bytes, committed_at, format, body) VALUES (-5, -5, $1, 1, 1, 0, 'rowbinary', $2)"), [team.id, Buffer.from('x')])
+      .then(() => undefined, (err: Error) => err);
+    expect(oldWriter?.message).to.match(/ingest_chunks_current_format/);
 
     instance!.loader.start();
     expect(await instance!.freshness.waitFor(team.id, 20_000)).to.equal(true);

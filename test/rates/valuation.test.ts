@@ -2,6 +2,7 @@
 import BigNumber from 'bignumber.js';
 import { expect } from 'chai';
 import { RateBooks } from '../../src/rates/books.js';
+import { RATES_CHANGED } from '../../src/rates/changes.js';
 import { openSharedStore } from '../../src/stores/postgres.js';
 import { postgresDatabase } from '../../src/stores/sql.js';
 import { api, describeOnEachRegistry, loadedEvents, newTeam, testEnv } from '../helpers/context.js';
@@ -143,6 +144,27 @@ describeOnEachRegistry('records valued at acknowledgement', function (dialect) {
       const exact = new BigNumber(amount).times('1.2700000000000001').times('0.333333333333333333');
       expect(rows[`tok-${i}`]!.value, amount).to.equal(exact.decimalPlaces(18, BigNumber.ROUND_HALF_EVEN).toFixed());
     });
+  });
+
+  it('a change that commits while a book is being read applies to it once read, once', async () => {
+    const team = await newTeam();
+    const { db } = testEnv().deps;
+    const books = new RateBooks(db);
+    try {
+      const reading = books.book(team.teamId);
+      const version = { asset: 'ETH', value: '5', currency: 'USD', validFrom: Date.now() - 1_000, decimals: null };
+      db.signals.emit(RATES_CHANGED, JSON.stringify({ team: team.teamId, revision: 1, version }));
+      const book = await reading;
+      expect(book.histories.get('ETH')).to.have.length(1);
+      expect(book.histories.get('ETH')![0]).to.include({ value: '5', currency: 'USD' });
+      // Once read, a change with the next revision applies at once; one skipped drops the book (read again when used).
+      db.signals.emit(RATES_CHANGED, JSON.stringify({ team: team.teamId, revision: 2, currency: 'EUR' }));
+      expect((await books.book(team.teamId)).currency).to.equal('EUR');
+      db.signals.emit(RATES_CHANGED, JSON.stringify({ team: team.teamId, revision: 4, currency: 'GBP' }));
+      expect((await books.book(team.teamId)).currency).to.equal('USD');
+    } finally {
+      await books.close();
+    }
   });
 
   // Another instance in this process: a pool and books of its own on the same database.

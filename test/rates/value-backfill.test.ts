@@ -68,7 +68,15 @@ describeOnEachRegistry('values of records stored before them', function () {
     for (const s of Object.values(before)) expect(s).to.deep.equal({ events: '7', value: '0', valued: '0' });
 
     const logger = pino({ level: 'silent' });
-    expect(await backfillValues(loaderEvents, deps.db, logId, logger)).to.equal(true);
+    // The rollups at once, events by mutations in the background: done once none is left to value.
+    const valueAll = async () => {
+      const deadline = Date.now() + 30_000;
+      while (!(await backfillValues(loaderEvents, deps.db, logId, logger))) {
+        if (Date.now() > deadline) throw new Error('stored records still unvalued after 30 s');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    await valueAll();
     const stored = await loaderEvents.query<{ id: string; value: string | null; currency: string; valuation: string }>(
       'SELECT id, toString(value) AS value, toString(currency) AS currency, valuation FROM events WHERE team_id = {t:String} ORDER BY id',
       { t: team.teamId },
@@ -96,6 +104,7 @@ describeOnEachRegistry('values of records stored before them', function () {
 
     // Again: nothing is left to value, nothing is added twice.
     expect(await backfillValues(loaderEvents, deps.db, logId, logger)).to.equal(true);
+    expect((await deps.db.all('SELECT asset FROM value_backfills WHERE team_id = ? ORDER BY asset', [team.teamId])).map((r) => r.asset)).to.deep.equal(['ETH', 'EURC', 'NOPE', 'USDC']);
     expect(await sums(team.teamId)).to.deep.equal(after);
   });
 });
@@ -108,13 +117,13 @@ forEachDialect('value-backfill', (open, dialect) => {
     const body = Buffer.from(rowBinaryOf(oldRows('team_x', [{ id: 'waiting', amount: '1', asset: 'USDC' }]), 1, 'rowbinary'));
     const chunk =
       dialect === 'postgres'
-        ? "INSERT INTO ingest_chunks (first_pos, last_pos, team_id, rows, bytes, committed_at, format, body) VALUES (1, 1, 'team_x', 1, ?, 0, 'rowbinary', ?)"
+        ? "INSERT INTO ingest_chunks (first_pos, last_pos, team_id, rows, bytes, committed_at, format, body) VALUES (1, 1, 'team_x', 1, ?, 0, 'tsv', ?)"
         : "INSERT INTO ingest_log (first_pos, last_pos, team_id, rows, bytes, committed_at, format, body) VALUES (1, 1, 'team_x', 1, ?, 0, 'rowbinary', ?)";
     await db.run(chunk, [body.length, body]);
     expect(await backfillValues(store, db, 'wait', logger)).to.equal(false);
     await db.run(dialect === 'postgres' ? 'DELETE FROM ingest_chunks' : 'DELETE FROM ingest_log');
     await db.run(
-      dialect === 'postgres' ? "INSERT INTO ingest_blocks (origin, ranges, made_at, format) VALUES (0, '[[1,1]]', 0, 'tsv')" : "INSERT INTO ingest_blocks (first_pos, last_pos, format) VALUES (1, 1, 'tsv')",
+      dialect === 'postgres' ? "INSERT INTO ingest_blocks (origin, ranges, made_at, format, layout) VALUES (0, '[[1,1]]', 0, 'tsv', 2)" : "INSERT INTO ingest_blocks (first_pos, last_pos, format) VALUES (1, 1, 'tsv')",
     );
     expect(await backfillValues(store, db, 'wait', logger)).to.equal(false);
   });

@@ -14,7 +14,7 @@ import { rewriteTimes } from '../time';
 import type { ManagementAction, ManagementChange } from '../types';
 import { useTimeZone } from '../zone';
 
-const RESOURCE_TYPES = ['policy', 'alert', 'agent', 'key', 'webhook'] as const;
+const RESOURCE_TYPES = ['policy', 'alert', 'agent', 'key', 'webhook', 'team', 'rate'] as const;
 
 const ACTION_WORDS: Record<ManagementAction, string> = {
   'key.create': 'created the key',
@@ -32,6 +32,9 @@ const ACTION_WORDS: Record<ManagementAction, string> = {
   'webhook.update': 'changed the webhook',
   'webhook.delete': 'deleted the webhook',
   'webhook.rotate-secret': 'rotated the secret of the webhook',
+  'team.update': 'changed the team',
+  'rate.set': 'set the rate of',
+  'rate.end': 'ended the rate of',
 };
 
 export function AuditLog() {
@@ -96,6 +99,10 @@ function resourceHref(change: ManagementChange): string | undefined {
       return href('agents', change.resourceId);
     case 'webhook':
       return href('team', 'webhooks', change.resourceId);
+    case 'rate':
+      return href('rates');
+    case 'team':
+      return href('team');
     default:
       return undefined;
   }

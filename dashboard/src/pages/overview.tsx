@@ -16,7 +16,7 @@ import { Money } from '../components/money';
 import { Network } from '../components/network';
 import { RangeBar, useRangeState } from '../components/range-bar';
 import { formatChange, formatCount } from '../format';
-import { assetName, denominationOf, type Denomination } from '../money';
+import { assetName, denominationOf, inCurrency, type Denomination } from '../money';
 import { granularityFor, type Range } from '../range';
 import type { Alert, SpendRow, Summary } from '../types';
 
@@ -64,6 +64,12 @@ export function RangeTotals({
       {(s) => (
         <>
           <dl class="figures">
+            <Figure
+              name="Total value"
+              value={<Money value={s.totalValue} denomination={inCurrency(s.currency)} />}
+              note={s.unvalued > 0 ? `${formatCount(s.unvalued)} unvalued (no rate): not in it` : formatChange(s.change.value)}
+              field="totalValue"
+            />
             <Figure name="Total spend" value={<Money value={s.totalSpend} denomination={d} />} note={formatChange(s.change.spend)} field="totalSpend" />
             <Figure name="Payments" value={formatCount(s.count)} note={formatChange(s.change.count)} field="count" />
             <Figure name="Average payment" value={<Money value={s.avgPayment} denomination={d} />} field="avgPayment" />
