@@ -8,6 +8,7 @@ import type { FieldError } from '../http/errors.js';
 import type { EventRow } from '../domain/record-row.js';
 import { announceDecision } from './approvals.js';
 import { toUnits } from '../domain/money.js';
+import { revalued } from '../domain/rates.js';
 import type { Steps } from '../stores/sql.js';
 import { authorizationOf, captureHeld, statusOf, voidHeld, type AuthorizationRow } from './repository.js';
 
@@ -69,6 +70,9 @@ export function* captureByRecord(row: EventRow, now: number): Steps<CaptureEffec
       };
     }
     row.amount = auth.amount;
+    // Worth the held amount, by the rate the record was valued with (none: unvalued, never 0).
+    row.value = revalued(row.valuation, row.amount);
+    if (row.value === null) row.valuation = '';
     yield* captureRow(auth, row, now);
     return {
       released: auth.id,

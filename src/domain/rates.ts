@@ -133,6 +133,19 @@ export function valuationText(valuation: Pick<Valuation, 'rate' | 'conversion'>)
   return text;
 }
 
+/**
+ * The value of another amount by the rates a valuation used (its `valuation` JSON): what a record
+ * whose amount changes after it was valued (a zero-amount record capturing a held amount) is worth.
+ * Null: no rate valued it, or past what Decimal(38, 18) holds.
+ */
+export function revalued(valuation: string, amount: string): string | null {
+  if (!valuation) return /^0*(\.0*)?$/.test(amount) ? '0' : null;
+  const used = JSON.parse(valuation) as { rate: { value: string }; conversion?: { value: string } };
+  const factors = [toUnits(amount), toUnits(used.rate.value), ...(used.conversion ? [toUnits(used.conversion.value)] : [])];
+  const units = productUnits(factors);
+  return units >= MAX_VALUE_UNITS ? null : formatUnits(units);
+}
+
 /** A team's currency and its own rate versions, as held in memory: the versions from `horizon` on, and the one in effect at it. */
 export interface RateBook {
   currency: string;

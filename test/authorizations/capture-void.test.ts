@@ -158,7 +158,7 @@ describeOnEachRegistry('authorizations: capture and void', function () {
   it('a zero-amount record of a call that did not go through leaves the hold, and says so', async () => {
     const team = await newTeam('zero-failed');
     const a = await authorize(team, { amount: '0.7' });
-    const base = { agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', method: 'GET', amount: '0.000000', metadata: { authorization_id: a.id } };
+    const base = { agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', method: 'GET', amount: '0.000000', asset: 'USDC', metadata: { authorization_id: a.id } };
     const failed = (await api().post('/api/v1/events').set(...team.auth).send({ events: [{ ...base, id: 'z-1', status_code: 402 }] }).expect(200)).body;
     expect(failed.warnings).to.have.length(1);
     expect(failed.warnings[0]).to.deep.include({ index: 0, field: 'amount' });
@@ -168,6 +168,7 @@ describeOnEachRegistry('authorizations: capture and void', function () {
     expect(ok.warnings[0].message).to.include('captured at its held amount 0.7');
     const after = (await api().get(`/api/v1/authorizations/${a.id}`).set(...team.auth).expect(200)).body;
     expect(after).to.deep.include({ status: 'captured', captured_amount: '0.7', captured_by: 'z-2' });
-    expect(await summary(team)).to.deep.include({ totalSpend: '0.7', count: 2 });
+    // Worth what it captured, by its rate (USDC: one for one), not the 0 it was sent with.
+    expect(await summary(team)).to.deep.include({ totalSpend: '0.7', totalValue: '0.7', unvalued: 0, count: 2 });
   });
 });

@@ -1,7 +1,7 @@
 /** Valuation from rates: the asset's rate, at most one conversion, half-even to 18 places. */
 import { expect } from 'chai';
 import { productUnits, toUnits, formatUnits } from '../../src/domain/money.js';
-import { assetKey, rateAt, valueAt, type Rate, type RateHistory } from '../../src/domain/rates.js';
+import { assetKey, rateAt, revalued, valuationText, valueAt, type Rate, type RateHistory } from '../../src/domain/rates.js';
 
 const team = (asset: string, value: string | null, currency: string | null, validFrom: number, decimals: number | null = null): Rate => ({
   asset, value, currency, validFrom, decimals, source: 'team',
@@ -52,5 +52,15 @@ describe('valuation from rates', () => {
     // Rounded once: 1e-18 at 0.5 EUR, at 1.5 USD a EUR, is 0.75e-18 USD: 1e-18, not 0 (rounding twice).
     const tiny = new Map<string, RateHistory>([['EUR', [team('EUR', '1.5', 'USD', 0)]], ['TOK', [team('TOK', '0.5', 'EUR', 0)]]]);
     expect((valueAt((a) => tiny.get(a), 'TOK', '0.000000000000000001', 1, 'USD') as { value: string }).value).to.equal('0.000000000000000001');
+  });
+
+  it('values another amount by the rates a valuation used: a captured amount, one rounding; none without a rate', () => {
+    const eur: Rate = { asset: 'EUR', value: '1.08', currency: 'USD', validFrom: 0, decimals: null, source: 'team' };
+    const eurc: Rate = { asset: 'EURC', value: '1', currency: 'EUR', validFrom: 0, decimals: 6, source: 'built-in' };
+    const text = valuationText({ rate: eurc, conversion: eur });
+    expect(revalued(text, '10')).to.equal('10.8');
+    expect(revalued(text, '0.000000000000000001')).to.equal('0.000000000000000001');
+    expect(revalued('', '0.000')).to.equal('0');
+    expect(revalued('', '3')).to.equal(null);
   });
 });
