@@ -56,10 +56,13 @@ export function* admitsCapture(row: EventRow, now: number): Steps<boolean> {
  * back to the SDK); one that does not (the call failed or was not paid) leaves the hold alone,
  * until a priced record, a capture, a void or its expiry. Either way the ingest answer says so.
  */
-export function* captureByRecord(row: EventRow, now: number): Steps<CaptureEffect> {
+export function* captureByRecord(row: EventRow, now: number, value?: (row: EventRow) => void): Steps<CaptureEffect> {
   // Locked on PostgreSQL: of two instances capturing (or voiding) it at once, one waits and finds it taken.
   const auth = yield* authorizationOf(row.team_id, row.authorization_id!, true);
   if (!auth || auth.agent_id !== row.agent_id || statusOf(auth, now) !== 'held') return {};
+  // A record that names no asset (the published SDK's does not) paid in its authorization's: valued in it.
+  const adopted = row.asset === '' && !!auth.asset && !!value;
+  if (adopted) row.asset = auth.asset!;
   if (toUnits(row.amount) === 0n) {
     if (!saysPaid(row)) {
       return {
@@ -71,8 +74,11 @@ export function* captureByRecord(row: EventRow, now: number): Steps<CaptureEffec
     }
     row.amount = auth.amount;
     // Worth the held amount, by the rate the record was valued with (none: unvalued, never 0).
-    row.value = revalued(row.valuation, row.amount);
-    if (row.value === null) row.valuation = '';
+    if (adopted) value!(row);
+    else {
+      row.value = revalued(row.valuation, row.amount);
+      if (row.value === null) row.valuation = '';
+    }
     yield* captureRow(auth, row, now);
     return {
       released: auth.id,
@@ -82,6 +88,7 @@ export function* captureByRecord(row: EventRow, now: number): Steps<CaptureEffec
       },
     };
   }
+  if (adopted) value!(row);
   yield* captureRow(auth, row, now);
   return { released: auth.id };
 }

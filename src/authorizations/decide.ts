@@ -3,7 +3,9 @@ import type { Logger } from 'pino';
 import { recordOccurrences } from '../alerts/repository.js';
 import type { WrittenAlerts } from '../alerts/written-alerts.js';
 import type { TotalsLedger } from '../evaluation/ledger.js';
-import { toUnits } from '../domain/money.js';
+import { formatUnits, toUnits } from '../domain/money.js';
+import { BUILT_IN_BOOK, valueAt, type RateBook } from '../domain/rates.js';
+import { unvaluedKey, unvaluedRecord } from '../evaluation/occurrence-builders.js';
 import { GROUP_ALERTS_PER_TEAM_BOUND, Storms } from '../evaluation/occurrences.js';
 import { breachKey, breachOccurrence, formatObserved, notAllowedOccurrence, shownEnd, type Breach, type CompiledLimit, type CompiledPolicy, type RecordFacts } from '../evaluation/policies.js';
 import type { TeamState } from '../evaluation/team-policies.js';
@@ -28,6 +30,8 @@ export interface DecisionPlan {
   /** Totals that could not be read (ClickHouse behind or down): their requests are not decided. */
   readonly unknown: ReadonlySet<string>;
   readonly states: ReadonlyMap<string, TeamState>;
+  /** The rates of teams with policies in value. */
+  readonly books: ReadonlyMap<string, RateBook>;
 }
 
 /** What deciding an authorization costs, in checks (1 for a team not loaded yet): a group takes decisions up to a total of these. */
@@ -99,6 +103,25 @@ export class AuthorizationDecisions {
     const declines: Breach[] = [];
     // Allowlists a block policy holds it outside of; approve policies it would break (a person decides).
     const outsideOf: { policy: CompiledPolicy; outside: string[] }[] = [];
+    // Block policies in value that cannot value it (no rate for its asset): declined, never let through uncounted.
+    const unvaluedBy: CompiledPolicy[] = [];
+    // Its value in a currency at `now`, once per currency; null: no rate values it (or no asset given).
+    const book = plan.books.get(request.teamId) ?? BUILT_IN_BOOK;
+    const values = new Map<string, bigint | null>();
+    const valueIn = (currency: string): bigint | null => {
+      let value = values.get(currency);
+      if (value === undefined) {
+        const valued = request.asset ? valueAt((a) => book.histories.get(a), request.asset, request.amount, now, currency) : 'no-rate';
+        values.set(currency, (value = typeof valued === 'object' ? toUnits(valued.value) : null));
+      }
+      return value;
+    };
+    // Holds in value: each held amount valued as the authorization was.
+    const holdValue = (currency: string) => (facts: RecordFacts, sum: bigint, at: number) => {
+      if (!facts.asset) return undefined;
+      const valued = valueAt((a) => book.histories.get(a), facts.asset, formatUnits(sum), at, currency);
+      return typeof valued === 'object' ? toUnits(valued.value) : undefined;
+    };
     const asks: ApprovalAsk[] = [];
     // A suspended agent is stopped whatever its budgets say.
     const suspended = state.suspended.has(request.agentId);
@@ -118,7 +141,7 @@ export class AuthorizationDecisions {
         // One scope is one pattern, filter and pool: the same held amount for each of its limits.
         const agents = total.spec.pool ? total.spec.pool.agents : request.agentId;
         const test = total.spec.test || total.spec.matches ? (f: RecordFacts) => (!total.spec.matches || total.spec.matches(f.domain, f.endpoint)) && (!total.spec.test || total.spec.test(f)) : undefined;
-        const held = this.ledger.holds.heldIn(request.teamId, agents, now, total.window, test, total.spec.measure);
+        const held = this.ledger.holds.heldIn(request.teamId, agents, now, total.window, test, total.spec.measure, total.spec.currency ? holdValue(total.spec.currency) : undefined);
         facts = { window: total.window, spent, held, spentText: formatObserved(limit, spent), heldText: formatObserved(limit, held) };
         perScope.set(limit.scope!, facts);
       }
@@ -140,8 +163,18 @@ export class AuthorizationDecisions {
         if (limit.matches && !limit.matches(probe.domain, probe.endpoint)) continue;
         const facts = limit.scope === null ? undefined : factsOf(policy, limit);
         if (limit.scope !== null && !facts) continue;
-        // This call: its amount, or one more call.
-        const asked = limit.measure === 'calls' ? 1n : amount;
+        // This call: its amount, its value, or one more call.
+        const value = limit.measure === 'value' ? valueIn(limit.currency!) : null;
+        if (limit.measure === 'value' && value === null) {
+          const reason = `${verb(policy.action)} by policy "${policy.name}": ${request.asset ? `asset ${request.asset} has no rate into ${limit.currency}` : 'no asset given'}, so its value is unknown and its ${limit.kind} limit of ${limit.amountText} ${limit.currency} cannot be checked`;
+          if (!reasons.includes(reason)) reasons.push(reason);
+          if (policy.action === 'block' && !unvaluedBy.includes(policy)) unvaluedBy.push(policy);
+          else if (policy.action === 'approve' && !asks.some((a) => a.policyId === policy.id && a.kind === 'unvalued')) {
+            asks.push({ policyId: policy.id, policyName: policy.name, kind: 'unvalued', limit: null, reason, timeoutMs: policy.approvalTimeoutMs });
+          }
+          continue;
+        }
+        const asked = limit.measure === 'calls' ? 1n : value ?? amount;
         const observed = (facts ? facts.spent + facts.held : 0n) + asked;
         const breaks = observed > limit.amount;
         const action = policy.action;
@@ -160,12 +193,14 @@ export class AuthorizationDecisions {
         const left = limit.amount - observed + asked;
         answer.push(apiCheck(check, left > 0n ? formatObserved(limit, left) : '0', breaks));
         if (!breaks) continue;
+        // Its value, where it is not the amount itself (a peg one for one).
+        const worth = limit.measure === 'value' && asked !== amount ? ` (worth ${formatUnits(asked)} ${limit.currency})` : '';
         const what =
           limit.kind === 'per_call'
-            ? `the payment of ${request.amount}`
+            ? `the payment of ${request.amount}${worth}`
             : limit.measure === 'calls'
               ? `${facts!.spentText} calls and ${facts!.heldText} held plus this one`
-              : `spend of ${facts!.spentText} and holds of ${facts!.heldText} plus ${request.amount}`;
+              : `spend of ${facts!.spentText} and holds of ${facts!.heldText} plus ${request.amount}${worth}`;
         const whose = policy.scope === 'pool' ? ' (a pool)' : '';
         const reason = `${verb(action)} by policy "${policy.name}"${whose}: ${what} would exceed its ${limit.kind} limit of ${limit.amountText}${limit.endpoint ? ` to ${limit.endpoint}` : ''}`;
         reasons.push(reason);
@@ -174,14 +209,14 @@ export class AuthorizationDecisions {
           declines.push({
             policy,
             limit,
-            observed: facts ? observed : amount,
+            observed: facts ? observed : asked,
             window,
             dedupKey: breachKey(request.agentId, policy, limit, window),
           });
         } else if (action === 'approve') asks.push({ policyId: policy.id, policyName: policy.name, kind: limit.kind, limit: limit.amountText, reason, timeoutMs: policy.approvalTimeoutMs });
       }
     }
-    const declined = declines.length > 0 || outsideOf.length > 0 || suspended;
+    const declined = declines.length > 0 || outsideOf.length > 0 || unvaluedBy.length > 0 || suspended;
     // Nothing declines it, but an approve policy would be broken: a person decides, within the
     // shortest wait of those policies; its amount is held meanwhile.
     const pending = !declined && asks.length > 0;
@@ -246,6 +281,16 @@ export class AuthorizationDecisions {
         occurrence.message = `Declined authorization ${row.id}: agent ${request.agentId} asked to pay outside the allowlist of policy "${policy.name}": ${outside.join(', ')} (to ${request.endpoint})`;
         occurrence.eventIds = [];
         occurrences.push(occurrence);
+      }
+      // Unvalued under a block policy: its unvalued alert, as a record would raise (one per agent, asset and day).
+      for (const policy of unvaluedBy) {
+        const day = utcDay(now);
+        const occurrence = unvaluedRecord(probe, unvaluedKey(request.agentId, request.asset ?? '', day), day, policy);
+        occurrence.details = { ...occurrence.details, declined: true, authorizationId: row.id };
+        occurrence.message = `Declined authorization ${row.id}: ${occurrence.message}`;
+        occurrence.eventIds = [];
+        occurrences.push(occurrence);
+        break;
       }
       yield* recordOccurrences(occurrences, now, this.written);
       for (let k = 0; k < individual.length; k++) storms.admit(request.teamId, i, probe);

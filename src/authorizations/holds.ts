@@ -148,7 +148,8 @@ export class Holds {
 
   /**
    * What live holds add up to in a window (all of them when `window` is null): the sum of their
-   * amounts, or (`calls`) how many there are. Holds of one agent, of a set of agents (a pool), or of
+   * amounts, or (`calls`) how many there are, or (`value`) their amounts as `valueOf` values them
+   * (an asset without a rate: 0, as the decision that held it could not value it either). Holds of one agent, of a set of agents (a pool), or of
    * every agent of the team (null); only those `test` accepts. Windows start and end on a whole
    * minute (hours, days in a time zone: every zone's offset is whole minutes; a `total` starts on
    * one), so a minute's sum is in or out whole.
@@ -159,7 +160,8 @@ export class Holds {
     now: number,
     window: Window | null,
     test?: (facts: RecordFacts) => boolean,
-    measure: 'spend' | 'calls' = 'spend',
+    measure: 'spend' | 'value' | 'calls' = 'spend',
+    valueOf?: (facts: RecordFacts, amount: bigint, at: number) => bigint | undefined,
   ): bigint {
     this.expire(now);
     if (window && (window.start % MINUTE !== 0 || window.end % MINUTE !== 0)) {
@@ -171,7 +173,10 @@ export class Holds {
       let sum = 0n;
       for (const [minute, endpoints] of minutes) {
         if (window && (minute < window.start || minute >= window.end)) continue;
-        for (const entry of endpoints.values()) if (!test || test(entry.facts)) sum += measure === 'calls' ? BigInt(entry.count) : entry.sum;
+        for (const entry of endpoints.values()) {
+          if (test && !test(entry.facts)) continue;
+          sum += measure === 'calls' ? BigInt(entry.count) : measure === 'value' ? (valueOf?.(entry.facts, entry.sum, minute) ?? 0n) : entry.sum;
+        }
       }
       return sum;
     };

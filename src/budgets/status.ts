@@ -17,12 +17,17 @@ import type { PolicyAction } from '../policies/repository.js';
 import { activePolicyRows } from '../policies/repository.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import { perform, type Database } from '../stores/sql.js';
+import { formatUnits, toUnits } from '../domain/money.js';
+import { valueAt } from '../domain/rates.js';
+import { ratesAt } from '../rates/repository.js';
 
 export interface BudgetStatus {
   policy_id: string;
   policy_name: string;
   action: PolicyAction;
   kind: LimitKind;
+  /** ISO 4217: limit, spent, held and remaining are values in it; null: amounts of the asset as sent. */
+  currency: string | null;
   scope: PolicyScope;
   /** null for a pool. */
   agent_id: string | null;
@@ -72,15 +77,22 @@ export async function budgetStatus(
   filter: { policyId?: string; agentId?: string },
   now = Date.now(),
 ): Promise<{ rows: BudgetStatus[]; truncated: boolean }> {
-  const { rows: policyRows, agents, holdRows } = await db.transaction(async (sql) => ({
+  const { rows: policyRows, agents, holdRows, rates } = await db.transaction(async (sql) => ({
     rows: await activePolicyRows(sql, teamId),
     agents: (await sql.all<{ external_id: string }>('SELECT external_id FROM agents WHERE team_id = ? ORDER BY external_id', [teamId])).map((a) => a.external_id),
     holdRows: await perform(sql, liveHolds(now, { teamId })),
+    rates: await ratesAt(sql, teamId, now),
   }));
   const policies = policyRows
     .filter((p) => filter.policyId === undefined || p.id === filter.policyId)
     .map((p) => ({ action: p.action, notifyAt: p.notifyAt, compiled: compilePolicy({ ...p, limits: JSON.parse(p.limits) as Limit[] }) }));
   const holds = Holds.of(holdRows);
+  // Holds in value, at the rates in effect now (the team's own, else the pegs).
+  const holdValue = (currency: string) => (facts: RecordFacts, sum: bigint, at: number) => {
+    if (!facts.asset) return undefined;
+    const valued = valueAt((a) => (rates.has(a) ? [rates.get(a)!] : undefined), facts.asset, formatUnits(sum), at, currency);
+    return typeof valued === 'object' ? toUnits(valued.value) : undefined;
+  };
 
   // The windows to read: one per scope (policies sharing a scope share its read).
   type Wanted = { policy: CompiledPolicy; action: PolicyAction; notifyAt: number[]; limit: CompiledLimit; spec: ScopeSpec; window: Window; started: boolean; subjects: (string | null)[] };
@@ -115,13 +127,14 @@ export async function budgetStatus(
     for (const agentId of w.subjects) {
       const subject = agentId === null ? policy.poolKey! : agentId;
       const spent = w.started ? (sums.get(totalKey(teamId, subject, spec.scope, window)) ?? 0n) : 0n;
-      const held = w.started ? holds.heldIn(teamId, agentId ?? policy.agents, now, window, test, spec.measure) : 0n;
+      const held = w.started ? holds.heldIn(teamId, agentId ?? policy.agents, now, window, test, spec.measure, spec.currency ? holdValue(spec.currency) : undefined) : 0n;
       const left = limit.amount - spent - held;
       const row: BudgetStatus = {
         policy_id: policy.id,
         policy_name: policy.name,
         action: w.action,
         kind: limit.kind,
+        currency: limit.currency,
         scope: policy.scope,
         agent_id: agentId,
         endpoint: limit.endpoint ?? null,

@@ -14,7 +14,7 @@ import { AnomalyDetector } from './anomalies.js';
 import { StalePolicies, type TotalsLedger } from './ledger.js';
 import { toUnits } from '../domain/money.js';
 import { NewPayees } from './new-payees.js';
-import { addCrossings, clientReported, clientVerdictKey, suspendedKey, suspendedRecord } from './occurrence-builders.js';
+import { addCrossings, clientReported, clientVerdictKey, suspendedKey, suspendedRecord, unvaluedKey, unvaluedRecord } from './occurrence-builders.js';
 import { GROUP_ALERTS_PER_TEAM_BOUND, OccurrenceMerger } from './occurrences.js';
 import { evaluationStores } from './open-ledger.js';
 import { notAllowedKey, notAllowedOccurrence, type CompiledPolicy } from './policies.js';
@@ -22,6 +22,8 @@ import { brokenCount, type PolicySet } from './policy-index.js';
 import { TeamPolicies, type TeamState } from './team-policies.js';
 import type { TouchedTotal } from './totals.js';
 import { utcDay } from '../domain/windows.js';
+import { BUILT_IN_BOOK, type RateBook } from '../domain/rates.js';
+import type { RateBooks } from '../rates/books.js';
 
 /** Where a record took a total, against the bounds of its scope (see ScopeBounds). */
 const enum Reach {
@@ -44,6 +46,8 @@ export interface EvaluationPlan {
   probeTouched: TouchedTotal[][];
   /** Totals that could not be read (ClickHouse behind or down): not added to, not checked. */
   unknown: Set<string>;
+  /** The rates of the teams with policies in value: what authorizations and holds are valued by. */
+  books: Map<string, RateBook>;
 }
 
 /** The evaluation bounds of EvaluationConfig it uses. */
@@ -73,6 +77,8 @@ export interface EvaluatorDeps {
   limits?: EvaluatorLimits;
   /** Raised by this process's changes to policies and agents: a team's policies are reloaded then. */
   revisions: PolicyRevisions;
+  /** The teams' rates (without: the built-in pegs, in USD). */
+  rates?: Pick<RateBooks, 'book'>;
 }
 
 export class Evaluator implements AckEvaluator<EvaluationPlan> {
@@ -85,8 +91,10 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
   private anomalies: AnomalyDetector;
   private readonly payees: NewPayees;
   private readonly decisions: AuthorizationDecisions;
+  private readonly rates: Pick<RateBooks, 'book'> | undefined;
 
   constructor(deps: EvaluatorDeps) {
+    this.rates = deps.rates;
     const { store, logger, awaitLoaded } = deps;
     this.config = deps.anomalies;
     this.limits = deps.limits ?? { maxAlertsPerCommit: 100 };
@@ -118,7 +126,9 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     const touched = rows.map(touchedBy);
     const probeTouched = probes.map(touchedBy);
     const unknown = await this.ledger.prepare({ rows, touched, probes, probeTouched, requests, states }, now);
-    return { rows, states, touched, unknown, requests, probes, probeTouched };
+    const books = new Map<string, RateBook>();
+    for (const [teamId, state] of states) if (state.index.anyValued) books.set(teamId, this.rates ? await this.rates.book(teamId) : BUILT_IN_BOOK);
+    return { rows, states, touched, unknown, requests, probes, probeTouched, books };
   }
 
   /**
@@ -180,10 +190,16 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     after: readonly (bigint | undefined)[],
     amount: bigint,
     now: number,
+    valueIn: (currency: string) => bigint | null,
   ): void {
     const skip = (policy: CompiledPolicy) => policy.action === 'approve';
     if (set.perCall) merged.addBreachesExcept(i, row, set.perCall, brokenCount(set.perCall, amount), null, amount, amount, now, skip);
     for (const { test, list } of set.perCallFiltered) if (test(row)) merged.addBreachesExcept(i, row, list, brokenCount(list, amount), null, amount, amount, now, skip);
+    for (const { currency, test, list } of set.perCallValued) {
+      if (test && !test(row)) continue;
+      const value = valueIn(currency);
+      if (value !== null) merged.addBreachesExcept(i, row, list, brokenCount(list, value), null, value, value, now, skip);
+    }
     for (let k = 0; k < rowTouched.length; k++) {
       const spent = after[k];
       if (spent === undefined) continue;
@@ -215,6 +231,15 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       claimed.push(i);
       const state = states.get(row.team_id)!;
       const amount = toUnits(row.amount);
+      // The record's value in a currency, worked out once per currency (nearly always one: the team's).
+      let valuedIn: string | undefined;
+      let valueUnits: bigint | null = null;
+      const valueIn = (currency: string): bigint | null => {
+        if (valuedIn === currency) return valueUnits;
+        valuedIn = currency;
+        valueUnits = row.value !== null && row.currency === currency ? toUnits(row.value) : null;
+        return valueUnits;
+      };
       // Each scope's total grows once per event (by its amount, or by one call), however many
       // policies read it. An unknown total stays absent (its limits are not checked) until it can
       // be read whole. What it was before tells which thresholds this record crossed.
@@ -227,7 +252,8 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
           after[k] = undefined;
           continue;
         }
-        const by = total.spec.measure === 'calls' ? 1n : amount;
+        // A value the record does not have adds nothing (raised below as unvalued).
+        const by = total.spec.measure === 'calls' ? 1n : total.spec.measure === 'value' ? (valueIn(total.spec.currency!) ?? 0n) : amount;
         const grown = this.ledger.add(total, by);
         const was = grown - by;
         before[k] = was;
@@ -245,11 +271,16 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
       const approved = row.approved_by_person === true;
       for (const set of state.index.setsOf(row.agent_id)) {
         if (approved) {
-          this.approvedBreaches(merged, i, row, set, rowTouched, before, after, amount, now);
+          this.approvedBreaches(merged, i, row, set, rowTouched, before, after, amount, now, valueIn);
           continue;
         }
         if (set.perCall) merged.addBreaches(i, row, set.perCall, brokenCount(set.perCall, amount), null, amount, amount, now);
         for (const { test, list } of set.perCallFiltered) if (test(row)) merged.addBreaches(i, row, list, brokenCount(list, amount), null, amount, amount, now);
+        for (const { currency, test, list } of set.perCallValued) {
+          if (test && !test(row)) continue;
+          const value = valueIn(currency);
+          if (value !== null) merged.addBreaches(i, row, list, brokenCount(list, value), null, value, value, now);
+        }
         if (set.windowed.size === 0) continue;
         for (let k = 0; k < n; k++) {
           const spent = after[k];
@@ -270,6 +301,15 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
           if (outside.length === 0) continue;
           const day = utcDay(row.event_time);
           merged.add(i, row, notAllowedKey(row.agent_id, policy, day.start), () => notAllowedOccurrence(row.team_id, policy, row, outside, day));
+        }
+      }
+      // Counted by a policy in value that cannot value it: raised once per agent, asset and day.
+      if (state.index.anyValued) {
+        const unvaluedBy = firstUnvalued(state.index.setsOf(row.agent_id), row, valueIn);
+        if (unvaluedBy) {
+          const day = utcDay(row.event_time);
+          const key = unvaluedKey(row.agent_id, row.asset, day);
+          merged.add(i, row, key, () => unvaluedRecord(row, key, day, unvaluedBy));
         }
       }
       const verdict = clientVerdictKey(row);
@@ -306,3 +346,18 @@ export class Evaluator implements AckEvaluator<EvaluationPlan> {
     this.written.clear();
   }
 }
+
+/** The first policy counting in value that counts this record and cannot value it, if any (blocking ones first). */
+function firstUnvalued(sets: readonly PolicySet[], row: EventRow, valueIn: (currency: string) => bigint | null): CompiledPolicy | undefined {
+  let found: CompiledPolicy | undefined;
+  for (const set of sets) {
+    for (const policy of set.valued) {
+      if (policy.match && !policy.match(row)) continue;
+      if (valueIn(policy.currency!) !== null) continue;
+      if (policy.action !== 'flag') return policy;
+      found ??= policy;
+    }
+  }
+  return found;
+}
+

@@ -39,6 +39,37 @@ export function clientReported(row: EventRow, dedupKey: string): Occurrence {
   };
 }
 
+/** One alert per agent, asset and UTC day of records no rate values under a policy counting in value. */
+export const unvaluedKey = (agentId: string, asset: string, day: Window) => `${agentId}\u0000unvalued\u0000${asset}\u0000${day.start}`;
+
+/**
+ * A record a policy counting in value cannot count: no rate values its asset in the policy's
+ * currency. It adds nothing to that policy's totals, so it is raised (critical when the policy
+ * blocks or asks a person): nothing slips past a budget in value unseen.
+ */
+export function unvaluedRecord(row: EventRow, dedupKey: string, day: Window, policy: { id: string; name: string; action: string; currency: string | null }): Occurrence {
+  const asset = row.asset || 'no asset';
+  return {
+    teamId: row.team_id,
+    dedupKey,
+    type: 'violation',
+    kind: 'unvalued',
+    severity: policy.action === 'flag' ? 'warning' : 'critical',
+    agentId: row.agent_id,
+    policyId: policy.id,
+    window: day,
+    observed: row.amount,
+    limit: null,
+    subject: row.asset,
+    details: { asset: row.asset, currency: policy.currency, endpoint: row.endpoint },
+    message: `Agent ${row.agent_id} paid ${row.amount} in ${asset}, which no rate values in ${policy.currency}: policy "${policy.name}" cannot count it (give the asset a rate: PUT /api/v1/rates/${encodeURIComponent(row.asset || 'ASSET')})`,
+    eventIds: [row.id],
+    count: 1,
+    firstSeen: row.event_time,
+    lastSeen: row.event_time,
+  };
+}
+
 /** One alert per suspended agent and UTC day. */
 export const suspendedKey = (agentId: string, day: Window) => `${agentId}\u0000suspended\u0000${day.start}`;
 

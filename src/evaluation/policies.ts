@@ -10,9 +10,11 @@ import { utcDay, utcHour, utcMinute, zonedDay, zonedMonth, zonedWeek, TOTAL_END,
 /** A limit ready to check: amount in 10^-18 units (or a count of calls), pattern as a function. */
 export interface CompiledLimit {
   kind: LimitKind;
-  /** spend: amounts add up; calls: each record adds 1. */
-  measure: 'spend' | 'calls';
-  /** spend: in 10^-18 units; calls: the count. */
+  /** spend: amounts add up; value: the records' values in `currency`; calls: each record adds 1. */
+  measure: 'spend' | 'value' | 'calls';
+  /** Of a value limit: the currency its amount and totals are in. */
+  currency: string | null;
+  /** spend and value: in 10^-18 units; calls: the count. */
   amount: bigint;
   amountText: string;
   /** The running total it reads (see limitScope); null for per_call. */
@@ -57,12 +59,14 @@ export interface CompiledPolicy {
   /** Percentages of each windowed limit whose crossing raises a threshold alert, ascending. */
   notifyAt: number[];
   startsAt: number;
+  /** Limits of money are values in it (ISO 4217); null: amounts of the asset. */
+  currency: string | null;
   limits: CompiledLimit[];
 }
 
 /** What compilePolicy reads of a policy (limits parsed; match as stored JSON or parsed). */
 export type PolicySource = Pick<Policy, 'id' | 'name' | 'action' | 'timezone' | 'agents' | 'limits'> &
-  Partial<Pick<Policy, 'scope' | 'notifyAt' | 'startsAt' | 'approvalTimeoutS'>> & { match?: PolicyMatch | string | null; allow?: PolicyAllow | string | null };
+  Partial<Pick<Policy, 'scope' | 'notifyAt' | 'startsAt' | 'approvalTimeoutS' | 'currency'>> & { match?: PolicyMatch | string | null; allow?: PolicyAllow | string | null };
 
 export function compilePolicy(p: PolicySource, order = 0): CompiledPolicy {
   const timezone = p.timezone ?? 'UTC';
@@ -73,6 +77,7 @@ export function compilePolicy(p: PolicySource, order = 0): CompiledPolicy {
     timezone,
     matchKey: match ? matchKeyOf(match) : null,
     startsAt: p.startsAt ?? 0,
+    currency: p.currency ?? null,
   };
   return {
     order,
@@ -90,6 +95,7 @@ export function compilePolicy(p: PolicySource, order = 0): CompiledPolicy {
     matchKey: facts.matchKey,
     notifyAt: [...(p.notifyAt ?? [])].sort((a, b) => a - b),
     startsAt: facts.startsAt,
+    currency: facts.currency,
     limits: p.limits.map((l) => compileLimit(l, facts)),
   };
 }
@@ -101,6 +107,8 @@ interface ScopeFacts {
   timezone: string;
   matchKey: string | null;
   startsAt: number;
+  /** Limits of money in value of this currency; null: amounts. */
+  currency: string | null;
 }
 
 /**
@@ -182,13 +190,15 @@ function internScope(scope: string | null): string | null {
 function compileLimit(l: Limit, facts: ScopeFacts): CompiledLimit {
   const scope = internScope(limitScope(l.kind, facts, l.endpoint));
   const text = limitText(l);
-  const key = `${l.kind}\u0000${text}\u0000${scope ?? ''}`;
+  const calls = isCallKind(l.kind);
+  const currency = calls ? null : facts.currency;
+  const key = `${l.kind}\u0000${text}\u0000${scope ?? ''}\u0000${currency ?? ''}`;
   let compiled = compiledLimits.get(key);
   if (!compiled) {
-    const calls = isCallKind(l.kind);
     compiled = {
       kind: l.kind,
-      measure: calls ? 'calls' : 'spend',
+      measure: calls ? 'calls' : currency ? 'value' : 'spend',
+      currency,
       amount: calls ? BigInt(l.count!) : toUnits(l.amount!),
       amountText: text,
       scope,
@@ -206,7 +216,7 @@ function compileLimit(l: Limit, facts: ScopeFacts): CompiledLimit {
  * reads every agent's total, and is not listed in `agentsOf`).
  */
 export function totalsRead(
-  policies: readonly { agents: string[]; limits: string; timezone: string | null; scope: PolicyScope; match: string | null; startsAt: number }[],
+  policies: readonly { agents: string[]; limits: string; timezone: string | null; scope: PolicyScope; match: string | null; startsAt: number; currency: string | null }[],
 ): { scopes: string[]; agentsOf: Map<string, Set<string>> } {
   const scopes = new Set<string>();
   const agentsOf = new Map<string, Set<string> | null>();
@@ -216,6 +226,7 @@ export function totalsRead(
       timezone: p.timezone ?? 'UTC',
       matchKey: p.match === null ? null : matchKeyOf(JSON.parse(p.match) as PolicyMatch),
       startsAt: p.startsAt,
+      currency: p.currency,
     };
     for (const l of JSON.parse(p.limits) as Limit[]) {
       const scope = limitScope(l.kind, facts, l.endpoint);
@@ -238,12 +249,14 @@ export function totalsRead(
  * comes last: `h` (UTC hour), `n` (UTC minute), `d:<zone>`, `w:<zone>`, `m:<zone>` (day, ISO week,
  * month in a zone), `t:<starts_at ms>` (since the policy's start), `e:<pattern>` (UTC day to
  * matching endpoints). Before it, each of: `p:<pool key>|` a pool (one total for its members,
- * see poolKeyOf), `c|` a count of calls, `f:<filter hash>|` only records the filter matches. Limits
- * without these read the scopes they always read, so existing totals stay valid.
+ * see poolKeyOf), `c|` a count of calls, `v:<currency>|` a sum of values in a currency, `f:<filter
+ * hash>|` only records the filter matches. Limits without these read the scopes they always read,
+ * so existing totals stay valid.
  */
 function limitScope(kind: LimitKind, p: ScopeFacts, endpoint: string | undefined): string | null {
   if (kind === 'per_call') return null;
-  const prefix = (p.poolKey !== null ? `p:${p.poolKey}|` : '') + (isCallKind(kind) ? 'c|' : '') + (p.matchKey ? `f:${p.matchKey}|` : '');
+  const measure = isCallKind(kind) ? 'c|' : p.currency ? `v:${p.currency}|` : '';
+  const prefix = (p.poolKey !== null ? `p:${p.poolKey}|` : '') + measure + (p.matchKey ? `f:${p.matchKey}|` : '');
   return prefix + windowScope(kind, p, endpoint);
 }
 
@@ -273,7 +286,7 @@ export function windowPartOf(scope: string): string {
   let rest = scope;
   for (;;) {
     if (rest.startsWith('c|')) rest = rest.slice(2);
-    else if (rest.startsWith('p:') || rest.startsWith('f:')) rest = rest.slice(rest.indexOf('|') + 1);
+    else if (rest.startsWith('p:') || rest.startsWith('f:') || rest.startsWith('v:')) rest = rest.slice(rest.indexOf('|') + 1);
     else return rest;
   }
 }

@@ -96,6 +96,10 @@ export interface PolicySet {
   perCall: LimitList | undefined;
   /** per_call limits of filtered policies, one list per filter: checked when the record matches. */
   perCallFiltered: { test: RecordTest; list: LimitList }[];
+  /** per_call limits in value, one list per currency and filter (test null: every record): checked against the record's value. */
+  perCallValued: { currency: string; test: RecordTest | null; list: LimitList }[];
+  /** Its policies that count in value, in order: a record none of whose currencies values it raises `unvalued`. */
+  valued: CompiledPolicy[];
   /** Windowed limits by scope (see limitScope in policies.ts), each with its notify_at thresholds. */
   windowed: Map<string, LimitList>;
 }
@@ -111,12 +115,18 @@ function limitList(kind: LimitKind, entries: { policy: CompiledPolicy; limit: Co
 export function policySet(policies: CompiledPolicy[]): PolicySet {
   const perCall: { policy: CompiledPolicy; limit: CompiledLimit }[] = [];
   const perCallFiltered = new Map<string, { test: RecordTest; entries: { policy: CompiledPolicy; limit: CompiledLimit }[] }>();
+  const perCallValued = new Map<string, { currency: string; test: RecordTest | null; entries: { policy: CompiledPolicy; limit: CompiledLimit }[] }>();
   const byScope = new Map<string, { kind: LimitKind; entries: { policy: CompiledPolicy; limit: CompiledLimit }[] }>();
   const thresholds = new Map<string, { policy: CompiledPolicy; limit: CompiledLimit; percent: number; amount: bigint }[]>();
   for (const policy of policies) {
     for (const limit of policy.limits) {
       if (limit.scope === null) {
-        if (policy.match === null) perCall.push({ policy, limit });
+        if (limit.measure === 'value') {
+          const key = `${limit.currency}\u0000${policy.matchKey ?? ''}`;
+          let valued = perCallValued.get(key);
+          if (!valued) perCallValued.set(key, (valued = { currency: limit.currency!, test: policy.match, entries: [] }));
+          valued.entries.push({ policy, limit });
+        } else if (policy.match === null) perCall.push({ policy, limit });
         else {
           let filtered = perCallFiltered.get(policy.matchKey!);
           if (!filtered) perCallFiltered.set(policy.matchKey!, (filtered = { test: policy.match, entries: [] }));
@@ -143,6 +153,8 @@ export function policySet(policies: CompiledPolicy[]): PolicySet {
     policies,
     perCall: perCall.length > 0 ? limitList('per_call', perCall) : undefined,
     perCallFiltered: [...perCallFiltered.values()].map(({ test, entries }) => ({ test, list: limitList('per_call', entries) })),
+    perCallValued: [...perCallValued.values()].map(({ currency, test, entries }) => ({ currency, test, list: limitList('per_call', entries) })),
+    valued: policies.filter((p) => p.currency !== null),
     windowed,
   };
 }
@@ -161,6 +173,8 @@ export class PolicyIndex {
   private readonly bounds = new Map<string, ScopeBounds>();
   /** Whether any policy has an allowlist (most teams: none, and records skip the look-up). */
   readonly anyAllow: boolean;
+  /** Whether any policy counts in value. */
+  readonly anyValued: boolean;
   private readonly allowing = new Map<string, CompiledPolicy[]>();
 
   constructor(readonly policies: readonly CompiledPolicy[]) {
@@ -194,6 +208,7 @@ export class PolicyIndex {
     this.teamWideOnly = teamWide.length > 0 ? [this.teamWide] : [];
     this.teamWideLimits = teamWide.reduce((n, p) => n + p.limits.length, 0);
     this.anyAllow = policies.some((p) => p.allow !== null);
+    this.anyValued = policies.some((p) => p.currency !== null);
   }
 
   /** The policies with an allowlist that apply to an agent, in policy order. */

@@ -79,7 +79,7 @@ export class TeamPolicies {
     }));
     const policies: CompiledPolicy[] = [];
     for (const [order, row] of rows.entries()) {
-      const source = [row.name, row.action, row.timezone, row.scope, row.match, row.notifyAt.join(','), row.startsAt, row.approvalTimeoutS, row.allow, row.limits, ...row.agents].join('\u0000');
+      const source = [row.name, row.action, row.timezone, row.scope, row.match, row.notifyAt.join(','), row.startsAt, row.approvalTimeoutS, row.allow, row.currency, row.limits, ...row.agents].join('\u0000');
       const known = current?.compiled.get(row.id);
       const policy = known && known.source === source ? known.policy : compilePolicy({ ...row, limits: JSON.parse(row.limits) as Limit[] }, order);
       policy.order = order;

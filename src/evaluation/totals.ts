@@ -19,8 +19,10 @@ export interface ScopeSpec {
   scope: string;
   /** The window holding an instant; null: none (before a `total` starts). */
   window: (t: number) => Window | null;
-  /** spend: amounts add up; calls: each record adds 1. */
-  measure: 'spend' | 'calls';
+  /** spend: amounts add up; value: the records' values in `currency`; calls: each record adds 1. */
+  measure: 'spend' | 'value' | 'calls';
+  /** Of a value scope: the currency of its sums. */
+  currency?: string | null;
   /** Per-endpoint scopes: the pattern, and the test of an event against it. */
   pattern?: string;
   matches?: (domain: string, endpoint: string) => boolean;
@@ -204,7 +206,7 @@ export function scopeSpecOf(policy: CompiledPolicy, limit: CompiledLimit, since:
   const pattern = limit.endpoint === undefined ? {} : { pattern: limit.endpoint, matches: endpointMatcher(limit.endpoint) };
   const filter = policy.match === null ? {} : { test: policy.match, matchKey: policy.matchKey! };
   const pool = policy.scope === 'pool' ? { pool: { key: policy.poolKey!, agents: policy.agents } } : { agents };
-  return { scope: limit.scope, window, measure: limit.measure, ...pattern, ...filter, ...pool, since };
+  return { scope: limit.scope, window, measure: limit.measure, currency: limit.currency, ...pattern, ...filter, ...pool, since };
 }
 
 /**
@@ -239,12 +241,13 @@ export async function readWindowSums(store: Pick<EventStore, 'query'>, missing: 
       .join(' OR ');
     branches.push(`
       SELECT ${t} AS t, agent_id, w, domain, ${urls ? 'endpoint' : "''"} AS url, ${facts},
-             toString(sum(toDecimal256(amount, 18))) AS spend, count() AS calls
+             toString(sum(toDecimal256(amount, 18))) AS spend, count() AS calls,
+             toString(currency) AS valued_in, toString(sum(toDecimal256(ifNull(value, 0), 18))) AS worth
         FROM events
        ARRAY JOIN arrayFilter(i -> toUnixTimestamp64Milli(event_time) >= {starts${t}:Array(Int64)}[i]
                                AND toUnixTimestamp64Milli(event_time) < {ends${t}:Array(Int64)}[i], range(1, ${windows.length + 1})) AS w
        WHERE team_id = {team${t}:String} AND (${hours})
-       GROUP BY agent_id, w, domain, url${filtered ? ', category, asset, network, tags' : ''}`);
+       GROUP BY agent_id, w, domain, url, valued_in${filtered ? ', category, asset, network, tags' : ''}`);
   });
   const found = await store.query<{
     t: number;
@@ -258,6 +261,8 @@ export async function readWindowSums(store: Pick<EventStore, 'query'>, missing: 
     tags: string[];
     spend: string;
     calls: number | string;
+    valued_in: string;
+    worth: string;
   }>(branches.join('\nUNION ALL\n'), params);
   const sums = new Map<string, bigint>();
   for (const r of found) {
@@ -270,7 +275,9 @@ export async function readWindowSums(store: Pick<EventStore, 'query'>, missing: 
       if (spec.agents && !spec.agents.has(r.agent_id)) continue;
       if (spec.test && !spec.test(row)) continue;
       const key = totalKey(teamId, subjectFor(spec, r.agent_id), spec.scope, window);
-      sums.set(key, (sums.get(key) ?? 0n) + (spec.measure === 'calls' ? BigInt(r.calls) : toUnits(r.spend)));
+      // A value scope sums the values in its currency (values are never added across currencies).
+      const by = spec.measure === 'calls' ? BigInt(r.calls) : spec.measure === 'value' ? (r.valued_in === spec.currency ? toUnits(r.worth) : 0n) : toUnits(r.spend);
+      sums.set(key, (sums.get(key) ?? 0n) + by);
     }
   }
   return sums;

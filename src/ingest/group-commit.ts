@@ -3,6 +3,8 @@ import type { AgentActivity } from '../agents/activity.js';
 import type { AuthorizationOutcome, AuthorizationRequest } from '../authorizations/decision.js';
 import type { AuthorizationRow } from '../authorizations/repository.js';
 import { admitsCapture, captureByRecord } from '../authorizations/capture.js';
+import type { RateBook } from '../domain/rates.js';
+import { valueRow } from './valuation.js';
 import { Backpressure, LogUnavailable, ShuttingDown, TotalsUnavailable, Unavailable } from '../domain/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { savepoint, type Steps } from '../stores/sql.js';
@@ -30,6 +32,8 @@ interface PendingWrite {
   rows: EventRow[];
   /** The capture route's record: stored only if it captures its authorization (see admitsCapture). */
   captureOnly?: boolean;
+  /** The team's rates the rows were valued by: a record that takes its authorization's asset is valued by them. */
+  book?: RateBook;
   resolve: (outcome: CommitOutcome) => void;
   reject: (err: unknown) => void;
 }
@@ -102,7 +106,7 @@ export class GroupCommit {
   }
 
   /** Resolves once the rows are durable in the log (or found to be there already); rejects with a 503 otherwise. */
-  write(teamId: string, rows: EventRow[], options: { captureOnly?: boolean } = {}): Promise<CommitOutcome> {
+  write(teamId: string, rows: EventRow[], options: { captureOnly?: boolean; book?: RateBook } = {}): Promise<CommitOutcome> {
     if (this.closed) return Promise.reject(new ShuttingDown());
     if (rows.length === 0) return Promise.resolve({ stored: 0, duplicates: 0, conflicts: [], alertsCreated: 0, warnings: [], refused: 0 });
     const backlog = this.freshness.backlog();
@@ -112,7 +116,7 @@ export class GroupCommit {
       );
     }
     return new Promise((resolve, reject) => {
-      this.queue.push({ teamId, rows, resolve, reject, ...(options.captureOnly ? { captureOnly: true } : {}) });
+      this.queue.push({ teamId, rows, resolve, reject, ...(options.captureOnly ? { captureOnly: true } : {}), ...(options.book ? { book: options.book } : {}) });
       // setImmediate lets requests already parsed in this turn join the group.
       this.draining ??= new Promise<void>((done) => setImmediate(() => void this.drain().finally(done)));
     });
@@ -452,7 +456,8 @@ export class GroupCommit {
         }
         if (row.authorization_id !== undefined) {
           // Before the row is encoded: a zero-amount capture stores the held amount as its spend.
-          const { released, warning } = yield* captureByRecord(row, now);
+          const book = pending.book;
+          const { released, warning } = yield* captureByRecord(row, now, book && ((r: EventRow) => valueRow(r, book)));
           if (released !== undefined) this.evaluator?.release(released);
           if (warning) warnings.push({ row: i, ...warning });
         }

@@ -92,7 +92,7 @@ export class Ingestor {
       throw new InvalidInput(message, errors);
     }
     const started = performance.now();
-    const outcome = await this.commit.write(teamId, rows);
+    const outcome = await this.commit.write(teamId, rows, { book });
     this.metrics?.ackSeconds.observe((performance.now() - started) / 1000);
     this.metrics?.ingestRecords.inc({ outcome: 'accepted' }, outcome.stored);
     this.metrics?.ingestRecords.inc({ outcome: 'duplicate' }, outcome.duplicates);
@@ -124,7 +124,7 @@ export class Ingestor {
     const outcome = recordToRow(record, this.schemas, teamId, 'events', Date.now(), this.rules, false, book);
     if (!outcome.ok) throw new InvalidInput('The capture record is invalid', outcome.errors);
     if (outcome.older) await this.valueOlder(teamId, book.currency, [outcome.row], [0], []);
-    const result = await this.commit.write(teamId, [outcome.row], { captureOnly: true });
+    const result = await this.commit.write(teamId, [outcome.row], { captureOnly: true, book });
     this.metrics?.ingestRecords.inc({ outcome: 'accepted' }, result.stored);
     this.metrics?.ingestRecords.inc({ outcome: 'duplicate' }, result.duplicates);
     return result.refused === 0;

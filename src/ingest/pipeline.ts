@@ -94,7 +94,7 @@ export function startIngestPipeline(deps: IngestPipelineDeps, options: { evaluat
     if (loader.isFailing) return false;
     return freshness.waitFor(log.endPos - 1, Math.min(2_000, config.ingest.readWaitMs));
   };
-  const evaluator = options.evaluate === false ? undefined : new Evaluator({ registry, store: deps.events, anomalies: config.anomalies, logger, awaitLoaded, limits: config.evaluation, revisions: deps.policyRevisions });
+  const evaluator = options.evaluate === false ? undefined : new Evaluator({ registry, store: deps.events, anomalies: config.anomalies, logger, awaitLoaded, limits: config.evaluation, revisions: deps.policyRevisions, rates: deps.rates });
   const { commit, ingestor } = groupCommitOf(deps, sqliteCommits(registry, syncWal), log, freshness, evaluator);
   loader.start();
   return {
@@ -177,7 +177,7 @@ export async function startSharedIngestPipeline(deps: SharedIngestPipelineDeps):
   const loader = new SharedLoader(deps.pool, db, deps.loaderEvents, { blockRows: config.ingest.loadBlockRows, intervalMs: config.ingest.loadIntervalMs }, logger, deps.metrics);
   // Every chunk committed before, on any instance (see the SQLite pipeline's awaitLoaded).
   const awaitLoaded = () => freshness.waitFor(undefined, Math.min(2_000, config.ingest.readWaitMs));
-  const evaluator = new Evaluator({ shared: db, store: deps.events, anomalies: config.anomalies, logger, awaitLoaded, limits: config.evaluation, revisions: deps.policyRevisions });
+  const evaluator = new Evaluator({ shared: db, store: deps.events, anomalies: config.anomalies, logger, awaitLoaded, limits: config.evaluation, revisions: deps.policyRevisions, rates: deps.rates });
   const { commit, ingestor } = groupCommitOf(deps, sharedCommits(db), log, freshness, evaluator);
   loader.start();
   return {

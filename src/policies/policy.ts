@@ -24,10 +24,15 @@ export interface Policy {
   approvalTimeoutS: number | null;
   /** What it allows (deny by default); null: no allowlist. */
   allow: PolicyAllow | null;
+  /**
+   * ISO 4217: its limits of money are values in this currency, its totals sums of values. null:
+   * amounts of the asset, as sent (a policy from before values, or one of a single asset).
+   */
+  currency: string | null;
   createdAt: number;
   updatedAt: number;
 }
 
-/** scope omitted: agent; match, allow: none; notifyAt: none; startsAt null or omitted: the creation's minute. */
-export type PolicyInput = Omit<Policy, 'id' | 'createdAt' | 'updatedAt' | 'startsAt' | 'scope' | 'match' | 'notifyAt' | 'approvalTimeoutS' | 'allow'> &
-  Partial<Pick<Policy, 'scope' | 'match' | 'notifyAt' | 'approvalTimeoutS' | 'allow'>> & { startsAt?: number | null };
+/** scope omitted: agent; match, allow: none; notifyAt: none; startsAt null or omitted: the creation's minute; currency omitted: null. */
+export type PolicyInput = Omit<Policy, 'id' | 'createdAt' | 'updatedAt' | 'startsAt' | 'scope' | 'match' | 'notifyAt' | 'approvalTimeoutS' | 'allow' | 'currency'> &
+  Partial<Pick<Policy, 'scope' | 'match' | 'notifyAt' | 'approvalTimeoutS' | 'allow' | 'currency'>> & { startsAt?: number | null };

@@ -51,6 +51,7 @@ interface PolicyRow {
   starts_at: number | string | null;
   approval_timeout_s: number | null;
   allow_list: string | null;
+  currency: string | null;
   active: number;
   created_at: number;
   updated_at: number;
@@ -59,10 +60,10 @@ interface PolicyRow {
 
 // Agents come along as a JSON array, so a page is one statement, not one per policy.
 const SELECT = {
-  sqlite: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.scope, p.match_filter, p.notify_at, p.starts_at, p.approval_timeout_s, p.allow_list, p.active, p.created_at, p.updated_at,
+  sqlite: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.scope, p.match_filter, p.notify_at, p.starts_at, p.approval_timeout_s, p.allow_list, p.currency, p.active, p.created_at, p.updated_at,
        (SELECT json_group_array(external_id) FROM (SELECT external_id FROM policy_agents pa WHERE pa.policy_id = p.id ORDER BY external_id)) AS agents
   FROM policies p`,
-  postgres: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.scope, p.match_filter, p.notify_at, p.starts_at, p.approval_timeout_s, p.allow_list, p.active, p.created_at, p.updated_at,
+  postgres: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.scope, p.match_filter, p.notify_at, p.starts_at, p.approval_timeout_s, p.allow_list, p.currency, p.active, p.created_at, p.updated_at,
        (SELECT coalesce(json_agg(external_id ORDER BY external_id), '[]')::text FROM policy_agents pa WHERE pa.policy_id = p.id) AS agents
   FROM policies p`,
 };
@@ -83,6 +84,7 @@ const toPolicy = (r: PolicyRow): Policy => ({
   startsAt: startsAtOf(r.starts_at, Number(r.created_at)),
   approvalTimeoutS: r.approval_timeout_s,
   allow: r.allow_list === null ? null : (JSON.parse(r.allow_list) as PolicyAllow),
+  currency: r.currency,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -127,8 +129,8 @@ export async function createPolicy(sql: Sql, teamId: string, input: PolicyInput,
   const now = Date.now();
   if (input.active) await checkRoomForActive(sql, teamId, maxActive);
   await sql.run(
-    `INSERT INTO policies (id, team_id, name, limits, action, timezone, scope, match_filter, notify_at, starts_at, approval_timeout_s, allow_list, active, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO policies (id, team_id, name, limits, action, timezone, scope, match_filter, notify_at, starts_at, approval_timeout_s, allow_list, currency, active, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     [
       id,
       teamId,
@@ -142,6 +144,7 @@ export async function createPolicy(sql: Sql, teamId: string, input: PolicyInput,
       input.startsAt ?? startsAtOf(null, now),
       input.approvalTimeoutS ?? null,
       input.allow ? JSON.stringify(input.allow) : null,
+      input.currency ?? null,
       input.active ? 1 : 0,
       now,
       now,
@@ -180,7 +183,7 @@ export async function updatePolicy(
   if (changes.active === true && !current.active) await checkRoomForActive(sql, teamId, maxActive);
   const next = { ...current, ...changes };
   await sql.run(
-    'UPDATE policies SET name = ?, limits = ?, action = ?, timezone = ?, scope = ?, match_filter = ?, notify_at = ?, starts_at = ?, approval_timeout_s = ?, allow_list = ?, active = ?, updated_at = ? WHERE id = ?',
+    'UPDATE policies SET name = ?, limits = ?, action = ?, timezone = ?, scope = ?, match_filter = ?, notify_at = ?, starts_at = ?, approval_timeout_s = ?, allow_list = ?, currency = ?, active = ?, updated_at = ? WHERE id = ?',
     [
       next.name,
       JSON.stringify(next.limits),
@@ -193,6 +196,7 @@ export async function updatePolicy(
       next.startsAt ?? startsAtOf(null, current.createdAt),
       next.approvalTimeoutS,
       next.allow ? JSON.stringify(next.allow) : null,
+      next.currency,
       next.active ? 1 : 0,
       Math.max(Date.now(), current.updatedAt),
       id,
@@ -201,6 +205,19 @@ export async function updatePolicy(
   if (changes.agents) await setAgents(sql, teamId, id, changes.agents);
   await policiesChanged(sql, teamId, revisions);
   return findPolicy(sql, teamId, id);
+}
+
+/**
+ * The team's currency changed: its policies counting in the old one count in the new one from now
+ * on (records are valued in the team's currency only). Their limits keep their figures. Run it in
+ * the transaction that changes the currency; the ids moved, for the audit log.
+ */
+export async function movePoliciesCurrency(sql: Sql, teamId: string, from: string, to: string, revisions: PolicyRevisions): Promise<string[]> {
+  const moved = (await sql.all<{ id: string }>('SELECT id FROM policies WHERE team_id = ? AND currency = ? ORDER BY created_at, id', [teamId, from])).map((r) => r.id);
+  if (moved.length === 0) return moved;
+  await sql.run('UPDATE policies SET currency = ?, updated_at = ? WHERE team_id = ? AND currency = ?', [to, Date.now(), teamId, from]);
+  await policiesChanged(sql, teamId, revisions);
+  return moved;
 }
 
 export async function deletePolicy(sql: Sql, teamId: string, id: string, revisions: PolicyRevisions): Promise<boolean> {
@@ -224,6 +241,8 @@ export interface ActivePolicyRow {
   approvalTimeoutS: number | null;
   /** JSON, as stored (null: no allowlist). */
   allow: string | null;
+  /** Limits of money in value of this currency; null: amounts of the asset. */
+  currency: string | null;
   createdAt: number;
   /** External ids, sorted; empty: every agent of the team. */
   agents: string[];
@@ -237,7 +256,7 @@ export interface ActivePolicyRow {
  */
 export async function activePolicyRows(sql: Sql, teamId: string): Promise<ActivePolicyRow[]> {
   const policies = await sql.all<Omit<PolicyRow, 'active' | 'updated_at' | 'agents'>>(
-    'SELECT id, name, limits, action, timezone, scope, match_filter, notify_at, starts_at, approval_timeout_s, allow_list, created_at FROM policies WHERE team_id = ? AND active = 1 ORDER BY created_at, id',
+    'SELECT id, name, limits, action, timezone, scope, match_filter, notify_at, starts_at, approval_timeout_s, allow_list, currency, created_at FROM policies WHERE team_id = ? AND active = 1 ORDER BY created_at, id',
     [teamId],
   );
   const agents = await sql.all<{ policy_id: string; external_id: string }>(
@@ -258,6 +277,7 @@ export async function activePolicyRows(sql: Sql, teamId: string): Promise<Active
       startsAt: startsAtOf(r.starts_at, Number(r.created_at)),
       approvalTimeoutS: r.approval_timeout_s,
       allow: r.allow_list,
+      currency: r.currency,
       createdAt: r.created_at,
       agents: [],
     }),

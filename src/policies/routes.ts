@@ -2,6 +2,8 @@ import { decodeCursor, keysetPage } from '../http/cursor.js';
 import { ApiError } from '../http/errors.js';
 import { audited } from '../audit-log/record.js';
 import { defineRoute } from '../http/routes.js';
+import { DEFAULT_CURRENCY, isCurrency } from '../domain/currencies.js';
+import { findTeam } from '../teams/repository.js';
 import type { PolicyRouteDeps } from './revisions.js';
 import { checkPolicyFields, DEFAULT_APPROVAL_TIMEOUT_S, type CheckedPolicyFields, type Limit, type PolicyAllow, type PolicyMatch, type PolicyScope } from './limits.js';
 import {
@@ -30,7 +32,27 @@ interface PolicyBody {
   starts_at?: string | null;
   approval_timeout_s?: number | null;
   allow?: PolicyAllow | null;
+  currency?: string | null;
 }
+
+/**
+ * The currency a policy counts in, as sent (checked), or for a new policy that names none: no
+ * currency (amounts) when its filter keeps one asset, the team's otherwise. Values are only ever
+ * in the team's currency (records are valued in it), so a policy counts in that one; null is for
+ * one asset only: amounts of several assets are not added up any more.
+ */
+function policyCurrency(sent: string | null | undefined, match: PolicyMatch | null | undefined, teamCurrency: string): string | null {
+  const oneAsset = match?.assets?.length === 1;
+  if (sent === undefined) return oneAsset ? null : teamCurrency;
+  if (sent !== null && !isCurrency(sent)) throw invalidCurrency(`"${sent}" is not an ISO 4217 currency code`);
+  if (sent !== null && sent !== teamCurrency) throw invalidCurrency(`must be the team's currency, ${teamCurrency}: records are valued in it (PATCH /api/v1/team changes it)`);
+  if (sent === null && !oneAsset) throw invalidCurrency(nullForOneAsset);
+  return sent;
+}
+
+const nullForOneAsset = 'may be null only when match.assets names one asset: amounts of different assets are not added up';
+
+const invalidCurrency = (message: string) => new ApiError('validation_failed', `Request body is invalid: currency ${message}`, [{ field: 'currency', message }]);
 
 /** The body's new fields in stored form, only those given (a PATCH changes only what it sends). */
 function budgetFields(checked: CheckedPolicyFields, body: PolicyBody): Partial<PolicyInput> {
@@ -59,6 +81,7 @@ const toBody = (p: Policy) => ({
   starts_at: iso(p.startsAt),
   approval_timeout_s: p.approvalTimeoutS ?? DEFAULT_APPROVAL_TIMEOUT_S,
   allow: p.allow,
+  currency: p.currency,
   createdAt: iso(p.createdAt),
   updatedAt: iso(p.updatedAt),
 });
@@ -118,6 +141,7 @@ const EXAMPLE_POLICY = {
   starts_at: '2026-11-21T10:00:00.000Z',
   approval_timeout_s: 900,
   allow: null,
+  currency: 'USD',
   createdAt: '2026-11-21T10:00:00.000Z',
   updatedAt: '2026-11-21T10:00:00.000Z',
 };
@@ -128,7 +152,8 @@ const POLICY_DOC =
   'default the creation\'s minute), per_endpoint (spend per UTC day to endpoints matching a host, `*.host` or URL prefix); ' +
   'calls_per_minute, calls_per_hour and calls_per_day take `count` (calls) instead of `amount`. Amounts are decimal strings. ' +
   '`scope` agent (default): each agent its own totals; pool: the policy\'s agents share one. `match` ({categories, networks, assets, ' +
-  'endpoints, tags}) keeps only matching records: without `assets`, amounts of every asset add up. `notify_at` (percentages 1-99) raises a ' +
+  'endpoints, tags}) keeps only matching records. `currency` (ISO 4217; default the team\'s, or null when `match.assets` names one asset): limits ' +
+  'of money are values in it and totals sum the records\' values (see Rates); null: amounts of the asset as sent. `notify_at` (percentages 1-99) raises a ' +
   '`threshold` alert once per window, subject and percentage. `agents` empty or omitted: every agent of the team. `action`: flag ' +
   '(an alert, warning), block (an authorization is declined; a record raises a critical alert) or approve (an authorization waits for a person: ' +
   '`decision: pending`, its amount held, decided with POST /authorizations/{id}/approve or /deny, declined after `approval_timeout_s`, ' +
@@ -165,6 +190,8 @@ export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits
     };
     const policy = await withActiveBound(() =>
       audited(ctx, async (sql) => {
+        const teamCurrency = (await findTeam(sql, team.teamId))?.currency ?? DEFAULT_CURRENCY;
+        input.currency = policyCurrency(body.currency, input.match, teamCurrency);
         const created = await createPolicy(sql, team.teamId, input, deps.policyRevisions, deps.config.evaluation.maxActivePoliciesPerTeam);
         return { result: created, log: { action: 'policy.create', resourceType: 'policy', resourceId: created.id, before: null, after: settings(created) } };
       }),
@@ -217,6 +244,14 @@ export const updatePolicyRoute = defineRoute<PolicyBody, unknown, PolicyRouteDep
       audited(ctx, async (sql) => {
         const before = await findPolicy(sql, team.teamId, params.id!, true);
         if (before) checkSomething(changes.limits ?? before.limits, changes.allow !== undefined ? changes.allow : before.allow);
+        if (before) {
+          // A currency sent is checked against the filter it will have; one not sent stays, but a
+          // change never makes a policy that adds amounts of several assets (one from before the
+          // currencies keeps doing so while its filter and currency are left alone).
+          const match = changes.match !== undefined ? changes.match : before.match;
+          if (body.currency !== undefined) changes.currency = policyCurrency(body.currency, match, (await findTeam(sql, team.teamId))?.currency ?? DEFAULT_CURRENCY);
+          else if (changes.match !== undefined && before.currency === null && match?.assets?.length !== 1) throw invalidCurrency(nullForOneAsset);
+        }
         const after = before && (await updatePolicy(sql, team.teamId, params.id!, changes, deps.policyRevisions, deps.config.evaluation.maxActivePoliciesPerTeam));
         if (!before || !after) return { result: undefined };
         return { result: after, log: { action: 'policy.update', resourceType: 'policy', resourceId: after.id, before: settings(before), after: settings(after) } };

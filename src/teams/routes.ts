@@ -4,6 +4,8 @@ import type { KeyOwner } from '../domain/keys.js';
 import { audited } from '../audit-log/record.js';
 import { issuedKeyBody, keyRoutes, NO_STORE } from './key-routes.js';
 import { findTeam, lockTeam, rotateKey, setTeamCurrency } from './repository.js';
+import { movePoliciesCurrency } from '../policies/repository.js';
+import type { PolicyRouteDeps } from '../policies/revisions.js';
 import { isCurrency } from '../domain/currencies.js';
 import { teamUsage } from './usage.js';
 
@@ -58,14 +60,16 @@ export const getTeam = defineRoute({
   },
 });
 
-export const patchTeam = defineRoute<{ currency?: string }>({
+export const patchTeam = defineRoute<{ currency?: string }, unknown, PolicyRouteDeps>({
   method: 'patch',
   path: '/team',
   operationId: 'patchTeam',
   summary: "Change the team's settings: its currency",
   description:
     '`currency` (ISO 4217) is what the team\'s records are valued in, from the change on: records stored before keep the value ' +
-    'they were given. The change is in the audit log (resource `team`).',
+    'they were given. Policies counting in value count in the new currency from then on, their limits keeping their figures ' +
+    '(a day\'s total starts again from the records valued in it). The change is in the audit log (resource `team`, with the ' +
+    'policies moved).',
   tag: 'team',
   body: 'team-patch.json',
   bodyExample: { currency: 'EUR' },
@@ -84,7 +88,11 @@ export const patchTeam = defineRoute<{ currency?: string }>({
       await lockTeam(sql, team.teamId);
       const before = await findTeam(sql, team.teamId);
       if (!before || body.currency === undefined || !(await setTeamCurrency(sql, team.teamId, body.currency))) return { result: undefined };
-      return { result: undefined, log: { action: 'team.update', resourceType: 'team', resourceId: team.teamId, before: { currency: before.currency }, after: { currency: body.currency } } };
+      const policies = await movePoliciesCurrency(sql, team.teamId, before.currency, body.currency, deps.policyRevisions);
+      return {
+        result: undefined,
+        log: { action: 'team.update', resourceType: 'team', resourceId: team.teamId, before: { currency: before.currency }, after: { currency: body.currency, policies } },
+      };
     });
     return { body: await teamBody(deps, team) };
   },

@@ -89,7 +89,7 @@ describeOnEachRegistry('authorizations: asking a person (approve policies)', fun
     const violations = (await api().get('/api/v1/alerts?type=violation').set(...team.auth).expect(200)).body.data;
     expect(violations).to.deep.equal([]);
     // A payment nobody approved, recorded straight away, does break it.
-    await api().post('/api/v1/events').set(...team.auth).send({ events: [{ id: `unasked-${team.teamId}`, agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', method: 'POST', amount: '7' }] }).expect(200);
+    await api().post('/api/v1/events').set(...team.auth).send({ events: [{ id: `unasked-${team.teamId}`, agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', method: 'POST', amount: '7', asset: 'USDC' }] }).expect(200);
     const after = (await api().get('/api/v1/alerts?type=violation').set(...team.auth).expect(200)).body.data;
     expect(after.map((a: { kind: string; severity: string }) => [a.kind, a.severity])).to.deep.equal([['per_call', 'critical']]);
   });

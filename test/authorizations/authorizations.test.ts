@@ -14,13 +14,13 @@ async function ingest(team: Team, records: Record<string, unknown>[]): Promise<v
   await api()
     .post('/api/v1/events')
     .set(...team.auth)
-    .send({ events: records.map((r, i) => ({ id: `r-${Date.now()}-${i}-${Math.random()}`, agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', method: 'POST', ...r })) })
+    .send({ events: records.map((r, i) => ({ id: `r-${Date.now()}-${i}-${Math.random()}`, agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', method: 'POST', asset: 'USDC', ...r })) })
     .expect(200);
 }
 
 /** A batch of `count` records of 0.5 each, answered as it is (status and body). */
 function ingestAnswer(team: Team, count: number) {
-  const events = Array.from({ length: count }, (_, i) => ({ id: `r-${Date.now()}-${i}-${Math.random()}`, agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', method: 'POST', amount: '0.5' }));
+  const events = Array.from({ length: count }, (_, i) => ({ id: `r-${Date.now()}-${i}-${Math.random()}`, agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', method: 'POST', amount: '0.5', asset: 'USDC' }));
   return api().post('/api/v1/events').set(...team.auth).send({ events });
 }
 
@@ -265,7 +265,7 @@ describeOnEachRegistry('authorizations', function () {
       await db.run('CREATE TRIGGER fail_boom BEFORE INSERT ON authorizations FOR EACH ROW EXECUTE FUNCTION fail_boom()');
     }
     const ask = (agent: string) =>
-      api().post('/api/v1/authorizations').set(...team.auth).send({ agent_id: agent, endpoint: 'https://api.example.com/v1/x', amount: '1' });
+      api().post('/api/v1/authorizations').set(...team.auth).send({ agent_id: agent, endpoint: 'https://api.example.com/v1/x', amount: '1', asset: 'USDC' });
     const retries = () => testEnv().logLines.filter((l) => String(l.msg).startsWith('an authorization failed to be decided') && l.teamIds !== undefined);
     const before = retries().length;
     let approved = 0;

@@ -29,7 +29,7 @@ describeOnEachRegistry('authorizations: capture and void', function () {
       const auths: string[] = [];
       for (let i = 0; i < 300; i += 50) {
         const batch = await Promise.all(
-          Array.from({ length: 50 }, (_, j) => post('/api/v1/authorizations', { agent_id: `bot-${(i + j) % 7}`, endpoint: 'https://api.example.com/v1/x', amount: '2' })),
+          Array.from({ length: 50 }, (_, j) => post('/api/v1/authorizations', { agent_id: `bot-${(i + j) % 7}`, endpoint: 'https://api.example.com/v1/x', amount: '2', asset: 'USDC' })),
         );
         for (const r of batch) {
           expect(r.status).to.equal(200);
@@ -115,7 +115,7 @@ describeOnEachRegistry('authorizations: capture and void', function () {
         const auth = (await fetch(`${SPENDSCOPE}/api/v1/authorizations`, {
           method: 'POST',
           headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
-          body: JSON.stringify({ agent_id: 'research-bot', endpoint: url, amount: price, idempotency_key: callId }),
+          body: JSON.stringify({ agent_id: 'research-bot', endpoint: url, amount: price, asset: 'USDC', idempotency_key: callId }),
         }).then((r) => r.json())) as { id: string; decision: string; reasons: string[] };
         if (auth.decision !== 'approved') throw new Error(`not paying: ${auth.reasons.join('; ')}`);
         metadata.authorization_id = auth.id;

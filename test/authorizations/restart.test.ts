@@ -12,7 +12,7 @@ describe('authorization holds across a kill -9', function () {
   it('a hold still counts after the restart, and one that expired meanwhile does not', async () => {
     const env = { DATA_DIR: tempDir('authorization-restart'), BOOTSTRAP_API_KEY: KEY };
     const ask = (baseUrl: string, agent: string, amount: string, expires?: number) =>
-      call(baseUrl, 'POST', '/api/v1/authorizations', { agent_id: agent, endpoint: 'https://api.example.com/x', amount, ...(expires ? { expires_in_s: expires } : {}) });
+      call(baseUrl, 'POST', '/api/v1/authorizations', { agent_id: agent, endpoint: 'https://api.example.com/x', amount, asset: 'USDC', ...(expires ? { expires_in_s: expires } : {}) });
     const first = await startService(env);
     let held: string;
     try {
@@ -43,7 +43,7 @@ describe('authorization holds across a kill -9', function () {
 
   it('a pending authorization (waiting for a person) still holds after a kill -9, and can be approved after it', async () => {
     const env = { DATA_DIR: tempDir('approval-restart'), BOOTSTRAP_API_KEY: KEY };
-    const ask = (baseUrl: string, amount: string) => call(baseUrl, 'POST', '/api/v1/authorizations', { agent_id: 'a1', endpoint: 'https://api.example.com/x', amount });
+    const ask = (baseUrl: string, amount: string) => call(baseUrl, 'POST', '/api/v1/authorizations', { agent_id: 'a1', endpoint: 'https://api.example.com/x', amount, asset: 'USDC' });
     const first = await startService(env);
     let pending: string;
     try {

@@ -17,7 +17,7 @@ async function policy(team: Team, body: object) {
   return (await api().post('/api/v1/policies').set(...team.auth).send({ name: 'budget', action: 'block', ...body }).expect(201)).body;
 }
 async function ask(team: Team, fields: { agent_id?: string; amount: string; endpoint?: string; asset?: string; category?: string; tags?: string[] }) {
-  const body = { agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', ...fields };
+  const body = { agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', asset: 'USDC', ...fields };
   return (await api().post('/api/v1/authorizations').set(...team.auth).send(body).expect(200)).body;
 }
 

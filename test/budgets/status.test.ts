@@ -68,8 +68,9 @@ describeOnEachRegistry('budget status', () => {
     for (const agent of ['a', 'b']) {
       const daily = row(perAgent.id, 'daily', agent);
       const held = agent === 'a' ? toUnits('0.75') : 0n;
-      const spent = sum((r) => r.agent_id === agent);
-      expect(daily, agent).to.include({ scope: 'agent', limit: '400', spent: formatUnits(spent), held: formatUnits(held), remaining: formatUnits(toUnits('400') - spent - held) });
+      // In value (USD, the team's currency): USDC one for one; EURC has no rate into USD here, so it counts nothing.
+      const spent = sum((r) => r.agent_id === agent && usdc(r));
+      expect(daily, agent).to.include({ scope: 'agent', currency: 'USD', limit: '400', spent: formatUnits(spent), held: formatUnits(held), remaining: formatUnits(toUnits('400') - spent - held) });
       expect(daily.notify_at).to.deep.equal([80]);
       expect(daily.window).to.deep.equal({ start: new Date(zonedDay(now, 'UTC').start).toISOString(), end: new Date(zonedDay(now, 'UTC').end).toISOString() });
       expect(daily.used).to.be.closeTo(Number(formatUnits(spent + held)) / 400, 1e-6);
@@ -78,7 +79,7 @@ describeOnEachRegistry('budget status', () => {
     }
     expect(row(perAgent.id, 'daily', 'c'), 'c is not named by the per-agent policy').to.equal(undefined);
     const monthly = row(pool.id, 'monthly', null);
-    expect(monthly).to.include({ scope: 'pool', spent: formatUnits(sum(usdc)), held: '2' });
+    expect(monthly).to.include({ scope: 'pool', currency: null, spent: formatUnits(sum(usdc)), held: '2' });
     const total = row(pool.id, 'total', null);
     // A total counts from the policy's start (its creation's minute): records of the hour before it do not.
     const since = Date.parse(pool.starts_at);

@@ -89,6 +89,8 @@ export const testRecord = (fields: TestRecord) => ({
   agent_id: 'bot',
   endpoint: 'https://api.example.com/v1/x',
   method: 'POST',
+  // Valued one for one in USD, the default currency of policies: a test of amounts counts them as values.
+  asset: 'USDC',
   ...fields,
 });
 
