@@ -91,7 +91,7 @@ export const patchTeam = defineRoute<{ currency?: string }, unknown, PolicyRoute
       const policies = await movePoliciesCurrency(sql, team.teamId, before.currency, body.currency, deps.policyRevisions);
       return {
         result: undefined,
-        log: { action: 'team.update', resourceType: 'team', resourceId: team.teamId, before: { currency: before.currency }, after: { currency: body.currency, policies } },
+        log: { action: 'team.update', resourceType: 'team', resourceId: team.teamId, before: { currency: before.currency }, after: { currency: body.currency, ...(policies.length > 0 ? { policies } : {}) } },
       };
     });
     return { body: await teamBody(deps, team) };

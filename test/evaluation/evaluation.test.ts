@@ -113,7 +113,7 @@ describeOnEachRegistry('policy evaluation at ingest', () => {
     const week = zonedWeek(Date.now(), zone);
     // Sunday before this week: not counted; this week: 9.5 so far.
     await ingest(team, [{ amount: '50', created_at: week.start - 1 }, { amount: '9.5', created_at: Math.max(week.start, Date.now() - 60_000) }]);
-    const ask = (amount: string) => api().post('/api/v1/authorizations').set(...team.auth).send({ agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', amount }).expect(200);
+    const ask = (amount: string) => api().post('/api/v1/authorizations').set(...team.auth).send({ agent_id: 'bot', endpoint: 'https://api.example.com/v1/x', amount, asset: 'USDC' }).expect(200);
     const fits = await ask('0.5');
     expect(fits.body.decision).to.equal('approved');
     const check = fits.body.checks.find((c: { kind: string }) => c.kind === 'weekly');

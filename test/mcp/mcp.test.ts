@@ -79,7 +79,7 @@ describeOnEachRegistry('MCP at /mcp', function () {
     const t = await newTeam('mcp-budgets');
     await registerAgent(t, 'bot');
     await newPolicy(t, { name: 'daily', agents: ['bot'], action: 'block', limits: [{ kind: 'daily', amount: '10' }] });
-    await api().post('/api/v1/events').set(...t.auth).send({ events: [{ id: 'b-1', agent_id: 'bot', endpoint: ENDPOINT, method: 'GET', amount: '1.25' }] }).expect(200);
+    await api().post('/api/v1/events').set(...t.auth).send({ events: [{ id: 'b-1', agent_id: 'bot', endpoint: ENDPOINT, method: 'GET', amount: '1.25', asset: 'USDC' }] }).expect(200);
     const c = await connect(server.url, t.apiKey);
     try {
       const viaMcp = answer<{ data: Record<string, unknown>[]; truncated: boolean }>(await call(c, 'get_budget_status', { agent_id: 'bot' }));

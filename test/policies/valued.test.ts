@@ -2,7 +2,7 @@
 import BigNumber from 'bignumber.js';
 import { expect } from 'chai';
 import { newPolicy } from '../helpers/common.js';
-import { api, describeOnEachRegistry, newTeam } from '../helpers/context.js';
+import { api, describeOnEachRegistry, loadedEvents, newTeam, testEnv } from '../helpers/context.js';
 
 type Team = Awaited<ReturnType<typeof newTeam>>;
 const HOUR = 3_600_000;
@@ -83,5 +83,66 @@ describeOnEachRegistry('policies in value', function () {
     expect(bad.body.error.details.map((d: { field: string }) => d.field)).to.deep.equal(['currency']);
     await api().post('/api/v1/policies').set(...team.auth).send({ name: 'x', limits: [{ kind: 'daily', amount: '1' }], currency: 'EURO' }).expect(400);
     expect((await send(team, [pay('a-1', '6', 'USDC'), pay('a-2', '6', 'USDC')])).alerts_created).to.equal(1);
+  });
+
+  it('a rate change mid-day values later records at the new rate and leaves the earlier ones', async () => {
+    const team = await newTeam();
+    const at = (hoursAgo: number) => new Date(Date.now() - hoursAgo * HOUR).toISOString();
+    // Two hours ago (or since midnight, if the day is younger): both records fall in one UTC day.
+    const midnight = new Date(new Date().toISOString().slice(0, 10)).getTime();
+    const earlier = Math.max(Date.now() - 2 * HOUR, midnight + 1_000);
+    const change = new Date(earlier + (Date.now() - earlier) / 2).toISOString();
+    await api().put('/api/v1/rates/ETH').set(...team.auth).send({ value: '3000', currency: 'USD', valid_from: at(48) }).expect(200);
+    const policy = await newPolicy(team, { name: 'day', agents: ['research-bot'], limits: [{ kind: 'daily', amount: '1000' }] });
+    await send(team, [pay('r-1', '0.1', 'ETH', { timestamp: new Date(earlier).toISOString() })]);
+    await api().put('/api/v1/rates/ETH').set(...team.auth).send({ value: '2000', currency: 'USD', valid_from: change }).expect(200);
+    await send(team, [pay('r-2', '0.1', 'ETH')]);
+    const records = await (await loadedEvents(team.teamId)).query<{ id: string; value: string }>('SELECT id, toString(value) AS value FROM events WHERE team_id = {team:String}', { team: team.teamId });
+    expect(Object.fromEntries(records.map((r) => [r.id, r.value]))).to.deep.equal({ 'r-1': '300', 'r-2': '200' });
+    const budgets = (await api().get('/api/v1/budgets').query({ policy_id: policy.id }).set(...team.auth).expect(200)).body.data as { spent: string }[];
+    expect(budgets[0]!.spent).to.equal('500');
+  });
+
+  it('a team in EUR: policies count in EUR, USDC through a USD rate; changing the currency moves the policies and says so in the audit log', async () => {
+    const team = await newTeam();
+    await api().patch('/api/v1/team').set(...team.auth).send({ currency: 'EUR' }).expect(200);
+    await api().put('/api/v1/rates/USD').set(...team.auth).send({ value: '0.92', currency: 'EUR', valid_from: new Date(Date.now() - 24 * HOUR).toISOString() }).expect(200);
+    const policy = await newPolicy(team, { name: 'day', agents: ['research-bot'], limits: [{ kind: 'daily', amount: '50' }] });
+    expect(policy.currency).to.equal('EUR');
+    const usd = await api().post('/api/v1/policies').set(...team.auth).send({ name: 'x', limits: [{ kind: 'daily', amount: '1' }], currency: 'USD' }).expect(400);
+    expect(usd.body.error.details[0]).to.include({ field: 'currency' });
+    // 20 EURC + 30 USDC (27.6 EUR) = 47.6 EUR: under; 3 EURC more, 50.6: over.
+    expect((await send(team, [pay('e-1', '20', 'EURC'), pay('e-2', '30', 'USDC')])).alerts_created).to.equal(0);
+    expect((await send(team, [pay('e-3', '3', 'EURC')])).alerts_created).to.equal(1);
+    const breach = (await alerts(team)).find((a) => a.policyId === policy.id)!;
+    expect(breach).to.include({ observed: '50.6', limit: '50' });
+    const budgets = (await api().get('/api/v1/budgets').query({ policy_id: policy.id }).set(...team.auth).expect(200)).body.data as { spent: string; currency: string }[];
+    expect(budgets[0]).to.include({ currency: 'EUR', spent: '50.6' });
+
+    // Back to USD: the policy counts in USD from now on, and the audit log names it.
+    await api().patch('/api/v1/team').set(...team.auth).send({ currency: 'USD' }).expect(200);
+    expect((await api().get(`/api/v1/policies/${policy.id}`).set(...team.auth).expect(200)).body.currency).to.equal('USD');
+    const log = (await api().get('/api/v1/audit-log').query({ resource_type: 'team' }).set(...team.auth).expect(200)).body.data as { changes: Record<string, { before: unknown; after: unknown }> }[];
+    expect(log[0]!.changes.currency).to.deep.equal({ before: 'EUR', after: 'USD' });
+    expect(log[0]!.changes.policies!.after).to.deep.equal([policy.id]);
+  });
+
+  it('a policy from before values (no currency, every asset) keeps adding amounts as it did', async () => {
+    const team = await newTeam();
+    const legacy = await newPolicy(team, { name: 'old', agents: ['research-bot'], limits: [{ kind: 'daily', amount: '10' }] });
+    // As the upgrade leaves a policy stored before currencies: NULL (nothing converted).
+    await testEnv().deps.db.transaction((sql) => sql.run('UPDATE policies SET currency = NULL WHERE id = ?', [legacy.id]));
+    await api().patch(`/api/v1/policies/${legacy.id}`).set(...team.auth).send({ name: 'old (renamed)' }).expect(200);
+    expect((await api().get(`/api/v1/policies/${legacy.id}`).set(...team.auth).expect(200)).body.currency).to.equal(null);
+    // 6 USDC + 5 EURC: 11 as amounts, over 10 (in value, 6 + 5.4 would be over too; 0.001 ETH shows the difference below).
+    expect((await send(team, [pay('l-1', '6', 'USDC'), pay('l-2', '3', 'EURC')])).alerts_created).to.equal(0);
+    expect((await send(team, [pay('l-3', '1.5', 'WETH')])).alerts_created).to.equal(1);
+    const breach = (await alerts(team)).find((a) => a.policyId === legacy.id)!;
+    expect(breach).to.include({ observed: '10.5', limit: '10' });
+    expect((await alerts(team)).filter((a) => a.kind === 'unvalued')).to.have.length(0);
+    // A change of its filter to several assets without a currency is refused; giving it one is the way to value it.
+    const refused = await api().patch(`/api/v1/policies/${legacy.id}`).set(...team.auth).send({ match: { assets: ['USDC', 'EURC'] } }).expect(400);
+    expect(refused.body.error.details[0]).to.include({ field: 'currency' });
+    expect((await api().patch(`/api/v1/policies/${legacy.id}`).set(...team.auth).send({ currency: 'USD' }).expect(200)).body.currency).to.equal('USD');
   });
 });

@@ -11,6 +11,9 @@ import { testEnv } from '../helpers/context.js';
 import { freshDatabase } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/processes.js';
 import { registryBytes } from '../helpers/registry-bytes.js';
+import { activePolicyRows } from '../../src/policies/repository.js';
+import { compilePolicy } from '../../src/evaluation/policies.js';
+import type { Limit } from '../../src/policies/limits.js';
 
 function writeMigrations(files: Record<string, string>): string {
   const dir = tempDir('migrations');
@@ -55,6 +58,40 @@ async function sharedStoreBefore(version: string) {
       return migrateSharedStore(pool, dir);
     },
   };
+}
+
+
+/**
+ * Policies of each kind stored before currencies (every asset, one asset, several assets) come out
+ * of the policy-currency migration as they were, with no currency: amounts of the asset, as before.
+ */
+async function expectPoliciesKept(db: Database, applyNext: () => Promise<string[]> | string[], name: string): Promise<void> {
+  await db.transaction(async (sql) => {
+    await sql.run(`INSERT INTO teams (id, name, created_at) VALUES ('t1', 'one', 1)`);
+    const kinds = [
+      ['p1', null],
+      ['p2', '{"assets":["USDC"]}'],
+      ['p3', '{"assets":["USDC","EURC"]}'],
+    ] as const;
+    for (const [id, match] of kinds) {
+      await sql.run(
+        `INSERT INTO policies (id, team_id, name, limits, action, timezone, active, created_at, updated_at, scope, match_filter, notify_at, starts_at)
+         VALUES (?, 't1', ?, '[{"kind":"daily","amount":"100"},{"kind":"per_call","amount":"5"}]', 'block', NULL, 1, 5, 6, 'agent', ?, '[80]', 60000)`,
+        [id, `budget ${id}`, match],
+      );
+    }
+  });
+  const before = await db.all<Record<string, unknown>>('SELECT * FROM policies ORDER BY id');
+  expect(await applyNext()).to.deep.equal([name]);
+  const after = await db.all<Record<string, unknown>>('SELECT * FROM policies ORDER BY id');
+  expect(after.map(({ currency: _c, ...rest }) => rest)).to.deep.equal(before);
+  expect(after.map((p) => p.currency)).to.deep.equal([null, null, null]);
+  const active = await db.transaction((sql) => activePolicyRows(sql, 't1'));
+  for (const row of active) {
+    const compiled = compilePolicy({ ...row, limits: JSON.parse(row.limits) as Limit[] });
+    expect(compiled.currency, row.id).to.equal(null);
+    expect(compiled.limits.map((l) => l.measure)).to.deep.equal(['spend', 'spend']);
+  }
 }
 
 const MASKED_TABLES = ['management_audit', 'alerts', 'webhook_deliveries'] as const;
@@ -332,6 +369,12 @@ describe('migrations', () => {
       db.close();
     });
 
+    it('028 (policy currency) keeps every policy as it was, with no currency: amounts of the asset, as before', async () => {
+      const { db, name, applyNext } = registryBefore('028');
+      await expectPoliciesKept(sqliteDatabase(db), applyNext, name);
+      db.close();
+    });
+
     it('the project registry migrations apply to an empty file', () => {
       const db = openRegistry(tempDir('registry'));
       expect(migrateRegistry(db, path.join(SCHEMA_DIR, 'sqlite'))).to.include('001_teams_and_keys.sql');
@@ -351,6 +394,15 @@ describe('migrations', () => {
         await expectWebhookUrlsMasked(db, before, rewritten, secrets);
         expect(await db.all(`SELECT relname FROM pg_class WHERE relname = 'webhook_url_rewrites'`)).to.deep.equal([]);
         expect(await applyNext()).to.deep.equal([]);
+      } finally {
+        await db.close();
+      }
+    });
+
+    it('019 (policy currency) keeps every policy as it was, with no currency: amounts of the asset, as before', async () => {
+      const { db, name, applyNext } = await sharedStoreBefore('019');
+      try {
+        await expectPoliciesKept(db, applyNext, name);
       } finally {
         await db.close();
       }
