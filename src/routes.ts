@@ -3,6 +3,7 @@ import { alertRoutes } from './alerts/routes.js';
 import { analyticsRoutes } from './analytics/routes.js';
 import { auditLogRoutes } from './audit-log/routes.js';
 import { auditRoutes } from './audit/routes.js';
+import { recordValuesRoute } from './audit/values-route.js';
 import { authorizationRoutes } from './authorizations/routes.js';
 import { budgetRoutes } from './budgets/routes.js';
 import { openApiRoute } from './docs/routes.js';
@@ -24,6 +25,7 @@ export const ROUTES: readonly RouteSpec[] = [
   ...ingestRoutes,
   ...authorizationRoutes,
   ...auditRoutes,
+  recordValuesRoute,
   ...agentRoutes,
   ...policyRoutes,
   ...budgetRoutes,

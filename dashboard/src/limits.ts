@@ -2,7 +2,7 @@
  * Limit kinds as people read them, and what a policy's amounts are in. The kinds mirror
  * src/policies/limits.ts: money kinds carry `amount`, the calls_per_* kinds `count`.
  */
-import { denominationOf, type Denomination } from './money';
+import { denominationOf, inCurrency, type Denomination } from './money';
 import type { CallKind, LimitKind, PolicyMatch } from './types';
 
 const CALL_KINDS: ReadonlySet<LimitKind> = new Set<LimitKind>(['calls_per_minute', 'calls_per_hour', 'calls_per_day']);
@@ -44,11 +44,13 @@ export function formatCalls(count: string | number): string {
 }
 
 /**
- * What a policy's amounts are in. A policy without `match.assets` adds every asset's amounts into
- * one total, so it is in the team's assets (mixed, said so, if several); one with `assets` is in
- * those, written as the team's records spell them (the API stores them lowercase).
+ * What a policy's amounts are in: values in its currency when it has one (policies count in the
+ * team's currency by default). One without (made before currencies, or of one asset) counts
+ * amounts: of the asset its `match.assets` names, or, from before currencies, of every asset
+ * added into one total (mixed, said so, if the team has several).
  */
-export function policyDenomination(match: PolicyMatch | null | undefined, team: Denomination): Denomination {
+export function policyDenomination(match: PolicyMatch | null | undefined, team: Denomination, currency?: string | null): Denomination {
+  if (currency) return inCurrency(currency);
   if (!match?.assets?.length) return team;
   const known = team.kind === 'asset' ? [team.asset] : team.kind === 'mixed' ? team.assets : [];
   return denominationOf(match.assets.map((a) => known.find((k) => k.toLowerCase() === a.toLowerCase()) ?? a));

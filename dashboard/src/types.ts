@@ -102,6 +102,8 @@ export interface Policy {
   approval_timeout_s: number;
   /** What it allows (deny by default); null: no allowlist. */
   allow: { payees?: string[]; networks?: string[]; assets?: string[]; endpoints?: string[] } | null;
+  /** ISO 4217: its limits of money are values in it; null: amounts of the asset as sent. */
+  currency: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -112,6 +114,8 @@ export interface Budget {
   policy_name: string;
   action: Policy['action'];
   kind: Exclude<LimitKind, 'per_call'>;
+  /** What limit, spent, held and remaining are in (null: amounts of the asset). */
+  currency: string | null;
   scope: Policy['scope'];
   /** null for a pool. */
   agent_id: string | null;
@@ -350,4 +354,21 @@ export interface Rate {
 export interface RateList {
   currency: string;
   data: Rate[];
+}
+
+/** A rate as a value used it (POST /records/values). */
+export interface UsedRate {
+  asset: string;
+  value: string;
+  currency: string;
+  valid_from: string;
+  source: 'built-in' | 'team';
+}
+
+/** What a record is worth: value null is unvalued; currency '' not valued yet (stored before values). */
+export interface RecordValue {
+  id: string;
+  value: string | null;
+  currency: string;
+  valuation: { rate: UsedRate; conversion?: UsedRate } | null;
 }

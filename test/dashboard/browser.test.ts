@@ -514,14 +514,14 @@ describe('dashboard in a browser', function () {
           expect(spentText).to.equal(budget.spent);
           expect(await row.locator('.budget-figures strong').textContent()).to.match(/ calls$/);
         } else {
-          // The pool keeps to USDC; the per-agent policy adds every asset (the team has two): said
-          // once, after the limit.
-          const asset = budget.agent_id === null ? ' USDC' : ' EURC+USDC';
+          // The pool keeps to USDC (amounts of one asset); the per-agent policy counts in value, in
+          // the team's currency: said once, after the limit.
+          const asset = budget.agent_id === null ? ' USDC' : ' USD';
           const limitText = (await row.locator('[data-figure=limit]').textContent())!;
           expect(limitText.endsWith(asset), `${what}: ${limitText}`).to.equal(true);
           expect(isRoundingOf(limitText.slice(0, -asset.length), budget.limit), `${what}: ${limitText} rounds ${budget.limit}`).to.equal(true);
           expect(isRoundingOf(spentText, budget.spent), `${what}: ${spentText} rounds ${budget.spent}`).to.equal(true);
-          expect(await row.locator('[data-figure=spent] .money').getAttribute('title'), what).to.include(budget.agent_id === null ? 'USDC' : 'EURC, USDC');
+          expect(await row.locator('[data-figure=spent] .money').getAttribute('title'), what).to.include(budget.agent_id === null ? 'USDC' : 'USD');
         }
         expect(await row.locator('.budget-bar .tick').evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-percent')))), what).to.deep.equal(budget.notify_at);
         const meter = row.getByRole('meter');
@@ -828,6 +828,41 @@ describe('dashboard in a browser', function () {
     await photograph(page, 'audit-log-own-wide');
     expect((page as Page & { problems: string[] }).problems).to.deep.equal([]);
     await page.close();
+  });
+
+  it("records' values: each row's value in the team currency as POST /records/values gives it, an unvalued one flagged; a record's page names the rates used", async () => {
+    const own = await newTeam('record-values');
+    const since = new Date(Date.now() - 3_600_000).toISOString();
+    await api().put('/api/v1/rates/EUR').set(...own.auth).send({ value: '1.08', currency: 'USD', valid_from: since }).expect(200);
+    const paid = (id: string, amount: string, asset: string) => ({ id, agent_id: 'research-bot', endpoint: 'https://api.example.com/v1/search', method: 'GET', amount, asset });
+    await api()
+      .post('/api/v1/events')
+      .set(...own.auth)
+      .send({ events: [paid('val-usdc', '2.5', 'USDC'), paid('val-eurc', '10', 'EURC'), paid('val-mystery', '1', 'MYSTERY')] })
+      .expect(200);
+    const values = (await api().post('/api/v1/records/values').set(...own.auth).send({ ids: ['val-usdc', 'val-eurc', 'val-mystery'] }).expect(200)).body.data as { id: string; value: string | null }[];
+    expect(values.map((v) => [v.id, v.value])).to.deep.equal([['val-eurc', '10.8'], ['val-mystery', null], ['val-usdc', '2.5']]);
+    const page = await newPage('wide');
+    await signIn(page, own.apiKey);
+    await page.goto(`${server.url}/dashboard/records`);
+    await page.locator('[data-panel=records][data-state=ready]').waitFor();
+    const cell = (id: string) => page.locator(`[data-panel=records] td[data-value="${id}"]`);
+    await cell('val-mystery').locator('[data-unvalued]').waitFor();
+    for (const { id, value } of values) {
+      if (value === null) {
+        expect(await cell(id).locator('.money').count(), id).to.equal(0);
+        expect(await cell(id).textContent()).to.equal('unvalued');
+      } else {
+        expect(await cell(id).locator('.money').getAttribute('data-exact'), id).to.equal(value);
+        expect(await cell(id).textContent(), id).to.match(/ USD$|^\$/);
+      }
+    }
+    await page.goto(`${server.url}/dashboard/records/val-eurc`);
+    await page.locator('[data-panel=record][data-state=ready]').waitFor();
+    await page.locator('[data-panel=record] [data-field=value] .money').waitFor();
+    expect(await page.locator('[data-panel=record] [data-field=value] .money').getAttribute('data-exact')).to.equal('10.8');
+    const usedRates = await page.locator('[data-panel=record] dt', { hasText: 'Valued by' }).locator('xpath=following-sibling::dd[1]').textContent();
+    expect(usedRates).to.equal(`1 EURC = 1 EUR (built-in, from 1970-01-01T00:00:00.000Z), 1 EUR = 1.08 USD (team rate, from ${since})`);
   });
 
   it('rates: the team currency and what each asset is worth in it, as GET /rates gives them; a rate set from the form, its history a click away, ended; a currency change', async () => {

@@ -46,6 +46,20 @@ describeOnEachRegistry('policies in value', function () {
     const budgets = (await api().get('/api/v1/budgets').query({ policy_id: policy.id }).set(...team.auth).expect(200)).body.data as { spent: string; currency: string; remaining: string }[];
     const exact = new BigNumber(40).plus(new BigNumber(25).times('1.08')).plus(new BigNumber('0.01').times('3000.5')).plus(new BigNumber('0.001').times('3000.5'));
     expect(budgets[0]).to.include({ currency: 'USD', spent: exact.toFixed() });
+    // Each record's value and the rate it used, beside the SDK's records (which keep their shape).
+    const values = (await api().post('/api/v1/records/values').set(...team.auth).send({ ids: ['v-2', 'v-4', 'nope'] }).expect(200)).body.data;
+    expect(values).to.deep.equal([
+      {
+        id: 'v-2',
+        value: '27',
+        currency: 'USD',
+        valuation: {
+          rate: { asset: 'EURC', value: '1', currency: 'EUR', valid_from: '1970-01-01T00:00:00.000Z', source: 'built-in' },
+          conversion: { asset: 'EUR', value: '1.08', currency: 'USD', valid_from: since, source: 'team' },
+        },
+      },
+      { id: 'v-4', value: '3.0005', currency: 'USD', valuation: { rate: { asset: 'ETH', value: '3000.5', currency: 'USD', valid_from: since, source: 'team' } } },
+    ]);
   });
 
   it('an authorization in WETH without a rate is declined by a block policy in value, naming the asset; pending under approve', async () => {
@@ -73,6 +87,10 @@ describeOnEachRegistry('policies in value', function () {
     const unvalued = (await alerts(team)).filter((a) => a.kind === 'unvalued');
     expect(unvalued).to.have.length(1);
     expect(unvalued[0]).to.include({ policyId: policy.id, subject: 'MYSTERY' });
+    const values = (await api().post('/api/v1/records/values').set(...team.auth).send({ ids: ['u-1'] }).expect(200)).body.data;
+    expect(values).to.deep.equal([{ id: 'u-1', value: null, currency: 'USD', valuation: null }]);
+    const tooMany = await api().post('/api/v1/records/values').set(...team.auth).send({ ids: Array.from({ length: 501 }, (_, i) => `x-${i}`) }).expect(400);
+    expect(tooMany.body.error.details[0]).to.include({ field: 'ids' });
   });
 
   it('a policy of one asset without a currency keeps counting amounts of that asset; null is refused for several assets', async () => {

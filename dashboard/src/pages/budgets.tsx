@@ -99,7 +99,7 @@ export function Budgets() {
                   key={`${b.policy_id}\u0000${b.kind}\u0000${b.endpoint ?? ''}\u0000${b.agent_id ?? ''}`}
                   budget={b}
                   policy={byId.get(b.policy_id)}
-                  denomination={policyDenomination(byId.get(b.policy_id)?.match, team)}
+                  denomination={policyDenomination(byId.get(b.policy_id)?.match, team, b.currency)}
                 />
               ))}
             </ul>

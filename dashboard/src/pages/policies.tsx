@@ -146,7 +146,7 @@ export function Policies() {
                       <span key={i} class="limit">
                         {' · '}
                         {KIND_LABELS[l.kind]}
-                        {l.endpoint ? ` (${l.endpoint})` : ''}: {l.count !== undefined ? formatCalls(l.count) : <Money value={l.amount} denomination={policyDenomination(p.match, assets)} />}
+                        {l.endpoint ? ` (${l.endpoint})` : ''}: {l.count !== undefined ? formatCalls(l.count) : <Money value={l.amount} denomination={policyDenomination(p.match, assets, p.currency)} />}
                       </span>
                     ))}
                     {p.match && <span class="policy-match"> · {matchText(p.match)}</span>}
@@ -392,8 +392,8 @@ function PolicyForm({ policy }: { policy?: Policy }) {
       <fieldset>
         <legend>Only records matching (optional; separated by commas)</legend>
         <p class="muted form-hint">
-          Each list given narrows the policy: a record counts toward its limits when it matches one entry of every list given. Without assets, every asset adds up into one
-          total: give one to keep a budget in one currency.
+          Each list given narrows the policy: a record counts toward its limits when it matches one entry of every list given. Limits are in the team's currency, each
+          payment counted at its value whatever its asset; with exactly one asset, they are amounts of that asset.
         </p>
         <ListInputs name="match" fields={MATCH_FIELDS} labels={MATCH_LABELS} values={match} set={setMatch} error={error} />
       </fieldset>

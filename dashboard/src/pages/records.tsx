@@ -15,10 +15,10 @@ import { useRefreshTick, ZonePicker } from '../components/range-bar';
 import { TableHead } from '../components/table-head';
 import { Time } from '../components/time';
 import { formatCount } from '../format';
-import { denominationOf, exactAmount, UNKNOWN, type Denomination } from '../money';
+import { denominationOf, exactAmount, inCurrency, UNKNOWN, type Denomination } from '../money';
 import { href, useLocation } from '../router';
 import { recordTimeIso } from '../time';
-import type { AuditQuery, AuditRecord } from '../types';
+import type { AuditQuery, AuditRecord, RecordValue } from '../types';
 
 const PAGE = 50;
 const STATUSES = ['allowed', 'flagged', 'blocked'] as const;
@@ -128,10 +128,32 @@ export function Evaluation({ status }: { status: string }) {
   return <span class={`badge status-${status}`}>{status}</span>;
 }
 
+/** What records are worth (POST /records/values): the SDK's records say what was sent, not what it is worth. */
+function useRecordValues(ids: string[]): Map<string, RecordValue> | undefined {
+  const load = useLoad((signal) => (ids.length === 0 ? Promise.resolve({ data: [] }) : api<{ data: RecordValue[] }>('POST', '/records/values', { body: { ids }, signal })), [ids]);
+  return load.data && new Map(load.data.data.map((v) => [v.id, v]));
+}
+
+const UNVALUED_TITLE = 'No rate values its asset (or its amount is unknown): it counts in no budget in value. Give the asset a rate on the Rates page.';
+
+/** A record's value in the team's currency, or a flag that it has none. */
+function RecordValueText({ value }: { value: RecordValue | undefined }) {
+  if (!value || value.currency === '') return <span class="muted">–</span>;
+  if (value.value === null) {
+    return (
+      <span class="badge status-flagged" data-unvalued title={UNVALUED_TITLE}>
+        unvalued
+      </span>
+    );
+  }
+  return <Money value={value.value} denomination={inCurrency(value.currency)} />;
+}
+
 function RecordTable({ records }: { records: AuditRecord[] }) {
+  const values = useRecordValues(records.map((r) => r.id));
   return (
     <table class="rows-table record-table">
-      <TableHead columns={['Endpoint', 'Agent', { label: 'Amount', num: true }, 'Status', 'Time ↓']} />
+      <TableHead columns={['Endpoint', 'Agent', { label: 'Amount', num: true }, { label: 'Value', num: true }, 'Status', 'Time ↓']} />
       <tbody>
         {records.map((r) => (
           <tr key={r.id} data-record={r.id}>
@@ -146,6 +168,9 @@ function RecordTable({ records }: { records: AuditRecord[] }) {
             </td>
             <td class="num" data-label="Amount">
               <Money value={r.amount} denomination={recordDenomination(r)} />
+            </td>
+            <td class="num" data-label="Value" data-value={r.id}>
+              {values && <RecordValueText value={values.get(r.id)} />}
             </td>
             <td data-label="Status">
               <Evaluation status={r.policy_evaluation} />
@@ -178,11 +203,14 @@ const orDash = (value: ComponentChildren) => (value === null || value === undefi
 
 function RecordDetails({ record }: { record: AuditRecord }) {
   const denomination = recordDenomination(record);
+  const value = useRecordValues([record.id])?.get(record.id);
   // What every record has, then what its client sent of the rest.
   const rows: [string, ComponentChildren, string?][] = [
     ['Agent', <a href={href('agents', record.agent_id)}>{record.agent_id}</a>],
     ['Amount', <Money value={record.amount} denomination={denomination} />],
     ['Amount, exact', `${exactAmount(record.amount)}${record.asset ? ` ${record.asset}` : ''}`, 'amount'],
+    ['Value', <RecordValueText value={value} />, 'value'],
+    ['Valued by', value?.valuation ? valuationText(value.valuation) : null],
     ['Status', <Evaluation status={record.policy_evaluation} />],
     ['Time', <Time iso={recordTimeIso(record.created_at)} absolute />],
     ['Method', record.method],
@@ -230,4 +258,10 @@ function RecordDetails({ record }: { record: AuditRecord }) {
       )}
     </div>
   );
+}
+
+/** "1 EURC = 1 EUR (built-in, from …), 1 EUR = 1.08 USD (team, from …)": the rates a value used. */
+function valuationText(valuation: NonNullable<RecordValue['valuation']>): string {
+  const one = (r: NonNullable<RecordValue['valuation']>['rate']) => `1 ${r.asset} = ${r.value} ${r.currency} (${r.source === 'team' ? 'team rate' : 'built-in'}, from ${r.valid_from})`;
+  return valuation.conversion ? `${one(valuation.rate)}, ${one(valuation.conversion)}` : one(valuation.rate);
 }
