@@ -62,7 +62,6 @@ export function* captureByRecord(row: EventRow, now: number, value?: (row: Event
   if (!auth || auth.agent_id !== row.agent_id || statusOf(auth, now) !== 'held') return {};
   // A record that names no asset (the published SDK's does not) paid in its authorization's: valued in it.
   const adopted = row.asset === '' && !!auth.asset && !!value;
-  if (adopted) row.asset = auth.asset!;
   if (toUnits(row.amount) === 0n) {
     if (!saysPaid(row)) {
       return {
@@ -72,6 +71,7 @@ export function* captureByRecord(row: EventRow, now: number, value?: (row: Event
         },
       };
     }
+    if (adopted) row.asset = auth.asset!;
     row.amount = auth.amount;
     // Worth the held amount, by the rate the record was valued with (none: unvalued, never 0).
     if (adopted) value!(row);
@@ -88,10 +88,19 @@ export function* captureByRecord(row: EventRow, now: number, value?: (row: Event
       },
     };
   }
-  if (adopted) value!(row);
+  if (adopted) {
+    row.asset = auth.asset!;
+    value!(row);
+  }
   yield* captureRow(auth, row, now);
-  return { released: auth.id };
+  return adopted ? { released: auth.id, warning: adoptedWarning(row) } : { released: auth.id };
 }
+
+/** Said in place of the ingest answer's "no asset, unvalued": the record took its authorization's asset. */
+const adoptedWarning = (row: EventRow): FieldError => ({
+  field: 'asset',
+  message: `is not given: the record captured authorization ${row.authorization_id}, whose asset ${row.asset} it was paid in and valued by${row.value === null ? ' (no rate values it: stored unvalued)' : ''}`,
+});
 
 function* captureRow(auth: AuthorizationRow, row: EventRow, now: number): Steps<void> {
   if (!(yield* captureHeld(auth, row.amount, row.id, now))) throw new Error(`authorization ${auth.id} was held but could not be captured`);

@@ -96,7 +96,12 @@ export class Ingestor {
     this.metrics?.ackSeconds.observe((performance.now() - started) / 1000);
     this.metrics?.ingestRecords.inc({ outcome: 'accepted' }, outcome.stored);
     this.metrics?.ingestRecords.inc({ outcome: 'duplicate' }, outcome.duplicates);
-    for (const w of outcome.warnings) warnings.push({ index: indexOf[w.row]!, field: w.field, message: w.message });
+    for (const w of outcome.warnings) {
+      const index = indexOf[w.row]!;
+      // A record without an asset that took its authorization's: the commit's word replaces "not given, unvalued".
+      if (w.field === 'asset') removeWarning(warnings, index, 'asset');
+      warnings.push({ index, field: w.field, message: w.message });
+    }
     const conflicts = outcome.conflicts;
     if (conflicts.length > 0) {
       this.metrics?.ingestRecords.inc({ outcome: 'conflict' }, conflicts.length);
@@ -139,4 +144,9 @@ export class Ingestor {
       if (unvalued) warnings.push({ index: indexes[k]!, ...unvalued });
     });
   }
+}
+
+function removeWarning(warnings: RecordError[], index: number, field: string): void {
+  const at = warnings.findIndex((w) => w.index === index && w.field === field);
+  if (at >= 0) warnings.splice(at, 1);
 }

@@ -54,7 +54,8 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
     title: 'Budget status',
     description:
       "How much of each budget is used and where it is heading, as GET /api/v1/budgets answers: one row per active policy, limit " +
-      "and subject in the current window, closest to its limit first, with spent, held, remaining (decimal strings) and a forecast. " +
+      "and subject in the current window, closest to its limit first, with spent, held, remaining (decimal strings, values in the " +
+      "row's currency, the team's; currency null: amounts of the one asset the policy keeps) and a forecast. " +
       "Give agent_id for that agent's budgets (its own and the pools it belongs to). Needs the read scope.",
     route: authed(listBudgetsRoute),
     rest: 'query',

@@ -163,4 +163,20 @@ describeOnEachRegistry('policies in value', function () {
     expect(refused.body.error.details[0]).to.include({ field: 'currency' });
     expect((await api().patch(`/api/v1/policies/${legacy.id}`).set(...team.auth).send({ currency: 'USD' }).expect(200)).body.currency).to.equal('USD');
   });
+
+  it('a record without an asset that captures an authorization is paid in, and valued by, the authorization\'s asset', async () => {
+    const team = await newTeam();
+    await api().put('/api/v1/rates/EUR').set(...team.auth).send({ value: '1.08', currency: 'USD', valid_from: new Date(Date.now() - HOUR).toISOString() }).expect(200);
+    const policy = await newPolicy(team, { name: 'day', agents: ['research-bot'], limits: [{ kind: 'daily', amount: '100' }], action: 'block' });
+    const auth = (await api().post('/api/v1/authorizations').set(...team.auth).send({ agent_id: 'research-bot', endpoint: 'https://api.example.com/v1/search', amount: '10', asset: 'EURC' }).expect(200)).body;
+    expect(auth.decision).to.equal('approved');
+    const answer = await send(team, [{ ...pay('c-1', '10', ''), asset: undefined, authorization_id: auth.id }]);
+    expect(answer.warnings).to.have.length(1);
+    expect(answer.warnings[0]).to.deep.include({ field: 'asset' });
+    expect((answer.warnings[0] as unknown as { message: string }).message).to.include(`captured authorization ${auth.id}, whose asset EURC`);
+    const values = (await api().post('/api/v1/records/values').set(...team.auth).send({ ids: ['c-1'] }).expect(200)).body.data;
+    expect(values[0]).to.include({ value: '10.8', currency: 'USD' });
+    const budgets = (await api().get('/api/v1/budgets').query({ policy_id: policy.id }).set(...team.auth).expect(200)).body.data as { spent: string; held: string }[];
+    expect(budgets[0]).to.include({ spent: '10.8', held: '0' });
+  });
 });
