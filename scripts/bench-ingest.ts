@@ -25,6 +25,9 @@
  * levels (the service started once to make the team, stopped, the ids written in key order as
  * one run of the index, the service started again): a busy day's index (20,000,000 is 230
  * records a second for a day), measured right after that restart.
+ * --assets mix pays in a mix of assets (USDC mostly, EURC through a rate for the euro, and ETH by
+ * a rate of the team's), the rates set before the load: every record valued through the books, and
+ * the policies (in the team's currency) summing values across assets.
  * Also: --server-log FILE keeps the server's log (LOG_LEVEL=debug adds per-commit figures),
  * --profile DIR writes a CPU profile of the server; --threads prints, per level, the server's CPU
  * per record in its event loop, its other Node threads and the engine's own threads (from /proc).
@@ -60,6 +63,8 @@ const { values: args } = parseArgs({
     // With --policies: N pairs of fresh services without and with them, alternating, and the median ratio.
     pairs: { type: 'string', default: '0' },
     ids: { type: 'string', default: 'sdk' },
+    // usdc (the default): every record in USDC; mix: USDC, EURC and ETH, valued by rates set first.
+    assets: { type: 'string', default: 'usdc' },
     prefill: { type: 'string', default: '0' },
     'server-log': { type: 'string' },
     // Writes a V8 CPU profile of the server to this folder (open it in Chrome DevTools).
@@ -75,6 +80,8 @@ const BATCH = Number(args.batch);
 if (args.ids !== 'sdk' && args.ids !== 'sequential') throw new Error('--ids is sdk or sequential');
 const SEQUENTIAL_IDS = args.ids === 'sequential';
 const PREFILL = Number(args.prefill);
+if (args.assets !== 'usdc' && args.assets !== 'mix') throw new Error('--assets is usdc or mix');
+const MIXED_ASSETS = args.assets === 'mix';
 const API_KEY = 'bench-key-0123456789abcdef';
 
 // ---------------------------------------------------------------------------------------------
@@ -98,16 +105,21 @@ const RUN = crypto.randomBytes(4).toString('hex');
 let sequence = 0;
 const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)]!;
 
+const USDC_BASE = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
+/** --assets mix: 7 in 10 USDC, 2 EURC (on Base), 1 ETH (a millionth of the USDC amount: about as much worth). */
+const MIX = [USDC_BASE, USDC_BASE, USDC_BASE, USDC_BASE, USDC_BASE, USDC_BASE, USDC_BASE, '0x60a3E35Cc302bFA44Cb288Bc5a4F316Fdb1adb42', '0x60a3E35Cc302bFA44Cb288Bc5a4F316Fdb1adb42', 'ETH'];
+
 function record(now: number): Record<string, unknown> {
   const micro = Math.floor(Math.random() * 50_000) + 1; // up to 0.05 USDC
   const createdAt = now - Math.floor(Math.random() * 3_600_000);
+  const asset = MIXED_ASSETS ? pick(MIX) : USDC_BASE;
   return {
     agent_id: pick(AGENTS),
     team: pick(['research', 'ops', null]),
     human_sponsor: null,
-    amount: (micro / 1e6).toFixed(6),
+    amount: asset === 'ETH' ? (micro / 1e9).toFixed(9) : (micro / 1e6).toFixed(6),
     amount_raw: '0',
-    asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+    asset,
     network: pick(NETWORKS),
     scheme: 'exact',
     tx_hash: `0x${crypto.randomBytes(8).toString('hex')}`,
@@ -183,6 +195,12 @@ async function call<T>(port: number, method: string, path: string, body: string 
  * (the largest payments, busy hours), so evaluation also records alerts as it goes.
  */
 async function createPolicies(port: number, count: number): Promise<void> {
+  if (MIXED_ASSETS) {
+    // From two hours back: every record of the load (up to an hour old) has its rates.
+    const from = new Date(Date.now() - 2 * 3_600_000).toISOString();
+    await call(port, 'PUT', '/api/v1/rates/EUR', JSON.stringify({ value: '1.08', currency: 'USD', valid_from: from }), 200);
+    await call(port, 'PUT', '/api/v1/rates/ETH', JSON.stringify({ value: '3000.25', currency: 'USD', valid_from: from, decimals: 18 }), 200);
+  }
   for (let i = 0; i < count; i++) {
     const policy = BUDGETS ? budgetPolicy(i) : {
       name: `bench policy ${i}`,
