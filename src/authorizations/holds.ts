@@ -33,6 +33,8 @@ interface EndpointSum {
   facts: RecordFacts;
   sum: bigint;
   count: number;
+  /** Its holds: a value is worked out hold by hold, each at the rate of its own approval. */
+  members: Hold[];
 }
 
 /** Per agent: minute of approval → facts → sum. */
@@ -102,7 +104,8 @@ export class Holds {
     if (entry) {
       entry.sum += hold.amount;
       entry.count++;
-    } else endpoints.set(endpointKey, { facts: hold, sum: hold.amount, count: 1 });
+      entry.members.push(hold);
+    } else endpoints.set(endpointKey, { facts: hold, sum: hold.amount, count: 1, members: [hold] });
   }
 
   /** Releases a hold (captured or voided); false when there was none. */
@@ -117,6 +120,7 @@ export class Holds {
     const endpointKey = factsKey(hold);
     const entry = endpoints.get(endpointKey)!;
     entry.sum -= hold.amount;
+    entry.members.splice(entry.members.indexOf(hold), 1);
     if (--entry.count > 0) return true;
     endpoints.delete(endpointKey);
     if (endpoints.size > 0) return true;
@@ -148,8 +152,9 @@ export class Holds {
 
   /**
    * What live holds add up to in a window (all of them when `window` is null): the sum of their
-   * amounts, or (`calls`) how many there are, or (`value`) their amounts as `valueOf` values them
-   * (an asset without a rate: 0, as the decision that held it could not value it either). Holds of one agent, of a set of agents (a pool), or of
+   * amounts, or (`calls`) how many there are, or (`value`) each hold's amount as `valueOf` values it at
+   * the instant it was approved, as its decision did (an asset without a rate: 0, as the decision
+   * that held it could not value it either). Holds of one agent, of a set of agents (a pool), or of
    * every agent of the team (null); only those `test` accepts. Windows start and end on a whole
    * minute (hours, days in a time zone: every zone's offset is whole minutes; a `total` starts on
    * one), so a minute's sum is in or out whole.
@@ -175,7 +180,8 @@ export class Holds {
         if (window && (minute < window.start || minute >= window.end)) continue;
         for (const entry of endpoints.values()) {
           if (test && !test(entry.facts)) continue;
-          sum += measure === 'calls' ? BigInt(entry.count) : measure === 'value' ? (valueOf?.(entry.facts, entry.sum, minute) ?? 0n) : entry.sum;
+          if (measure !== 'value') sum += measure === 'calls' ? BigInt(entry.count) : entry.sum;
+          else if (valueOf) for (const hold of entry.members) sum += valueOf(hold, hold.amount, hold.at) ?? 0n;
         }
       }
       return sum;

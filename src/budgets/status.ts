@@ -19,7 +19,7 @@ import type { EventStore } from '../stores/clickhouse.js';
 import { perform, type Database } from '../stores/sql.js';
 import { formatUnits, toUnits } from '../domain/money.js';
 import { valueAt } from '../domain/rates.js';
-import { ratesAt } from '../rates/repository.js';
+import { readBookFrom } from '../rates/books.js';
 
 export interface BudgetStatus {
   policy_id: string;
@@ -77,20 +77,24 @@ export async function budgetStatus(
   filter: { policyId?: string; agentId?: string },
   now = Date.now(),
 ): Promise<{ rows: BudgetStatus[]; truncated: boolean }> {
-  const { rows: policyRows, agents, holdRows, rates } = await db.transaction(async (sql) => ({
-    rows: await activePolicyRows(sql, teamId),
-    agents: (await sql.all<{ external_id: string }>('SELECT external_id FROM agents WHERE team_id = ? ORDER BY external_id', [teamId])).map((a) => a.external_id),
-    holdRows: await perform(sql, liveHolds(now, { teamId })),
-    rates: await ratesAt(sql, teamId, now),
-  }));
+  const { rows: policyRows, agents, holdRows, book } = await db.transaction(async (sql) => {
+    const holdRows = await perform(sql, liveHolds(now, { teamId }));
+    return {
+      rows: await activePolicyRows(sql, teamId),
+      agents: (await sql.all<{ external_id: string }>('SELECT external_id FROM agents WHERE team_id = ? ORDER BY external_id', [teamId])).map((a) => a.external_id),
+      holdRows,
+      // The rates since the oldest hold: each is valued at the instant it was approved, as its decision was (the book's own currency is not used).
+      book: await readBookFrom(sql, teamId, holdRows.reduce((from, h) => Math.min(from, h.created_at), now), ''),
+    };
+  });
   const policies = policyRows
     .filter((p) => filter.policyId === undefined || p.id === filter.policyId)
     .map((p) => ({ action: p.action, notifyAt: p.notifyAt, compiled: compilePolicy({ ...p, limits: JSON.parse(p.limits) as Limit[] }) }));
   const holds = Holds.of(holdRows);
-  // Holds in value, at the rates in effect now (the team's own, else the pegs).
-  const holdValue = (currency: string) => (facts: RecordFacts, sum: bigint, at: number) => {
+  // Holds in value, each at the rates of its approval.
+  const holdValue = (currency: string) => (facts: RecordFacts, amount: bigint, at: number) => {
     if (!facts.asset) return undefined;
-    const valued = valueAt((a) => (rates.has(a) ? [rates.get(a)!] : undefined), facts.asset, formatUnits(sum), at, currency);
+    const valued = valueAt((a) => book.histories.get(a), facts.asset, formatUnits(amount), at, currency);
     return typeof valued === 'object' ? toUnits(valued.value) : undefined;
   };
 

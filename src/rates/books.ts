@@ -8,7 +8,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { DEFAULT_CURRENCY } from '../domain/currencies.js';
 import type { Rate, RateBook } from '../domain/rates.js';
-import { postgresOnly, type Database } from '../stores/sql.js';
+import { postgresOnly, type Database, type Sql } from '../stores/sql.js';
 import { RATES_CHANGED, RATES_CHANNEL, type RatesChange } from './changes.js';
 import { ratesAt, rateVersionsFrom } from './repository.js';
 
@@ -77,13 +77,8 @@ export class RateBooks {
    * The team's versions from `from` on, as a book in `currency`, read now (one transaction): what
    * values a batch's records older than the book's horizon (an agent's buffer sent late).
    */
-  async bookFrom(teamId: string, from: number, currency: string): Promise<RateBook> {
-    const histories = new Map<string, Rate[]>();
-    await this.db.transaction(async (sql) => {
-      for (const version of await rateVersionsFrom(sql, teamId, from)) push(histories, version);
-      for (const version of (await ratesAt(sql, teamId, from)).values()) push(histories, version);
-    });
-    return { currency, histories, horizon: from };
+  bookFrom(teamId: string, from: number, currency: string): Promise<RateBook> {
+    return this.db.transaction((sql) => readBookFrom(sql, teamId, from, currency));
   }
 
   private read(teamId: string): Promise<HeldBook> {
@@ -168,6 +163,15 @@ export class RateBooks {
       if (!this.stopped) await new Promise((resolve) => setTimeout(resolve, 1_000).unref());
     }
   }
+}
+
+/** The team's versions from `from` on (and the one in effect at it), as a book in `currency`. */
+export async function readBookFrom(sql: Sql, teamId: string, from: number, currency: string): Promise<RateBook> {
+  const histories = new Map<string, Rate[]>();
+  // Newest first: the versions after `from`, then the one in effect at it.
+  for (const version of await rateVersionsFrom(sql, teamId, from)) push(histories, version);
+  for (const version of (await ratesAt(sql, teamId, from)).values()) push(histories, version);
+  return { currency, histories, horizon: from };
 }
 
 function push(histories: Map<string, Rate[]>, version: Rate): void {
