@@ -6,6 +6,7 @@ const EXAMPLE_ROW = {
   policy_name: 'research agents',
   action: 'block',
   kind: 'monthly',
+  currency: 'USD',
   scope: 'pool',
   agent_id: null,
   endpoint: null,

@@ -44,7 +44,7 @@ describe("the README's approval loop", function () {
         }
       };
       let payments = 0;
-      const ask = { agent_id: 'bot', endpoint: 'https://api.example.com/v1/report', amount: '7' };
+      const ask = { agent_id: 'bot', endpoint: 'https://api.example.com/v1/report', amount: '7', asset: 'USDC' };
       const [approved] = await Promise.all([payWithApproval(base, team.apiKey, ask, async () => ++payments), decideNext('approve')]);
       expect(approved).to.deep.equal({ paid: true, receipt: 1 });
       const [denied] = await Promise.all([payWithApproval(base, team.apiKey, ask, async () => ++payments), decideNext('deny')]);

@@ -15,6 +15,7 @@ const record = (agent: string, amount: string) => ({
   endpoint: 'https://api.example.com/v1/search',
   method: 'GET',
   amount,
+  asset: 'USDC',
   timestamp: new Date(Date.now() - 1_000).toISOString(),
 });
 
@@ -47,7 +48,7 @@ describe('several instances on PostgreSQL: faults (spawned)', function () {
     // A breach that will happen during the load, once; and a hold made before the kill.
     expect((await call(c.instances[1]!, c.key, 'POST', '/api/v1/policies', { name: 'one a day', agents: ['storm'], limits: [{ kind: 'daily', amount: '1' }], action: 'flag' })).status).to.equal(201);
     expect((await call(c.instances[1]!, c.key, 'POST', '/api/v1/policies', { name: 'held', agents: ['payer'], limits: [{ kind: 'daily', amount: '10' }], action: 'block' })).status).to.equal(201);
-    const hold = await call(c.instances[0]!, c.key, 'POST', '/api/v1/authorizations', { agent_id: 'payer', endpoint: 'https://api.example.com/v1/x', amount: '4' });
+    const hold = await call(c.instances[0]!, c.key, 'POST', '/api/v1/authorizations', { agent_id: 'payer', endpoint: 'https://api.example.com/v1/x', amount: '4', asset: 'USDC' });
     expect(hold.body.decision).to.equal('approved');
 
     const acknowledged = new Map<string, string>();
@@ -116,7 +117,7 @@ describe('several instances on PostgreSQL: faults (spawned)', function () {
       for (const [n, method, path, body] of [
         [0, 'POST', '/api/v1/audit/batch', { records: [record('steady', '1')] }],
         [1, 'GET', '/api/v1/team', undefined],
-        [0, 'POST', '/api/v1/authorizations', { agent_id: 'steady', endpoint: 'https://api.example.com/v1/x', amount: '1' }],
+        [0, 'POST', '/api/v1/authorizations', { agent_id: 'steady', endpoint: 'https://api.example.com/v1/x', amount: '1', asset: 'USDC' }],
         [1, 'GET', '/healthz', undefined],
       ] as const) {
         const res = await call(c.instances[n]!, c.key, method, path, body);

@@ -14,6 +14,7 @@ const record = (agent: string, amount: string, at = Date.now() - 1_000) => ({
   endpoint: 'https://api.example.com/v1/search',
   method: 'GET',
   amount,
+  asset: 'USDC',
   timestamp: new Date(at).toISOString(),
 });
 
@@ -57,7 +58,7 @@ describe('several instances on PostgreSQL (spawned)', function () {
     const policy = await on(0, 'POST', '/api/v1/policies', { name: 'fifty', agents: ['buyer'], limits: [{ kind: 'daily', amount: '5' }], action: 'block' });
     expect(policy.status, JSON.stringify(policy.body)).to.be.oneOf([200, 201]);
     const answers = await Promise.all(
-      Array.from({ length: 300 }, (_, i) => on(i, 'POST', '/api/v1/authorizations', { agent_id: 'buyer', endpoint: 'https://api.example.com/v1/x', amount: '0.1' })),
+      Array.from({ length: 300 }, (_, i) => on(i, 'POST', '/api/v1/authorizations', { agent_id: 'buyer', endpoint: 'https://api.example.com/v1/x', amount: '0.1', asset: 'USDC' })),
     );
     for (const a of answers) expect(a.status, JSON.stringify(a.body)).to.equal(200);
     expect(answers.filter((a) => a.body.decision === 'approved')).to.have.length(50);
@@ -82,7 +83,7 @@ describe('several instances on PostgreSQL (spawned)', function () {
     expect(policy.status, JSON.stringify(policy.body)).to.equal(201);
     // 150 authorizations of 0.1 for the three agents at once, over the three instances: the pool's 10 fits 100.
     const asked = await Promise.all(
-      Array.from({ length: 150 }, (_, i) => on(i, 'POST', '/api/v1/authorizations', { agent_id: agents[i % 3], endpoint: 'https://api.example.com/v1/x', amount: '0.1' })),
+      Array.from({ length: 150 }, (_, i) => on(i, 'POST', '/api/v1/authorizations', { agent_id: agents[i % 3], endpoint: 'https://api.example.com/v1/x', amount: '0.1', asset: 'USDC' })),
     );
     for (const a of asked) expect(a.status, JSON.stringify(a.body)).to.equal(200);
     expect(asked.filter((a) => a.body.decision === 'approved')).to.have.length(100);
@@ -120,10 +121,10 @@ describe('several instances on PostgreSQL (spawned)', function () {
   it('approvals across instances: pending on one, its hold counted on another, a long poll on a second woken by the approval on a third', async () => {
     expect((await on(0, 'POST', '/api/v1/policies', { name: 'ask above 5', agents: ['asker'], limits: [{ kind: 'per_call', amount: '5' }], action: 'approve' })).status).to.equal(201);
     expect((await on(0, 'POST', '/api/v1/policies', { name: 'asker day', agents: ['asker'], limits: [{ kind: 'daily', amount: '10' }], action: 'block' })).status).to.equal(201);
-    const asked = await on(0, 'POST', '/api/v1/authorizations', { agent_id: 'asker', endpoint: 'https://api.example.com/x', amount: '8' });
+    const asked = await on(0, 'POST', '/api/v1/authorizations', { agent_id: 'asker', endpoint: 'https://api.example.com/x', amount: '8', asset: 'USDC' });
     expect(asked.body.status, JSON.stringify(asked.body)).to.equal('pending');
     // The 8 it holds while it waits counts on another instance.
-    expect((await on(1, 'POST', '/api/v1/authorizations', { agent_id: 'asker', endpoint: 'https://api.example.com/x', amount: '3' })).body.decision).to.equal('declined');
+    expect((await on(1, 'POST', '/api/v1/authorizations', { agent_id: 'asker', endpoint: 'https://api.example.com/x', amount: '3', asset: 'USDC' })).body.decision).to.equal('declined');
     const started = Date.now();
     const waiting = on(1, 'GET', `/api/v1/authorizations/${asked.body.id}?wait=30`);
     await sleep(500);

@@ -17,7 +17,7 @@ async function policy(team: Team, action: 'flag' | 'block', amount = '1'): Promi
 
 let n = 0;
 async function spend(team: Team, amount: string): Promise<void> {
-  const record = { id: `wh-${process.pid}-${++n}`, agent_id: 'a1', endpoint: 'https://api.example.com/x', method: 'GET', amount };
+  const record = { id: `wh-${process.pid}-${++n}`, agent_id: 'a1', endpoint: 'https://api.example.com/x', method: 'GET', amount, asset: 'USDC' };
   await api().post('/api/v1/events').set(...team.auth).send({ events: [record] }).expect(200);
 }
 

@@ -18,7 +18,7 @@ import { formatCount } from '../format';
 import { denominationOf, exactAmount, inCurrency, UNKNOWN, type Denomination } from '../money';
 import { href, useLocation } from '../router';
 import { recordTimeIso } from '../time';
-import type { AuditQuery, AuditRecord, RecordValue } from '../types';
+import type { AuditQuery, AuditRecord, RecordValue, UsedRate } from '../types';
 
 const PAGE = 50;
 const STATUSES = ['allowed', 'flagged', 'blocked'] as const;
@@ -210,7 +210,7 @@ function RecordDetails({ record }: { record: AuditRecord }) {
     ['Amount', <Money value={record.amount} denomination={denomination} />],
     ['Amount, exact', `${exactAmount(record.amount)}${record.asset ? ` ${record.asset}` : ''}`, 'amount'],
     ['Value', <RecordValueText value={value} />, 'value'],
-    ['Valued by', value?.valuation ? valuationText(value.valuation) : null],
+    ['Valued by', value?.valuation ? <UsedRates valuation={value.valuation} /> : null],
     ['Status', <Evaluation status={record.policy_evaluation} />],
     ['Time', <Time iso={recordTimeIso(record.created_at)} absolute />],
     ['Method', record.method],
@@ -260,8 +260,26 @@ function RecordDetails({ record }: { record: AuditRecord }) {
   );
 }
 
-/** "1 EURC = 1 EUR (built-in, from …), 1 EUR = 1.08 USD (team, from …)": the rates a value used. */
-function valuationText(valuation: NonNullable<RecordValue['valuation']>): string {
-  const one = (r: NonNullable<RecordValue['valuation']>['rate']) => `1 ${r.asset} = ${r.value} ${r.currency} (${r.source === 'team' ? 'team rate' : 'built-in'}, from ${r.valid_from})`;
-  return valuation.conversion ? `${one(valuation.rate)}, ${one(valuation.conversion)}` : one(valuation.rate);
+/** "1 EURC = 1 EUR (built-in), 1 EUR = 1.08 USD (team rate from …)": the rates a value used. */
+function UsedRates({ valuation }: { valuation: NonNullable<RecordValue['valuation']> }) {
+  const one = (r: UsedRate) => (
+    <span data-used-rate={r.asset}>
+      1 {r.asset} = {r.value} {r.currency} (
+      {r.source === 'team' ? (
+        <>
+          team rate from <Time iso={r.valid_from} absolute />
+        </>
+      ) : (
+        'built-in'
+      )}
+      )
+    </span>
+  );
+  return valuation.conversion ? (
+    <>
+      {one(valuation.rate)}, {one(valuation.conversion)}
+    </>
+  ) : (
+    one(valuation.rate)
+  );
 }
