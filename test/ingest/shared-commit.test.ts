@@ -6,7 +6,6 @@
  */
 import { expect } from 'chai';
 import { AgentActivity } from '../../src/agents/activity.js';
-import type { AuthorizationRequest } from '../../src/authorizations/decision.js';
 import { voidAuthorization } from '../../src/authorizations/capture.js';
 import { PolicyRevisions } from '../../src/policies/revisions.js';
 import { Evaluator } from '../../src/evaluation/evaluator.js';
@@ -24,6 +23,7 @@ import { createTeam } from '../../src/teams/repository.js';
 import { testEnv, registryCommits } from '../helpers/context.js';
 import { forEachDialect } from '../helpers/dialects.js';
 import { sdkId } from '../helpers/common.js';
+import { authorizationRequest } from '../helpers/authorizations.js';
 
 const ANOMALIES = { spikeFactor: 1e9, spikeBaseline: 1e9, loopCalls: 1e9, loopSeconds: 60, newPayeeLearningHours: 0 };
 const LIMITS = { maxRows: 1e9, maxBytes: 1024 ** 4 };
@@ -57,22 +57,6 @@ async function instanceOn(db: Database, shared: boolean): Promise<Instance> {
 }
 
 
-function request(teamId: string, amount: string): AuthorizationRequest {
-  return {
-    teamId,
-    agentId: 'bot',
-    endpoint: 'https://api.example.com/v1/search',
-    domain: 'api.example.com',
-    amount,
-    asset: 'USDC',
-    network: 'eip155:8453',
-    payeeAddress: null,
-    category: 'api',
-    tags: [],
-    expiresInS: 300,
-    idempotencyKey: null,
-  };
-}
 
 describe('group commit on a shared store, on SQLite and PostgreSQL', function () {
   this.timeout(120_000);
@@ -92,7 +76,7 @@ describe('group commit on a shared store, on SQLite and PostgreSQL', function ()
       await db.transaction((sql) => createPolicy(sql, team.id, { name: 'five a day', agents: [], limits: [{ kind: 'daily', amount: '5' }], action: 'block', active: true, timezone: null }, revisions));
       // The agent's total for today exists before the race (a first record), as on any busy day.
       await instances[0]!.ingestor.ingest(team.id, [{ id: sdkId(), agent_id: 'bot', endpoint: 'https://api.example.com/v1/search', method: 'GET', amount: '0' }], 'events');
-      const rows = await Promise.all(Array.from({ length: 300 }, (_, i) => instances[i % 3]!.commit.authorize(request(team.id, '0.1'))));
+      const rows = await Promise.all(Array.from({ length: 300 }, (_, i) => instances[i % 3]!.commit.authorize(authorizationRequest(team.id, '0.1'))));
       const approved = rows.filter((r) => r.decision === 'approved');
       expect(approved).to.have.length(50);
       // Without the totals' row locks each instance approves against its own view: 150.
@@ -159,7 +143,7 @@ describe('group commit on a shared store, on SQLite and PostgreSQL', function ()
       const { team } = await createTeam(db, 'holds');
       await db.transaction((sql) => createPolicy(sql, team.id, { name: 'five a day', agents: [], limits: [{ kind: 'daily', amount: '5' }], action: 'block', active: true, timezone: null }, revisions));
       for (let round = 0; round < 5; round++) {
-        const auth = await instances[0]!.commit.authorize(request(team.id, '1'));
+        const auth = await instances[0]!.commit.authorize(authorizationRequest(team.id, '1'));
         expect(auth.decision).to.equal('approved');
         const paid = { id: sdkId(), agent_id: 'bot', endpoint: 'https://api.example.com/v1/search', method: 'GET', amount: '1', authorization_id: auth.id };
         const [captured, voided] = await Promise.all([
@@ -178,7 +162,7 @@ describe('group commit on a shared store, on SQLite and PostgreSQL', function ()
       // What the five rounds left: five paid records, each counted once as spend (a record whose
       // hold was voided first counts as a payment without one), and no hold. The sixth
       // authorization sees exactly that (its check lists spent and held).
-      const check = await instances[1]!.commit.authorize(request(team.id, '0.5'));
+      const check = await instances[1]!.commit.authorize(authorizationRequest(team.id, '0.5'));
       const [stored] = JSON.parse(check.checks) as [string, string, string, string, number, number, string, string, string][];
       expect(stored![7], 'spent').to.equal('5');
       expect(stored![8], 'held').to.equal('0');

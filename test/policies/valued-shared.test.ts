@@ -9,7 +9,6 @@
 import BigNumber from 'bignumber.js';
 import { expect } from 'chai';
 import { AgentActivity } from '../../src/agents/activity.js';
-import type { AuthorizationRequest } from '../../src/authorizations/decision.js';
 import type { AuthorizationRow, StoredCheck } from '../../src/authorizations/repository.js';
 import { Evaluator } from '../../src/evaluation/evaluator.js';
 import { GroupCommit, sharedCommits } from '../../src/ingest/group-commit.js';
@@ -28,6 +27,7 @@ import { createTeam, lockTeam } from '../../src/teams/repository.js';
 import { sdkId } from '../helpers/common.js';
 import { testEnv } from '../helpers/context.js';
 import { forEachDialect } from '../helpers/dialects.js';
+import { authorizationRequest } from '../helpers/authorizations.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -78,22 +78,6 @@ const valued = (amount: BigNumber.Value, rate: BigNumber.Value) => new BigNumber
 
 const sum = (values: readonly BigNumber[]) => values.reduce((a, b) => a.plus(b), new BigNumber(0));
 
-function request(teamId: string, asset: string, amount: string): AuthorizationRequest {
-  return {
-    teamId,
-    agentId: 'bot',
-    endpoint: 'https://api.example.com/v1/search',
-    domain: 'api.example.com',
-    amount,
-    asset,
-    network: 'eip155:8453',
-    payeeAddress: null,
-    category: 'api',
-    tags: [],
-    expiresInS: 300,
-    idempotencyKey: null,
-  };
-}
 
 const paid = (fields: Record<string, unknown>) => ({ id: sdkId(), agent_id: 'bot', endpoint: 'https://api.example.com/v1/search', method: 'GET', ...fields });
 
@@ -221,7 +205,7 @@ describe('policies in value over three instances sharing PostgreSQL', function (
       const deciding: Promise<AuthorizationRow>[] = [];
       for (let n = 0; n < Math.max(batches.length, asks.length); n++) {
         if (n < batches.length) sending.push(instances[n % 3]!.ingestor.ingest(team.id, batches[n]!, 'events'));
-        if (n < asks.length) deciding.push(instances[(n + 1) % 3]!.commit.authorize(request(team.id, asks[n]!.asset, asks[n]!.amount)));
+        if (n < asks.length) deciding.push(instances[(n + 1) % 3]!.commit.authorize(authorizationRequest(team.id, asks[n]!.amount, asks[n]!.asset)));
       }
       const [results, decisions] = await Promise.all([Promise.all(sending), Promise.all(deciding)]);
 
@@ -289,7 +273,7 @@ describe('policies in value over three instances sharing PostgreSQL', function (
       // Every instance holds the team's book (a record through each): 0.005 ETH at 3000.
       const before = [paid({ asset: 'ETH', amount: '0.005' }), paid({ asset: 'ETH', amount: '0.005' }), paid({ asset: 'ETH', amount: '0.005' })];
       await Promise.all(before.map((record, n) => instances[n]!.ingestor.ingest(team.id, [record], 'events')));
-      const refused = await two!.commit.authorize(request(team.id, 'ETH', '0.01'));
+      const refused = await two!.commit.authorize(authorizationRequest(team.id, '0.01', 'ETH'));
       expect(refused.decision).to.equal('declined');
       expect(JSON.parse(refused.reasons)).to.deep.equal(['Declined by policy "eth payments": the payment of 0.01 (worth 30 USD) would exceed its per_call limit of 25']);
 
@@ -310,7 +294,7 @@ describe('policies in value over three instances sharing PostgreSQL', function (
       const sent = await Promise.all([...after.map((record, n) => instances[n]!.ingestor.ingest(team.id, [record], 'events')), zero!.ingestor.ingest(team.id, [late], 'events')]);
       for (const r of sent) expect({ ingested: r.ingested, warnings: r.warnings }).to.deep.equal({ ingested: 1, warnings: [] });
       // Decisions on the other instances value the payment at 2000 too: 20 USD, under the 25 a payment may be worth.
-      const [onZero, onTwo] = await Promise.all([zero!.commit.authorize(request(team.id, 'ETH', '0.01')), two!.commit.authorize(request(team.id, 'ETH', '0.01'))]);
+      const [onZero, onTwo] = await Promise.all([zero!.commit.authorize(authorizationRequest(team.id, '0.01', 'ETH')), two!.commit.authorize(authorizationRequest(team.id, '0.01', 'ETH'))]);
       expect([onZero.decision, onTwo.decision], `${onZero.reasons} ${onTwo.reasons}`).to.deep.equal(['approved', 'approved']);
 
       const stored = await storedValues(team.id);
@@ -329,8 +313,8 @@ describe('policies in value over three instances sharing PostgreSQL', function (
       const { team } = await createTeam(instances[0]!.db, 'valued-norate');
       const policy = await blockPolicy(instances[0]!, team.id, [{ kind: 'daily', amount: '100' }]);
       const [weth, usdc] = await Promise.all([
-        Promise.all(instances.map((i) => i.commit.authorize(request(team.id, WETH, '0.01')))),
-        Promise.all(instances.map((i) => i.commit.authorize(request(team.id, 'USDC', '10')))),
+        Promise.all(instances.map((i) => i.commit.authorize(authorizationRequest(team.id, '0.01', WETH)))),
+        Promise.all(instances.map((i) => i.commit.authorize(authorizationRequest(team.id, '10', 'USDC')))),
       ]);
       for (const row of weth) {
         expect(row.decision, row.reasons).to.equal('declined');
