@@ -27,7 +27,8 @@ import {
 interface AuthorizationCreate {
   agent_id: string;
   endpoint: string;
-  amount: string;
+  amount?: string;
+  amount_raw?: string;
   asset?: string;
   network?: string;
   payee_address?: string;
@@ -115,12 +116,13 @@ export const createAuthorizationRoute = defineRoute<AuthorizationCreate, unknown
         { field: 'network', message: 'must be CAIP-2 (<namespace>:<reference>) or a known x402 network name' },
       ]);
     }
+    const amount = await requestedAmount(body, (asset, raw) => deps.ingest.ingestor.amountFromRaw(team.teamId, asset, raw));
     const request: AuthorizationRequest = {
       teamId: team.teamId,
       agentId: body.agent_id,
       endpoint: body.endpoint,
       domain,
-      amount: body.amount,
+      amount,
       asset: body.asset ?? null,
       network: body.network ?? null,
       payeeAddress: body.payee_address ?? null,
@@ -133,6 +135,33 @@ export const createAuthorizationRoute = defineRoute<AuthorizationCreate, unknown
     return { body: authorizationBody(row) };
   },
 });
+
+const invalid = (field: string, message: string) => new ApiError('validation_failed', `Request body is invalid: ${field} ${message}`, [{ field, message }]);
+
+/** Largest amount a record can hold: 20 integer digits, 18 decimals. */
+const AMOUNT = /^[0-9]{1,20}(\.[0-9]{1,18})?$/;
+
+/**
+ * The amount asked for: `amount`, or `amount_raw` made an amount by the asset's decimals (the
+ * asset table records use), never guessed: an asset whose decimals are unknown is a 400 naming it.
+ */
+async function requestedAmount(body: AuthorizationCreate, fromRaw: (asset: string, raw: string) => Promise<string | undefined>): Promise<string> {
+  if (body.amount_raw === undefined) {
+    if (body.amount === undefined) throw invalid('amount', 'is required (or amount_raw, with asset)');
+    return body.amount;
+  }
+  if (body.asset === undefined) throw invalid('asset', "is required with amount_raw: the asset's decimals make it an amount");
+  const amount = await fromRaw(body.asset, body.amount_raw);
+  if (amount === undefined) {
+    throw invalid(
+      'amount_raw',
+      `is in ${body.asset}, whose decimals are unknown: send amount, or give the asset its decimals (ASSET_DECIMALS, or "decimals" in its rate: PUT /api/v1/rates/${encodeURIComponent(body.asset)})`,
+    );
+  }
+  if (!AMOUNT.test(amount)) throw invalid('amount_raw', `is ${amount} ${body.asset}: more than an amount can hold (10^20)`);
+  if (body.amount !== undefined && toUnits(body.amount) !== toUnits(amount)) throw invalid('amount_raw', `is ${amount} ${body.asset}, not the amount ${body.amount} sent with it`);
+  return amount;
+}
 
 /** What a wait for a person's decision takes: this process's waiters. */
 export interface WaitRouteDeps extends RouteDeps {
@@ -300,7 +329,20 @@ export const voidAuthorizationRoute = defineRoute<unknown, unknown, IngestRouteD
   },
 });
 
-export const captureAuthorizationRoute = defineRoute<{ amount?: string }, unknown, IngestRouteDeps>({
+interface AuthorizationCaptureBody {
+  amount?: string;
+  tx_hash?: string;
+  payer_address?: string;
+  network?: string;
+  settled_at?: string | number;
+  status_code?: number;
+  response_time_ms?: number;
+}
+
+/** The settlement's facts a capture stores on its record, as sent (the record's validation checks them). */
+const SETTLEMENT_FIELDS = ['tx_hash', 'payer_address', 'network', 'settled_at', 'status_code', 'response_time_ms'] as const;
+
+export const captureAuthorizationRoute = defineRoute<AuthorizationCaptureBody, unknown, IngestRouteDeps>({
   method: 'post',
   path: '/authorizations/:id/capture',
   operationId: 'captureAuthorization',
@@ -311,12 +353,13 @@ export const captureAuthorizationRoute = defineRoute<{ amount?: string }, unknow
     'the held amount (default: all of it); the rest is released. Decided in the ingest log\'s commit, one after the other with ' +
     'voids and records: the record is stored if and only if this answers 200. The same capture sent again (same amount) answers ' +
     '200 with the captured authorization and stores nothing twice; anything else not held answers 409, with the authorization ' +
-    'in `details.authorization`.',
+    'in `details.authorization`. The settlement\'s `tx_hash`, `payer_address`, `network` (default the authorization\'s), ' +
+    '`settled_at`, `status_code` and `response_time_ms` are stored on the record, checked as a record\'s fields are.',
   tag: 'authorizations',
   scope: 'ingest',
   body: 'authorization-capture.json',
   bodyWhenEmpty: {},
-  bodyExample: { amount: '0.2' },
+  bodyExample: { amount: '0.2', tx_hash: '0x8f1d5c3e9a7b2d4f6e8c0a1b3d5f7e9c2a4b6d8f0e1c3a5b7d9f2e4c6a8b0d1e', payer_address: '0x1111111111111111111111111111111111111111', network: 'eip155:8453', settled_at: '2026-11-23T12:00:03.000Z', status_code: 200 },
   responses: {
     200: { description: 'The authorization, captured', schema: 'authorization.json', example: { ...EXAMPLE, status: 'captured', captured_amount: '0.2', captured_at: '2026-11-23T12:00:04.000Z', captured_by: `${EXAMPLE.id}.capture` } },
     409: { description: 'Not held: voided, expired, declined, or captured otherwise', schema: 'error.json' },
@@ -346,6 +389,7 @@ export const captureAuthorizationRoute = defineRoute<{ amount?: string }, unknow
       ...(row.asset === null ? {} : { asset: row.asset }),
       ...(row.network === null ? {} : { network: row.network }),
       ...(row.payee_address === null ? {} : { payee_address: row.payee_address }),
+      ...Object.fromEntries(SETTLEMENT_FIELDS.filter((f) => body[f] !== undefined).map((f) => [f, body[f]])),
     };
     const captured = await deps.ingest.ingestor.captureRecord(team.teamId, record);
     const after = (await findAuthorization(deps.db, team.teamId, row.id))!;

@@ -4,7 +4,8 @@ import { recordToRow, type EventRow, type IngestSource, type RecordRules } from 
 import type { Metrics } from '../metrics/metrics.js';
 import type { GroupCommit } from './group-commit.js';
 import type { Logger } from 'pino';
-import { BUILT_IN_BOOK } from '../domain/rates.js';
+import { BUILT_IN_BOOK, bookDecimals } from '../domain/rates.js';
+import { assetDecimals, rawToAmount } from '../domain/assets.js';
 import type { RateBooks } from '../rates/books.js';
 import { valueRow } from './valuation.js';
 
@@ -133,6 +134,15 @@ export class Ingestor {
     this.metrics?.ingestRecords.inc({ outcome: 'accepted' }, result.stored);
     this.metrics?.ingestRecords.inc({ outcome: 'duplicate' }, result.duplicates);
     return result.refused === 0;
+  }
+
+  /**
+   * An atomic amount of `asset` as an amount, by the asset table records use (the built-in tokens,
+   * ASSET_DECIMALS, the decimals of the team's rate); undefined when its decimals are unknown.
+   */
+  async amountFromRaw(teamId: string, asset: string, raw: string): Promise<string | undefined> {
+    const decimals = (this.rules.decimalsOf ?? assetDecimals)(asset) ?? bookDecimals(this.rates ? await this.rates.book(teamId) : BUILT_IN_BOOK, asset);
+    return decimals === undefined ? undefined : rawToAmount(raw, decimals);
   }
 
   /** Values rows older than their book's horizon from the rates of their time: one read of the versions since the earliest. */

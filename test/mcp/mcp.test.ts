@@ -66,7 +66,7 @@ describeOnEachRegistry('MCP at /mcp', function () {
     expect(wait.required).to.deep.equal(['authorization_id']);
     expect(wait.properties.wait_s).to.include({ type: 'integer', minimum: 1, maximum: 60, default: 30 });
     const capture = byName.get('capture_payment')!.inputSchema as Record<string, any>;
-    expect(Object.keys(capture.properties)).to.deep.equal(['authorization_id', 'amount']);
+    expect(Object.keys(capture.properties)).to.deep.equal(['authorization_id', 'amount', 'tx_hash', 'payer_address', 'network', 'settled_at', 'status_code', 'response_time_ms']);
     const record = byName.get('record_payment')!.inputSchema as Record<string, any>;
     expect(record.required).to.deep.equal(['agent_id', 'endpoint', 'method']);
     expect(record.properties.amount.$ref).to.equal('#/$defs/decimal');
