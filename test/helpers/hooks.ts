@@ -1,6 +1,7 @@
 import { startTestEnv, stopTestEnv } from './context.js';
 import { stopTestPostgres } from './postgres.js';
 import { removeTempDirs } from './processes.js';
+import { runEndStops } from './run-end.js';
 
 /** Mocha root hooks: one environment (and one embedded engine) for the whole run. */
 export const mochaHooks = {
@@ -11,6 +12,7 @@ export const mochaHooks = {
   async afterAll(this: Mocha.Context) {
     this.timeout(60_000);
     try {
+      await runEndStops();
       await stopTestEnv();
     } finally {
       await stopTestPostgres();

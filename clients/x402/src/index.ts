@@ -1,0 +1,234 @@
+/**
+ * spendscope in front of an x402 client (`@x402/core`'s x402Client, as `@x402/fetch` and
+ * `@x402/axios` use it): before a payment is signed, spendscope is asked whether the agent may pay
+ * (POST /authorizations, the requirement's atomic amount as `amount_raw`); after the paid request,
+ * a settled payment captures the hold with the settlement's transaction, and an unsettled one
+ * voids it. Nothing here reads or keeps the signed payment itself.
+ */
+import type { x402Client } from '@x402/core/client';
+import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from '@x402/core/http';
+import type { PaymentPayload } from '@x402/core/types';
+
+export interface SpendscopeOptions {
+  /** The service's base, `http://host:port` (the package adds `/api/v1`). */
+  url: string;
+  /** A key with the `ingest` scope. */
+  apiKey: string;
+  /** The agent paying: its external id, as its records carry. */
+  agentId: string;
+  /** How long to wait for a person when an `approve` policy asks one (seconds; default 30). */
+  approvalWaitS?: number;
+  /** spendscope unreachable or failing (5xx): abort the payment (`deny`, the default) or pay anyway (`allow`). */
+  onUnavailable?: 'deny' | 'allow';
+  /** The fetch to reach spendscope with (default: the global one). */
+  fetch?: typeof fetch;
+  /** Told of a capture or void that could not be delivered after its retries (the hold then stays until it expires). */
+  onError?: (error: Error) => void;
+}
+
+interface Authorization {
+  id: string;
+  decision: 'approved' | 'declined' | 'pending';
+  status: string;
+  amount: string;
+  reasons: string[];
+}
+
+/** spendscope could not answer: unreachable, timed out, or a 5xx. */
+class Unavailable extends Error {}
+
+/** A 4xx from spendscope: the request itself is wrong (an unknown asset's decimals, a bad key). */
+class Refused extends Error {}
+
+const RETRIES = 3;
+
+/** Registers the hooks on `client` and returns it. */
+export function withSpendscope(client: x402Client, options: SpendscopeOptions): x402Client {
+  const base = `${options.url.replace(/\/+$/, '')}/api/v1`;
+  const send = options.fetch ?? fetch;
+  const waitS = options.approvalWaitS ?? 30;
+  const allowUnavailable = options.onUnavailable === 'allow';
+  // The hooks of one payment share its requirements object, then its payload: the hold rides along.
+  const byRequirements = new WeakMap<object, Authorization>();
+  // By the payload's nonce (one per signed payment), so a payload decoded again (trackAxiosPayments) finds its hold.
+  const byPayload = new Map<string, { auth: Authorization; requirements: { amount: string } }>();
+
+  async function call(method: string, path: string, body?: unknown): Promise<Authorization> {
+    let res: Response;
+    try {
+      res = await send(`${base}${path}`, {
+        method,
+        headers: { Authorization: `Bearer ${options.apiKey}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    } catch (err) {
+      throw new Unavailable(`spendscope unreachable: ${(err as Error).message}`);
+    }
+    const text = await res.text();
+    if (res.status >= 500) throw new Unavailable(`spendscope answered ${res.status}`);
+    if (res.status >= 400) {
+      let message = text;
+      try {
+        message = (JSON.parse(text) as { error?: { message?: string } }).error?.message ?? text;
+      } catch {
+        // not JSON: the text as it is
+      }
+      throw new Refused(`spendscope refused (${res.status}): ${message}`);
+    }
+    return JSON.parse(text) as Authorization;
+  }
+
+  /** A capture or void, retried: both are idempotent on the service. */
+  async function settle(path: string, body: unknown): Promise<void> {
+    let last: Error | undefined;
+    for (let attempt = 0; attempt < RETRIES; attempt++) {
+      try {
+        await call('POST', path, body);
+        return;
+      } catch (err) {
+        last = err as Error;
+        if (err instanceof Refused) break;
+        await new Promise((resolve) => setTimeout(resolve, 200 * 2 ** attempt));
+      }
+    }
+    options.onError?.(last!);
+  }
+
+  /** Waits for a person's decision on a pending authorization, up to approvalWaitS. */
+  async function decided(auth: Authorization): Promise<Authorization> {
+    const deadline = Date.now() + waitS * 1000;
+    let current = auth;
+    while (current.status === 'pending') {
+      const left = Math.ceil((deadline - Date.now()) / 1000);
+      if (left <= 0) break;
+      current = await call('GET', `/authorizations/${encodeURIComponent(auth.id)}?wait=${Math.min(60, left)}`);
+    }
+    return current;
+  }
+
+  client.onBeforePaymentCreation(async ({ paymentRequired, selectedRequirements: req }) => {
+    const ask = {
+      agent_id: options.agentId,
+      endpoint: paymentRequired.resource?.url,
+      amount_raw: req.amount,
+      asset: req.asset,
+      network: req.network,
+      payee_address: req.payTo,
+    };
+    let auth: Authorization;
+    try {
+      auth = await call('POST', '/authorizations', ask);
+      if (auth.decision === 'pending') {
+        auth = await decided(auth);
+        if (auth.status === 'pending') {
+          // Nobody decided in time: withdrawn, so a late approval does not hold money for nothing.
+          await settle(`/authorizations/${encodeURIComponent(auth.id)}/void`, undefined);
+          return { abort: true, reason: `spendscope: no decision within ${waitS} s on authorization ${auth.id}; not paying` };
+        }
+      }
+    } catch (err) {
+      if (err instanceof Unavailable) {
+        if (allowUnavailable) return;
+        return { abort: true, reason: `${err.message}; not paying (onUnavailable: 'deny')` };
+      }
+      return { abort: true, reason: (err as Error).message };
+    }
+    if (auth.status !== 'held') return { abort: true, reason: `spendscope ${auth.status} authorization ${auth.id}: ${auth.reasons.join('; ')}` };
+    byRequirements.set(req, auth);
+  });
+
+  client.onAfterPaymentCreation(async ({ selectedRequirements, paymentPayload }) => {
+    const auth = byRequirements.get(selectedRequirements);
+    if (!auth) return;
+    byRequirements.delete(selectedRequirements);
+    byPayload.set(payloadKey(paymentPayload), { auth, requirements: selectedRequirements });
+  });
+
+  client.onPaymentResponse(async ({ paymentPayload, requirements, settleResponse }) => {
+    const key = payloadKey(paymentPayload);
+    const held = byPayload.get(key);
+    if (!held) return;
+    byPayload.delete(key);
+    const path = `/authorizations/${encodeURIComponent(held.auth.id)}`;
+    if (!settleResponse?.success) {
+      await settle(`${path}/void`, undefined);
+      return;
+    }
+    const paid = settleResponse.amount ?? requirements.amount;
+    await settle(`${path}/capture`, {
+      ...(paid === held.requirements.amount ? {} : { amount: scaled(held.auth.amount, paid, held.requirements.amount) }),
+      ...(settleResponse.transaction ? { tx_hash: settleResponse.transaction } : {}),
+      ...(settleResponse.payer ? { payer_address: settleResponse.payer } : {}),
+      ...(settleResponse.network ? { network: settleResponse.network } : {}),
+      settled_at: new Date().toISOString(),
+    });
+  });
+
+  return client;
+}
+
+/** What tells one signed payment from another: its EIP-3009 nonce, else the whole signed part. */
+function payloadKey(payload: PaymentPayload): string {
+  const nonce = (payload.payload as { authorization?: { nonce?: unknown } }).authorization?.nonce;
+  return typeof nonce === 'string' ? nonce : JSON.stringify(payload.payload);
+}
+
+/** The part of an axios instance trackAxiosPayments uses. */
+interface AxiosLike {
+  interceptors: {
+    response: {
+      // any: axios's own interceptor types, which this package does not import.
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      use(onFulfilled: (response: any) => any, onRejected: (error: any) => any): unknown;
+    };
+  };
+}
+
+interface AxiosResponseLike {
+  status: number;
+  headers: Record<string, unknown> & { get?: (name: string) => unknown };
+  config: { headers?: Record<string, unknown> & { get?: (name: string) => unknown } };
+}
+
+const header = (headers: AxiosResponseLike['headers'] | undefined, name: string): string | undefined => {
+  if (!headers) return undefined;
+  const value = typeof headers.get === 'function' ? headers.get(name) : (headers[name] ?? headers[name.toLowerCase()]);
+  return typeof value === 'string' ? value : undefined;
+};
+
+/**
+ * For `@x402/axios` (2.11), which runs no hook after the paid request: reads each paid answer's
+ * settlement (PAYMENT-RESPONSE) and hands it to the client's payment-response hooks, so
+ * withSpendscope captures or voids as under `@x402/fetch`. Add it after wrapAxiosWithPayment.
+ */
+export function trackAxiosPayments<T extends AxiosLike>(instance: T, client: x402Client): T {
+  const observe = async (response: AxiosResponseLike | undefined) => {
+    const signed = header(response?.config.headers, 'PAYMENT-SIGNATURE');
+    if (!response || !signed) return;
+    const paymentPayload = decodePaymentSignatureHeader(signed);
+    const settled = header(response.headers, 'PAYMENT-RESPONSE');
+    const settleResponse = settled ? decodePaymentResponseHeader(settled) : undefined;
+    await client.handlePaymentResponse({ paymentPayload, requirements: paymentPayload.accepted, ...(settleResponse ? { settleResponse } : {}) });
+  };
+  instance.interceptors.response.use(
+    async (response: AxiosResponseLike) => {
+      await observe(response);
+      return response;
+    },
+    async (error: { response?: AxiosResponseLike }) => {
+      await observe(error.response);
+      throw error;
+    },
+  );
+  return instance;
+}
+
+/** `amount` (a decimal string for `raw` atomic units) scaled to `paidRaw` atomic units, exactly (18 places). */
+function scaled(amount: string, paidRaw: string, raw: string): string {
+  const [whole, fraction = ''] = amount.split('.');
+  const units = BigInt(whole! + fraction.padEnd(18, '0'));
+  const paid = (units * BigInt(paidRaw)) / BigInt(raw);
+  const digits = paid.toString().padStart(19, '0');
+  const frac = digits.slice(-18).replace(/0+$/, '');
+  return `${digits.slice(0, -18)}${frac ? `.${frac}` : ''}`;
+}
