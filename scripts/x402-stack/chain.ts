@@ -26,8 +26,8 @@ export const NETWORK = 'eip155:31337';
 
 export interface Chain {
   url: string;
-  /** The token's address and ABI. */
-  token: { address: Address; abi: unknown[] };
+  /** The token's address and ABI, and what an address holds of it (atomic units). */
+  token: { address: Address; abi: unknown[]; balanceOf(owner: Address): Promise<bigint> };
   stop(): Promise<void>;
 }
 
@@ -54,8 +54,10 @@ export async function startChain(fund: readonly Address[] = []): Promise<Chain> 
   try {
     await listening(child);
     const url = `http://127.0.0.1:${port}`;
-    const token = await deploy(url, fund);
-    return { url, token, stop: () => stop(child) };
+    const deployed = await deploy(url, fund);
+    const reader = createPublicClient({ chain: hardhat, transport: http(url) });
+    const balanceOf = async (owner: Address) => (await reader.readContract({ address: deployed.address, abi: deployed.abi as never, functionName: 'balanceOf', args: [owner] })) as bigint;
+    return { url, token: { ...deployed, balanceOf }, stop: () => stop(child) };
   } catch (err) {
     await stop(child);
     throw err;

@@ -61,7 +61,7 @@ async function start(): Promise<X402Stack> {
       return client;
     },
     payerAddress: (index) => privateKeyToAccount(DEV_KEYS[index]!).address,
-    balanceOf: async (address) => (await reader.readContract({ address: chain.token.address, abi: chain.token.abi as never, functionName: 'balanceOf', args: [address] })) as bigint,
+    balanceOf: (address) => chain.token.balanceOf(address),
     receipt: async (hash) => {
       const r = await reader.getTransactionReceipt({ hash });
       return { status: r.status, logs: r.logs.length };
