@@ -126,6 +126,20 @@ describeOnEachRegistry('x402 payments guarded by spendscope', function () {
     expect((await authorizations(team)).map((a) => a.status).sort()).to.deep.equal(['captured', 'declined']);
   });
 
+  it('nobody decides within approvalWaitS: the payment is aborted and the pending authorization withdrawn', async () => {
+    const team = await teamWithToken('x402-no-answer');
+    await newPolicy(team, { name: 'ask always', agents: ['x402-bot'], limits: [{ kind: 'per_call', amount: '0.001' }], action: 'approve' });
+    const pay = wrapFetchWithPayment(fetch, withSpendscope(stack.payer(), { url: service.url, apiKey: team.apiKey, agentId: 'x402-bot', approvalWaitS: 1 }));
+    const before = await stack.balanceOf(stack.payee);
+    const refused = await pay(`${stack.api.url}/cheap`).then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(refused?.message).to.match(/spendscope: no decision within 1 s on authorization auth_\w+; not paying/);
+    expect(await stack.balanceOf(stack.payee)).to.equal(before);
+    expect((await authorizations(team)).map((a) => a.status)).to.deep.equal(['voided']);
+  });
+
   it('a facilitator that fails settlement: the hold is voided, nothing captured, no transfer', async () => {
     const team = await teamWithToken('x402-unsettled');
     await newPolicy(team, { name: 'day', agents: ['x402-bot'], limits: [{ kind: 'daily', amount: '1' }], action: 'block' });
