@@ -7,19 +7,14 @@
  * guard adds per payment, timed at its own calls (the authorization before signing, the capture
  * after), against the facilitator's verify of the same payments: the guard must cost less.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { x402Client } from '@x402/core/client';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { privateKeyToAccount } from 'viem/accounts';
 import { withSpendscope } from '../clients/x402/src/index.js';
-import { DEV_KEYS, NETWORK, startChain } from './x402-stack/chain.js';
-import { startFacilitator } from './x402-stack/facilitator.js';
-import { startPaidApi } from './x402-stack/paid-api.js';
-import { startChildService } from './service.js';
+import { DEV_KEYS, NETWORK } from './x402-stack/chain.js';
+import { startPaymentPath } from './x402-stack/with-service.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -63,18 +58,9 @@ async function drive(pay: (url: string) => Promise<Response>, url: string, concu
 
 async function main(): Promise<void> {
   const payer = privateKeyToAccount(DEV_KEYS[3]!);
-  const chain = await startChain([payer.address]);
-  const facilitator = await startFacilitator(chain.url, DEV_KEYS[1]!);
-  const paid = await startPaidApi(facilitator.url, chain.token.address, privateKeyToAccount(DEV_KEYS[2]!).address);
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-x402-'));
-  const service = await startChildService({ dataDir, env: { BOOTSTRAP_API_KEY: KEY } });
-  const base = `http://127.0.0.1:${service.port}`;
-  const call = (method: string, route: string, body: unknown) =>
-    fetch(`${base}/api/v1${route}`, { method, headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) }).then((r) => {
-      if (!r.ok) throw new Error(`${method} ${route}: ${r.status}`);
-    });
+  const stack = await startPaymentPath(KEY, payer.address);
+  const { base, call, paid, chain, facilitator } = stack;
   try {
-    await call('PUT', `/rates/${chain.token.address}`, { value: '1', currency: 'USD', decimals: 6, valid_from: new Date(Date.now() - 60_000).toISOString() });
     await call('POST', '/policies', { name: 'bench budget', agents: ['bench-agent'], action: 'block', limits: [{ kind: 'daily', amount: '1000000' }, { kind: 'per_call', amount: '1' }] });
 
     const client = () => {
@@ -118,11 +104,7 @@ async function main(): Promise<void> {
     console.log(`the facilitator's verify of the same payments: p50 ${ms(quantile(verify, 0.5))} ms, p99 ${ms(quantile(verify, 0.99))} ms`);
     console.log(`guard / verify at the median: ${(quantile(perPayment, 0.5) / quantile(verify, 0.5)).toFixed(2)}`);
   } finally {
-    await service.stop();
-    await paid.close();
-    await facilitator.close();
-    await chain.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await stack.stop();
   }
 }
 

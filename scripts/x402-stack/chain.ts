@@ -4,13 +4,13 @@
  * address (x402's facilitator reads its verification's reasons through it).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { createPublicClient, createWalletClient, http, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { hardhat } from 'viem/chains';
 import { PROJECT_ROOT } from '../../src/paths.js';
 import { compile } from './compile.js';
+import { freePort } from '../docs/examples.js';
 
 /** Hardhat's development keys: public, fine on 127.0.0.1, never anywhere else. */
 export const DEV_KEYS: readonly Hex[] = [
@@ -31,16 +31,6 @@ export interface Chain {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Starts the chain, deploys the token (minted to `fund`, each a million), and places Multicall3. */
 export async function startChain(fund: readonly Address[] = []): Promise<Chain> {
