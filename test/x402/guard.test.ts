@@ -7,6 +7,10 @@ import { expect } from 'chai';
 import axios from 'axios';
 import { wrapAxiosWithPayment } from '@x402/axios';
 import { wrapFetchWithPayment } from '@x402/fetch';
+import { x402Client } from '@x402/core/client';
+import { ExactEvmScheme } from '@x402/evm/exact/client';
+import { privateKeyToAccount } from 'viem/accounts';
+import { DEV_KEYS, NETWORK } from '../../scripts/x402-stack/chain.js';
 import { trackAxiosPayments, withSpendscope } from '../../clients/x402/src/index.js';
 import { newPolicy, type Team } from '../helpers/common.js';
 import { api, describeOnEachRegistry, listenOnce, newTeam } from '../helpers/context.js';
@@ -137,6 +141,21 @@ describeOnEachRegistry('x402 payments guarded by spendscope', function () {
     );
     expect(refused?.message).to.match(/spendscope: no decision within 1 s on authorization auth_\w+; not paying/);
     expect(await stack.balanceOf(stack.payee)).to.equal(before);
+    expect((await authorizations(team)).map((a) => a.status)).to.deep.equal(['voided']);
+  });
+
+  it('approved, but the wallet fails to sign: nothing is paid and the hold is voided at once', async () => {
+    const team = await teamWithToken('x402-unsigned');
+    await newPolicy(team, { name: 'day', agents: ['x402-bot'], limits: [{ kind: 'daily', amount: '1' }], action: 'block' });
+    const account = privateKeyToAccount(DEV_KEYS[3]!);
+    const broken = new x402Client();
+    broken.register('eip155:*', new ExactEvmScheme({ ...account, signTypedData: async () => Promise.reject(new Error('the wallet is locked')) }));
+    broken.setSpendControls({ allowedAssets: [{ network: NETWORK, asset: stack.chain.token.address }] });
+    const failed = await wrapFetchWithPayment(fetch, withSpendscope(broken, { url: service.url, apiKey: team.apiKey, agentId: 'x402-bot' }))(`${stack.api.url}/cheap`).then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(failed?.message).to.include('the wallet is locked');
     expect((await authorizations(team)).map((a) => a.status)).to.deep.equal(['voided']);
   });
 

@@ -137,6 +137,14 @@ export function withSpendscope(client: x402Client, options: SpendscopeOptions): 
     byRequirements.set(req, auth);
   });
 
+  // Approved, but the payment could not be signed (a wallet that failed): nothing will be paid, so the hold goes.
+  client.onPaymentCreationFailure(async ({ selectedRequirements }) => {
+    const auth = byRequirements.get(selectedRequirements);
+    if (!auth) return;
+    byRequirements.delete(selectedRequirements);
+    await settle(`/authorizations/${encodeURIComponent(auth.id)}/void`, undefined);
+  });
+
   client.onAfterPaymentCreation(async ({ selectedRequirements, paymentPayload }) => {
     const auth = byRequirements.get(selectedRequirements);
     if (!auth) return;
