@@ -8,6 +8,7 @@ import axios from 'axios';
 import { wrapAxiosWithPayment } from '@x402/axios';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { x402Client } from '@x402/core/client';
+import { decodePaymentRequiredHeader } from '@x402/core/http';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { privateKeyToAccount } from 'viem/accounts';
 import { DEV_KEYS, NETWORK } from '../../scripts/x402-stack/chain.js';
@@ -157,6 +158,31 @@ describeOnEachRegistry('x402 payments guarded by spendscope', function () {
     );
     expect(failed?.message).to.include('the wallet is locked');
     expect((await authorizations(team)).map((a) => a.status)).to.deep.equal(['voided']);
+  });
+
+  it('an answer without a settlement leaves the hold reserved and says so; a settled amount of 0 voids; one above the hold captures the hold', async () => {
+    const team = await teamWithToken('x402-odd');
+    await newPolicy(team, { name: 'day', agents: ['x402-bot'], limits: [{ kind: 'daily', amount: '1' }], action: 'block' });
+    const errors: string[] = [];
+    const client = withSpendscope(stack.payer(), { url: service.url, apiKey: team.apiKey, agentId: 'x402-bot', onError: (err) => errors.push(err.message) });
+    // The paid API's own 402 and a payload the client signs for it, as @x402/fetch would make them.
+    const unpaid = await fetch(`${stack.api.url}/cheap`);
+    const required = decodePaymentRequiredHeader(unpaid.headers.get('PAYMENT-REQUIRED')!);
+    const settle = async (settleResponse?: Record<string, unknown>) => {
+      const paymentPayload = await client.createPaymentPayload(required);
+      await client.handlePaymentResponse({ paymentPayload, requirements: paymentPayload.accepted, ...(settleResponse ? { settleResponse: settleResponse as never } : {}) });
+    };
+    const settled = { success: true, transaction: `0x${'cd'.repeat(32)}`, network: NETWORK, payer: stack.payerAddress(3) };
+    await settle();
+    await settle({ ...settled, amount: '0' });
+    await settle({ ...settled, amount: '99999999' });
+    const [over, zero, none] = await authorizations(team);
+    expect(none).to.include({ status: 'held' });
+    expect(zero).to.include({ status: 'voided' });
+    expect(over).to.include({ status: 'captured', captured_amount: '0.01' });
+    expect(errors).to.have.length(2);
+    expect(errors[0]).to.equal(`no settlement in the paid answer for authorization ${none!.id}: left held until it expires`);
+    expect(errors[1]).to.include('settled amount "99999999" is not an atomic amount within the held 10000');
   });
 
   it('a facilitator that fails settlement: the hold is voided, nothing captured, no transfer', async () => {

@@ -6,7 +6,7 @@
  * voids it. Nothing here reads or keeps the signed payment itself.
  */
 import type { x402Client } from '@x402/core/client';
-import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from '@x402/core/http';
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader, decodePaymentSignatureHeader } from '@x402/core/http';
 import type { PaymentPayload } from '@x402/core/types';
 
 export interface SpendscopeOptions {
@@ -28,6 +28,7 @@ export interface SpendscopeOptions {
 
 interface Authorization {
   id: string;
+  expires_at: string;
   decision: 'approved' | 'declined' | 'pending';
   status: string;
   amount: string;
@@ -41,6 +42,9 @@ class Unavailable extends Error {}
 class Refused extends Error {}
 
 const RETRIES = 3;
+const CALL_TIMEOUT_MS = 10_000;
+/** How long an entry is kept when its authorization says no expiry (the service's default hold). */
+const HOLD_FALLBACK_MS = 300_000;
 
 /** Registers the hooks on `client` and returns it. */
 export function withSpendscope(client: x402Client, options: SpendscopeOptions): x402Client {
@@ -51,20 +55,24 @@ export function withSpendscope(client: x402Client, options: SpendscopeOptions): 
   // The hooks of one payment share its requirements object, then its payload: the hold rides along.
   const byRequirements = new WeakMap<object, Authorization>();
   // By the payload's nonce (one per signed payment), so a payload decoded again (trackAxiosPayments) finds its hold.
-  const byPayload = new Map<string, { auth: Authorization; requirements: { amount: string } }>();
+  const byPayload = new Map<string, { auth: Authorization; requirements: { amount: string }; forget: ReturnType<typeof setTimeout> }>();
 
-  async function call(method: string, path: string, body?: unknown): Promise<Authorization> {
+  /** One call to spendscope; `waitS` is how long the service may hold it (a long poll), beyond the timeout. */
+  async function call(method: string, path: string, body?: unknown, waitS = 0): Promise<Authorization> {
     let res: Response;
+    let text: string;
     try {
       res = await send(`${base}${path}`, {
         method,
         headers: { Authorization: `Bearer ${options.apiKey}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        // A service that hangs is one that is down: the payment does not hang with it.
+        signal: AbortSignal.timeout(CALL_TIMEOUT_MS + waitS * 1000),
       });
+      text = await res.text();
     } catch (err) {
       throw new Unavailable(`spendscope unreachable: ${(err as Error).message}`);
     }
-    const text = await res.text();
     if (res.status >= 500) throw new Unavailable(`spendscope answered ${res.status}`);
     if (res.status >= 400) {
       let message = text;
@@ -75,7 +83,11 @@ export function withSpendscope(client: x402Client, options: SpendscopeOptions): 
       }
       throw new Refused(`spendscope refused (${res.status}): ${message}`);
     }
-    return JSON.parse(text) as Authorization;
+    try {
+      return JSON.parse(text) as Authorization;
+    } catch {
+      throw new Unavailable(`spendscope answered ${res.status} with no JSON`);
+    }
   }
 
   /** A capture or void, retried: both are idempotent on the service. */
@@ -87,11 +99,20 @@ export function withSpendscope(client: x402Client, options: SpendscopeOptions): 
         return;
       } catch (err) {
         last = err as Error;
-        if (err instanceof Refused) break;
+        if (err instanceof Refused || attempt === RETRIES - 1) break;
         await new Promise((resolve) => setTimeout(resolve, 200 * 2 ** attempt));
       }
     }
-    options.onError?.(last!);
+    report(last!);
+  }
+
+  /** Tells onError, never throwing into the payment's flow. */
+  function report(error: Error): void {
+    try {
+      options.onError?.(error);
+    } catch {
+      // the caller's handler failed: nothing more to tell
+    }
   }
 
   /** Waits for a person's decision on a pending authorization, up to approvalWaitS. */
@@ -101,7 +122,14 @@ export function withSpendscope(client: x402Client, options: SpendscopeOptions): 
     while (current.status === 'pending') {
       const left = Math.ceil((deadline - Date.now()) / 1000);
       if (left <= 0) break;
-      current = await call('GET', `/authorizations/${encodeURIComponent(auth.id)}?wait=${Math.min(60, left)}`);
+      const wait = Math.min(60, left);
+      try {
+        current = await call('GET', `/authorizations/${encodeURIComponent(auth.id)}?wait=${wait}`, undefined, wait);
+      } catch (err) {
+        // A long poll a proxy cut short: asked again until the deadline; a refusal ends the wait.
+        if (err instanceof Refused) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
     }
     return current;
   }
@@ -118,20 +146,26 @@ export function withSpendscope(client: x402Client, options: SpendscopeOptions): 
     let auth: Authorization;
     try {
       auth = await call('POST', '/authorizations', ask);
-      if (auth.decision === 'pending') {
-        auth = await decided(auth);
-        if (auth.status === 'pending') {
-          // Nobody decided in time: withdrawn, so a late approval does not hold money for nothing.
-          await settle(`/authorizations/${encodeURIComponent(auth.id)}/void`, undefined);
-          return { abort: true, reason: `spendscope: no decision within ${waitS} s on authorization ${auth.id}; not paying` };
-        }
-      }
     } catch (err) {
       if (err instanceof Unavailable) {
         if (allowUnavailable) return;
         return { abort: true, reason: `${err.message}; not paying (onUnavailable: 'deny')` };
       }
       return { abort: true, reason: (err as Error).message };
+    }
+    if (auth.decision === 'pending') {
+      // Asked a person: only their approval pays, whatever onUnavailable says.
+      try {
+        auth = await decided(auth);
+      } catch (err) {
+        await settle(`/authorizations/${encodeURIComponent(auth.id)}/void`, undefined);
+        return { abort: true, reason: `${(err as Error).message} while waiting for a decision on authorization ${auth.id}; not paying` };
+      }
+      if (auth.status === 'pending') {
+        // Nobody decided in time: withdrawn, so a late approval does not hold money for nothing.
+        await settle(`/authorizations/${encodeURIComponent(auth.id)}/void`, undefined);
+        return { abort: true, reason: `spendscope: no decision within ${waitS} s on authorization ${auth.id}; not paying` };
+      }
     }
     if (auth.status !== 'held') return { abort: true, reason: `spendscope ${auth.status} authorization ${auth.id}: ${auth.reasons.join('; ')}` };
     byRequirements.set(req, auth);
@@ -149,27 +183,51 @@ export function withSpendscope(client: x402Client, options: SpendscopeOptions): 
     const auth = byRequirements.get(selectedRequirements);
     if (!auth) return;
     byRequirements.delete(selectedRequirements);
-    byPayload.set(payloadKey(paymentPayload), { auth, requirements: selectedRequirements });
+    const key = payloadKey(paymentPayload);
+    // A paid request that never comes back leaves its hold to expire: its entry goes then too.
+    const forget = setTimeout(() => byPayload.delete(key), Math.max(0, Date.parse(auth.expires_at) - Date.now()) || HOLD_FALLBACK_MS);
+    (forget as { unref?: () => void }).unref?.();
+    byPayload.set(key, { auth, requirements: selectedRequirements, forget });
   });
 
-  client.onPaymentResponse(async ({ paymentPayload, requirements, settleResponse }) => {
+  client.onPaymentResponse(async ({ paymentPayload, requirements, settleResponse, paymentRequired }) => {
     const key = payloadKey(paymentPayload);
     const held = byPayload.get(key);
     if (!held) return;
     byPayload.delete(key);
+    clearTimeout(held.forget);
     const path = `/authorizations/${encodeURIComponent(held.auth.id)}`;
-    if (!settleResponse?.success) {
-      await settle(`${path}/void`, undefined);
-      return;
+    try {
+      if (settleResponse?.success === false || (!settleResponse && paymentRequired)) {
+        // Not settled (the server said so, or answered 402 again): nothing moved.
+        await settle(`${path}/void`, undefined);
+        return;
+      }
+      if (!settleResponse) {
+        // An answer without a settlement: paid or not cannot be told here. The hold stays until it
+        // expires (the budget reserved, as an ambiguous outcome should be); reconciliation finds the truth.
+        report(new Error(`no settlement in the paid answer for authorization ${held.auth.id}: left held until it expires`));
+        return;
+      }
+      const paid = settleResponse.amount ?? requirements.amount;
+      if (!/^\d+$/.test(paid) || BigInt(paid) > BigInt(held.requirements.amount)) {
+        report(new Error(`settled amount "${paid}" is not an atomic amount within the held ${held.requirements.amount}: captured the held amount`));
+      } else if (BigInt(paid) === 0n) {
+        await settle(`${path}/void`, undefined);
+        return;
+      }
+      const exact = /^\d+$/.test(paid) && BigInt(paid) > 0n && BigInt(paid) < BigInt(held.requirements.amount);
+      await settle(`${path}/capture`, {
+        ...(exact ? { amount: scaled(held.auth.amount, paid, held.requirements.amount) } : {}),
+        ...(settleResponse.transaction ? { tx_hash: settleResponse.transaction } : {}),
+        ...(settleResponse.payer ? { payer_address: settleResponse.payer } : {}),
+        ...(settleResponse.network ? { network: settleResponse.network } : {}),
+        settled_at: new Date().toISOString(),
+      });
+    } catch (err) {
+      // Never into the paid request's flow: the payment is made, whatever befell its record.
+      report(err as Error);
     }
-    const paid = settleResponse.amount ?? requirements.amount;
-    await settle(`${path}/capture`, {
-      ...(paid === held.requirements.amount ? {} : { amount: scaled(held.auth.amount, paid, held.requirements.amount) }),
-      ...(settleResponse.transaction ? { tx_hash: settleResponse.transaction } : {}),
-      ...(settleResponse.payer ? { payer_address: settleResponse.payer } : {}),
-      ...(settleResponse.network ? { network: settleResponse.network } : {}),
-      settled_at: new Date().toISOString(),
-    });
   });
 
   return client;
@@ -210,13 +268,22 @@ const header = (headers: AxiosResponseLike['headers'] | undefined, name: string)
  * withSpendscope captures or voids as under `@x402/fetch`. Add it after wrapAxiosWithPayment.
  */
 export function trackAxiosPayments<T extends AxiosLike>(instance: T, client: x402Client): T {
+  // The payment wrapper retries the request through the same instance: each answer is handed over once.
+  const seen = new WeakSet<object>();
   const observe = async (response: AxiosResponseLike | undefined) => {
-    const signed = header(response?.config.headers, 'PAYMENT-SIGNATURE');
-    if (!response || !signed) return;
-    const paymentPayload = decodePaymentSignatureHeader(signed);
-    const settled = header(response.headers, 'PAYMENT-RESPONSE');
-    const settleResponse = settled ? decodePaymentResponseHeader(settled) : undefined;
-    await client.handlePaymentResponse({ paymentPayload, requirements: paymentPayload.accepted, ...(settleResponse ? { settleResponse } : {}) });
+    const signed = header(response?.config.headers, 'PAYMENT-SIGNATURE') ?? header(response?.config.headers, 'X-PAYMENT');
+    if (!response || !signed || seen.has(response)) return;
+    seen.add(response);
+    try {
+      const paymentPayload = decodePaymentSignatureHeader(signed);
+      const settled = header(response.headers, 'PAYMENT-RESPONSE') ?? header(response.headers, 'X-PAYMENT-RESPONSE');
+      const settleResponse = settled ? decodePaymentResponseHeader(settled) : undefined;
+      const required = !settleResponse && response.status === 402 ? header(response.headers, 'PAYMENT-REQUIRED') : undefined;
+      const paymentRequired = required ? decodePaymentRequiredHeader(required) : undefined;
+      await client.handlePaymentResponse({ paymentPayload, requirements: paymentPayload.accepted, ...(settleResponse ? { settleResponse } : {}), ...(paymentRequired ? { paymentRequired } : {}) });
+    } catch {
+      // A header that does not decode: the answer is the caller's all the same.
+    }
   };
   instance.interceptors.response.use(
     async (response: AxiosResponseLike) => {
