@@ -1,5 +1,5 @@
 import type { Alert } from '../domain/alerts.js';
-import { shownEnd } from '../evaluation/policies.js';
+import { shownEnd } from '../evaluation/breaches.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 

@@ -4,7 +4,7 @@
  * expires_at has passed reads as expired.
  */
 import { formatUnits, toUnits } from '../domain/money.js';
-import { isoTime } from '../evaluation/policies.js';
+import { isoTime } from '../evaluation/breaches.js';
 import { all, forUpdate, get, perform, run, type Sql, type Steps } from '../stores/sql.js';
 import { isCallKind, type LimitKind } from '../policies/limits.js';
 import type { PolicyAction } from '../policies/repository.js';

@@ -9,7 +9,8 @@
  */
 import { liveHolds } from '../authorizations/repository.js';
 import { Holds } from '../authorizations/holds.js';
-import { compilePolicy, formatObserved, shownEnd, type CompiledLimit, type CompiledPolicy, type RecordFacts } from '../evaluation/policies.js';
+import { compilePolicy, type CompiledLimit, type CompiledPolicy, type RecordFacts } from '../evaluation/policies.js';
+import { formatObserved, shownEnd } from '../evaluation/breaches.js';
 import { readWindowSums, scopeSpecOf, totalKey, type ScopeSpec } from '../evaluation/totals.js';
 import { TOTAL_END, type Window } from '../domain/windows.js';
 import type { Limit, LimitKind, PolicyScope } from '../policies/limits.js';

@@ -2,7 +2,7 @@
 import type { Occurrence } from '../domain/alerts.js';
 import type { EventRow } from '../domain/record-row.js';
 import type { OccurrenceMerger } from './occurrences.js';
-import { thresholdOccurrence } from './policies.js';
+import { thresholdOccurrence } from './breaches.js';
 import { crossedRange, mayCross, type LimitList } from './policy-index.js';
 import type { Window } from '../domain/windows.js';
 

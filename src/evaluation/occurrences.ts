@@ -17,7 +17,7 @@
 import type { Occurrence, Severity } from '../domain/alerts.js';
 import type { EventRow } from '../domain/record-row.js';
 import type { LimitList } from './policy-index.js';
-import { breachKey, breachOccurrence, type Breach } from './policies.js';
+import { breachKey, breachOccurrence, type Breach } from './breaches.js';
 import type { Window } from '../domain/windows.js';
 
 /** The dedup key of a team's storm alert: one open at a time. */

@@ -147,7 +147,7 @@ export class Ingestor {
 
   /** Values rows older than their book's horizon from the rates of their time: one read of the versions since the earliest. */
   private async valueOlder(teamId: string, currency: string, rows: readonly EventRow[], indexes: readonly number[], warnings: RecordError[]): Promise<void> {
-    const earliest = Math.min(...rows.map((r) => r.event_time));
+    const earliest = rows.reduce((min, r) => Math.min(min, r.event_time), Infinity);
     const past = this.rates ? await this.rates.bookFrom(teamId, earliest, currency) : BUILT_IN_BOOK;
     rows.forEach((row, k) => {
       const unvalued = valueRow(row, past);
