@@ -4,7 +4,7 @@ import { recordOccurrences } from '../alerts/repository.js';
 import type { WrittenAlerts } from '../alerts/written-alerts.js';
 import type { TotalsLedger } from '../evaluation/ledger.js';
 import { formatUnits, toUnits } from '../domain/money.js';
-import { BUILT_IN_BOOK, valueAt, type RateBook } from '../domain/rates.js';
+import { BUILT_IN_BOOK, valueUnitsIn, type RateBook } from '../domain/rates.js';
 import { unvaluedKey, unvaluedRecord } from '../evaluation/occurrence-builders.js';
 import { GROUP_ALERTS_PER_TEAM_BOUND, Storms } from '../evaluation/occurrences.js';
 import { type CompiledLimit, type CompiledPolicy, type RecordFacts } from '../evaluation/policies.js';
@@ -111,18 +111,11 @@ export class AuthorizationDecisions {
     const values = new Map<string, bigint | null>();
     const valueIn = (currency: string): bigint | null => {
       let value = values.get(currency);
-      if (value === undefined) {
-        const valued = request.asset ? valueAt((a) => book.histories.get(a), request.asset, request.amount, now, currency) : 'no-rate';
-        values.set(currency, (value = typeof valued === 'object' ? toUnits(valued.value) : null));
-      }
+      if (value === undefined) values.set(currency, (value = valueUnitsIn(book, request.asset, request.amount, now, currency)));
       return value;
     };
     // Holds in value: each held amount valued as the authorization was.
-    const holdValue = (currency: string) => (facts: RecordFacts, sum: bigint, at: number) => {
-      if (!facts.asset) return undefined;
-      const valued = valueAt((a) => book.histories.get(a), facts.asset, formatUnits(sum), at, currency);
-      return typeof valued === 'object' ? toUnits(valued.value) : undefined;
-    };
+    const holdValue = (currency: string) => (facts: RecordFacts, amount: bigint, at: number) => valueUnitsIn(book, facts.asset, formatUnits(amount), at, currency) ?? undefined;
     const asks: ApprovalAsk[] = [];
     // A suspended agent is stopped whatever its budgets say.
     const suspended = state.suspended.has(request.agentId);

@@ -34,7 +34,7 @@ interface EndpointSum {
   sum: bigint;
   count: number;
   /** Its holds: a value is worked out hold by hold, each at the rate of its own approval. */
-  members: Hold[];
+  members: Set<Hold>;
 }
 
 /** Per agent: minute of approval → facts → sum. */
@@ -104,8 +104,8 @@ export class Holds {
     if (entry) {
       entry.sum += hold.amount;
       entry.count++;
-      entry.members.push(hold);
-    } else endpoints.set(endpointKey, { facts: hold, sum: hold.amount, count: 1, members: [hold] });
+      entry.members.add(hold);
+    } else endpoints.set(endpointKey, { facts: hold, sum: hold.amount, count: 1, members: new Set([hold]) });
   }
 
   /** Releases a hold (captured or voided); false when there was none. */
@@ -120,7 +120,7 @@ export class Holds {
     const endpointKey = factsKey(hold);
     const entry = endpoints.get(endpointKey)!;
     entry.sum -= hold.amount;
-    entry.members.splice(entry.members.indexOf(hold), 1);
+    entry.members.delete(hold);
     if (--entry.count > 0) return true;
     endpoints.delete(endpointKey);
     if (endpoints.size > 0) return true;

@@ -18,8 +18,8 @@ import type { PolicyAction } from '../policies/repository.js';
 import { activePolicyRows } from '../policies/repository.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import { perform, type Database } from '../stores/sql.js';
-import { formatUnits, toUnits } from '../domain/money.js';
-import { valueAt } from '../domain/rates.js';
+import { formatUnits } from '../domain/money.js';
+import { valueUnitsIn } from '../domain/rates.js';
 import { readBookFrom } from '../rates/books.js';
 
 export interface BudgetStatus {
@@ -93,11 +93,7 @@ export async function budgetStatus(
     .map((p) => ({ action: p.action, notifyAt: p.notifyAt, compiled: compilePolicy({ ...p, limits: JSON.parse(p.limits) as Limit[] }) }));
   const holds = Holds.of(holdRows);
   // Holds in value, each at the rates of its approval.
-  const holdValue = (currency: string) => (facts: RecordFacts, amount: bigint, at: number) => {
-    if (!facts.asset) return undefined;
-    const valued = valueAt((a) => book.histories.get(a), facts.asset, formatUnits(amount), at, currency);
-    return typeof valued === 'object' ? toUnits(valued.value) : undefined;
-  };
+  const holdValue = (currency: string) => (facts: RecordFacts, amount: bigint, at: number) => valueUnitsIn(book, facts.asset, formatUnits(amount), at, currency) ?? undefined;
 
   // The windows to read: one per scope (policies sharing a scope share its read).
   type Wanted = { policy: CompiledPolicy; action: PolicyAction; notifyAt: number[]; limit: CompiledLimit; spec: ScopeSpec; window: Window; started: boolean; subjects: (string | null)[] };

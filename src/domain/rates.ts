@@ -87,6 +87,13 @@ export function valueAt(rates: (asset: string) => RateHistory | undefined, asset
   return { value: formatUnits(units), rate, conversion };
 }
 
+/** An amount's value in `currency` by a book, in 10^-18 units; null when no rate values it (or no asset is given). */
+export function valueUnitsIn(book: RateBook, asset: string | null | undefined, amount: string, at: number, currency: string): bigint | null {
+  if (!asset) return null;
+  const valued = valueAt((a) => book.histories.get(a), asset, amount, at, currency);
+  return typeof valued === 'object' ? toUnits(valued.value) : null;
+}
+
 /** What one unit of an asset is worth in `currency` at `at`: the product of its rate and conversion, exact (up to 36 places). */
 export interface RateFactor {
   /** A decimal string, exact: no rounding (values round once, the amount times this). */
