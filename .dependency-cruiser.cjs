@@ -4,10 +4,10 @@
  */
 const LAYERS = [
   ['domain', '^src/domain/'],
-  ['config', '^src/(config|config-types|paths)\\.ts$'],
+  ['config', '^src/(config|config-types|config-chains|paths)\\.ts$'],
   ['stores', '^src/stores/'],
   ['http', '^src/(http|limits|metrics)/'],
-  ['features', '^src/(teams|agents|policies|alerts|webhooks|authorizations|evaluation|budgets|rates|analytics|ingest|audit|audit-log|operator|health)/'],
+  ['features', '^src/(teams|agents|policies|alerts|webhooks|authorizations|evaluation|budgets|rates|analytics|ingest|audit|audit-log|operator|health|settlements)/'],
   ['edges', '^src/(routes\\.ts|mcp/|clickhouse-http/|dashboard/|docs/)'],
   ['composition', '^src/(deps|app|main|server)\\.ts$'],
 ];

@@ -79,6 +79,8 @@ export interface Config {
   http: HttpLimits;
   retention: Retention;
   webhooks: WebhookConfig;
+  /** The chains records are checked against (CHAIN_RPC_URLS, src/config-chains.ts); undefined: none, nothing leaves the machine. */
+  chains: ChainsConfig | undefined;
   bi: BiConfig;
 }
 
@@ -189,3 +191,25 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** A configuration problem; the message names every offending variable. */
+
+/** Reconciliation with the chain (docs/reconciliation.md); built by src/config-chains.ts. */
+export interface ChainsConfig {
+  /** CAIP-2 network -> JSON-RPC URL. */
+  rpcUrls: Record<string, string>;
+  /** Per configured network: blocks on top of a transaction's before it counts. */
+  confirmations: Record<string, number>;
+  /** How long a hash may be absent before its record is not_found, and a transfer waits for a record (SETTLEMENT_GRACE_S). */
+  graceMs: number;
+  /** How often each network is looked at (SETTLEMENT_POLL_MS). */
+  pollMs: number;
+  /** Blocks per eth_getLogs call (CHAIN_LOG_RANGE). */
+  logRangeBlocks: number;
+  /** JSON-RPC requests in flight per network (CHAIN_RPC_CONCURRENCY). */
+  rpcConcurrency: number;
+  /** A JSON-RPC request taking longer is abandoned (CHAIN_RPC_TIMEOUT_MS). */
+  rpcTimeoutMs: number;
+  /** Calls per JSON-RPC batch (CHAIN_RPC_BATCH). */
+  rpcBatchSize: number;
+  /** Checked transactions are looked at again until this many blocks are on top of theirs (CHAIN_REORG_DEPTH). */
+  reorgDepth: number;
+}

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parseKey, type SecretsKey, type SecretsKeys } from './domain/secrets-key.js';
 
 import { LOG_FORMATS, LOG_LEVELS, type AnomalyConfig, type BiConfig, type ClickHouseConfig, type Config, type EvaluationConfig, type HttpLimits, type IngestConfig, type LogFormat, type LogLevel, type RateDefaults, type Retention, type SharedDatabaseConfig, type WebhookConfig } from './config-types.js';
+import { chainsSetting } from './config-chains.js';
 
 export * from './config-types.js';
 
@@ -301,6 +302,8 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push('BI_MAX_TOTAL_MEMORY_BYTES: must be at least a quarter of BI_MAX_MEMORY_BYTES, or no BI query could start');
   }
 
+  const chains = chainsSetting(env, problems, integer);
+
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     port,
@@ -324,6 +327,7 @@ export function loadConfig(env: Env = process.env): Config {
     http: httpLimits,
     retention,
     webhooks,
+    chains,
     bi,
   };
 }

@@ -23,6 +23,9 @@ import { startThresholdSweep } from './alerts/window-end.js';
 import { DecisionWaiters, startApprovalSweep } from './authorizations/approvals.js';
 import type { WaitRouteDeps } from './authorizations/routes.js';
 import { RateBooks } from './rates/books.js';
+import { sharedBacklog } from './ingest/shared-freshness.js';
+import { AdvisoryLeases, soleLeases } from './settlements/leases.js';
+import { Reconciler } from './settlements/reconciler.js';
 
 /** Every part of the service, as the composition root builds it: what each feature's routes take, and more. */
 export interface AppDeps extends RouteDeps, IngestRouteDeps, WebhookRouteDeps, PolicyRouteDeps, WaitRouteDeps {
@@ -38,6 +41,8 @@ export interface AppDeps extends RouteDeps, IngestRouteDeps, WebhookRouteDeps, P
   clickhouseHttp?: ClickHouseHttpHandler;
   /** Each team's currency and rates in memory, that value records at acknowledgement; closed at shutdown. */
   rates: RateBooks;
+  /** Checks records against the chain (CHAIN_RPC_URLS); undefined when no chain is configured. */
+  reconciler?: Reconciler;
 }
 
 /**
@@ -79,7 +84,20 @@ export async function assembleDeps(
   const rateLimiter = new RateLimiter(config.rateLimits, Date.now, db.dialect === 'postgres' ? sharedRateLedger(db) : undefined, logger);
   const clickhouseHttp = teamScopedInterface({ config, db, events, rateLimiter });
   const keys = keyDirectory(db);
-  return { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, keys, policyRevisions, decisionWaiters, webhooks, thresholdSweep, approvalSweep, clickhouseHttp, rateLimiter, rates };
+  const reconciler = config.chains && new Reconciler({
+    chains: config.chains,
+    assetDecimals: config.ingest.assetDecimals,
+    db,
+    events,
+    rates,
+    policyRevisions,
+    leases: 'pool' in stores ? new AdvisoryLeases(stores.pool, logger) : soleLeases,
+    logger,
+    metrics,
+    oldestUnloaded: 'pool' in stores ? async () => (await sharedBacklog(db)).oldestCommittedAt : async () => ingest.freshness.backlog().oldestCommittedAt,
+  });
+  reconciler?.start();
+  return { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, keys, policyRevisions, decisionWaiters, webhooks, thresholdSweep, approvalSweep, clickhouseHttp, rateLimiter, rates, reconciler };
 }
 
 /**
@@ -88,7 +106,8 @@ export async function assembleDeps(
  * (every answered request's rows are in the log already; what the loader has not copied stays
  * there), then the stores.
  */
-export async function closeDeps(deps: Pick<AppDeps, 'webhooks' | 'thresholdSweep' | 'approvalSweep' | 'ingest' | 'db' | 'events' | 'loaderEvents'> & { rates?: RateBooks }): Promise<void> {
+export async function closeDeps(deps: Pick<AppDeps, 'webhooks' | 'thresholdSweep' | 'approvalSweep' | 'ingest' | 'db' | 'events' | 'loaderEvents'> & { rates?: RateBooks; reconciler?: Reconciler }): Promise<void> {
+  await deps.reconciler?.close();
   await deps.thresholdSweep?.close();
   await deps.approvalSweep?.close();
   await deps.webhooks.close();

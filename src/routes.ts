@@ -14,6 +14,7 @@ import { metricsRoute } from './metrics/routes.js';
 import { operatorRoutes } from './operator/routes.js';
 import { policyRoutes } from './policies/routes.js';
 import { rateRoutes } from './rates/routes.js';
+import { settlementRoutes } from './settlements/routes.js';
 import { teamRoutes } from './teams/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
 
@@ -31,6 +32,7 @@ export const ROUTES: readonly RouteSpec[] = [
   ...budgetRoutes,
   ...rateRoutes,
   ...alertRoutes,
+  ...settlementRoutes,
   ...analyticsRoutes,
   ...auditLogRoutes,
   ...webhookRoutes,

@@ -5,12 +5,14 @@ import { defineRoute, type RouteDeps } from '../http/routes.js';
 import type { PolicyRouteDeps } from '../policies/revisions.js';
 import { createAgent, deleteAgent, findAgent, listAgents, updateAgent, type AgentCursor, type AgentRecord, type AgentStatus } from './repository.js';
 import { agentStats } from './stats.js';
+import { setWallets, walletsOfAgents, type Wallet } from './wallets.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** Agent summaries of some registry rows, with statistics from one ClickHouse query. */
 async function summaries(deps: RouteDeps, teamId: string, agents: readonly AgentRecord[]) {
   const stats = await agentStats(await deps.readEvents(teamId), teamId, agents.map((a) => a.externalId));
+  const wallets = await walletsOfAgents(deps.db, teamId, agents.map((a) => a.externalId));
   return agents.map((a) => ({
     agentId: a.externalId,
     name: a.name,
@@ -20,11 +22,12 @@ async function summaries(deps: RouteDeps, teamId: string, agents: readonly Agent
     authorizedBy: a.authorizedBy,
     status: a.status,
     createdAt: iso(a.createdAt),
+    wallets: wallets.get(a.externalId) ?? [],
   }));
 }
 
 /** What the audit log records of an agent: the fields a change can touch. */
-const settings = (a: AgentRecord) => ({ name: a.name, authorizedBy: a.authorizedBy, status: a.status });
+const settings = (a: AgentRecord, wallets?: Wallet[]) => ({ name: a.name, authorizedBy: a.authorizedBy, status: a.status, ...(wallets ? { wallets } : {}) });
 
 const EXAMPLE_AGENT = {
   agentId: 'research-bot',
@@ -35,6 +38,7 @@ const EXAMPLE_AGENT = {
   authorizedBy: 'alice@example.com',
   status: 'active',
   createdAt: '2026-11-02T08:00:00.000Z',
+  wallets: [{ network: 'eip155:8453', address: '0x90f79bf6eb2c4f870365e785982e1f101e93b906' }],
 };
 
 export const createAgentRoute = defineRoute<{ external_id: string; name: string; authorized_by?: string }>({
@@ -114,26 +118,39 @@ export const listAgentsRoute = defineRoute<unknown, { limit?: number; cursor?: s
   },
 });
 
-export const patchAgentRoute = defineRoute<{ name?: string; authorized_by?: string | null; status?: AgentStatus }, unknown, PolicyRouteDeps>({
+export const patchAgentRoute = defineRoute<{ name?: string; authorized_by?: string | null; status?: AgentStatus; wallets?: Wallet[] }, unknown, PolicyRouteDeps>({
   method: 'patch',
   path: '/agents/:id',
   operationId: 'patchAgent',
-  summary: 'Change an agent: name, authorized_by, status (active or suspended)',
+  summary: 'Change an agent: name, authorized_by, status (active or suspended), wallets',
   description:
     'Fields left out keep their value. A suspended agent is stopped: its authorizations are declined (`reasons` says so) and its ' +
     'records, still stored and counted, raise a critical `suspended` alert, one per agent and UTC day. Every instance sees the ' +
-    'change from its next request.',
+    'change from its next request. `wallets` replaces the agent\'s wallets ([Reconciliation](reconciliation.md)): transfers of known ' +
+    'tokens from them that no record claims are reported as unreported payments; a wallet another agent of the team holds is a 409.',
   tag: 'agents',
   body: 'agent-patch.json',
   bodyExample: { status: 'suspended' },
   responses: { 200: { description: 'The agent, changed', schema: 'agent.json', example: { ...EXAMPLE_AGENT, status: 'suspended' } } },
   async handler(ctx) {
     const { params, body, team, deps } = ctx;
+    const wallets = body.wallets?.map((w) => ({ network: w.network, address: w.address.toLowerCase() }));
     const agent = await audited(ctx, async (sql) => {
       const before = await findAgent(sql, team.teamId, params.id!);
       const after = before && (await updateAgent(sql, team.teamId, params.id!, { name: body.name, authorizedBy: body.authorized_by, status: body.status }, deps.policyRevisions));
       if (!before || !after) return { result: undefined };
-      return { result: after, log: { action: 'agent.update', resourceType: 'agent', resourceId: after.externalId, before: settings(before), after: settings(after) } };
+      let walletsBefore: Wallet[] | undefined;
+      if (wallets) {
+        walletsBefore = (await walletsOfAgents(sql, team.teamId, [after.externalId])).get(after.externalId) ?? [];
+        const refused = await setWallets(sql, team.teamId, after.externalId, [...new Map(wallets.map((w) => [`${w.network} ${w.address}`, w])).values()], Date.now());
+        if (refused) {
+          const index = wallets.findIndex((w) => w.network === refused.taken.network && w.address === refused.taken.address);
+          throw new ApiError('conflict', `Wallet ${refused.taken.address} on ${refused.taken.network} belongs to agent "${refused.taken.agentId}" of this team`, [
+            { field: `wallets[${index}].address`, message: `belongs to agent "${refused.taken.agentId}"` },
+          ]);
+        }
+      }
+      return { result: after, log: { action: 'agent.update', resourceType: 'agent', resourceId: after.externalId, before: settings(before, walletsBefore), after: settings(after, wallets) } };
     });
     if (!agent) throw new ApiError('not_found', `No agent "${params.id}" in this team`);
     const [summary] = await summaries(deps, team.teamId, [agent]);

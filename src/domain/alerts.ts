@@ -1,5 +1,5 @@
-/** system: a notice from the service itself (a webhook endpoint disabled after failing for 24 hours); approval: an authorization waits for a person. */
-export type AlertType = 'violation' | 'anomaly' | 'system' | 'threshold' | 'approval';
+/** system: a notice from the service itself (a webhook endpoint disabled after failing for 24 hours); approval: an authorization waits for a person; settlement: the chain contradicts a record, or shows a payment none reported. */
+export type AlertType = 'violation' | 'anomaly' | 'system' | 'threshold' | 'approval' | 'settlement';
 export type Severity = 'info' | 'warning' | 'critical';
 export type AlertStatus = 'open' | 'resolved';
 

@@ -64,6 +64,43 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly rpcRequests = new Counter({
+    name: 'spendscope_chain_rpc_requests_total',
+    help: 'JSON-RPC requests (HTTP requests, each a batch of calls) sent to a network\'s node by the settlement verifier',
+    labelNames: ['network'] as const,
+    registers: [this.registry],
+  });
+  readonly rpcCalls = new Counter({
+    name: 'spendscope_chain_rpc_calls_total',
+    help: 'JSON-RPC calls sent to a network\'s node (several per batched request)',
+    labelNames: ['network'] as const,
+    registers: [this.registry],
+  });
+  readonly rpcErrors = new Counter({
+    name: 'spendscope_chain_rpc_errors_total',
+    help: 'Failed JSON-RPC requests by kind: timeout, rate_limited (429), http (another status), network, invalid (not a JSON-RPC answer)',
+    labelNames: ['network', 'kind'] as const,
+    registers: [this.registry],
+  });
+  readonly settlementLag = new Gauge({
+    name: 'spendscope_settlement_lag_seconds',
+    help: 'Per network: how long the oldest record waiting for its check (pending) has waited since it was received; 0 when none waits',
+    labelNames: ['network'] as const,
+    registers: [this.registry],
+  });
+  readonly walletLagBlocks = new Gauge({
+    name: 'spendscope_settlement_wallet_lag_blocks',
+    help: 'Per network: confirmed blocks not yet scanned for transfers from registered wallets',
+    labelNames: ['network'] as const,
+    registers: [this.registry],
+  });
+  readonly settlements = new Gauge({
+    name: 'spendscope_settlements',
+    help: 'Checked records and unreported transfers, by network and status (pending, verified, mismatch, failed, not_found, unverifiable, unreported)',
+    labelNames: ['network', 'status'] as const,
+    registers: [this.registry],
+  });
+
   constructor(options: { processMetrics?: boolean } = {}) {
     // Process figures (RSS, CPU, event loop lag) with the prom-client defaults' names.
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
@@ -103,5 +140,15 @@ export class Metrics {
 
   insertFailed(): void {
     this.storeErrors.inc({ store: 'clickhouse' });
+  }
+
+  /** The settlement verifier's JSON-RPC observer. */
+  requested(network: string, calls: number): void {
+    this.rpcRequests.inc({ network });
+    this.rpcCalls.inc({ network }, calls);
+  }
+
+  failed(network: string, kind: string): void {
+    this.rpcErrors.inc({ network, kind });
   }
 }

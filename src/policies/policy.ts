@@ -29,10 +29,12 @@ export interface Policy {
    * amounts of the asset, as sent (a policy from before values, or one of a single asset).
    */
   currency: string | null;
+  /** suspend: a payment from one of its agents' wallets that no record claims suspends the agent (docs/reconciliation.md); null: an alert only. */
+  onUnreported: 'suspend' | null;
   createdAt: number;
   updatedAt: number;
 }
 
 /** scope omitted: agent; match, allow: none; notifyAt: none; startsAt null or omitted: the creation's minute; currency omitted: null. */
-export type PolicyInput = Omit<Policy, 'id' | 'createdAt' | 'updatedAt' | 'startsAt' | 'scope' | 'match' | 'notifyAt' | 'approvalTimeoutS' | 'allow' | 'currency'> &
-  Partial<Pick<Policy, 'scope' | 'match' | 'notifyAt' | 'approvalTimeoutS' | 'allow' | 'currency'>> & { startsAt?: number | null };
+export type PolicyInput = Omit<Policy, 'id' | 'createdAt' | 'updatedAt' | 'startsAt' | 'scope' | 'match' | 'notifyAt' | 'approvalTimeoutS' | 'allow' | 'currency' | 'onUnreported'> &
+  Partial<Pick<Policy, 'scope' | 'match' | 'notifyAt' | 'approvalTimeoutS' | 'allow' | 'currency' | 'onUnreported'>> & { startsAt?: number | null };

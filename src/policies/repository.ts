@@ -52,6 +52,7 @@ interface PolicyRow {
   approval_timeout_s: number | null;
   allow_list: string | null;
   currency: string | null;
+  on_unreported: 'suspend' | null;
   active: number;
   created_at: number;
   updated_at: number;
@@ -60,10 +61,10 @@ interface PolicyRow {
 
 // Agents come along as a JSON array, so a page is one statement, not one per policy.
 const SELECT = {
-  sqlite: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.scope, p.match_filter, p.notify_at, p.starts_at, p.approval_timeout_s, p.allow_list, p.currency, p.active, p.created_at, p.updated_at,
+  sqlite: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.scope, p.match_filter, p.notify_at, p.starts_at, p.approval_timeout_s, p.allow_list, p.currency, p.on_unreported, p.active, p.created_at, p.updated_at,
        (SELECT json_group_array(external_id) FROM (SELECT external_id FROM policy_agents pa WHERE pa.policy_id = p.id ORDER BY external_id)) AS agents
   FROM policies p`,
-  postgres: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.scope, p.match_filter, p.notify_at, p.starts_at, p.approval_timeout_s, p.allow_list, p.currency, p.active, p.created_at, p.updated_at,
+  postgres: `SELECT p.id, p.name, p.limits, p.action, p.timezone, p.scope, p.match_filter, p.notify_at, p.starts_at, p.approval_timeout_s, p.allow_list, p.currency, p.on_unreported, p.active, p.created_at, p.updated_at,
        (SELECT coalesce(json_agg(external_id ORDER BY external_id), '[]')::text FROM policy_agents pa WHERE pa.policy_id = p.id) AS agents
   FROM policies p`,
 };
@@ -85,6 +86,7 @@ const toPolicy = (r: PolicyRow): Policy => ({
   approvalTimeoutS: r.approval_timeout_s,
   allow: r.allow_list === null ? null : (JSON.parse(r.allow_list) as PolicyAllow),
   currency: r.currency,
+  onUnreported: r.on_unreported,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -129,8 +131,8 @@ export async function createPolicy(sql: Sql, teamId: string, input: PolicyInput,
   const now = Date.now();
   if (input.active) await checkRoomForActive(sql, teamId, maxActive);
   await sql.run(
-    `INSERT INTO policies (id, team_id, name, limits, action, timezone, scope, match_filter, notify_at, starts_at, approval_timeout_s, allow_list, currency, active, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO policies (id, team_id, name, limits, action, timezone, scope, match_filter, notify_at, starts_at, approval_timeout_s, allow_list, currency, on_unreported, active, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     [
       id,
       teamId,
@@ -145,6 +147,7 @@ export async function createPolicy(sql: Sql, teamId: string, input: PolicyInput,
       input.approvalTimeoutS ?? null,
       input.allow ? JSON.stringify(input.allow) : null,
       input.currency ?? null,
+      input.onUnreported ?? null,
       input.active ? 1 : 0,
       now,
       now,
@@ -183,7 +186,7 @@ export async function updatePolicy(
   if (changes.active === true && !current.active) await checkRoomForActive(sql, teamId, maxActive);
   const next = { ...current, ...changes };
   await sql.run(
-    'UPDATE policies SET name = ?, limits = ?, action = ?, timezone = ?, scope = ?, match_filter = ?, notify_at = ?, starts_at = ?, approval_timeout_s = ?, allow_list = ?, currency = ?, active = ?, updated_at = ? WHERE id = ?',
+    'UPDATE policies SET name = ?, limits = ?, action = ?, timezone = ?, scope = ?, match_filter = ?, notify_at = ?, starts_at = ?, approval_timeout_s = ?, allow_list = ?, currency = ?, on_unreported = ?, active = ?, updated_at = ? WHERE id = ?',
     [
       next.name,
       JSON.stringify(next.limits),
@@ -197,6 +200,7 @@ export async function updatePolicy(
       next.approvalTimeoutS,
       next.allow ? JSON.stringify(next.allow) : null,
       next.currency,
+      next.onUnreported,
       next.active ? 1 : 0,
       Math.max(Date.now(), current.updatedAt),
       id,

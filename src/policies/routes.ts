@@ -33,6 +33,7 @@ interface PolicyBody {
   approval_timeout_s?: number | null;
   allow?: PolicyAllow | null;
   currency?: string | null;
+  on_unreported?: 'suspend' | null;
 }
 
 /**
@@ -63,6 +64,7 @@ function budgetFields(checked: CheckedPolicyFields, body: PolicyBody): Partial<P
     ...(checked.startsAt !== undefined ? { startsAt: checked.startsAt } : {}),
     ...(body.approval_timeout_s !== undefined ? { approvalTimeoutS: body.approval_timeout_s } : {}),
     ...(checked.allow !== undefined ? { allow: checked.allow } : {}),
+    ...(body.on_unreported !== undefined ? { onUnreported: body.on_unreported } : {}),
   };
 }
 
@@ -82,6 +84,7 @@ const toBody = (p: Policy) => ({
   approval_timeout_s: p.approvalTimeoutS ?? DEFAULT_APPROVAL_TIMEOUT_S,
   allow: p.allow,
   currency: p.currency,
+  on_unreported: p.onUnreported,
   createdAt: iso(p.createdAt),
   updatedAt: iso(p.updatedAt),
 });
@@ -94,11 +97,11 @@ const settings = (p: Policy) => {
 
 const notFound = (id: string) => new ApiError('not_found', `No policy "${id}" in this team`);
 
-/** A policy must check something: a limit, or an allowlist. */
-function checkSomething(limits: readonly Limit[], allow: PolicyAllow | null | undefined): void {
-  if (limits.length > 0 || allow) return;
-  throw new ApiError('validation_failed', 'Request body is invalid: limits must hold at least one limit when the policy has no allow list', [
-    { field: 'limits', message: 'must hold at least one limit when the policy has no allow list' },
+/** A policy must check something: a limit, an allowlist, or payments nobody reported. */
+function checkSomething(limits: readonly Limit[], allow: PolicyAllow | null | undefined, onUnreported: 'suspend' | null | undefined): void {
+  if (limits.length > 0 || allow || onUnreported) return;
+  throw new ApiError('validation_failed', 'Request body is invalid: limits must hold at least one limit when the policy has no allow list nor on_unreported', [
+    { field: 'limits', message: 'must hold at least one limit when the policy has no allow list nor on_unreported' },
   ]);
 }
 
@@ -142,6 +145,7 @@ const EXAMPLE_POLICY = {
   approval_timeout_s: 900,
   allow: null,
   currency: 'USD',
+  on_unreported: null,
   createdAt: '2026-11-21T10:00:00.000Z',
   updatedAt: '2026-11-21T10:00:00.000Z',
 };
@@ -178,7 +182,7 @@ export const createPolicyRoute = defineRoute<PolicyBody & { name: string; limits
   async handler(ctx) {
     const { body, team, deps } = ctx;
     const checked = checkPolicyFields(body);
-    checkSomething(checked.limits!, checked.allow);
+    checkSomething(checked.limits!, checked.allow, body.on_unreported);
     const input: PolicyInput = {
       name: body.name,
       agents: body.agents ?? [],
@@ -243,7 +247,7 @@ export const updatePolicyRoute = defineRoute<PolicyBody, unknown, PolicyRouteDep
     const policy = await withActiveBound(() =>
       audited(ctx, async (sql) => {
         const before = await findPolicy(sql, team.teamId, params.id!, true);
-        if (before) checkSomething(changes.limits ?? before.limits, changes.allow !== undefined ? changes.allow : before.allow);
+        if (before) checkSomething(changes.limits ?? before.limits, changes.allow !== undefined ? changes.allow : before.allow, changes.onUnreported !== undefined ? changes.onUnreported : before.onUnreported);
         if (before) {
           // A currency sent is checked against the filter it will have; one not sent stays, but a
           // change never makes a policy that adds amounts of several assets (one from before the

@@ -99,7 +99,7 @@ describeOnEachRegistry('policies: allowlists', function () {
   it('a policy needs a limit or an allowlist; bad list entries are 400s naming them; match narrows what the allowlist checks', async () => {
     const team = await newTeam('fields');
     const empty = await api().post('/api/v1/policies').set(...team.auth).send({ name: 'nothing', limits: [] }).expect(400);
-    expect(errorOf(empty.body).details).to.deep.equal([{ field: 'limits', message: 'must hold at least one limit when the policy has no allow list' }]);
+    expect(errorOf(empty.body).details).to.deep.equal([{ field: 'limits', message: 'must hold at least one limit when the policy has no allow list nor on_unreported' }]);
     const bad = await api().post('/api/v1/policies').set(...team.auth).send({ name: 'bad', limits: [], allow: { networks: ['nowhere'], endpoints: ['not a host!'] } }).expect(400);
     expect((errorOf(bad.body).details as { field: string }[]).map((d) => d.field)).to.deep.equal(['allow.networks[0]', 'allow.endpoints[0]']);
     const p = (await api().post('/api/v1/policies').set(...team.auth).send({ name: 'llm vendors', agents: ['bot'], limits: [], match: { categories: ['llm'] }, allow: { endpoints: ['api.openai.com'] }, action: 'block' }).expect(201)).body;

@@ -23,7 +23,7 @@ import { useTimeZone } from '../zone';
 
 const FILTERS = {
   status: ['open', 'resolved'],
-  type: ['violation', 'anomaly', 'threshold', 'approval', 'system'],
+  type: ['violation', 'anomaly', 'threshold', 'approval', 'settlement', 'system'],
   severity: ['critical', 'warning', 'info'],
 } as const;
 
