@@ -23,12 +23,13 @@ export interface PaymentPath {
   stop(): Promise<void>;
 }
 
-export async function startPaymentPath(key: string, payer: `0x${string}`): Promise<PaymentPath> {
+/** `env`: more of spendscope's environment, given the chain's JSON-RPC URL (CHAIN_RPC_URLS, say). */
+export async function startPaymentPath(key: string, payer: `0x${string}`, env: (chainUrl: string) => Record<string, string> = () => ({})): Promise<PaymentPath> {
   const chain = await startChain([payer]);
   const facilitator = await startFacilitator(chain.url, DEV_KEYS[1]!);
   const paid = await startPaidApi(facilitator.url, chain.token.address, privateKeyToAccount(DEV_KEYS[2]!).address);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spendscope-x402-'));
-  const service = await startChildService({ dataDir, env: { BOOTSTRAP_API_KEY: key } });
+  const service = await startChildService({ dataDir, env: { BOOTSTRAP_API_KEY: key, ...env(chain.url) } });
   const base = `http://127.0.0.1:${service.port}`;
   const call = async (method: string, route: string, body?: unknown) => {
     const res = await fetch(`${base}/api/v1${route}`, { method, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });

@@ -6,7 +6,6 @@
  */
 import type { Logger } from 'pino';
 import { bookDecimals } from '../domain/rates.js';
-import { shownAmount } from '../domain/settlement.js';
 import { decimalsWith, type DecimalsOf } from '../domain/assets.js';
 import { isEvmAddress, TOKEN_CONTRACTS } from '../domain/tokens.js';
 import type { ChainsConfig } from '../config-types.js';
@@ -81,7 +80,7 @@ export class Reconciler {
         graceMs: chains.graceMs,
         logRangeBlocks: chains.logRangeBlocks,
         tokens: () => this.tokensOn(name),
-        amountOf: async (t) => shownAmount(t.amountRaw, await this.decimalsOf(t.teamId, t.token)),
+        decimalsOf: (t) => this.decimalsOf(t.teamId, t.token),
         intakeReached: async () => Number(((await readCursor(deps.db, RECORDS_CURSOR)) ?? 0) / 1000),
         unreported: async (sql, t, amount, now) => {
           await raiseSettlementAlert(sql, { teamId: t.teamId, agentId: t.agentId, kind: 'unreported', network: t.network, txHash: t.txHash, transfer: { token: t.token, amount, payee: t.payee, blockNumber: t.blockNumber } }, now);

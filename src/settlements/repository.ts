@@ -126,8 +126,8 @@ export async function insertSettlements(sql: Sql, rows: readonly NewSettlement[]
 }
 
 /** An unreported transfer's entry; none is added twice. */
-export async function insertUnreported(sql: Sql, t: Transfer, now: number): Promise<boolean> {
-  const observed: ObservedFields = { amount: null, amount_raw: t.amountRaw, token: t.token, payer: t.payer, payee: t.payee, block_number: t.blockNumber, block_hash: t.blockHash, log_index: t.logIndex, receipt: 'success' };
+export async function insertUnreported(sql: Sql, t: Transfer, amount: string | null, now: number): Promise<boolean> {
+  const observed: ObservedFields = { amount, amount_raw: t.amountRaw, token: t.token, payer: t.payer, payee: t.payee, block_number: t.blockNumber, block_hash: t.blockHash, log_index: t.logIndex, receipt: 'success' };
   return (
     (await sql.run(
       `INSERT INTO settlements (${COLUMNS}, mirrored) VALUES (?, ?, NULL, ?, ?, ?, 'unreported', '{}', ?, '[]', NULL, ?, ?, ?, ?, ?, ?, ?, 0) ON CONFLICT DO NOTHING`,

@@ -124,7 +124,7 @@ export async function settlementSummary(deps: Pick<RouteDeps, 'db' | 'readEvents
   const current = `(SELECT * FROM settlements FINAL WHERE team_id = {team:String} AND ${range})`;
   const [statuses, reported, observed, bare, bareAssets] = await Promise.all([
     events.query<StatusRow>(
-      `SELECT s.status AS status, toString(count()) AS n, toString(sumIf(e.value, e.currency = {currency:String})) AS value,
+      `SELECT s.status AS status, toString(count()) AS n, toString(ifNull(sumIf(e.value, e.currency = {currency:String}), 0)) AS value,
               toString(countIf(s.record_id != '' AND (e.value IS NULL OR e.currency != {currency:String}))) AS unvalued
          FROM ${current} AS s
          LEFT JOIN (SELECT id, value, currency FROM events WHERE team_id = {team:String} AND tx_hash IS NOT NULL) AS e ON e.id = s.record_id
@@ -142,7 +142,7 @@ export async function settlementSummary(deps: Pick<RouteDeps, 'db' | 'readEvents
       params,
     ),
     events.query<{ n: string; value: string }>(
-      `SELECT toString(count()) AS n, toString(sumIf(value, currency = {currency:String})) AS value FROM events
+      `SELECT toString(count()) AS n, toString(ifNull(sumIf(value, currency = {currency:String}), 0)) AS value FROM events
         WHERE team_id = {team:String} AND event_time >= fromUnixTimestamp64Milli({from:Int64}) AND event_time < fromUnixTimestamp64Milli({to:Int64})
           AND (tx_hash IS NULL OR tx_hash = '') AND amount > 0 AND policy_evaluation != 'blocked'`,
       params,

@@ -4,7 +4,8 @@
  * goes on where it stopped), in block ranges the node accepts. A transfer no record claims within
  * the grace period is an unreported payment.
  */
-import { addressTopic, TRANSFER_TOPIC } from '../domain/settlement.js';
+import { rawToAmount } from '../domain/assets.js';
+import { addressTopic, shownAmount, TRANSFER_TOPIC } from '../domain/settlement.js';
 import type { Database, Sql } from '../stores/sql.js';
 import { walletsOn } from '../agents/wallets.js';
 import { insertTransfer, readCursor, settleTransfer, waitingTransfers, writeCursor, claimedUnreported, noteSettlement, insertUnreported, type Transfer } from './repository.js';
@@ -24,8 +25,8 @@ export interface WatcherDeps {
   logRangeBlocks: number;
   /** Token contracts whose transfers are followed on this network (lower case). */
   tokens(): Promise<string[]>;
-  /** A transfer's amount as shown (in the token's units when its decimals are known). */
-  amountOf(t: Transfer): Promise<string>;
+  /** The decimals of a transfer's token for its team, when known. */
+  decimalsOf(t: Transfer): Promise<number | undefined>;
   /** Unix ms up to which records are taken in: a transfer is unreported only once records of its grace period could claim it. */
   intakeReached(): Promise<number>;
   /** In the transaction that records an unreported payment: its alert, and the suspension a policy asks for. */
@@ -111,10 +112,10 @@ export class WalletWatcher {
         await settleTransfer(db, t, 'claimed', t.claimedBy);
       } else if (now - t.seenAt >= this.deps.graceMs && reached >= t.seenAt + this.deps.graceMs) {
         // Decided only once the records of the grace period are taken in: a loader behind raises nothing false.
-        const amount = await this.deps.amountOf(t);
+        const decimals = await this.deps.decimalsOf(t);
         await db.transaction(async (sql) => {
           if (!(await settleTransfer(sql, t, 'unreported', null))) return;
-          if (await insertUnreported(sql, t, now)) await this.deps.unreported(sql, t, amount, now);
+          if (await insertUnreported(sql, t, decimals === undefined ? null : rawToAmount(t.amountRaw, decimals), now)) await this.deps.unreported(sql, t, shownAmount(t.amountRaw, decimals), now);
         });
       }
     }

@@ -91,6 +91,17 @@ describeOnEachRegistry('settlements: records checked against the chain', functio
     const values = (await api().post('/api/v1/records/settlements').set(...team.auth).send({ ids: ['true', 'nope'] }).expect(200)).body.data as Entry[];
     expect(values.map((e) => [e.record_id, e.status])).to.deep.equal([['true', 'verified']]);
 
+    const summary = (await api().get('/api/v1/settlements/summary').set(...team.auth).expect(200)).body;
+    const token = chain.token.toLowerCase();
+    expect(summary.statuses.map((s: { status: string; count: number }) => [s.status, s.count])).to.deep.equal([['verified', 1], ['mismatch', 3], ['failed', 1]]);
+    const mismatch = summary.statuses.find((s: { status: string }) => s.status === 'mismatch');
+    // Per token, never added across: 0.01 + 0.02 + 0.01 reported in the local token, 0.01 in Ethereum's USDC; the chain moved 0.01 three times.
+    expect(mismatch.assets).to.deep.equal([
+      { asset: token, reported: '0.03', observed: '0.03' },
+      { asset: ETHEREUM_USDC, reported: '0.01', observed: '0' },
+    ].sort((a, b) => (a.asset < b.asset ? -1 : 1)));
+    expect(mismatch).to.include({ value: '0.04', unvalued: 0 });
+
     // Another cycle finds nothing new: no alert counted twice.
     await recon.cycle();
     expect((await alertsOf(team, '&type=settlement')).map((a) => `${a.kind}:${a.count}`).sort()).to.deep.equal(['failed:1', 'mismatch:3']);
@@ -135,6 +146,9 @@ describeOnEachRegistry('settlements: records checked against the chain', functio
     const [alert] = await alertsOf(team, '&type=settlement');
     expect(alert).to.include({ kind: 'unreported', severity: 'critical', agentId: 'walleted' });
     expect(alert!.message).to.contain('0.007').and.contain(unclaimed.toLowerCase());
+    const summary = (await api().get('/api/v1/settlements/summary').set(...team.auth).expect(200)).body;
+    expect(summary.statuses.map((s: { status: string; count: number }) => [s.status, s.count])).to.deep.equal([['verified', 1], ['unreported', 1]]);
+    expect(summary.statuses[1].assets).to.deep.equal([{ asset: chain.token.toLowerCase(), reported: '0', observed: '0.007' }]);
     const agent = (await api().get('/api/v1/agents/walleted').set(...team.auth).expect(200)).body;
     expect(agent.status).to.equal('suspended');
   });
