@@ -90,13 +90,16 @@ export class JsonRpc {
   }
 
   private async limited<R>(fn: () => Promise<R>): Promise<R> {
+    // A waiter is handed the slot of the request that ends (inFlight stays as it is): a caller
+    // arriving meanwhile cannot take it too.
     if (this.inFlight >= this.options.concurrency) await new Promise<void>((resolve) => this.queue.push(resolve));
-    this.inFlight++;
+    else this.inFlight++;
     try {
       return await fn();
     } finally {
-      this.inFlight--;
-      this.queue.shift()?.();
+      const next = this.queue.shift();
+      if (next) next();
+      else this.inFlight--;
     }
   }
 
@@ -133,8 +136,10 @@ export class JsonRpc {
     }
     if (response.status === 429) {
       await response.body?.cancel();
-      const after = Number(response.headers.get('retry-after'));
-      throw new Failure('rate_limited', 'the node rate-limits us (429)', Number.isFinite(after) && after > 0 ? Math.min(after * 1000, MAX_RETRY_AFTER_MS) : undefined);
+      // Seconds, or an HTTP date (RFC 9110 10.2.3).
+      const header = response.headers.get('retry-after')?.trim() ?? '';
+      const afterMs = /^\d+$/.test(header) ? Number(header) * 1000 : Date.parse(header) - Date.now();
+      throw new Failure('rate_limited', 'the node rate-limits us (429)', Number.isFinite(afterMs) && afterMs > 0 ? Math.min(afterMs, MAX_RETRY_AFTER_MS) : undefined);
     }
     if (!response.ok) {
       await response.body?.cancel();
@@ -143,7 +148,9 @@ export class JsonRpc {
     let answer: unknown;
     try {
       answer = await response.json();
-    } catch {
+    } catch (err) {
+      // The timeout covers the body too: a node that stops halfway timed out, it did not answer badly.
+      if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) throw new Failure('timeout', `no answer within ${this.options.timeoutMs} ms`);
       throw new Failure('invalid', 'the node answered something other than JSON');
     }
     if (!Array.isArray(answer)) {
