@@ -233,6 +233,114 @@ describe('config', () => {
     expect(() => loadConfig({ ASSET_DECIMALS: 'ETH:18,WBTC' })).to.throw(ConfigError).with.property('message').that.includes('"WBTC"');
   });
 
+  describe('the chains records are checked against (CHAIN_RPC_URLS and the settings beside it)', () => {
+    const urls = (value: Record<string, unknown>) => JSON.stringify(value);
+    const problemsOf = (env: Record<string, string>): string[] => {
+      try {
+        loadConfig(env);
+      } catch (err) {
+        if (err instanceof ConfigError) return err.problems;
+        throw err;
+      }
+      return expect.fail('the configuration was accepted');
+    };
+
+    it('without CHAIN_RPC_URLS there is no chains config: nothing is checked, no request leaves the machine', () => {
+      expect(loadConfig({}).chains).to.equal(undefined);
+      expect(loadConfig({ CHAIN_RPC_URLS: '  ' }).chains).to.equal(undefined);
+      // The tuning settings alone change nothing.
+      expect(loadConfig({ SETTLEMENT_POLL_MS: '500', CHAIN_RPC_BATCH: '10' }).chains).to.equal(undefined);
+    });
+
+    it('reads CHAIN_RPC_URLS and every setting beside it, with the documented defaults', () => {
+      const defaults = loadConfig({ CHAIN_RPC_URLS: urls({ 'eip155:8453': 'https://mainnet.base.org', 'eip155:31337': 'http://127.0.0.1:8545' }) }).chains;
+      expect(defaults).to.deep.equal({
+        rpcUrls: { 'eip155:8453': 'https://mainnet.base.org', 'eip155:31337': 'http://127.0.0.1:8545' },
+        confirmations: { 'eip155:8453': 12, 'eip155:31337': 1 },
+        graceMs: 600_000,
+        pollMs: 2_000,
+        logRangeBlocks: 2_000,
+        rpcConcurrency: 4,
+        rpcTimeoutMs: 10_000,
+        rpcBatchSize: 50,
+        reorgDepth: 64,
+      });
+      const set = loadConfig({
+        CHAIN_RPC_URLS: urls({ 'eip155:1': 'https://eth.example' }),
+        SETTLEMENT_GRACE_S: '30',
+        SETTLEMENT_POLL_MS: '200',
+        CHAIN_LOG_RANGE: '500',
+        CHAIN_RPC_CONCURRENCY: '2',
+        CHAIN_RPC_TIMEOUT_MS: '1500',
+        CHAIN_RPC_BATCH: '20',
+        CHAIN_REORG_DEPTH: '128',
+      }).chains;
+      expect(set).to.deep.include({ graceMs: 30_000, pollMs: 200, logRangeBlocks: 500, rpcConcurrency: 2, rpcTimeoutMs: 1_500, rpcBatchSize: 20, reorgDepth: 128 });
+      expect(problemsOf({ CHAIN_RPC_URLS: urls({ 'eip155:1': 'https://eth.example' }), CHAIN_RPC_BATCH: '0', SETTLEMENT_POLL_MS: '10' })).to.have.members([
+        'CHAIN_RPC_BATCH: must be a whole number from 1 to 1000, got "0"',
+        'SETTLEMENT_POLL_MS: must be a whole number from 50 to 600000, got "10"',
+      ]);
+    });
+
+    it('CHAIN_RPC_URLS: bad JSON, a non-EVM network and a non-http URL are each an error naming it', () => {
+      expect(problemsOf({ CHAIN_RPC_URLS: '{eip155:8453: https://mainnet.base.org}' })).to.deep.equal([
+        'CHAIN_RPC_URLS: must be a JSON object of CAIP-2 network to JSON-RPC URL, e.g. {"eip155:8453": "https://mainnet.base.org"}',
+      ]);
+      for (const notAnObject of ['["https://mainnet.base.org"]', '{}', '"https://mainnet.base.org"', 'null']) {
+        expect(problemsOf({ CHAIN_RPC_URLS: notAnObject }), notAnObject).to.deep.equal(['CHAIN_RPC_URLS: must be a JSON object with at least one CAIP-2 network, e.g. {"eip155:8453": "https://mainnet.base.org"}']);
+      }
+      const problems = problemsOf({
+        CHAIN_RPC_URLS: urls({
+          'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp': 'https://api.mainnet-beta.solana.com',
+          'eip155:0': 'https://zero.example',
+          '8453': 'https://mainnet.base.org',
+          'eip155:10': 'ws://optimism.example',
+          'eip155:137': 'not a url',
+          'eip155:42161': 42161,
+          'eip155:8453': 'https://mainnet.base.org',
+        }),
+      });
+      expect(problems).to.have.members([
+        'CHAIN_RPC_URLS: "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp" must be an EVM network as CAIP-2 (eip155:<chain id>); other chains cannot be checked yet',
+        'CHAIN_RPC_URLS: "eip155:0" must be an EVM network as CAIP-2 (eip155:<chain id>); other chains cannot be checked yet',
+        'CHAIN_RPC_URLS: "8453" must be an EVM network as CAIP-2 (eip155:<chain id>); other chains cannot be checked yet',
+        'CHAIN_RPC_URLS: the URL of eip155:10 must be an http:// or https:// URL',
+        'CHAIN_RPC_URLS: the URL of eip155:137 must be an http:// or https:// URL',
+        'CHAIN_RPC_URLS: the URL of eip155:42161 must be an http:// or https:// URL',
+      ]);
+      expect(() => loadConfig({ CHAIN_RPC_URLS: urls({ 'eip155:10': 'ftp://optimism.example' }) })).to.throw(ConfigError, /CHAIN_RPC_URLS: the URL of eip155:10 must be an http:\/\/ or https:\/\/ URL/);
+    });
+
+    it('CHAIN_CONFIRMATIONS: 1 on local chains and 12 on public ones unless set, as one number for all or a JSON map per network', () => {
+      const CHAIN_RPC_URLS = urls({ 'eip155:31337': 'http://127.0.0.1:8545', 'eip155:1337': 'http://127.0.0.1:7545', 'eip155:8453': 'https://mainnet.base.org', 'eip155:1': 'https://eth.example' });
+      expect(loadConfig({ CHAIN_RPC_URLS }).chains!.confirmations).to.deep.equal({ 'eip155:31337': 1, 'eip155:1337': 1, 'eip155:8453': 12, 'eip155:1': 12 });
+      expect(loadConfig({ CHAIN_RPC_URLS, CHAIN_CONFIRMATIONS: '3' }).chains!.confirmations).to.deep.equal({ 'eip155:31337': 3, 'eip155:1337': 3, 'eip155:8453': 3, 'eip155:1': 3 });
+      // A map sets the networks it names; the others keep their defaults.
+      expect(loadConfig({ CHAIN_RPC_URLS, CHAIN_CONFIRMATIONS: urls({ 'eip155:8453': 5, 'eip155:31337': 2 }) }).chains!.confirmations).to.deep.equal({
+        'eip155:31337': 2,
+        'eip155:1337': 1,
+        'eip155:8453': 5,
+        'eip155:1': 12,
+      });
+      expect(problemsOf({ CHAIN_RPC_URLS, CHAIN_CONFIRMATIONS: urls({ 'eip155:10': 3 }) })).to.deep.equal(['CHAIN_CONFIRMATIONS: "eip155:10" is not in CHAIN_RPC_URLS']);
+      expect(problemsOf({ CHAIN_RPC_URLS, CHAIN_CONFIRMATIONS: urls({ 'eip155:8453': 0, 'eip155:1': 2.5 }) })).to.deep.equal([
+        'CHAIN_CONFIRMATIONS: eip155:8453 must be a whole number from 1 to 10000',
+        'CHAIN_CONFIRMATIONS: eip155:1 must be a whole number from 1 to 10000',
+      ]);
+      expect(problemsOf({ CHAIN_RPC_URLS, CHAIN_CONFIRMATIONS: '0' })).to.deep.equal(['CHAIN_CONFIRMATIONS: must be a whole number from 1 to 10000, got "0"']);
+      expect(problemsOf({ CHAIN_RPC_URLS, CHAIN_CONFIRMATIONS: 'many' })).to.deep.equal(['CHAIN_CONFIRMATIONS: must be a number, or a JSON object of CAIP-2 network to a number, e.g. {"eip155:8453": 10}']);
+    });
+
+    it('SETTLEMENT_GRACE_S or CHAIN_CONFIRMATIONS without CHAIN_RPC_URLS is an error: nothing would use them', () => {
+      expect(problemsOf({ SETTLEMENT_GRACE_S: '60' })).to.deep.equal(['SETTLEMENT_GRACE_S: needs CHAIN_RPC_URLS (the chains to check records against)']);
+      expect(problemsOf({ SETTLEMENT_GRACE_S: '60', CHAIN_CONFIRMATIONS: '3' })).to.have.members([
+        'SETTLEMENT_GRACE_S: needs CHAIN_RPC_URLS (the chains to check records against)',
+        'CHAIN_CONFIRMATIONS: needs CHAIN_RPC_URLS (the chains to check records against)',
+      ]);
+      expect(loadConfig({ CHAIN_RPC_URLS: urls({ 'eip155:8453': 'https://mainnet.base.org' }), SETTLEMENT_GRACE_S: '60' }).chains!.graceMs).to.equal(60_000);
+    });
+  });
+
   it('names every bad variable at once', () => {
     try {
       loadConfig({ PORT: '99999', LOG_LEVEL: 'nope' });
