@@ -5,7 +5,7 @@
 -- widened.
 
 CREATE TABLE settlements (
-  id                text PRIMARY KEY,          -- "r:" + record id, or "t:" + network + ":" + tx hash + ":" + log index
+  id                text NOT NULL,             -- "r:" + record id, or "t:" + network + ":" + tx hash + ":" + log index: unique in the team
   team_id           text NOT NULL REFERENCES teams (id),
   record_id         text,                      -- NULL for an unreported transfer
   agent_id          text NOT NULL,
@@ -23,14 +23,15 @@ CREATE TABLE settlements (
   checked_at        bigint,                   -- Unix ms of the last check; NULL before the first
   next_check_at     bigint NOT NULL,          -- Unix ms: when the verifier looks at it again
   mirrored          integer NOT NULL DEFAULT 0, -- 1 once ClickHouse's copy (settlements, for BI) has this state
-  created_at        bigint NOT NULL
+  created_at        bigint NOT NULL,
+  PRIMARY KEY (team_id, id)
 );
-CREATE UNIQUE INDEX settlements_record ON settlements (team_id, record_id) WHERE record_id IS NOT NULL;
 CREATE INDEX settlements_due ON settlements (network, next_check_at) WHERE status = 'pending';
 CREATE INDEX settlements_recent ON settlements (network, block_number) WHERE status IN ('verified', 'mismatch', 'failed');
 CREATE INDEX settlements_tx ON settlements (network, tx_hash);
+CREATE INDEX settlements_team_tx ON settlements (team_id, tx_hash);
 CREATE INDEX settlements_list ON settlements (team_id, occurred_at, id);
-CREATE INDEX settlements_unmirrored ON settlements (network) WHERE mirrored = 0;
+CREATE INDEX settlements_unmirrored ON settlements (team_id) WHERE mirrored = 0;
 
 CREATE TABLE agent_wallets (
   team_id      text NOT NULL REFERENCES teams (id),

@@ -5,7 +5,7 @@
 -- a CHECK constraint, so alerts is rebuilt as it was with the wider check.
 
 CREATE TABLE settlements (
-  id                TEXT PRIMARY KEY,          -- "r:" + record id, or "t:" + network + ":" + tx hash + ":" + log index
+  id                TEXT NOT NULL,             -- "r:" + record id, or "t:" + network + ":" + tx hash + ":" + log index: unique in the team
   team_id           TEXT NOT NULL REFERENCES teams (id),
   record_id         TEXT,                      -- NULL for an unreported transfer
   agent_id          TEXT NOT NULL,
@@ -23,14 +23,15 @@ CREATE TABLE settlements (
   checked_at        INTEGER,                   -- Unix ms of the last check; NULL before the first
   next_check_at     INTEGER NOT NULL,          -- Unix ms: when the verifier looks at it again
   mirrored          INTEGER NOT NULL DEFAULT 0, -- 1 once ClickHouse's copy (settlements, for BI) has this state
-  created_at        INTEGER NOT NULL
+  created_at        INTEGER NOT NULL,
+  PRIMARY KEY (team_id, id)
 );
-CREATE UNIQUE INDEX settlements_record ON settlements (team_id, record_id) WHERE record_id IS NOT NULL;
 CREATE INDEX settlements_due ON settlements (network, next_check_at) WHERE status = 'pending';
 CREATE INDEX settlements_recent ON settlements (network, block_number) WHERE status IN ('verified', 'mismatch', 'failed');
 CREATE INDEX settlements_tx ON settlements (network, tx_hash);
+CREATE INDEX settlements_team_tx ON settlements (team_id, tx_hash);
 CREATE INDEX settlements_list ON settlements (team_id, occurred_at, id);
-CREATE INDEX settlements_unmirrored ON settlements (network) WHERE mirrored = 0;
+CREATE INDEX settlements_unmirrored ON settlements (team_id) WHERE mirrored = 0;
 
 CREATE TABLE agent_wallets (
   team_id      TEXT NOT NULL REFERENCES teams (id),

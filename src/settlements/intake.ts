@@ -10,8 +10,6 @@ import type { EventStore } from '../stores/clickhouse.js';
 import type { Database } from '../stores/sql.js';
 import { insertSettlements, readCursor, writeCursor, type NewSettlement, type ReportedFields } from './repository.js';
 
-/** Rows read per query. */
-const PAGE = 5_000;
 export const RECORDS_CURSOR = 'records';
 /** A row's ingest_seq is taken at most this long before its commit is recorded (and instances' clocks agree within it). */
 export const COMMIT_MARGIN_MS = 5_000;
@@ -45,13 +43,22 @@ export interface IntakeDeps {
   commitMarginMs?: number;
 }
 
+/** How much one call takes in: pages of rows. */
+export interface IntakeBudget {
+  pages: number;
+  pageRows: number;
+  /** ingest_seq microseconds one query covers at most: what it scans stays bounded however far behind the cursor is. */
+  windowUs: bigint;
+}
+
 /** Takes in what was stored since the cursor; returns how many records were new. */
-export async function takeIn(deps: IntakeDeps, now = Date.now()): Promise<number> {
+export async function takeIn(deps: IntakeDeps, now = Date.now(), budget: IntakeBudget = { pages: 20, pageRows: 5_000, windowUs: 10_000_000n }): Promise<number> {
   const oldest = await deps.oldestUnloaded();
   const horizonUs = BigInt(Math.min(oldest ?? now, now) - (deps.commitMarginMs ?? COMMIT_MARGIN_MS)) * 1000n;
   let cursor = BigInt((await readCursor(deps.db, RECORDS_CURSOR)) ?? 0);
   let added = 0;
-  while (cursor < horizonUs) {
+  for (let page = 0; page < budget.pages && cursor < horizonUs; page++) {
+    const to = cursor + budget.windowUs < horizonUs ? cursor + budget.windowUs : horizonUs;
     const rows = await deps.events.query<RecordRow>(
       `SELECT team_id, id, agent_id, network, lower(assumeNotNull(tx_hash)) AS tx_hash, asset, toString(amount) AS amount, amount_raw,
               payer_address, payee_address, toString(toUnixTimestamp64Milli(event_time)) AS event_ms,
@@ -59,17 +66,27 @@ export async function takeIn(deps: IntakeDeps, now = Date.now()): Promise<number
          FROM events
         WHERE ingest_seq > {from:UInt64} AND ingest_seq <= {to:UInt64} AND tx_hash IS NOT NULL AND tx_hash != ''
         ORDER BY ingest_seq LIMIT {n:UInt32}`,
-      { from: cursor.toString(), to: horizonUs.toString(), n: PAGE },
+      { from: cursor.toString(), to: to.toString(), n: budget.pageRows },
     );
+    if (rows.length === 0) {
+      // Nothing in the window (a quiet hour, or a first run): on to the next record, wherever it is.
+      const [found] = await deps.events.query<{ seq: string }>(
+        `SELECT toString(min(ingest_seq)) AS seq FROM events WHERE ingest_seq > {from:UInt64} AND ingest_seq <= {to:UInt64} AND tx_hash IS NOT NULL AND tx_hash != ''`,
+        { from: to.toString(), to: horizonUs.toString() },
+      );
+      const nextSeq = found && found.seq !== '0' ? BigInt(found.seq) - 1n : horizonUs;
+      await writeCursor(deps.db, RECORDS_CURSOR, Number(nextSeq), now);
+      cursor = nextSeq;
+      continue;
+    }
     const taken: NewSettlement[] = [];
     for (const row of rows) taken.push(await settlementOf(deps, row));
     // A full page may end inside a run of equal ingest_seq (two instances' clocks): its last one is read again.
-    const next = rows.length === PAGE ? BigInt(rows.at(-1)!.seq) - 1n : horizonUs;
+    const next = rows.length === budget.pageRows ? BigInt(rows.at(-1)!.seq) - 1n : to;
     await deps.db.transaction(async (sql) => {
       added += await insertSettlements(sql, taken, now);
       await writeCursor(sql, RECORDS_CURSOR, Number(next > cursor ? next : cursor + 1n), now);
     });
-    if (rows.length < PAGE) break;
     cursor = next > cursor ? next : cursor + 1n;
   }
   return added;
@@ -86,8 +103,9 @@ async function settlementOf(deps: IntakeDeps, row: RecordRow): Promise<NewSettle
     amount_raw: units === undefined ? null : units.toString(),
     asset: row.asset,
     token: token ?? null,
-    payer: row.payer_address || null,
-    payee: row.payee_address || null,
+    // Addresses compare in lower case (EIP-55 case is a checksum, not a difference).
+    payer: row.payer_address.toLowerCase() || null,
+    payee: row.payee_address.toLowerCase() || null,
   };
   const note = !row.network
     ? 'the record names no network'

@@ -4,6 +4,7 @@
  * for reorganisations, follows agents' wallets, and copies what changed to ClickHouse for BI.
  * It runs beside the service, never on a request's path; a network that is down waits.
  */
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { bookDecimals } from '../domain/rates.js';
 import { decimalsWith, type DecimalsOf } from '../domain/assets.js';
@@ -19,7 +20,7 @@ import { RECORDS_CURSOR, takeIn } from './intake.js';
 import type { Leases } from './leases.js';
 import { markMirrored, oldestPending, readCursor, statusCounts, unmirrored, type Settlement } from './repository.js';
 import { JsonRpc, RpcUnavailable } from './rpc.js';
-import { Verifier } from './verifier.js';
+import { ROUND, Verifier } from './verifier.js';
 import { WalletWatcher } from './watcher.js';
 
 export interface ReconcilerDeps {
@@ -51,8 +52,18 @@ interface Network {
   down: string | undefined;
 }
 
+/** Event loop utilisation above which the service counts as busy: the verifier then takes a small share. */
+const BUSY = 0.5;
+/** What one cycle does at most, idle and busy: intake pages of rows, check rounds of settlements. */
+const FULL = { pages: 20, pageRows: 5_000, windowUs: 10_000_000n, rounds: 20, round: ROUND };
+const YIELDING = { pages: 1, pageRows: 500, windowUs: 1_000_000n, rounds: 1, round: 100 };
+/** The status counts of /metrics are read at most this often (a count over every settlement). */
+const OBSERVE_MS = 15_000;
+
 export class Reconciler {
   private readonly networks: Network[];
+  private elu = performance.eventLoopUtilization();
+  private observedAt = 0;
   private readonly decimals: DecimalsOf;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -113,15 +124,19 @@ export class Reconciler {
   /** One pass over everything this instance holds the lease of. Never throws: what fails is logged and tried next cycle. */
   async cycle(now = Date.now()): Promise<void> {
     const { logger, leases } = this.deps;
+    // Requests first: while the event loop is busy (ingest at full speed), each cycle does a little; the rest waits for a quieter moment.
+    const busy = performance.eventLoopUtilization(this.elu).utilization > BUSY;
+    this.elu = performance.eventLoopUtilization();
+    const budget = busy ? YIELDING : FULL;
     try {
-      if (await leases.hold(RECORDS_CURSOR)) await takeIn({ db: this.deps.db, events: this.deps.events, networks: new Set(this.networks.map((n) => n.name)), decimalsOf: (teamId, asset) => this.decimalsOf(teamId, asset), oldestUnloaded: this.deps.oldestUnloaded, commitMarginMs: this.deps.commitMarginMs }, now);
+      if (await leases.hold(RECORDS_CURSOR)) await takeIn({ db: this.deps.db, events: this.deps.events, networks: new Set(this.networks.map((n) => n.name)), decimalsOf: (teamId, asset) => this.decimalsOf(teamId, asset), oldestUnloaded: this.deps.oldestUnloaded, commitMarginMs: this.deps.commitMarginMs }, now, budget);
     } catch (err) {
       logger.error({ err }, 'settlements: taking in new records failed; trying again next cycle');
     }
     for (const network of this.networks) {
       try {
         if (!(await leases.hold(network.name))) continue;
-        await this.verify(network, now);
+        await this.verify(network, now, budget);
         if (network.down) logger.info({ network: network.name }, 'settlements: the node answers again');
         network.down = undefined;
       } catch (err) {
@@ -132,31 +147,31 @@ export class Reconciler {
         }
         network.down = String(err);
       }
-      await this.mirror(network.name);
     }
+    await this.mirror();
     await this.observe(now);
   }
 
-  private async verify(network: Network, now: number): Promise<void> {
+  private async verify(network: Network, now: number, budget: typeof FULL): Promise<void> {
     const head = await network.verifier.head();
-    // Rounds until nothing due is left (a backlog after downtime is worked through in one cycle).
-    for (let round = 0; round < 20 && (await network.verifier.checkDue(head, now)) === 500; round++);
+    // Rounds until nothing due is left or the budget is spent (a backlog after downtime is worked through over cycles).
+    for (let round = 0; round < budget.rounds && (await network.verifier.checkDue(head, now, budget.round)) === budget.round; round++);
     await network.verifier.recheckRecent(head, now);
     const cursor = await network.watcher.scan(head, now);
     this.deps.metrics?.walletLagBlocks.set({ network: network.name }, Math.max(0, head - (this.deps.chains.confirmations[network.name] ?? 1) + 1 - cursor));
   }
 
   /** Copies settlements whose state ClickHouse lacks; a failure leaves them for the next cycle. */
-  private async mirror(network: string): Promise<void> {
+  private async mirror(): Promise<void> {
     try {
       for (let round = 0; round < 20; round++) {
-        const rows = await unmirrored(this.deps.db, network, 1_000);
+        const rows = await unmirrored(this.deps.db, 1_000);
         if (rows.length === 0) return;
         await this.deps.events.insert('settlements', rows.map((s) => this.copyOf(s)));
-        await markMirrored(this.deps.db, rows);
+        await this.deps.db.transaction((sql) => markMirrored(sql, rows));
       }
     } catch (err) {
-      this.deps.logger.error({ err, network }, 'settlements: copying to ClickHouse failed; trying again next cycle');
+      this.deps.logger.error({ err }, 'settlements: copying to ClickHouse failed; trying again next cycle');
     }
   }
 
@@ -189,7 +204,8 @@ export class Reconciler {
 
   private async observe(now: number): Promise<void> {
     const { metrics } = this.deps;
-    if (!metrics) return;
+    if (!metrics || now - this.observedAt < OBSERVE_MS) return;
+    this.observedAt = now;
     try {
       metrics.settlements.reset();
       for (const c of await statusCounts(this.deps.db)) metrics.settlements.set({ network: c.network, status: c.status }, c.n);

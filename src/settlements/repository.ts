@@ -149,13 +149,13 @@ export interface Finding {
 }
 
 /** Writes a finding, unless the row changed since it was read (`was`: its status and block hash then); true when written. */
-export async function writeFinding(sql: Sql, id: string, was: Pick<Settlement, 'status' | 'blockHash'>, f: Finding, now: number): Promise<boolean> {
+export async function writeFinding(sql: Sql, was: Pick<Settlement, 'teamId' | 'id' | 'status' | 'blockHash'>, f: Finding, now: number): Promise<boolean> {
   return (
     (await sql.run(
       `UPDATE settlements SET status = ?, observed = ?, differences = ?, note = ?, block_number = ?, block_hash = ?, grace_from = coalesce(?, grace_from),
               checked_at = ?, next_check_at = ?, mirrored = 0
-        WHERE id = ? AND status = ? AND coalesce(block_hash, '') = ?`,
-      [f.status, f.observed === null ? null : JSON.stringify(f.observed), JSON.stringify(f.differences), f.note, f.blockNumber, f.blockHash, f.graceFrom ?? null, now, f.nextCheckAt, id, was.status, was.blockHash ?? ''],
+        WHERE team_id = ? AND id = ? AND status = ? AND coalesce(block_hash, '') = ?`,
+      [f.status, f.observed === null ? null : JSON.stringify(f.observed), JSON.stringify(f.differences), f.note, f.blockNumber, f.blockHash, f.graceFrom ?? null, now, f.nextCheckAt, was.teamId, was.id, was.status, was.blockHash ?? ''],
     )) === 1
   );
 }
@@ -218,15 +218,15 @@ export async function listSettlements(sql: Sql, teamId: string, filter: Settleme
   return rows.map(toSettlement);
 }
 
-/** Settlements whose latest state ClickHouse's copy lacks. */
-export async function unmirrored(sql: Sql, network: string, limit: number): Promise<Settlement[]> {
-  const rows = await sql.all<Row>(`SELECT ${COLUMNS} FROM settlements WHERE mirrored = 0 AND network = ? LIMIT ?`, [network, limit]);
+/** Settlements whose latest state ClickHouse's copy lacks, of every network (unverifiable ones of networks without an RPC too). */
+export async function unmirrored(sql: Sql, limit: number): Promise<Settlement[]> {
+  const rows = await sql.all<Row>(`SELECT ${COLUMNS} FROM settlements WHERE mirrored = 0 LIMIT ?`, [limit]);
   return rows.map(toSettlement);
 }
 
-/** Marks these as copied, each unless it changed since it was read (then it is copied again). */
+/** Marks these as copied, each unless it changed since it was read (then it is copied again). Run it in a transaction. */
 export async function markMirrored(sql: Sql, rows: readonly Settlement[]): Promise<void> {
-  for (const r of rows) await sql.run(`UPDATE settlements SET mirrored = 1 WHERE id = ? AND status = ? AND coalesce(checked_at, -1) = ?`, [r.id, r.status, r.checkedAt ?? -1]);
+  for (const r of rows) await sql.run(`UPDATE settlements SET mirrored = 1 WHERE team_id = ? AND id = ? AND status = ? AND coalesce(checked_at, -1) = ?`, [r.teamId, r.id, r.status, r.checkedAt ?? -1]);
 }
 
 /** Per network and status, how many settlements there are (for /metrics). */
@@ -315,6 +315,6 @@ export async function claimedUnreported(sql: Sql, network: string, limit: number
   );
 }
 
-export async function noteSettlement(sql: Sql, id: string, note: string, now: number): Promise<void> {
-  await sql.run('UPDATE settlements SET note = ?, checked_at = ?, mirrored = 0 WHERE id = ?', [note, now, id]);
+export async function noteSettlement(sql: Sql, teamId: string, id: string, note: string, now: number): Promise<void> {
+  await sql.run('UPDATE settlements SET note = ?, checked_at = ?, mirrored = 0 WHERE team_id = ? AND id = ?', [note, now, teamId, id]);
 }

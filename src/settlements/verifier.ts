@@ -10,7 +10,7 @@ import { dueSettlements, recentSettlements, writeFinding, type Finding, type Obs
 import { RpcCallError, type JsonRpc } from './rpc.js';
 
 /** Settlements looked at per round. */
-const ROUND = 500;
+export const ROUND = 500;
 
 export interface Receipt {
   status: string;
@@ -45,6 +45,13 @@ export function transfersOf(receipt: Pick<Receipt, 'logs'>): TransferLog[] {
     .map((l) => ({ token: l.address.toLowerCase(), from: topicAddress(l.topics[1]!), to: topicAddress(l.topics[2]!), amountRaw: BigInt(l.data).toString(), logIndex: hexNumber(l.logIndex) }));
 }
 
+/** A settlement and what a check found (nothing to write: no finding). */
+interface Judged {
+  s: Settlement;
+  finding?: Finding;
+  alerts?: boolean;
+}
+
 export class Verifier {
   constructor(private readonly deps: VerifierDeps) {}
 
@@ -54,11 +61,13 @@ export class Verifier {
   }
 
   /** Checks the due settlements; returns how many were looked at. Throws RpcUnavailable when the node is (nothing is then written). */
-  async checkDue(head: number, now = Date.now()): Promise<number> {
-    const due = await dueSettlements(this.deps.db, this.deps.rpc.network, now, ROUND);
+  async checkDue(head: number, now = Date.now(), round = ROUND): Promise<number> {
+    const due = await dueSettlements(this.deps.db, this.deps.rpc.network, now, round);
     if (due.length === 0) return 0;
     const receipts = await this.receipts(due.map((s) => s.txHash));
-    for (const s of due) await this.judge(s, receipts.get(s.txHash), head, now);
+    const found: Judged[] = [];
+    for (const s of due) found.push(await this.judge(s, receipts.get(s.txHash), head, now));
+    await this.write(found, now);
     return due.length;
   }
 
@@ -77,7 +86,9 @@ export class Verifier {
     const moved = recent.filter((s) => hashAt.has(s.blockNumber!) && hashAt.get(s.blockNumber!) !== s.blockHash);
     if (moved.length === 0) return 0;
     const receipts = await this.receipts(moved.map((s) => s.txHash));
-    for (const s of moved) await this.judge(s, receipts.get(s.txHash), head, now, true);
+    const found: Judged[] = [];
+    for (const s of moved) found.push(await this.judge(s, receipts.get(s.txHash), head, now, true));
+    await this.write(found, now);
     return moved.length;
   }
 
@@ -88,7 +99,19 @@ export class Verifier {
     return new Map(distinct.map((h, i) => [h, answers[i] ?? null]));
   }
 
-  private async judge(s: Settlement, receipt: Receipt | null | RpcCallError | undefined, head: number, now: number, reorganised = false): Promise<void> {
+  /** The findings of a round in one transaction (one disk flush), each with its alert. */
+  private async write(found: readonly Judged[], now: number): Promise<void> {
+    const writes = found.filter((j): j is Required<Judged> => j.finding !== undefined);
+    if (writes.length === 0) return;
+    await this.deps.db.transaction(async (sql) => {
+      for (const { s, finding, alerts } of writes) {
+        const written = await writeFinding(sql, s, finding, now);
+        if (written && alerts) await this.deps.alert(sql, s, finding.status as SettlementAlertKind, finding, now);
+      }
+    });
+  }
+
+  private async judge(s: Settlement, receipt: Receipt | null | RpcCallError | undefined, head: number, now: number, reorganised = false): Promise<Judged> {
     const { settings } = this.deps;
     const later = now + settings.pollMs;
     let finding: Finding;
@@ -96,7 +119,7 @@ export class Verifier {
       // The node refused this one call (a malformed hash is answered so): said, and tried again.
       const note = receipt instanceof RpcCallError ? `the node refused the receipt: ${receipt.message}` : 'no answer for its receipt';
       finding = { status: 'pending', observed: s.observed, differences: [], note, blockNumber: s.blockNumber, blockHash: s.blockHash, nextCheckAt: later };
-      if (s.status !== 'pending') return;
+      if (s.status !== 'pending') return { s };
     } else if (receipt === null) {
       // Seen in a block before, gone now: a reorganisation took it away.
       const left = reorganised || s.blockHash !== null;
@@ -126,10 +149,7 @@ export class Verifier {
     const kind = finding.status === 'mismatch' || finding.status === 'failed' || finding.status === 'not_found' ? finding.status : undefined;
     // Unchanged: only the next check moves (a pending one waiting for blocks), without an alert.
     const changed = finding.status !== s.status || finding.blockHash !== s.blockHash || JSON.stringify(finding.differences) !== JSON.stringify(s.differences) || finding.note !== s.note;
-    await this.deps.db.transaction(async (sql) => {
-      const written = await writeFinding(sql, s.id, s, finding, now);
-      if (written && changed && kind) await this.deps.alert(sql, s, kind, finding, now);
-    });
+    return { s, finding, alerts: changed && kind !== undefined };
   }
 
   private async compare(s: Settlement, receipt: Receipt, base: ObservedFields, later: number): Promise<Finding> {

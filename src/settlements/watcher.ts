@@ -107,9 +107,12 @@ export class WalletWatcher {
   private async decide(now: number): Promise<void> {
     const { db, rpc } = this.deps;
     const reached = await this.deps.intakeReached();
-    for (const t of await waitingTransfers(db, rpc.network, 1_000)) {
+    const waiting = await waitingTransfers(db, rpc.network, 1_000);
+    const claimed = waiting.filter((t) => t.claimedBy !== null);
+    if (claimed.length > 0) await db.transaction(async (sql) => void (await Promise.all(claimed.map((t) => settleTransfer(sql, t, 'claimed', t.claimedBy)))));
+    for (const t of waiting) {
       if (t.claimedBy !== null) {
-        await settleTransfer(db, t, 'claimed', t.claimedBy);
+        continue;
       } else if (now - t.seenAt >= this.deps.graceMs && reached >= t.seenAt + this.deps.graceMs) {
         // Decided only once the records of the grace period are taken in: a loader behind raises nothing false.
         const decimals = await this.deps.decimalsOf(t);
@@ -120,7 +123,7 @@ export class WalletWatcher {
       }
     }
     for (const late of await claimedUnreported(db, rpc.network, 1_000)) {
-      await noteSettlement(db, late.id, `record ${late.recordId} claimed this transfer after it was reported unreported`, now);
+      await noteSettlement(db, late.teamId, late.id, `record ${late.recordId} claimed this transfer after it was reported unreported`, now);
     }
   }
 }
