@@ -221,11 +221,11 @@ export class StatementWalk {
       }
       await this.checkFunction(name);
       if (IN_FUNCTIONS.has(name)) {
-        // `x IN db.table`: the right side names a table.
-        for (let j = i + 1; j < nodes.length && nodes[j]!.depth > depth; j++) {
-          const identifier = nodes[j]!.depth === depth + 2 ? /^Identifier (\S+\.\S+)/.exec(nodes[j]!.text) : null;
-          if (identifier) this.checkNamedTable(splitName(identifier[1]!));
-        }
+        // `x IN db.table`: the right side (second argument) names a table; the left is a column (`s.status IN (…)`).
+        const operands = [];
+        for (let j = i + 1; j < nodes.length && nodes[j]!.depth > depth; j++) if (nodes[j]!.depth === depth + 2) operands.push(nodes[j]!);
+        const identifier = /^Identifier (\S+\.\S+)/.exec(operands[1]?.text ?? '');
+        if (identifier) this.checkNamedTable(splitName(identifier[1]!));
       }
     }
   }

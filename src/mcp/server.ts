@@ -30,7 +30,8 @@ const INSTRUCTIONS =
   'spendscope keeps the budgets of this team\'s agents. Before paying for a call, ask authorize_payment; if it is approved, ' +
   'pay, then capture_payment with what was paid (or void_authorization if you did not pay); if it is pending, a person ' +
   'decides: wait_for_decision. A payment made without asking is reported with record_payment. get_budget_status tells ' +
-  'what is left. Amounts are decimal strings ("0.25"), never numbers.';
+  'what is left; get_settlement whether a payment with a transaction hash was seen on chain as recorded. Amounts are ' +
+  'decimal strings ("0.25"), never numbers.';
 
 /**
  * The MCP server of one request. The low-level Server, not McpServer: McpServer takes zod shapes,

@@ -1,7 +1,8 @@
 /**
  * The MCP tools. Each is a route of the API called through its own handler, so it has that route's
  * validation, scope, rules and errors; this table only says how a tool's arguments map onto the
- * route's path parameters, query string or body, and which argument names an agent.
+ * route's path parameters, query string or body, and which argument names an agent. A tool that
+ * no HTTP route answers (get_settlement: one payment, looked up) has a route of its own in src/mcp.
  */
 import type { Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { analyticsSummary } from '../analytics/routes.js';
@@ -15,6 +16,7 @@ import { listBudgetsRoute } from '../budgets/routes.js';
 import type { AuthedRouteSpec, RouteSpec } from '../http/routes.js';
 import type { SchemaRegistry } from '../http/validation.js';
 import { ingestEvents } from '../ingest/routes.js';
+import { getSettlementRoute } from './settlement-tool.js';
 
 /** The schema of the arguments no route schema holds (path parameters, the long poll's wait). */
 export const TOOL_ARGUMENTS_SCHEMA = 'mcp-arguments.json';
@@ -136,6 +138,20 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
     route: authed(analyticsSummary),
     rest: 'query',
     agentArgument: 'agent',
+    annotations: reads,
+  },
+  {
+    name: 'get_settlement',
+    title: 'Settlement on chain',
+    description:
+      'Whether a payment happened on chain as its record says: give record_id for that record\'s settlement, or tx_hash for ' +
+      'every settlement of the transaction (records of the team naming it, and transfers in it from an agent\'s wallet that no ' +
+      'record claims); one of them, not both. Each entry as GET /api/v1/settlements shows it: status (pending, verified, ' +
+      'mismatch with the differing fields, failed, not_found, unverifiable, unreported), what the record reported and what the ' +
+      'chain showed. None: data is empty and message says why (no such record, no transaction hash, not checked yet, no chain ' +
+      'configured). Needs the read scope.',
+    route: authed(getSettlementRoute),
+    rest: 'query',
     annotations: reads,
   },
 ];

@@ -75,6 +75,8 @@ describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
       const teams = await rows<{ t: string }>(client, 'SELECT DISTINCT team_id AS t FROM spend_minutely');
       expect(teams).to.deep.equal([{ t: team.teamId }]);
       expect(await rows(client, 'SELECT count() AS n FROM events WHERE agent_id = {agent:String}', { agent: 'a-bot' })).to.deep.equal([{ n: team === teamA ? '30' : '0' }]);
+      // A qualified column left of IN, as BI tools write their filters, is a column: only the right side may name a table.
+      expect(await rows(client, "SELECT count() AS n FROM events AS e WHERE e.agent_id IN ('a-bot', 'b-bot')")).to.deep.equal([{ n: count }]);
     }
   });
 
@@ -116,6 +118,7 @@ describe('ClickHouse HTTP interface for BI tools, team-scoped', function () {
       'SELECT (SELECT groupArray(team_id) FROM bi_other.secret)',
       'SELECT (SELECT groupArray(number) FROM numbers(3) WHERE number IN system.parts)',
       'SELECT 1 WHERE 1 IN (SELECT 1 FROM system.parts)',
+      'SELECT count() FROM events AS e WHERE e.id IN system.parts',
       'SELECT * FROM bi_other.secret',
       'SHOW TABLES FROM bi_other',
       'SHOW PROCESSLIST',

@@ -14,7 +14,8 @@ import { sharedBacklog } from '../../src/ingest/shared-freshness.js';
 import { soleLeases, type Leases } from '../../src/settlements/leases.js';
 import { Reconciler } from '../../src/settlements/reconciler.js';
 import { DEV_KEYS, NETWORK } from '../../scripts/x402-stack/chain.js';
-import { testEnv } from './context.js';
+import { sleep, type Team } from './common.js';
+import { api, newTeam, testEnv } from './context.js';
 import type { X402Stack } from './x402.js';
 
 export interface ChainActions {
@@ -108,4 +109,31 @@ export function testReconciler(rpcUrl: string, options: { graceS?: number; lease
     backoffMs: [20, 20],
     commitMarginMs: 300,
   });
+}
+
+/** A settlement as GET /api/v1/settlements lists it. */
+export type SettlementEntry = { id: string; record_id: string | null; status: string; tx_hash: string; [field: string]: unknown };
+
+/** A team whose rates know the local token (1 USD, 6 decimals), so its records of the token can be checked. */
+export async function teamWithToken(label: string, token: Address): Promise<Team> {
+  const team = await newTeam(label);
+  await api().put(`/api/v1/rates/${token}`).set(...team.auth).send({ value: '1', currency: 'USD', decimals: 6, valid_from: new Date(Date.now() - 3_600_000).toISOString() }).expect(200);
+  return team;
+}
+
+/** The team's settlements, as GET /api/v1/settlements lists them (newest first, up to 200). */
+export async function settlementsOf(team: Team): Promise<SettlementEntry[]> {
+  return (await api().get('/api/v1/settlements?limit=200').set(...team.auth).expect(200)).body.data as SettlementEntry[];
+}
+
+/** Cycles `recon` until `done` holds of the team's settlements (after its records are loaded and past the intake's margin). */
+export async function settleUntil(team: Team, recon: Reconciler, done: (entries: SettlementEntry[]) => boolean, cycles = 40): Promise<SettlementEntry[]> {
+  for (let i = 0; ; i++) {
+    await testEnv().deps.readEvents(team.teamId);
+    await sleep(350);
+    await recon.cycle();
+    const entries = await settlementsOf(team);
+    if (done(entries)) return entries;
+    if (i >= cycles) throw new Error(`settlements did not settle: ${JSON.stringify(entries)}`);
+  }
 }

@@ -13,7 +13,7 @@ import { api, appWith, errorOf, listenOnce, newTeam, testEnv, describeOnEachRegi
 import { askAbove, keyWith, newPolicy, sleep, type Team } from '../helpers/common.js';
 import { answer, call, connect, ENDPOINT, registerAgent, toolError } from './client.js';
 
-const TOOLS = ['get_budget_status', 'authorize_payment', 'wait_for_decision', 'capture_payment', 'void_authorization', 'record_payment', 'get_spend_summary'];
+const TOOLS = ['get_budget_status', 'authorize_payment', 'wait_for_decision', 'capture_payment', 'void_authorization', 'record_payment', 'get_spend_summary', 'get_settlement'];
 
 /** A tool error of a bad argument: validation_failed, naming the field in the message and in details. */
 function expectFieldError(result: CallToolResult, field: string): void {
@@ -45,7 +45,7 @@ describeOnEachRegistry('MCP at /mcp', function () {
     await server?.close();
   });
 
-  it('lists the seven tools, each with a JSON Schema of its input made from its route\'s schema', async () => {
+  it('lists the eight tools, each with a JSON Schema of its input made from its route\'s schema', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).to.have.members(TOOLS);
     expect(tools).to.have.length(TOOLS.length);
