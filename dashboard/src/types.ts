@@ -29,7 +29,7 @@ export interface Summary {
 export interface Alert {
   id: string;
   /** approval: an authorization waits for a person (its id in `subject`). */
-  type: 'violation' | 'anomaly' | 'threshold' | 'approval' | 'system';
+  type: 'violation' | 'anomaly' | 'threshold' | 'approval' | 'settlement' | 'system';
   kind: string;
   severity: 'info' | 'warning' | 'critical';
   status: 'open' | 'resolved';
