@@ -18,6 +18,7 @@ import { Overview } from './pages/overview';
 import { Policies, PolicyPage } from './pages/policies';
 import { RecordPage, Records } from './pages/records';
 import { TeamPage, WebhookPage } from './pages/team';
+import { Settlements } from './pages/settlements';
 import { SignIn } from './pages/sign-in';
 import { Rates } from './pages/rates';
 import { href, interceptLinks, navigate, useLocation } from './router';
@@ -31,6 +32,7 @@ const SECTIONS: { path: string; label: string; needs?: Scope }[] = [
   { path: 'alerts', label: 'Alerts' },
   { path: 'authorizations', label: 'Authorizations' },
   { path: 'records', label: 'Records' },
+  { path: 'settlements', label: 'Settlements' },
   { path: 'budgets', label: 'Budgets' },
   { path: 'policies', label: 'Policies' },
   { path: 'rates', label: 'Rates' },
@@ -51,6 +53,8 @@ function Page({ path }: { path: string }) {
       return id ? <AuthorizationPage authorizationId={id} /> : <Authorizations />;
     case 'records':
       return id ? <RecordPage recordId={id} /> : <Records />;
+    case 'settlements':
+      return id ? <NotFound /> : <Settlements />;
     case 'budgets':
       return id ? <NotFound /> : <Budgets />;
     case 'audit-log':

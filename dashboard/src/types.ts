@@ -29,7 +29,7 @@ export interface Summary {
 export interface Alert {
   id: string;
   /** approval: an authorization waits for a person (its id in `subject`). */
-  type: 'violation' | 'anomaly' | 'threshold' | 'approval' | 'system';
+  type: 'violation' | 'anomaly' | 'threshold' | 'approval' | 'settlement' | 'system';
   kind: string;
   severity: 'info' | 'warning' | 'critical';
   status: 'open' | 'resolved';
@@ -371,4 +371,54 @@ export interface RecordValue {
   value: string | null;
   currency: string;
   valuation: { rate: UsedRate; conversion?: UsedRate } | null;
+}
+
+/** What GET /settlements and POST /records/settlements say of a record (schema/api/settlement.json). */
+export type SettlementStatus = 'pending' | 'verified' | 'mismatch' | 'failed' | 'not_found' | 'unverifiable' | 'unreported';
+
+/** A field a record got wrong against the chain: both sides as strings (amounts in the asset's units). */
+export interface SettlementDifference {
+  field: 'amount' | 'asset' | 'payer' | 'payee';
+  reported: string;
+  observed: string;
+}
+
+/** A record with a transaction hash as the chain showed it, or a transfer no record claims (record_id null). */
+export interface Settlement {
+  id: string;
+  record_id: string | null;
+  agent_id: string;
+  network: string;
+  tx_hash: string;
+  status: SettlementStatus;
+  /** Null for an unreported transfer. */
+  reported: { amount: string | null; amount_raw: string | null; asset: string; token: string | null; payer: string | null; payee: string | null } | null;
+  /** Null until the transaction was seen; amount null when the token's decimals are unknown. */
+  observed: {
+    amount: string | null;
+    amount_raw: string | null;
+    token: string | null;
+    payer: string | null;
+    payee: string | null;
+    block_number: number | null;
+    block_hash: string | null;
+    log_index: number | null;
+    receipt: 'success' | 'reverted' | null;
+  } | null;
+  differences: SettlementDifference[];
+  note: string | null;
+  occurred_at: string;
+  checked_at: string | null;
+}
+
+/** GET /settlements/summary: per status, counts and per-token sums (never added across tokens). */
+export interface SettlementsSummary {
+  from: string | null;
+  to: string;
+  currency: string;
+  /** Empty: reconciliation is off (no CHAIN_RPC_URLS). */
+  networks: { network: string; confirmations: number }[];
+  statuses: { status: SettlementStatus; count: number; value: string; unvalued: number; assets: { asset: string; reported: string; observed: string }[] }[];
+  /** Records of a payment without a transaction hash: nothing to check them against. */
+  unreported_settlement: { count: number; value: string; assets: { asset: string; reported: string }[] };
 }

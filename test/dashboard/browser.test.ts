@@ -1243,7 +1243,7 @@ describe('dashboard in a browser', function () {
     await signIn(page);
     const range = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;
     for (const zone of ['UTC', 'America/St_Johns']) {
-      for (const url of [`/dashboard/?${range}`, '/dashboard/agents', `/dashboard/agents/${AGENTS[0]}?${range}`, '/dashboard/alerts', `/dashboard/alerts/${alertId}`, '/dashboard/budgets', '/dashboard/policies', '/dashboard/team', '/dashboard/authorizations', `/dashboard/authorizations/${seededAuthorizationId}`, '/dashboard/records', '/dashboard/records/dash-36', '/dashboard/audit-log']) {
+      for (const url of [`/dashboard/?${range}`, '/dashboard/agents', `/dashboard/agents/${AGENTS[0]}?${range}`, '/dashboard/alerts', `/dashboard/alerts/${alertId}`, '/dashboard/budgets', '/dashboard/policies', '/dashboard/team', '/dashboard/authorizations', `/dashboard/authorizations/${seededAuthorizationId}`, '/dashboard/records', '/dashboard/records/dash-36', '/dashboard/settlements', '/dashboard/audit-log']) {
         await page.goto(`${server.url}${url}`);
         await settled(page);
         if (url.startsWith('/dashboard/?')) {
@@ -1398,6 +1398,8 @@ describe('dashboard in a browser', function () {
       ['records', '/dashboard/records'],
       ['records-filtered', `/dashboard/records?agent=${AGENTS[1]}&endpoint=example&${range}`],
       ['record', '/dashboard/records/dash-36'],
+      // No chain in this install: the page says reconciliation is off.
+      ['settlements', '/dashboard/settlements'],
       ['audit-log', '/dashboard/audit-log'],
       ['rates', '/dashboard/rates'],
     ];
@@ -1456,7 +1458,7 @@ describe('dashboard in a browser', function () {
     const page = await newPage('wide');
     await signIn(page);
     // The admin key's menu ends with the audit log.
-    const sections = ['Overview', 'Agents', 'Alerts', 'Authorizations', 'Records', 'Budgets', 'Policies', 'Rates', 'Team', 'Audit log'];
+    const sections = ['Overview', 'Agents', 'Alerts', 'Authorizations', 'Records', 'Settlements', 'Budgets', 'Policies', 'Rates', 'Team', 'Audit log'];
     await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Audit log' }).waitFor();
     expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).to.deep.equal(sections);
     const reached = new Set<string>();

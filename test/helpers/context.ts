@@ -242,9 +242,9 @@ export function errorOf(body: unknown): { code: string; message: string; details
   return error;
 }
 
-/** The shared test app on a real port (a browser or the SDK needs one). */
-export async function listenOnce(): Promise<{ url: string; close: () => Promise<void> }> {
-  const server = http.createServer(testEnv().app);
+/** The shared test app (or `app`) on a real port (a browser or the SDK needs one). */
+export async function listenOnce(app: App = testEnv().app): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = http.createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

@@ -10,6 +10,7 @@ import { createPublicClient, createWalletClient, http as viemHttp, encodeFunctio
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { hardhat } from 'viem/chains';
 import { loadConfig } from '../../src/config.js';
+import type { ChainsConfig } from '../../src/config-types.js';
 import { sharedBacklog } from '../../src/ingest/shared-freshness.js';
 import { soleLeases, type Leases } from '../../src/settlements/leases.js';
 import { Reconciler } from '../../src/settlements/reconciler.js';
@@ -90,10 +91,15 @@ export async function switchableNode(target: string): Promise<{ url: string; dow
   return Object.assign(state, { url, close: () => new Promise<void>((resolve) => server.close(() => resolve())) });
 }
 
+/** The chain settings the tests check NETWORK at `rpcUrl` with (a 2 s grace unless given). */
+export function testChains(rpcUrl: string, graceS = 2): ChainsConfig {
+  return loadConfig({ DATA_DIR: testEnv().dataDir, CHAIN_RPC_URLS: JSON.stringify({ [NETWORK]: rpcUrl }), SETTLEMENT_GRACE_S: String(graceS), SETTLEMENT_POLL_MS: '100', CHAIN_RPC_TIMEOUT_MS: '1000' }).chains!;
+}
+
 /** A verifier on the current test environment's stores, checking NETWORK at `rpcUrl`; cycles are run by the test. */
 export function testReconciler(rpcUrl: string, options: { graceS?: number; leases?: Leases } = {}): Reconciler {
   const env = testEnv();
-  const chains = loadConfig({ DATA_DIR: env.dataDir, CHAIN_RPC_URLS: JSON.stringify({ [NETWORK]: rpcUrl }), SETTLEMENT_GRACE_S: String(options.graceS ?? 2), SETTLEMENT_POLL_MS: '100', CHAIN_RPC_TIMEOUT_MS: '1000' }).chains!;
+  const chains = testChains(rpcUrl, options.graceS);
   const { deps } = env;
   return new Reconciler({
     chains,

@@ -37,6 +37,11 @@ const TITLES: Record<string, string> = {
   loop: 'Possible runaway loop',
   webhook_disabled: 'Webhook endpoint disabled',
   alert_storm: 'Too many alerts at once',
+  // Settlement alerts: a record against the chain (docs/reconciliation.md).
+  mismatch: 'Record does not match its transaction',
+  failed: 'Record claims a reverted transaction',
+  not_found: 'Record claims a transaction the chain lacks',
+  unreported: 'Payment no record claims',
 };
 
 /** A few words for the alert: what happened, without its figures (those have their own columns). */

@@ -11,6 +11,7 @@ import { LoadMore } from '../components/list';
 import { Money } from '../components/money';
 import { Network } from '../components/network';
 import { errorText, Panel, useLoad } from '../components/panel';
+import { Differences, RecordSettlementStatus, ShortHex, TokenAmount, useRecordSettlements } from '../components/settlement';
 import { useRefreshTick, ZonePicker } from '../components/range-bar';
 import { TableHead } from '../components/table-head';
 import { Time } from '../components/time';
@@ -18,7 +19,7 @@ import { formatCount } from '../format';
 import { denominationOf, exactAmount, inCurrency, UNKNOWN, type Denomination } from '../money';
 import { href, useLocation } from '../router';
 import { recordTimeIso } from '../time';
-import type { AuditQuery, AuditRecord, RecordValue, UsedRate } from '../types';
+import type { AuditQuery, AuditRecord, RecordValue, Settlement, UsedRate } from '../types';
 
 const PAGE = 50;
 const STATUSES = ['allowed', 'flagged', 'blocked'] as const;
@@ -151,9 +152,10 @@ function RecordValueText({ value }: { value: RecordValue | undefined }) {
 
 function RecordTable({ records }: { records: AuditRecord[] }) {
   const values = useRecordValues(records.map((r) => r.id));
+  const settlements = useRecordSettlements(records);
   return (
     <table class="rows-table record-table">
-      <TableHead columns={['Endpoint', 'Agent', { label: 'Amount', num: true }, { label: 'Value', num: true }, 'Status', 'Time ↓']} />
+      <TableHead columns={['Endpoint', 'Agent', { label: 'Amount', num: true }, { label: 'Value', num: true }, 'Status', 'Settlement', 'Time ↓']} />
       <tbody>
         {records.map((r) => (
           <tr key={r.id} data-record={r.id}>
@@ -174,6 +176,9 @@ function RecordTable({ records }: { records: AuditRecord[] }) {
             </td>
             <td data-label="Status">
               <Evaluation status={r.policy_evaluation} />
+            </td>
+            <td data-label="Settlement" data-settlement={r.id}>
+              {settlements && <RecordSettlementStatus record={r} settlement={settlements.get(r.id)} />}
             </td>
             <td data-label="Time">
               <Time iso={recordTimeIso(r.created_at)} />
@@ -204,6 +209,7 @@ const orDash = (value: ComponentChildren) => (value === null || value === undefi
 function RecordDetails({ record }: { record: AuditRecord }) {
   const denomination = recordDenomination(record);
   const value = useRecordValues([record.id])?.get(record.id);
+  const settlements = useRecordSettlements([record]);
   // What every record has, then what its client sent of the rest.
   const rows: [string, ComponentChildren, string?][] = [
     ['Agent', <a href={href('agents', record.agent_id)}>{record.agent_id}</a>],
@@ -216,6 +222,7 @@ function RecordDetails({ record }: { record: AuditRecord }) {
     ['Method', record.method],
     ['Endpoint', record.endpoint, 'endpoint'],
     ['Network', record.network ? <Network id={record.network} /> : null],
+    ['Settlement', settlements && <RecordSettlement record={record} settlement={settlements.get(record.id)} />, 'settlement'],
   ];
   const optional: [string, ComponentChildren, string?][] = [
     ['Settled', record.settled_at ? <Time iso={recordTimeIso(record.settled_at)} absolute /> : null],
@@ -257,6 +264,23 @@ function RecordDetails({ record }: { record: AuditRecord }) {
         </details>
       )}
     </div>
+  );
+}
+
+/** The record against the chain: its status, what differs or why, and what the chain showed. */
+function RecordSettlement({ record, settlement }: { record: AuditRecord; settlement: Settlement | undefined }) {
+  return (
+    <>
+      <RecordSettlementStatus record={record} settlement={settlement} />
+      {settlement && settlement.differences.length > 0 && <Differences differences={settlement.differences} />}
+      {settlement?.note && <div class="muted" data-note>{settlement.note}</div>}
+      {settlement?.observed && settlement.observed.block_number !== null && (
+        <div class="muted" data-on-chain>
+          on chain: <TokenAmount amount={settlement.observed.amount} raw={settlement.observed.amount_raw} token={settlement.observed.token} /> to{' '}
+          <ShortHex value={settlement.observed.payee} />, block {settlement.observed.block_number}
+        </div>
+      )}
+    </>
   );
 }
 
