@@ -41,6 +41,8 @@ export interface ReconcilerDeps {
   backoffMs?: readonly number[];
   /** How long before the oldest unloaded commit records are taken in (src/settlements/intake.ts; tests shorten it). */
   commitMarginMs?: number;
+  /** Event loop utilisation above which the verifier yields (BUSY unless given; tests, whose own loop is busy, give more than 1). */
+  busyAbove?: number;
 }
 
 interface Network {
@@ -56,7 +58,9 @@ interface Network {
 const BUSY = 0.5;
 /** What one cycle does at most, idle and busy: intake pages of rows, check rounds of settlements. */
 const FULL = { pages: 20, pageRows: 5_000, windowUs: 10_000_000n, rounds: 20, round: ROUND };
-const YIELDING = { pages: 1, pageRows: 500, windowUs: 1_000_000n, rounds: 1, round: 100 };
+const YIELDING = { pages: 1, pageRows: 2_500, windowUs: 5_000_000n, rounds: 1, round: 100 };
+/** While busy, records are taken in at most this often: each intake scans the newest parts of events, whatever it takes. */
+const BUSY_INTAKE_MS = 10_000;
 /** The status counts of /metrics are read at most this often (a count over every settlement). */
 const OBSERVE_MS = 15_000;
 
@@ -64,6 +68,7 @@ export class Reconciler {
   private readonly networks: Network[];
   private elu = performance.eventLoopUtilization();
   private observedAt = 0;
+  private tookInAt = 0;
   private readonly decimals: DecimalsOf;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -125,11 +130,15 @@ export class Reconciler {
   async cycle(now = Date.now()): Promise<void> {
     const { logger, leases } = this.deps;
     // Requests first: while the event loop is busy (ingest at full speed), each cycle does a little; the rest waits for a quieter moment.
-    const busy = performance.eventLoopUtilization(this.elu).utilization > BUSY;
+    const busy = performance.eventLoopUtilization(this.elu).utilization > (this.deps.busyAbove ?? BUSY);
     this.elu = performance.eventLoopUtilization();
     const budget = busy ? YIELDING : FULL;
     try {
-      if (await leases.hold(RECORDS_CURSOR)) await takeIn({ db: this.deps.db, events: this.deps.events, networks: new Set(this.networks.map((n) => n.name)), decimalsOf: (teamId, asset) => this.decimalsOf(teamId, asset), oldestUnloaded: this.deps.oldestUnloaded, commitMarginMs: this.deps.commitMarginMs }, now, budget);
+      const intakeDue = !busy || now - this.tookInAt >= BUSY_INTAKE_MS;
+      if (intakeDue && (await leases.hold(RECORDS_CURSOR))) {
+        this.tookInAt = now;
+        await takeIn({ db: this.deps.db, events: this.deps.events, networks: new Set(this.networks.map((n) => n.name)), decimalsOf: (teamId, asset) => this.decimalsOf(teamId, asset), oldestUnloaded: this.deps.oldestUnloaded, commitMarginMs: this.deps.commitMarginMs }, now, budget);
+      }
     } catch (err) {
       logger.error({ err }, 'settlements: taking in new records failed; trying again next cycle');
     }
