@@ -12,10 +12,10 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { NETWORK } from '../../scripts/x402-stack/chain.js';
 import { createApp, type App } from '../../src/app.js';
 import type { Reconciler } from '../../src/settlements/reconciler.js';
-import { sendRecords, sleep, type Team } from '../helpers/common.js';
-import { api, listenOnce, newTeam, testEnv } from '../helpers/context.js';
+import { sendRecords, type Team } from '../helpers/common.js';
+import { api, listenOnce, testEnv } from '../helpers/context.js';
 import { launchBrowser, renderStats, SCREENSHOT_DIR, VIEWPORTS } from '../helpers/browser.js';
-import { chainActions, testChains, testReconciler, type ChainActions } from '../helpers/settlements.js';
+import { chainActions, settlementsOf, settleUntil, teamWithToken as teamWith, testChains, testReconciler, type ChainActions, type SettlementEntry } from '../helpers/settlements.js';
 import { x402Stack } from '../helpers/x402.js';
 
 type Entry = { id: string; record_id: string | null; status: string; tx_hash: string; note: string | null; observed: Record<string, any> | null };
@@ -69,28 +69,14 @@ describe('dashboard in a browser: settlements', function () {
     await off?.close();
   });
 
-  /** A team whose rates know the local token (1 USD, 6 decimals). */
-  async function teamWithToken(label: string): Promise<Team> {
-    const t = await newTeam(label);
-    await api().put(`/api/v1/rates/${chain.token}`).set(...t.auth).send({ value: '1', currency: 'USD', decimals: 6, valid_from: new Date(Date.now() - 3_600_000).toISOString() }).expect(200);
-    return t;
-  }
+  const teamWithToken = (label: string) => teamWith(label, chain.token);
 
   const record = (id: string, fields: Record<string, unknown>) => ({ id, agent_id: 'payer-bot', amount: '0.01', created_at: Date.now(), network: NETWORK, asset: chain.token, ...fields });
 
-  const settlements = async (t: Team) => (await api().get('/api/v1/settlements?limit=200').set(...t.auth).expect(200)).body.data as Entry[];
+  const settlements = (t: Team) => settlementsOf(t) as Promise<Entry[]>;
 
   /** Cycles the verifier until `done` holds of the team's settlements (after its records are loaded). */
-  async function until(t: Team, done: (entries: Entry[]) => boolean): Promise<Entry[]> {
-    for (let i = 0; ; i++) {
-      await testEnv().deps.readEvents(t.teamId);
-      await sleep(350);
-      await recon.cycle();
-      const entries = await settlements(t);
-      if (done(entries)) return entries;
-      if (i >= 40) throw new Error(`settlements did not settle: ${JSON.stringify(entries, null, 1)}`);
-    }
-  }
+  const until = (t: Team, done: (entries: Entry[]) => boolean) => settleUntil(t, recon, done as (e: SettlementEntry[]) => boolean) as Promise<Entry[]>;
 
   async function signedIn(server: { url: string }, t: Team, viewport: keyof typeof VIEWPORTS = 'wide'): Promise<Page & { problems: string[] }> {
     const page = Object.assign(await browser.newPage({ viewport: VIEWPORTS[viewport] }), { problems: [] as string[] });

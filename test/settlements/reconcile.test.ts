@@ -9,8 +9,8 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { NETWORK } from '../../scripts/x402-stack/chain.js';
 import type { Reconciler } from '../../src/settlements/reconciler.js';
 import { alertsOf, newPolicy, sendRecords, sleep, type Team } from '../helpers/common.js';
-import { api, describeOnEachRegistry, newTeam, testEnv } from '../helpers/context.js';
-import { chainActions, switchableNode, testReconciler, type ChainActions } from '../helpers/settlements.js';
+import { api, describeOnEachRegistry, testEnv } from '../helpers/context.js';
+import { chainActions, settleUntil, switchableNode, teamWithToken as teamWith, testReconciler, type ChainActions, type SettlementEntry } from '../helpers/settlements.js';
 import { x402Stack } from '../helpers/x402.js';
 
 type Entry = { id: string; record_id: string | null; status: string; differences: { field: string; reported: string; observed: string }[]; note: string | null; observed: Record<string, any> | null; reported: Record<string, any> | null; tx_hash: string };
@@ -33,28 +33,14 @@ describeOnEachRegistry('settlements: records checked against the chain', functio
     await recon.close();
   });
 
-  /** A team whose rates know the local token (1 USD, 6 decimals). */
-  async function teamWithToken(label: string): Promise<Team> {
-    const team = await newTeam(label);
-    await api().put(`/api/v1/rates/${chain.token}`).set(...team.auth).send({ value: '1', currency: 'USD', decimals: 6, valid_from: new Date(Date.now() - 3_600_000).toISOString() }).expect(200);
-    return team;
-  }
+  const teamWithToken = (label: string) => teamWith(label, chain.token);
 
   const record = (id: string, fields: Record<string, unknown>) => ({ id, agent_id: 'payer-bot', amount: '0.01', created_at: Date.now(), network: NETWORK, asset: chain.token, ...fields });
 
   const settlements = async (team: Team, query = '') => (await api().get(`/api/v1/settlements?limit=200${query}`).set(...team.auth).expect(200)).body.data as Entry[];
 
-  /** Cycles until `done` holds of the team's settlements (after its records are loaded and past the intake's margin). */
-  async function until(team: Team, done: (entries: Entry[]) => boolean, cycles = 40, r = recon): Promise<Entry[]> {
-    for (let i = 0; ; i++) {
-      await testEnv().deps.readEvents(team.teamId);
-      await sleep(350);
-      await r.cycle();
-      const entries = await settlements(team);
-      if (done(entries)) return entries;
-      if (i >= cycles) throw new Error(`settlements did not settle: ${JSON.stringify(entries, null, 1)}\n${JSON.stringify(testEnv().logLines.filter((l) => String(l.msg).startsWith('settlements')).slice(-3).map((l) => [l.msg, String((l.err as { message?: string } | undefined)?.message ?? '').slice(0, 300)]))}`);
-    }
-  }
+  /** Cycles until `done` holds of the team's settlements (settleUntil, with this file's entry type). */
+  const until = (team: Team, done: (entries: Entry[]) => boolean, cycles = 40, r = recon) => settleUntil(team, r, done as (e: SettlementEntry[]) => boolean, cycles) as Promise<Entry[]>;
 
   const byRecord = (entries: Entry[], id: string) => entries.find((e) => e.record_id === id)!;
 
