@@ -51,6 +51,19 @@ export interface IntakeBudget {
   windowUs: bigint;
 }
 
+/**
+ * Adds the min-max index on events.ingest_seq that keeps each intake read to the newest granules,
+ * when missing. Only a service that verifies settlements has it: every part of events pays for it.
+ */
+export async function ensureIntakeIndex(events: EventStore): Promise<void> {
+  const [found] = await events.query<{ n: string }>(
+    "SELECT count() AS n FROM system.data_skipping_indices WHERE database = currentDatabase() AND table = 'events' AND name = 'seq_minmax'",
+  );
+  if (found && found.n !== '0') return;
+  await events.command('ALTER TABLE events ADD INDEX IF NOT EXISTS seq_minmax ingest_seq TYPE minmax GRANULARITY 1');
+  await events.command('ALTER TABLE events MATERIALIZE INDEX seq_minmax');
+}
+
 /** Takes in what was stored since the cursor; returns how many records were new. */
 export async function takeIn(deps: IntakeDeps, now = Date.now(), budget: IntakeBudget = { pages: 20, pageRows: 5_000, windowUs: 10_000_000n }): Promise<number> {
   const oldest = await deps.oldestUnloaded();

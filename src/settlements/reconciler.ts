@@ -16,7 +16,7 @@ import type { RateBooks } from '../rates/books.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Database } from '../stores/sql.js';
 import { raiseSettlementAlert, suspendForUnreported } from './alerts.js';
-import { RECORDS_CURSOR, takeIn } from './intake.js';
+import { ensureIntakeIndex, RECORDS_CURSOR, takeIn } from './intake.js';
 import type { Leases } from './leases.js';
 import { markMirrored, oldestPending, readCursor, statusCounts, unmirrored, type Settlement } from './repository.js';
 import { JsonRpc, RpcUnavailable } from './rpc.js';
@@ -74,6 +74,8 @@ export class Reconciler {
   private running: Promise<void> | undefined;
   private stopped = false;
   private version = 0;
+  /** The intake's index on events, added by the first cycle (again after a failure). */
+  private intakeIndex: Promise<void> | undefined;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.decimals = decimalsWith(deps.assetDecimals);
@@ -137,6 +139,10 @@ export class Reconciler {
       const intakeDue = !busy || now - this.tookInAt >= BUSY_INTAKE_MS;
       if (intakeDue && (await leases.hold(RECORDS_CURSOR))) {
         this.tookInAt = now;
+        await (this.intakeIndex ??= ensureIntakeIndex(this.deps.events).catch((err: unknown) => {
+          this.intakeIndex = undefined;
+          throw err;
+        }));
         await takeIn({ db: this.deps.db, events: this.deps.events, networks: new Set(this.networks.map((n) => n.name)), decimalsOf: (teamId, asset) => this.decimalsOf(teamId, asset), oldestUnloaded: this.deps.oldestUnloaded, commitMarginMs: this.deps.commitMarginMs }, now, budget);
       }
     } catch (err) {

@@ -160,10 +160,45 @@ export async function writeFinding(sql: Sql, was: Pick<Settlement, 'teamId' | 'i
   );
 }
 
-/** Pending settlements of a network due for a check, oldest due first. */
-export async function dueSettlements(sql: Sql, network: string, now: number, limit: number): Promise<Settlement[]> {
-  const rows = await sql.all<Row>(`SELECT ${COLUMNS} FROM settlements WHERE status = 'pending' AND network = ? AND next_check_at <= ? ORDER BY next_check_at LIMIT ?`, [network, now, limit]);
-  return rows.map(toSettlement);
+/** Teams given a share of one round at most (one look-up each); the others' turn is the next round. */
+export const TEAMS_PER_ROUND = 50;
+
+/**
+ * Pending settlements of a network due for a check, at most `limit`: first an equal share for each
+ * team with pending ones (up to TEAMS_PER_ROUND teams, in team order after `after`, wrapping), so one team's
+ * flood does not hold back another team's records; the rest of the round oldest due first.
+ * Returns them with the last team that had its share (where the next round starts).
+ */
+export async function dueSettlements(sql: Sql, network: string, now: number, limit: number, after = ''): Promise<{ due: Settlement[]; lastTeam: string }> {
+  const most = Math.min(limit, TEAMS_PER_ROUND);
+  let teams = await pendingTeams(sql, network, after, most);
+  if (teams.length < most && after !== '') teams = [...teams, ...(await pendingTeams(sql, network, '', most - teams.length)).filter((t) => t <= after)];
+  const share = Math.max(1, Math.floor(limit / Math.max(1, teams.length)));
+  const due: Row[] = [];
+  for (const team of teams) {
+    due.push(...(await sql.all<Row>(`SELECT ${COLUMNS} FROM settlements WHERE status = 'pending' AND network = ? AND team_id = ? AND next_check_at <= ? ORDER BY next_check_at LIMIT ?`, [network, team, now, share])));
+  }
+  if (due.length < limit) {
+    const taken = new Set(due.map((r) => `${r.team_id}\n${r.id}`));
+    const oldest = await sql.all<Row>(`SELECT ${COLUMNS} FROM settlements WHERE status = 'pending' AND network = ? AND next_check_at <= ? ORDER BY next_check_at LIMIT ?`, [network, now, limit]);
+    for (const r of oldest) if (due.length < limit && !taken.has(`${r.team_id}\n${r.id}`)) due.push(r);
+  }
+  return { due: due.map(toSettlement), lastTeam: teams.length === most ? teams.at(-1)! : '' };
+}
+
+/** Up to `n` teams with pending settlements on a network, after `after` in team order: one index look-up each (a loose index scan). */
+async function pendingTeams(sql: Sql, network: string, after: string, n: number): Promise<string[]> {
+  const next = `SELECT team_id FROM settlements WHERE status = 'pending' AND network = ? AND team_id > %s ORDER BY team_id LIMIT 1`;
+  const rows = await sql.all<{ team_id: string | null }>(
+    `WITH RECURSIVE t (team_id, k) AS (
+       SELECT (${next.replace('%s', '?')}), 1
+       UNION ALL
+       SELECT (${next.replace('%s', 't.team_id')}), k + 1 FROM t WHERE t.team_id IS NOT NULL AND k < ?
+     )
+     SELECT team_id FROM t WHERE team_id IS NOT NULL`,
+    [network, after, network, n],
+  );
+  return rows.map((r) => r.team_id!);
 }
 
 /** Checked settlements of a network whose block is at or above `fromBlock`: a reorganisation may still take them away. */

@@ -53,6 +53,9 @@ interface Judged {
 }
 
 export class Verifier {
+  /** Where the next round's turns of teams start (round-robin: see dueSettlements). */
+  private turnAfter = '';
+
   constructor(private readonly deps: VerifierDeps) {}
 
   /** The chain's head block. */
@@ -62,7 +65,8 @@ export class Verifier {
 
   /** Checks the due settlements; returns how many were looked at. Throws RpcUnavailable when the node is (nothing is then written). */
   async checkDue(head: number, now = Date.now(), round = ROUND): Promise<number> {
-    const due = await dueSettlements(this.deps.db, this.deps.rpc.network, now, round);
+    const { due, lastTeam } = await dueSettlements(this.deps.db, this.deps.rpc.network, now, round, this.turnAfter);
+    this.turnAfter = lastTeam;
     if (due.length === 0) return 0;
     const receipts = await this.receipts(due.map((s) => s.txHash));
     const found: Judged[] = [];
