@@ -23,7 +23,6 @@ import { startThresholdSweep } from './alerts/window-end.js';
 import { DecisionWaiters, startApprovalSweep } from './authorizations/approvals.js';
 import type { WaitRouteDeps } from './authorizations/routes.js';
 import { RateBooks } from './rates/books.js';
-import { sharedBacklog } from './ingest/shared-freshness.js';
 import { AdvisoryLeases, soleLeases } from './settlements/leases.js';
 import { Reconciler } from './settlements/reconciler.js';
 
@@ -94,7 +93,7 @@ export async function assembleDeps(
     leases: 'pool' in stores ? new AdvisoryLeases(stores.pool, logger) : soleLeases,
     logger,
     metrics,
-    oldestUnloaded: 'pool' in stores ? async () => (await sharedBacklog(db)).oldestCommittedAt : async () => ingest.freshness.backlog().oldestCommittedAt,
+    loadFrontier: async (now) => ingest.freshness.loadFrontier(now),
   });
   reconciler?.start();
   return { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, keys, policyRevisions, decisionWaiters, webhooks, thresholdSweep, approvalSweep, clickhouseHttp, rateLimiter, rates, reconciler };

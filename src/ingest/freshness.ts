@@ -27,6 +27,13 @@ interface Waiter {
  * ClickHouse has. A read waits until the loader has passed the team's last acknowledged record,
  * so it sees everything acknowledged before it began; a waiting read makes the loader go at once.
  */
+/** Positions and time up to which every record of the log is in ClickHouse (see Freshness.loadFrontier). */
+export interface LoadFrontier {
+  pos: number;
+  /** Unix ms: every record committed before it is at or below `pos`. */
+  at: number;
+}
+
 export class Freshness {
   private readonly committedByTeam = new Map<string, number>();
   /** Unloaded chunks in position order (summaries only; bodies stay in SQLite). */
@@ -89,6 +96,16 @@ export class Freshness {
   backlog(): Backlog {
     const oldest = this.unloaded[this.head];
     return { rows: this.rows, bytes: this.bytes, oldestCommittedAt: oldest ? oldest.committedAt : null };
+  }
+
+  /**
+   * How far ClickHouse surely holds the log: every record at or below `pos` is loaded (chunks load
+   * in order, and one being committed now gets a later position), and so is every record committed
+   * before `at`.
+   */
+  loadFrontier(now = Date.now()): LoadFrontier {
+    const oldest = this.unloaded[this.head];
+    return { pos: this.loadedPos, at: oldest ? Math.min(oldest.committedAt - 1, now) : now };
   }
 
   /**

@@ -1,6 +1,6 @@
 /** What reads and back-pressure ask of the shared ingest log (PostgreSQL), on every instance. */
 import { postgresOnly, type Database, type Sql } from '../stores/sql.js';
-import { behind, type Backlog } from './freshness.js';
+import { behind, type Backlog, type LoadFrontier } from './freshness.js';
 import type { LogChunk } from './log.js';
 
 /** Wakes the loading instance: a read (on any instance) waits for it. */
@@ -17,12 +17,16 @@ export async function sharedBacklog(sql: Sql): Promise<Backlog> {
 /** What reads wait on, for the shared log; the backlog is read every `refreshMs`, as the bound it guards is coarse. */
 export class SharedFreshness {
   private last: Backlog = { rows: 0, bytes: 0, oldestCommittedAt: null };
+  private readonly frontier: SharedLoadFrontier;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly db: Database,
     private readonly refreshMs = 500,
-  ) {}
+    marginMs?: number,
+  ) {
+    this.frontier = new SharedLoadFrontier(db, marginMs);
+  }
 
   /** Starts refreshing the backlog. */
   async start(): Promise<void> {
@@ -42,6 +46,11 @@ export class SharedFreshness {
 
   backlog(): Backlog {
     return this.last;
+  }
+
+  /** Freshness.loadFrontier, of the shared log. */
+  loadFrontier(now = Date.now()): Promise<LoadFrontier> {
+    return this.frontier.through(now);
   }
 
   /** Nothing to track here: the chunks are in the shared store, which the loader reads. */
@@ -74,5 +83,39 @@ export class SharedFreshness {
       if (Date.now() + wait > until) return false;
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
+  }
+}
+
+/** Positions one chunk of the shared log may span (schema/postgres/003: the sequence's increment). */
+const CHUNK_SPAN = 65_536;
+
+/**
+ * The shared log's load frontier (Freshness.loadFrontier), for a reader of what is loaded. Positions
+ * come from a sequence inside each commit's transaction, so one taken now may commit after a later
+ * one: a position counts only once it was taken `marginMs` ago (a commit's transaction ends well
+ * within that), from samples of the sequence this keeps; and only below the first chunk still
+ * unloaded.
+ */
+export class SharedLoadFrontier {
+  private samples: { at: number; last: number }[] = [];
+
+  constructor(
+    private readonly db: Sql,
+    private readonly marginMs = 5_000,
+  ) {}
+
+  async through(now = Date.now()): Promise<LoadFrontier> {
+    const row = (await this.db.get<{ last: string | number; called: boolean; unloaded: string | number | null; oldest: string | number | null }>(
+      postgresOnly(`SELECT (SELECT last_value FROM ingest_positions) AS last, (SELECT is_called FROM ingest_positions) AS called,
+                           (SELECT min(first_pos) FROM ingest_chunks) AS unloaded, (SELECT min(committed_at) FROM ingest_chunks) AS oldest`),
+    ))!;
+    this.samples.push({ at: now, last: row.called ? Number(row.last) + CHUNK_SPAN - 1 : 0 });
+    let settled: { at: number; last: number } | undefined;
+    while (this.samples.length > 0 && this.samples[0]!.at <= now - this.marginMs) settled = this.samples.shift();
+    if (settled) this.samples.unshift(settled);
+    if (!settled) return { pos: 0, at: 0 };
+    const pos = row.unloaded === null ? settled.last : Math.min(settled.last, Number(row.unloaded) - 1);
+    // A chunk committed before the oldest unloaded one may hold later positions than it, if it took its own within the margin after.
+    return { pos, at: row.oldest === null ? settled.at : Math.min(settled.at, Number(row.oldest) - this.marginMs) };
   }
 }

@@ -1,8 +1,8 @@
 /**
- * Takes records with a transaction hash into the settlements, from ClickHouse, in the order they
- * were stored (ingest_seq), never on the acknowledging path. Only what the loader has surely
- * stored is read: rows older than the oldest unloaded commit, less a margin for the time between a
- * row's ingest_seq and its commit (and clocks of instances that differ a little).
+ * Takes records with a transaction hash into the settlements, from ClickHouse, in the order of the
+ * ingest log (log_pos, which the loader's min-max index on events serves), never on the
+ * acknowledging path. Only what the loader has surely stored is read: positions up to its load
+ * frontier, below which nothing can still arrive.
  */
 import { amountToUnits } from '../domain/settlement.js';
 import { isEvmAddress, tokenContract } from '../domain/tokens.js';
@@ -10,9 +10,10 @@ import type { EventStore } from '../stores/clickhouse.js';
 import type { Database } from '../stores/sql.js';
 import { insertSettlements, readCursor, writeCursor, type NewSettlement, type ReportedFields } from './repository.js';
 
+/** The intake's lease, and its cursor of time: every record committed before it (Unix µs) is taken in. */
 export const RECORDS_CURSOR = 'records';
-/** A row's ingest_seq is taken at most this long before its commit is recorded (and instances' clocks agree within it). */
-export const COMMIT_MARGIN_MS = 5_000;
+/** The intake's cursor of log positions: every record at or below it is taken in. */
+export const RECORDS_POS_CURSOR = 'records_pos';
 
 interface RecordRow {
   team_id: string;
@@ -27,7 +28,15 @@ interface RecordRow {
   payee_address: string;
   event_ms: string;
   received_ms: string;
-  seq: string;
+  pos: string;
+}
+
+/** How far the loader has surely stored the log (src/ingest/freshness.ts, LoadFrontier). */
+export interface IntakeFrontier {
+  /** Every record at or below this log position is in ClickHouse, and none can still come below it. */
+  pos: number;
+  /** Unix ms: every record committed before it is at or below `pos`. */
+  at: number;
 }
 
 export interface IntakeDeps {
@@ -37,71 +46,56 @@ export interface IntakeDeps {
   networks: ReadonlySet<string>;
   /** A team's decimals of an asset (its rates, ASSET_DECIMALS, the built-in table). */
   decimalsOf(teamId: string, asset: string): Promise<number | undefined>;
-  /** Unix ms of the oldest commit not loaded into ClickHouse; null when all are. */
-  oldestUnloaded(): Promise<number | null>;
-  /** COMMIT_MARGIN_MS unless given. */
-  commitMarginMs?: number;
+  /** The loader's frontier now. */
+  loadFrontier(now: number): Promise<IntakeFrontier>;
 }
 
 /** How much one call takes in: pages of rows. */
 export interface IntakeBudget {
   pages: number;
   pageRows: number;
-  /** ingest_seq microseconds one query covers at most: what it scans stays bounded however far behind the cursor is. */
-  windowUs: bigint;
+  /** Log positions one query covers at most: what it scans stays bounded however far behind the cursor is. */
+  window: number;
 }
 
-/**
- * Adds the min-max index on events.ingest_seq that keeps each intake read to the newest granules,
- * when missing. Only a service that verifies settlements has it: every part of events pays for it.
- */
-export async function ensureIntakeIndex(events: EventStore): Promise<void> {
-  const [found] = await events.query<{ n: string }>(
-    "SELECT count() AS n FROM system.data_skipping_indices WHERE database = currentDatabase() AND table = 'events' AND name = 'seq_minmax'",
-  );
-  if (found && found.n !== '0') return;
-  await events.command('ALTER TABLE events ADD INDEX IF NOT EXISTS seq_minmax ingest_seq TYPE minmax GRANULARITY 1');
-  await events.command('ALTER TABLE events MATERIALIZE INDEX seq_minmax');
-}
-
-/** Takes in what was stored since the cursor; returns how many records were new. */
-export async function takeIn(deps: IntakeDeps, now = Date.now(), budget: IntakeBudget = { pages: 20, pageRows: 5_000, windowUs: 10_000_000n }): Promise<number> {
-  const oldest = await deps.oldestUnloaded();
-  const horizonUs = BigInt(Math.min(oldest ?? now, now) - (deps.commitMarginMs ?? COMMIT_MARGIN_MS)) * 1000n;
-  let cursor = BigInt((await readCursor(deps.db, RECORDS_CURSOR)) ?? 0);
+/** Takes in what was loaded since the cursor; returns how many records were new. */
+export async function takeIn(deps: IntakeDeps, now = Date.now(), budget: IntakeBudget = { pages: 20, pageRows: 5_000, window: 1_000_000 }): Promise<number> {
+  const frontier = await deps.loadFrontier(now);
+  let cursor = (await readCursor(deps.db, RECORDS_POS_CURSOR)) ?? 0;
   let added = 0;
-  for (let page = 0; page < budget.pages && cursor < horizonUs; page++) {
-    const to = cursor + budget.windowUs < horizonUs ? cursor + budget.windowUs : horizonUs;
+  for (let page = 0; page < budget.pages && cursor < frontier.pos; page++) {
+    const to = Math.min(cursor + budget.window, frontier.pos);
     const rows = await deps.events.query<RecordRow>(
       `SELECT team_id, id, agent_id, network, lower(assumeNotNull(tx_hash)) AS tx_hash, asset, toString(amount) AS amount, amount_raw,
               payer_address, payee_address, toString(toUnixTimestamp64Milli(event_time)) AS event_ms,
-              toString(toUnixTimestamp64Milli(received_at)) AS received_ms, toString(ingest_seq) AS seq
+              toString(toUnixTimestamp64Milli(received_at)) AS received_ms, toString(log_pos) AS pos
          FROM events
-        WHERE ingest_seq > {from:UInt64} AND ingest_seq <= {to:UInt64} AND tx_hash IS NOT NULL AND tx_hash != ''
-        ORDER BY ingest_seq LIMIT {n:UInt32}`,
-      { from: cursor.toString(), to: to.toString(), n: budget.pageRows },
+        WHERE log_pos > {from:UInt64} AND log_pos <= {to:UInt64} AND tx_hash IS NOT NULL AND tx_hash != ''
+        ORDER BY log_pos LIMIT {n:UInt32}`,
+      { from: cursor, to, n: budget.pageRows },
     );
     if (rows.length === 0) {
       // Nothing in the window (a quiet hour, or a first run): on to the next record, wherever it is.
-      const [found] = await deps.events.query<{ seq: string }>(
-        `SELECT toString(min(ingest_seq)) AS seq FROM events WHERE ingest_seq > {from:UInt64} AND ingest_seq <= {to:UInt64} AND tx_hash IS NOT NULL AND tx_hash != ''`,
-        { from: to.toString(), to: horizonUs.toString() },
+      const [found] = await deps.events.query<{ pos: string }>(
+        `SELECT toString(min(log_pos)) AS pos FROM events WHERE log_pos > {from:UInt64} AND log_pos <= {to:UInt64} AND tx_hash IS NOT NULL AND tx_hash != ''`,
+        { from: to, to: frontier.pos },
       );
-      const nextSeq = found && found.seq !== '0' ? BigInt(found.seq) - 1n : horizonUs;
-      await writeCursor(deps.db, RECORDS_CURSOR, Number(nextSeq), now);
-      cursor = nextSeq;
+      cursor = found && found.pos !== '0' ? Number(found.pos) - 1 : frontier.pos;
+      await writeCursor(deps.db, RECORDS_POS_CURSOR, cursor, now);
       continue;
     }
     const taken: NewSettlement[] = [];
     for (const row of rows) taken.push(await settlementOf(deps, row));
-    // A full page may end inside a run of equal ingest_seq (two instances' clocks): its last one is read again.
-    const next = rows.length === budget.pageRows ? BigInt(rows.at(-1)!.seq) - 1n : to;
+    // Positions are unique: a full page ends at its last row, a page short of full at the window's end.
+    const next = rows.length === budget.pageRows ? Number(rows.at(-1)!.pos) : to;
     await deps.db.transaction(async (sql) => {
       added += await insertSettlements(sql, taken, now);
-      await writeCursor(sql, RECORDS_CURSOR, Number(next > cursor ? next : cursor + 1n), now);
+      await writeCursor(sql, RECORDS_POS_CURSOR, next, now);
     });
-    cursor = next > cursor ? next : cursor + 1n;
+    cursor = next;
   }
+  // Caught up: what the watcher of wallets waits for (every record of a transfer's grace period taken in).
+  if (cursor >= frontier.pos) await writeCursor(deps.db, RECORDS_CURSOR, Math.max(frontier.at * 1000, ((await readCursor(deps.db, RECORDS_CURSOR)) ?? 0)), now);
   return added;
 }
 

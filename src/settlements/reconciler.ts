@@ -16,7 +16,7 @@ import type { RateBooks } from '../rates/books.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Database } from '../stores/sql.js';
 import { raiseSettlementAlert, suspendForUnreported } from './alerts.js';
-import { ensureIntakeIndex, RECORDS_CURSOR, takeIn } from './intake.js';
+import { RECORDS_CURSOR, takeIn, type IntakeFrontier } from './intake.js';
 import type { Leases } from './leases.js';
 import { markMirrored, oldestPending, readCursor, statusCounts, unmirrored, type Settlement } from './repository.js';
 import { JsonRpc, RpcUnavailable } from './rpc.js';
@@ -34,13 +34,11 @@ export interface ReconcilerDeps {
   leases: Leases;
   logger: Logger;
   metrics?: Metrics;
-  /** Unix ms of the oldest commit the loader has not stored in ClickHouse; null when none. */
-  oldestUnloaded(): Promise<number | null>;
+  /** How far the loader has surely stored the ingest log (src/ingest/freshness.ts, LoadFrontier). */
+  loadFrontier(now: number): Promise<IntakeFrontier>;
   fetch?: typeof fetch;
   /** Pauses between tries of a failing node (tests shorten them). */
   backoffMs?: readonly number[];
-  /** How long before the oldest unloaded commit records are taken in (src/settlements/intake.ts; tests shorten it). */
-  commitMarginMs?: number;
   /** Event loop utilisation above which the verifier yields (BUSY unless given; tests, whose own loop is busy, give more than 1). */
   busyAbove?: number;
 }
@@ -57,8 +55,8 @@ interface Network {
 /** Event loop utilisation above which the service counts as busy: the verifier then takes a small share. */
 const BUSY = 0.5;
 /** What one cycle does at most, idle and busy: intake pages of rows, check rounds of settlements. */
-const FULL = { pages: 20, pageRows: 5_000, windowUs: 10_000_000n, rounds: 20, round: ROUND };
-const YIELDING = { pages: 1, pageRows: 2_500, windowUs: 5_000_000n, rounds: 1, round: 100 };
+const FULL = { pages: 20, pageRows: 5_000, window: 1_000_000, rounds: 20, round: ROUND };
+const YIELDING = { pages: 1, pageRows: 2_500, window: 250_000, rounds: 1, round: 100 };
 /** While busy, records are taken in at most this often: each intake scans the newest parts of events, whatever it takes. */
 const BUSY_INTAKE_MS = 10_000;
 /** The status counts of /metrics are read at most this often (a count over every settlement). */
@@ -74,8 +72,6 @@ export class Reconciler {
   private running: Promise<void> | undefined;
   private stopped = false;
   private version = 0;
-  /** The intake's index on events, added by the first cycle (again after a failure). */
-  private intakeIndex: Promise<void> | undefined;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.decimals = decimalsWith(deps.assetDecimals);
@@ -139,11 +135,7 @@ export class Reconciler {
       const intakeDue = !busy || now - this.tookInAt >= BUSY_INTAKE_MS;
       if (intakeDue && (await leases.hold(RECORDS_CURSOR))) {
         this.tookInAt = now;
-        await (this.intakeIndex ??= ensureIntakeIndex(this.deps.events).catch((err: unknown) => {
-          this.intakeIndex = undefined;
-          throw err;
-        }));
-        await takeIn({ db: this.deps.db, events: this.deps.events, networks: new Set(this.networks.map((n) => n.name)), decimalsOf: (teamId, asset) => this.decimalsOf(teamId, asset), oldestUnloaded: this.deps.oldestUnloaded, commitMarginMs: this.deps.commitMarginMs }, now, budget);
+        await takeIn({ db: this.deps.db, events: this.deps.events, networks: new Set(this.networks.map((n) => n.name)), decimalsOf: (teamId, asset) => this.decimalsOf(teamId, asset), loadFrontier: this.deps.loadFrontier }, now, budget);
       }
     } catch (err) {
       logger.error({ err }, 'settlements: taking in new records failed; trying again next cycle');

@@ -11,7 +11,7 @@ import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { hardhat } from 'viem/chains';
 import { loadConfig } from '../../src/config.js';
 import type { ChainsConfig } from '../../src/config-types.js';
-import { sharedBacklog } from '../../src/ingest/shared-freshness.js';
+import { SharedLoadFrontier } from '../../src/ingest/shared-freshness.js';
 import { soleLeases, type Leases } from '../../src/settlements/leases.js';
 import { Reconciler } from '../../src/settlements/reconciler.js';
 import { DEV_KEYS, NETWORK } from '../../scripts/x402-stack/chain.js';
@@ -101,6 +101,9 @@ export function testReconciler(rpcUrl: string, options: { graceS?: number; lease
   const env = testEnv();
   const chains = testChains(rpcUrl, options.graceS);
   const { deps } = env;
+  // The shared log's positions count once taken a margin ago: a short one here.
+  const shared = new SharedLoadFrontier(deps.db, 300);
+  const frontier = async (now: number) => (env.dialect === 'postgres' ? shared.through(now) : deps.ingest.freshness.loadFrontier(now));
   return new Reconciler({
     chains,
     assetDecimals: env.config.ingest.assetDecimals,
@@ -111,9 +114,8 @@ export function testReconciler(rpcUrl: string, options: { graceS?: number; lease
     leases: options.leases ?? soleLeases,
     logger: deps.logger,
     metrics: deps.metrics,
-    oldestUnloaded: env.dialect === 'postgres' ? async () => (await sharedBacklog(deps.db)).oldestCommittedAt : async () => deps.ingest.freshness.backlog().oldestCommittedAt,
+    loadFrontier: async (now) => frontier(now),
     backoffMs: [20, 20],
-    commitMarginMs: 300,
     // The test process's own loop is busy with the tests: the verifier never yields here.
     busyAbove: 2,
   });
