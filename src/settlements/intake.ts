@@ -53,18 +53,17 @@ export interface IntakeDeps {
 /** How much one call takes in: pages of rows. */
 export interface IntakeBudget {
   pages: number;
+  /** Rows of a page at most; a page covers as many log positions (one per record), so what a query reads stays bounded. */
   pageRows: number;
-  /** Log positions one query covers at most: what it scans stays bounded however far behind the cursor is. */
-  window: number;
 }
 
 /** Takes in what was loaded since the cursor; returns how many records were new. */
-export async function takeIn(deps: IntakeDeps, now = Date.now(), budget: IntakeBudget = { pages: 20, pageRows: 5_000, window: 1_000_000 }): Promise<number> {
+export async function takeIn(deps: IntakeDeps, now = Date.now(), budget: IntakeBudget = { pages: 20, pageRows: 5_000 }): Promise<number> {
   const frontier = await deps.loadFrontier(now);
   let cursor = (await readCursor(deps.db, RECORDS_POS_CURSOR)) ?? 0;
   let added = 0;
   for (let page = 0; page < budget.pages && cursor < frontier.pos; page++) {
-    const to = Math.min(cursor + budget.window, frontier.pos);
+    const to = Math.min(cursor + budget.pageRows, frontier.pos);
     const rows = await deps.events.query<RecordRow>(
       `SELECT team_id, id, agent_id, network, lower(assumeNotNull(tx_hash)) AS tx_hash, asset, toString(amount) AS amount, amount_raw,
               payer_address, payee_address, toString(toUnixTimestamp64Milli(event_time)) AS event_ms,

@@ -55,10 +55,10 @@ interface Network {
 /** Event loop utilisation above which the service counts as busy: the verifier then takes a small share. */
 const BUSY = 0.5;
 /** What one cycle does at most, idle and busy: intake pages of rows, check rounds of settlements. */
-const FULL = { pages: 20, pageRows: 5_000, window: 1_000_000, rounds: 20, round: ROUND };
-const YIELDING = { pages: 1, pageRows: 2_500, window: 250_000, rounds: 1, round: 100 };
-/** While busy, records are taken in at most this often: each intake scans the newest parts of events, whatever it takes. */
-const BUSY_INTAKE_MS = 10_000;
+const FULL = { pages: 20, pageRows: 5_000, rounds: 20, round: ROUND };
+const YIELDING = { pages: 1, pageRows: 500, rounds: 1, round: 50 };
+/** While busy, records are taken in and checked at most this often: a share of the CPU that ingest at full speed does not feel. */
+const BUSY_EVERY_MS = 10_000;
 /** The status counts of /metrics are read at most this often (a count over every settlement). */
 const OBSERVE_MS = 15_000;
 
@@ -67,6 +67,7 @@ export class Reconciler {
   private elu = performance.eventLoopUtilization();
   private observedAt = 0;
   private tookInAt = 0;
+  private checkedAt = 0;
   private readonly decimals: DecimalsOf;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -132,7 +133,7 @@ export class Reconciler {
     this.elu = performance.eventLoopUtilization();
     const budget = busy ? YIELDING : FULL;
     try {
-      const intakeDue = !busy || now - this.tookInAt >= BUSY_INTAKE_MS;
+      const intakeDue = !busy || now - this.tookInAt >= BUSY_EVERY_MS;
       if (intakeDue && (await leases.hold(RECORDS_CURSOR))) {
         this.tookInAt = now;
         await takeIn({ db: this.deps.db, events: this.deps.events, networks: new Set(this.networks.map((n) => n.name)), decimalsOf: (teamId, asset) => this.decimalsOf(teamId, asset), loadFrontier: this.deps.loadFrontier }, now, budget);
@@ -140,7 +141,10 @@ export class Reconciler {
     } catch (err) {
       logger.error({ err }, 'settlements: taking in new records failed; trying again next cycle');
     }
+    const checksDue = !busy || now - this.checkedAt >= BUSY_EVERY_MS;
+    if (checksDue) this.checkedAt = now;
     for (const network of this.networks) {
+      if (!checksDue) break;
       try {
         if (!(await leases.hold(network.name))) continue;
         await this.verify(network, now, budget);
@@ -155,7 +159,7 @@ export class Reconciler {
         network.down = String(err);
       }
     }
-    await this.mirror();
+    if (checksDue) await this.mirror();
     await this.observe(now);
   }
 
