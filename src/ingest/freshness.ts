@@ -22,18 +22,19 @@ interface Waiter {
   resolve: () => void;
 }
 
-/**
- * "Has the loader passed position P?": the log tells it what each team committed, the loader what
- * ClickHouse has. A read waits until the loader has passed the team's last acknowledged record,
- * so it sees everything acknowledged before it began; a waiting read makes the loader go at once.
- */
 /** Positions and time up to which every record of the log is in ClickHouse (see Freshness.loadFrontier). */
 export interface LoadFrontier {
+  /** Every record at or below this log position is in ClickHouse, and none can still come below it. */
   pos: number;
   /** Unix ms: every record committed before it is at or below `pos`. */
   at: number;
 }
 
+/**
+ * "Has the loader passed position P?": the log tells it what each team committed, the loader what
+ * ClickHouse has. A read waits until the loader has passed the team's last acknowledged record,
+ * so it sees everything acknowledged before it began; a waiting read makes the loader go at once.
+ */
 export class Freshness {
   private readonly committedByTeam = new Map<string, number>();
   /** Unloaded chunks in position order (summaries only; bodies stay in SQLite). */

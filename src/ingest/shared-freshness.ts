@@ -23,9 +23,8 @@ export class SharedFreshness {
   constructor(
     private readonly db: Database,
     private readonly refreshMs = 500,
-    marginMs?: number,
   ) {
-    this.frontier = new SharedLoadFrontier(db, marginMs);
+    this.frontier = new SharedLoadFrontier(db);
   }
 
   /** Starts refreshing the backlog. */

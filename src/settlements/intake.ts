@@ -6,6 +6,7 @@
  */
 import { amountToUnits } from '../domain/settlement.js';
 import { isEvmAddress, tokenContract } from '../domain/tokens.js';
+import type { LoadFrontier } from '../ingest/freshness.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Database } from '../stores/sql.js';
 import { insertSettlements, readCursor, writeCursor, type NewSettlement, type ReportedFields } from './repository.js';
@@ -31,14 +32,6 @@ interface RecordRow {
   pos: string;
 }
 
-/** How far the loader has surely stored the log (src/ingest/freshness.ts, LoadFrontier). */
-export interface IntakeFrontier {
-  /** Every record at or below this log position is in ClickHouse, and none can still come below it. */
-  pos: number;
-  /** Unix ms: every record committed before it is at or below `pos`. */
-  at: number;
-}
-
 export interface IntakeDeps {
   db: Database;
   events: EventStore;
@@ -47,7 +40,7 @@ export interface IntakeDeps {
   /** A team's decimals of an asset (its rates, ASSET_DECIMALS, the built-in table). */
   decimalsOf(teamId: string, asset: string): Promise<number | undefined>;
   /** The loader's frontier now. */
-  loadFrontier(now: number): Promise<IntakeFrontier>;
+  loadFrontier(now: number): Promise<LoadFrontier>;
 }
 
 /** How much one call takes in: pages of rows. */

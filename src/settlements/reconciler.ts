@@ -12,11 +12,12 @@ import { isEvmAddress, TOKEN_CONTRACTS } from '../domain/tokens.js';
 import type { ChainsConfig } from '../config-types.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { PolicyRevisions } from '../policies/revisions.js';
+import type { LoadFrontier } from '../ingest/freshness.js';
 import type { RateBooks } from '../rates/books.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { Database } from '../stores/sql.js';
 import { raiseSettlementAlert, suspendForUnreported } from './alerts.js';
-import { RECORDS_CURSOR, takeIn, type IntakeFrontier } from './intake.js';
+import { RECORDS_CURSOR, takeIn } from './intake.js';
 import type { Leases } from './leases.js';
 import { markMirrored, oldestPending, readCursor, statusCounts, unmirrored, type Settlement } from './repository.js';
 import { JsonRpc, RpcUnavailable } from './rpc.js';
@@ -35,7 +36,7 @@ export interface ReconcilerDeps {
   logger: Logger;
   metrics?: Metrics;
   /** How far the loader has surely stored the ingest log (src/ingest/freshness.ts, LoadFrontier). */
-  loadFrontier(now: number): Promise<IntakeFrontier>;
+  loadFrontier(now: number): Promise<LoadFrontier>;
   fetch?: typeof fetch;
   /** Pauses between tries of a failing node (tests shorten them). */
   backoffMs?: readonly number[];
@@ -143,8 +144,7 @@ export class Reconciler {
     }
     const checksDue = !busy || now - this.checkedAt >= BUSY_EVERY_MS;
     if (checksDue) this.checkedAt = now;
-    for (const network of this.networks) {
-      if (!checksDue) break;
+    for (const network of checksDue ? this.networks : []) {
       try {
         if (!(await leases.hold(network.name))) continue;
         await this.verify(network, now, budget);
