@@ -10,7 +10,7 @@ import { PolicyRevisions, type PolicyRouteDeps } from './policies/revisions.js';
 import { keyDirectory } from './teams/repository.js';
 import type { EventStore } from './stores/clickhouse.js';
 import type { SchemaRegistry } from './http/validation.js';
-import { freshReads } from './ingest/freshness.js';
+import { freshReads, freshReadsIn } from './ingest/freshness.js';
 import { startIngestPipeline, startSharedIngestPipeline } from './ingest/pipeline.js';
 import { RateLimiter, sharedRateLedger } from './limits/rate-limiter.js';
 import { Metrics } from './metrics/metrics.js';
@@ -73,6 +73,7 @@ export async function assembleDeps(
       ? startIngestPipeline({ config, registry: stores.registry, events, loaderEvents, schemas, logger, metrics, policyRevisions, rates })
       : await startSharedIngestPipeline({ config, pool: stores.pool, db, events, loaderEvents, schemas, logger, metrics, policyRevisions, rates });
   const readEvents = freshReads(events, ingest.freshness, config.ingest.readWaitMs);
+  const readEventsIn = freshReadsIn(events, ingest.freshness, config.ingest.readWaitMs);
   const webhooks = new Dispatcher(db, secrets, config.webhooks, logger, { publicUrl: config.publicUrl, ...dispatcher });
   webhooks.start();
   const thresholdSweep = startThresholdSweep(db, logger);
@@ -96,7 +97,7 @@ export async function assembleDeps(
     loadFrontier: async (now) => ingest.freshness.loadFrontier(now),
   });
   reconciler?.start();
-  return { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, metrics, secrets, keys, policyRevisions, decisionWaiters, webhooks, thresholdSweep, approvalSweep, clickhouseHttp, rateLimiter, rates, reconciler };
+  return { config, db, events, loaderEvents, logger, schemas, ingest, readEvents, readEventsIn, metrics, secrets, keys, policyRevisions, decisionWaiters, webhooks, thresholdSweep, approvalSweep, clickhouseHttp, rateLimiter, rates, reconciler };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { ApiError } from '../http/errors.js';
-import { defineRoute, type RouteSpec } from '../http/routes.js';
+import { defineRoute, type RouteDeps, type RouteSpec } from '../http/routes.js';
+import type { EventStore } from '../stores/clickhouse.js';
 import { isTimeZone, parseQueryTime } from '../http/validation.js';
 import type { Dimension, Granularity, TimeRange } from './queries.js';
 import { breakdownReport, defaultGranularity, summaryReport, timeseriesReport } from './reports.js';
@@ -36,7 +37,19 @@ const RANGE_DOC =
   'exact to the millisecond: whole UTC days and hours come from the rollups, the ragged ends from the raw events. ' +
   '`agent` keeps one agent\'s records (read from the raw events). `spend` adds amounts of every asset as they are; ' +
   '`value` is the sum of the records\' values in the team\'s currency (`currency`), and `unvalued` counts the records ' +
-  'it leaves out (no rate valued them, or they were valued in a currency the team had before).';
+  'it leaves out (no rate valued them, or they were valued in a currency the team had before). A read waits only ' +
+  'while records it counts (of event times in the range) are still being loaded, and then says so in `Server-Timing` ' +
+  '(`loader;dur=<ms>`).';
+
+/**
+ * The read session once the team's records of event times in `times` are loaded, and the header
+ * saying how long the read waited for them, when it did.
+ */
+async function freshRead(deps: RouteDeps, teamId: string, times: TimeRange): Promise<{ events: EventStore; headers?: Record<string, string> }> {
+  const { events, waitedMs } = await deps.readEventsIn(teamId, times);
+  if (waitedMs === 0) return { events };
+  return { events, headers: { 'Server-Timing': `loader;dur=${waitedMs.toFixed(1)};desc="waited for acknowledged records to load"` } };
+}
 
 /** The team's currency: what analytics answer values in. */
 async function teamCurrency(db: Sql, teamId: string): Promise<string> {
@@ -53,8 +66,11 @@ export const analyticsSummary = defineRoute<unknown, RangeQuery>({
   query: 'analytics-query.json',
   responses: { 200: { description: 'The summary', schema: 'analytics-summary.json' } },
   async handler({ query, team, deps }) {
+    const range = parseRange(query);
     const currency = await teamCurrency(deps.db, team.teamId);
-    return { body: await summaryReport(await deps.readEvents(team.teamId), team.teamId, parseRange(query), query.limit ?? DEFAULT_LIMIT, query.agent, currency) };
+    // The previous period of equal length counts too.
+    const { events, headers } = await freshRead(deps, team.teamId, { from: range.from - (range.to - range.from), to: range.to });
+    return { body: await summaryReport(events, team.teamId, range, query.limit ?? DEFAULT_LIMIT, query.agent, currency), headers };
   },
 });
 
@@ -78,7 +94,8 @@ export const analyticsTimeseries = defineRoute<unknown, RangeQuery & { granulari
       throw invalid('granularity', `would yield more than ${MAX_BUCKETS} buckets for this range; choose a larger one`);
     }
     const currency = await teamCurrency(deps.db, team.teamId);
-    return { body: await timeseriesReport(await deps.readEvents(team.teamId), team.teamId, range, granularity, tz, query.agent, currency) };
+    const { events, headers } = await freshRead(deps, team.teamId, range);
+    return { body: await timeseriesReport(events, team.teamId, range, granularity, tz, query.agent, currency), headers };
   },
 });
 
@@ -94,8 +111,10 @@ function breakdownRoute(path: string, operationId: string, summary: string, dime
     responses: { 200: { description: 'Spend per key', schema: 'spend-breakdown.json' } },
     async handler({ query, team, deps }) {
       const by: Dimension = dimension === 'domain-or-url' ? (query.level === 'url' ? 'url' : 'domain') : dimension;
+      const range = parseRange(query);
       const currency = await teamCurrency(deps.db, team.teamId);
-      return { body: await breakdownReport(await deps.readEvents(team.teamId), team.teamId, parseRange(query), by, query.limit ?? DEFAULT_LIMIT, query.agent, currency) };
+      const { events, headers } = await freshRead(deps, team.teamId, range);
+      return { body: await breakdownReport(events, team.teamId, range, by, query.limit ?? DEFAULT_LIMIT, query.agent, currency), headers };
     },
   });
 }

@@ -2,6 +2,12 @@ const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
+/** Event times a read counts, Unix ms: from inclusive, to exclusive. */
+export interface TimeWindow {
+  from: number;
+  to: number;
+}
+
 /** A calendar window [start, end) in Unix ms. */
 export interface Window {
   start: number;
@@ -26,7 +32,7 @@ export function utcDay(t: number): Window {
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
 /** Offset of `zone` from UTC at instant t, in ms (local = t + offset). */
-function offsetAt(zone: string, t: number): number {
+export function offsetAt(zone: string, t: number): number {
   let format = formatters.get(zone);
   if (!format) {
     format = new Intl.DateTimeFormat('en-US', {

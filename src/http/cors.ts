@@ -6,7 +6,7 @@ import type { RequestHandler } from 'express';
  * browser-based MCP clients send it on every request to /mcp after the first.
  */
 const ALLOWED_HEADERS = 'Authorization, Content-Type, X-Request-Id, Mcp-Protocol-Version';
-const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, Location, Allow';
+const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, Location, Allow, Server-Timing';
 
 /** Adds Origin to Vary (the answer differs by origin), keeping what is there. */
 function varyOnOrigin(res: ServerResponse): void {

@@ -8,6 +8,7 @@ import type { EventStore } from '../stores/clickhouse.js';
 import type { SecretBox } from '../stores/secrets.js';
 import type { Database } from '../stores/sql.js';
 import type { KeyOwner, Scope } from '../domain/keys.js';
+import type { TimeWindow } from '../domain/windows.js';
 import { limitOperatorRequests, limitRecords, limitRequests, precheckRecords } from '../limits/http.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import { authenticate, requireScope, type KeyDirectory } from './auth.js';
@@ -39,6 +40,11 @@ export interface RouteDeps {
    * acknowledged when the read began (503 when the loader cannot get there in time).
    */
   readEvents(teamId: string): Promise<EventStore>;
+  /**
+   * readEvents for a read that counts only records of event times in `times`: it waits only while
+   * such records are unloaded, and says how long it waited (analytics answer it in Server-Timing).
+   */
+  readEventsIn(teamId: string, times: TimeWindow): Promise<{ events: EventStore; waitedMs: number }>;
   /** Prometheus series (GET /metrics). */
   metrics: Metrics;
   /** Seals and opens the secrets the registry holds (webhook URLs and signing secrets). */

@@ -1,6 +1,9 @@
 import { Backpressure } from '../domain/errors.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import type { LogChunk } from './log.js';
+import type { TimeWindow } from '../domain/windows.js';
+
+export type { TimeWindow };
 
 /** The unloaded part of the log: what back-pressure and /healthz look at. */
 export interface Backlog {
@@ -130,6 +133,23 @@ export class Freshness {
     return this.waitFor(this.committedByTeam.get(teamId) ?? 0, timeoutMs);
   }
 
+  /**
+   * The last position a read of the team's records must wait for: with `times`, of the chunks
+   * holding records of event times in it (a chunk of unknown times counts); 0 when none.
+   */
+  private awaitedBy(teamId: string, times: TimeWindow | undefined): number {
+    if (!times) return this.committedByTeam.get(teamId) ?? 0;
+    let pos = 0;
+    for (let i = this.head; i < this.unloaded.length; i++) {
+      const chunk = this.unloaded[i]!;
+      if (chunk.teamId !== teamId) continue;
+      const known = chunk.eventTimes;
+      if (known && (known.last < times.from || known.first >= times.to)) continue;
+      pos = chunk.lastPos;
+    }
+    return pos;
+  }
+
   /** Resolves true once the loader has passed `pos`, false after `timeoutMs`. */
   waitFor(pos: number, timeoutMs: number): Promise<boolean> {
     if (pos <= this.loadedPos) return Promise.resolve(true);
@@ -151,12 +171,16 @@ export class Freshness {
   }
 
   /**
-   * For a read: resolves once the team's acknowledged records are in ClickHouse; a 503 with
+   * For a read: resolves once the team's acknowledged records (with `times`, those of event times
+   * in it) are in ClickHouse, with the milliseconds that took (0: nothing to wait for); a 503 with
    * Retry-After when the loader cannot get there in time (ClickHouse down or far behind).
    */
-  async caughtUp(teamId: string, timeoutMs: number): Promise<void> {
-    if (await this.waitForTeam(teamId, timeoutMs)) return;
-    throw behind(this.rows);
+  async caughtUp(teamId: string, timeoutMs: number, times?: TimeWindow): Promise<number> {
+    const pos = this.awaitedBy(teamId, times);
+    if (pos <= this.loadedPos) return 0;
+    const started = performance.now();
+    if (!(await this.waitFor(pos, timeoutMs))) throw behind(this.rows);
+    return performance.now() - started;
   }
 }
 
@@ -171,4 +195,18 @@ export function freshReads(events: EventStore, freshness: Pick<Freshness, 'caugh
     await freshness.caughtUp(teamId, waitMs);
     return events;
   };
+}
+
+/** A read session that holds what a read counts, and how long the read waited for the loader (0: not at all). */
+export interface FreshEvents {
+  events: EventStore;
+  waitedMs: number;
+}
+
+/**
+ * `AppDeps.readEventsIn`: the read session, once the team's acknowledged records of event times in
+ * `times` are loaded; records of other times do not hold the read up.
+ */
+export function freshReadsIn(events: EventStore, freshness: { caughtUp(teamId: string, timeoutMs: number, times?: TimeWindow): Promise<number> }, waitMs: number) {
+  return async (teamId: string, times: TimeWindow): Promise<FreshEvents> => ({ events, waitedMs: await freshness.caughtUp(teamId, waitMs, times) });
 }

@@ -28,6 +28,11 @@ export interface LogChunk {
   committedAt: number;
   format: LogFormat;
   /**
+   * The earliest and latest event time of its records (Unix ms), when known (chunks committed by
+   * this process): a read of other times need not wait for the chunk to load.
+   */
+  eventTimes?: { first: number; last: number };
+  /**
    * The chunk's bytes, kept in memory from its commit until it is loaded, while Freshness has room
    * for them (the SQLite log): the loader takes a block from here instead of reading it back.
    */
@@ -381,6 +386,7 @@ export class IngestLog implements GroupLog {
     const body = rowBinaryOf(rows, this.nextPos);
     const chunk = this.append(teamId, LOG_FORMAT, body, rows.length, now);
     chunk.body = Buffer.from(body);
+    chunk.eventTimes = eventTimesOf(rows);
     return [chunk];
   }
 
@@ -403,4 +409,15 @@ export class IngestLog implements GroupLog {
     this.nextPos = endPos;
     this.index.rolledBack();
   }
+}
+
+/** The earliest and latest event time of rows (at least one). */
+export function eventTimesOf(rows: readonly EventRow[]): { first: number; last: number } {
+  let first = Infinity;
+  let last = -Infinity;
+  for (const row of rows) {
+    if (row.event_time < first) first = row.event_time;
+    if (row.event_time > last) last = row.event_time;
+  }
+  return { first, last };
 }

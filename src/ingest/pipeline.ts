@@ -10,7 +10,7 @@ import { postgresOnly, type Database } from '../stores/sql.js';
 import { walSyncer, type Registry } from '../stores/sqlite.js';
 import { SyncThread } from '../stores/sync-thread.js';
 import type { PolicyRevisions } from '../policies/revisions.js';
-import { Freshness, type Backlog, type LoadFrontier } from './freshness.js';
+import { Freshness, type Backlog, type LoadFrontier, type TimeWindow } from './freshness.js';
 import { GroupCommit, sharedCommits, sqliteCommits } from './group-commit.js';
 import { decimalsWith } from '../domain/assets.js';
 import { Ingestor } from './ingestor.js';
@@ -30,8 +30,8 @@ export interface IngestPath {
   freshness: {
     /** What is not in ClickHouse yet (the bound of GroupCommit.write; GET /healthz). */
     backlog(): Backlog;
-    /** For a read: resolves once the team's acknowledged records are in ClickHouse; a 503 otherwise. */
-    caughtUp(teamId: string, timeoutMs: number): Promise<void>;
+    /** For a read: resolves once the team's acknowledged records (of event times in `times`, if given) are in ClickHouse, with the ms waited; a 503 otherwise. */
+    caughtUp(teamId: string, timeoutMs: number, times?: TimeWindow): Promise<number>;
     /** How far ClickHouse surely holds the log (the settlement verifier's intake reads up to it). */
     loadFrontier(now?: number): LoadFrontier | Promise<LoadFrontier>;
   };

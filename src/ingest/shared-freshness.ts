@@ -55,21 +55,32 @@ export class SharedFreshness {
   /** Nothing to track here: the chunks are in the shared store, which the loader reads. */
   committed(_chunks: readonly LogChunk[]): void {}
 
-  /** For a read (IngestPath.freshness): the team's acknowledged records in ClickHouse, or a 503. */
-  async caughtUp(teamId: string, timeoutMs: number): Promise<void> {
-    if (await this.waitFor(teamId, timeoutMs)) return;
-    throw behind(this.last.rows);
+  /**
+   * For a read (IngestPath.freshness): the team's acknowledged records in ClickHouse, with the
+   * milliseconds that took, or a 503. The shared log keeps no event times per chunk: a read of any
+   * times waits for all of them.
+   */
+  async caughtUp(teamId: string, timeoutMs: number): Promise<number> {
+    const started = performance.now();
+    const waited = await this.waitUntilLoaded(teamId, timeoutMs);
+    if (waited === false) throw behind(this.last.rows);
+    return waited === 'nothing' ? 0 : performance.now() - started;
   }
 
   /** True once every chunk visible now (committed before, on any instance) is loaded; false after `timeoutMs`. */
   async waitFor(teamId: string | undefined, timeoutMs: number): Promise<boolean> {
+    return (await this.waitUntilLoaded(teamId, timeoutMs)) !== false;
+  }
+
+  /** waitFor, and 'nothing' when no chunk was unloaded. */
+  private async waitUntilLoaded(teamId: string | undefined, timeoutMs: number): Promise<boolean | 'nothing'> {
     const until = Date.now() + timeoutMs;
     const latest = await this.db.get<{ pos: number | null }>(
       teamId === undefined ? postgresOnly('SELECT max(first_pos) AS pos FROM ingest_chunks') : postgresOnly('SELECT max(first_pos) AS pos FROM ingest_chunks WHERE team_id = $1'),
       teamId === undefined ? [] : [teamId],
     );
     const pos = latest?.pos;
-    if (pos === null || pos === undefined) return true;
+    if (pos === null || pos === undefined) return 'nothing';
     await this.db.run(postgresOnly(`SELECT pg_notify('${LOADER_CHANNEL}', '')`));
     for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
       const left = await this.db.get(
