@@ -1,6 +1,7 @@
 import BigNumber from 'bignumber.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import { DEFAULT_CURRENCY } from '../domain/currencies.js';
+import { offsetAt } from '../domain/windows.js';
 import { DIMENSION_COLUMN, UNPRICED_CONDITION, type Dimension } from './rollups.js';
 
 export type { Dimension };
@@ -126,27 +127,20 @@ export interface SpendTotals {
   unvalued: number;
 }
 
-/**
- * Each source's value columns, in the asked currency only (values never add across currencies):
- * `worth` and `worth_count` (aliases that shadow no column).
- */
-function valueColumns(level: Level | 'raw', currency: string): string {
-  if (level === 'raw') {
-    return `if(currency = ${currency} AND value IS NOT NULL, toDecimal256(value, 18), toDecimal256(0, 18)) AS worth, toUInt64(currency = ${currency} AND value IS NOT NULL) AS worth_count`;
-  }
-  return `if(currency = ${currency}, value, toDecimal256(0, 18)) AS worth, if(currency = ${currency}, valued, toUInt64(0)) AS worth_count`;
-}
-
 export interface PeriodSpend {
   totals: SpendTotals;
   /** Per requested dimension: the top keys by spend (ties by key) and how many keys there are. */
   by: Partial<Record<Dimension, { rows: SpendRow[]; keys: number }>>;
 }
 
+/** The columns every branch of a by-dimension query gives, summed per (previous, dimension, key, currency). */
+const BRANCH_SUMS = 'sum(spend) AS s, sum(events) AS n, max(max_amount) AS m, sum(value) AS v, sum(valued) AS vn';
+
 /**
  * Spend of a range (and, when asked, of the period of equal length before it) by each requested
- * dimension, with totals, in one query: rollup rows of every level and the raw edges as one union,
- * grouped and ranked in ClickHouse. One query because the embedded engine runs one at a time.
+ * dimension, with totals, in one query: each source (rollup rows of a level, the raw edges) summed
+ * on its own, then the union summed per key and ordered, largest value first. One query, each of
+ * its reads already summed, because the engine's cost is per table read and per row carried on.
  */
 export async function spendByDimensions(
   store: EventStore,
@@ -159,7 +153,6 @@ export async function spendByDimensions(
   const p = new Params();
   const team = p.add(teamId, 'String');
   const currency = p.add(options.currency ?? DEFAULT_CURRENCY, 'String');
-  const periodStart = p.add(range.from, 'Int64');
   // Every event counts once in the outcome dimension: it gives the totals.
   const dims = [...new Set<Dimension>([...dimensions, 'outcome'])];
   // Dimension names are a closed set of our own (never user input): literals.
@@ -173,16 +166,23 @@ export async function spendByDimensions(
     ? joinAdjacent([...splitRange(previousRange, levels), ...splitRange(range, levels)])
     : splitRange(range, levels);
   const agentCondition = options.agent === undefined ? '' : `AND agent_id = ${p.add(options.agent, 'String')}`;
+  const before = (level: Level | 'raw') => {
+    if (!options.previous) return '0';
+    const start = p.dateTime(range.from);
+    if (level === 'day') return `day < toDate(${start})`;
+    if (level === 'hour') return `hour < ${start}`;
+    return `event_time < fromUnixTimestamp64Milli(${p.add(range.from, 'Int64')})`;
+  };
 
   const branches: string[] = [];
   for (const level of ['day', 'hour'] as const) {
     const where = segmentsCondition(segments, level, p);
     if (!where) continue;
-    const at = SOURCE[level].at;
     branches.push(`
-      SELECT toUnixTimestamp(${at}) * 1000 < ${periodStart} AS previous, dimension, key, spend, events, max_amount, ${valueColumns(level, currency)}
+      SELECT ${before(level)} AS previous, dimension, key, currency, ${BRANCH_SUMS}
         FROM ${SOURCE[level].table}
-       WHERE team_id = ${team} AND dimension IN ${dimList} AND ${where}`);
+       WHERE team_id = ${team} AND dimension IN ${dimList} AND ${where}
+       GROUP BY previous, dimension, key, currency`);
   }
   const rawWhere = segmentsCondition(segments, 'raw', p);
   if (rawWhere) {
@@ -191,43 +191,34 @@ export async function spendByDimensions(
       ? `arrayConcat(${pairs}, if(${UNPRICED_CONDITION}, [('unpriced', ${DIMENSION_COLUMN.unpriced})], []))`
       : pairs;
     branches.push(`
-      SELECT toUnixTimestamp64Milli(event_time) < ${periodStart} AS previous, dim.1 AS dimension, dim.2 AS key,
-             toDecimal256(amount, 18) AS spend, toUInt64(1) AS events, amount AS max_amount, ${valueColumns('raw', currency)}
+      SELECT ${before('raw')} AS previous, dim.1 AS dimension, dim.2 AS key, currency, sum(toDecimal256(amount, 18)) AS s, count() AS n,
+             max(amount) AS m, sum(toDecimal256(ifNull(value, 0), 18)) AS v, count(value) AS vn
         FROM events ARRAY JOIN ${dimensionsOfRow} AS dim
-       WHERE team_id = ${team} ${agentCondition} AND ${rawWhere}`);
+       WHERE team_id = ${team} ${agentCondition} AND ${rawWhere}
+       GROUP BY previous, dimension, key, currency`);
   }
   const result = { current: emptyPeriod(dims), ...(options.previous ? { previous: emptyPeriod(dims) } : {}) };
   if (branches.length === 0) return result;
 
-  // Output aliases differ from column names: a ClickHouse alias would shadow the column.
-  const rows = await store.query<{
-    previous: number;
-    dimension: Dimension;
-    key: string;
-    spend_total: string;
-    count: string;
-    max_total: string;
-    keys: string;
-    value_total: string;
-    valued: string;
-  }>(
-    `SELECT previous, dimension, key, spend_total, count, max_total, keys, value_total, valued
-       FROM (SELECT previous, dimension, key, toString(sum(spend)) AS spend_total, sum(events) AS count,
-                    toString(max(max_amount)) AS max_total, toString(sum(worth)) AS value_total, sum(worth_count) AS valued,
-                    count() OVER (PARTITION BY previous, dimension) AS keys,
-                    row_number() OVER (PARTITION BY previous, dimension ORDER BY sum(worth) DESC, sum(spend) DESC, key ASC) AS rank
-               FROM (${branches.join('\n      UNION ALL')})
-              GROUP BY previous, dimension, key)
-      WHERE rank <= ${p.add(limit, 'UInt32')} OR dimension IN ('outcome', 'unpriced')
-      ORDER BY previous, dimension, rank`,
+  // Values never add across currencies: only the asked one's count. Output aliases differ from
+  // column names: a ClickHouse alias would shadow the column.
+  const rows = await store.query<{ previous: number; dimension: Dimension; key: string; spend_total: string; count: string; max_total: string; value_total: string; valued_total: string }>(
+    `SELECT previous, dimension, key, toString(sum(s)) AS spend_total, sum(n) AS count, toString(max(m)) AS max_total,
+            toString(sumIf(v, currency = ${currency})) AS value_total, sumIf(vn, currency = ${currency}) AS valued_total
+       FROM (${branches.join('\n      UNION ALL')})
+      GROUP BY previous, dimension, key
+      ORDER BY previous, dimension, sumIf(v, currency = ${currency}) DESC, sum(s) DESC, key`,
     p.values,
   );
   for (const row of rows) {
     const period = Number(row.previous) ? result.previous! : result.current;
     const by = period.by[row.dimension]!;
-    by.keys = Number(row.keys);
-    by.rows.push({ key: row.key, spend: row.spend_total, value: row.value_total, count: Number(row.count), valued: Number(row.valued) });
-    if (row.dimension === 'outcome') addOutcome(period.totals, row.key, row.spend_total, Number(row.count), row.max_total, row.value_total, Number(row.valued));
+    by.keys += 1;
+    // Outcomes and unpriced assets are few and all counted; other dimensions keep their top keys.
+    if (by.rows.length < limit || row.dimension === 'outcome' || row.dimension === 'unpriced') {
+      by.rows.push({ key: row.key, spend: row.spend_total, value: row.value_total, count: Number(row.count), valued: Number(row.valued_total) });
+    }
+    if (row.dimension === 'outcome') addOutcome(period.totals, row.key, row.spend_total, Number(row.count), row.max_total, row.value_total, Number(row.valued_total));
     if (row.dimension === 'unpriced') period.totals.unpriced += Number(row.count);
   }
   return result;
@@ -278,25 +269,6 @@ export interface TimeBucket {
 }
 
 /**
- * Every bucket start of the range (the one holding `from` first), without data: the buckets of
- * probes every few minutes from `from`, and of the range's last instant, which a probe can miss.
- */
-export async function bucketStarts(store: EventStore, range: TimeRange, granularity: Granularity, tz: string): Promise<number[]> {
-  if (range.to <= range.from) return [];
-  const step = BUCKET_PROBE_SECONDS[granularity];
-  const probes = Math.max(1, Math.ceil((range.to - range.from) / 1000 / step));
-  const rows = await store.query<{ b: string }>(
-    `SELECT DISTINCT toUnixTimestamp(${BUCKET[granularity]}) * 1000 AS b
-       FROM (SELECT toDateTime(arrayJoin(arrayConcat(
-                      arrayFilter(s -> s * 1000 < {to:Int64}, arrayMap(i -> intDiv({from:Int64}, 1000) + i * {step:UInt32}, range({probes:UInt64}))),
-                      [intDiv({to:Int64} - 1, 1000)])), 'UTC') AS t)
-      ORDER BY b`,
-    { from: range.from, to: range.to, step, probes, tz },
-  );
-  return rows.map((r) => Number(r.b));
-}
-
-/**
  * Rollups whose units never straddle a bucket boundary: a unit can be summed into a bucket only
  * if every boundary inside the range falls on a unit start (a zone at +05:30 puts day boundaries
  * on half hours, so its days are summed from minutes).
@@ -306,7 +278,23 @@ function alignedLevels(buckets: readonly number[]): Level[] {
   return (['day', 'hour', 'minute'] as const).filter((level) => boundaries.every((b) => b % UNIT_MS[level] === 0));
 }
 
-/** Spend per bucket over the range, zero-filled, from the coarsest rollups that fit the buckets and the raw edges. */
+/**
+ * The rollups likely aligned with the buckets, from the zone's offsets at the range's ends: a
+ * guess the answer's own bucket starts then check (a zone can change offset in between).
+ */
+function likelyAlignedLevels(range: TimeRange, granularity: Granularity, tz: string): Level[] {
+  if (granularity === 'minute') return ['minute'];
+  const offsets = tz === 'UTC' ? [0] : [offsetAt(tz, range.from), offsetAt(tz, range.to - 1)];
+  if (granularity !== 'hour' && offsets.every((o) => o === 0)) return ['day', 'hour', 'minute'];
+  return offsets.every((o) => o % HOUR === 0) ? ['hour', 'minute'] : ['minute'];
+}
+
+/**
+ * Spend per bucket over the range, zero-filled, from the coarsest rollups that fit the buckets and
+ * the raw edges, in one query: probes every few minutes from `from` (and the range's last instant,
+ * which a probe can miss) name every bucket, data or not. Should the buckets show a rollup that
+ * does not fit (the zone changed offset inside the range), the answer is read again without it.
+ */
 export async function spendTimeseries(
   store: EventStore,
   teamId: string,
@@ -316,13 +304,29 @@ export async function spendTimeseries(
   agent?: string,
   currency = DEFAULT_CURRENCY,
 ): Promise<TimeBucket[]> {
-  const buckets = await bucketStarts(store, range, granularity, tz);
-  if (buckets.length === 0) return [];
+  if (range.to <= range.from) return [];
+  // One agent's spend: the raw events only (the rollups are not per agent and per time at once).
+  const guess = agent === undefined ? likelyAlignedLevels(range, granularity, tz) : [];
+  const buckets = await bucketsOf(store, teamId, range, granularity, tz, guess, agent, currency);
+  const aligned = alignedLevels(buckets.map((b) => b.t));
+  if (guess.every((level) => aligned.includes(level))) return buckets;
+  return bucketsOf(store, teamId, range, granularity, tz, aligned, agent, currency);
+}
+
+async function bucketsOf(
+  store: EventStore,
+  teamId: string,
+  range: TimeRange,
+  granularity: Granularity,
+  tz: string,
+  levels: readonly Level[],
+  agent: string | undefined,
+  currency: string,
+): Promise<TimeBucket[]> {
   const p = new Params();
   const team = p.add(teamId, 'String');
   const valuedIn = p.add(currency, 'String');
-  // One agent's spend: the raw events only (the rollups are not per agent and per time at once).
-  const segments = splitRange(range, agent === undefined ? alignedLevels(buckets) : []);
+  const segments = splitRange(range, levels);
   const agentCondition = agent === undefined ? '' : `AND agent_id = ${p.add(agent, 'String')}`;
   const branches: string[] = [];
   for (const level of ['day', 'hour', 'minute', 'raw'] as const) {
@@ -331,23 +335,36 @@ export async function spendTimeseries(
     const { table, at } = SOURCE[level];
     // The outcome dimension counts every event once: its rows are the totals.
     const outcome = level === 'day' || level === 'hour' ? "AND dimension = 'outcome'" : '';
-    const [spend, events] = level === 'raw' ? ['toDecimal256(amount, 18)', 'toUInt64(1)'] : ['spend', 'events'];
+    // Raw rows summed per minute: bucket boundaries fall on whole minutes in every zone.
+    const [t, sums] =
+      level === 'raw'
+        ? ["toStartOfMinute(toDateTime(event_time, 'UTC'))", 'sum(toDecimal256(amount, 18)) AS s, count() AS n, sum(toDecimal256(ifNull(value, 0), 18)) AS v, count(value) AS vn']
+        : [at, 'sum(spend) AS s, sum(events) AS n, sum(value) AS v, sum(valued) AS vn'];
     branches.push(`
-      SELECT ${at} AS t, ${spend} AS spend, ${events} AS events, ${valueColumns(level, valuedIn)}
+      SELECT ${t} AS t, currency, ${sums}
         FROM ${table}
-       WHERE team_id = ${team} ${outcome} ${agentCondition} AND ${where}`);
+       WHERE team_id = ${team} ${outcome} ${agentCondition} AND ${where}
+       GROUP BY t, currency`);
   }
+  const step = BUCKET_PROBE_SECONDS[granularity];
+  const probes = Math.max(1, Math.ceil((range.to - range.from) / 1000 / step));
+  const from = p.add(range.from, 'Int64');
+  const to = p.add(range.to, 'Int64');
+  branches.push(`
+      SELECT toDateTime(arrayJoin(arrayConcat(
+               arrayFilter(s -> s * 1000 < ${to}, arrayMap(i -> intDiv(${from}, 1000) + i * ${p.add(step, 'UInt32')}, range(${p.add(probes, 'UInt64')}))),
+               [intDiv(${to} - 1, 1000)])), 'UTC') AS t,
+             '' AS currency, toDecimal256(0, 18) AS s, toUInt64(0) AS n, toDecimal256(0, 18) AS v, toUInt64(0) AS vn`);
   const rows = await store.query<{ b: string; spend_total: string; count: string; value_total: string; valued: string }>(
-    `SELECT toUnixTimestamp(${BUCKET[granularity]}) * 1000 AS b, toString(sum(spend)) AS spend_total, sum(events) AS count,
-            toString(sum(worth)) AS value_total, sum(worth_count) AS valued
+    `SELECT toUnixTimestamp(${BUCKET[granularity]}) * 1000 AS b, toString(sum(s)) AS spend_total, sum(n) AS count,
+            toString(sumIf(v, currency = ${valuedIn})) AS value_total, sumIf(vn, currency = ${valuedIn}) AS valued
        FROM (${branches.join('\n      UNION ALL')})
-      GROUP BY b`,
+      GROUP BY b
+      ORDER BY b`,
     { ...p.values, tz },
   );
-  const byBucket = new Map(rows.map((r) => [Number(r.b), r]));
-  return buckets.map((t) => {
-    const row = byBucket.get(t);
-    const count = Number(row?.count ?? 0);
-    return { t, spend: row?.spend_total ?? '0', value: row?.value_total ?? '0', count, unvalued: count - Number(row?.valued ?? 0) };
+  return rows.map((row) => {
+    const count = Number(row.count);
+    return { t: Number(row.b), spend: row.spend_total, value: row.value_total, count, unvalued: count - Number(row.valued) };
   });
 }

@@ -20,6 +20,7 @@ describeOnEachRegistry('timeseries weeks and months in a time zone, across DST c
     ['apr-start-ny', '2026-04-01T04:01:00Z'], // 00:01 on Apr 1 (EDT): April
     ['week-sun', '2026-03-09T03:30:00Z'], // 23:30 on Sunday Mar 8 (EDT): week of Mar 2
     ['week-mon', '2026-03-09T04:30:00Z'], // 00:30 on Monday Mar 9 (EDT): week of Mar 9
+    ['lord-howe', '2026-06-15T13:45:00Z'], // 00:15 on Jun 16 at Lord Howe (+10:30 in winter): Jun 16
   ];
 
   before(async () => {
@@ -68,5 +69,16 @@ describeOnEachRegistry('timeseries weeks and months in a time zone, across DST c
     expect(months.map((b) => b.t)).to.deep.equal(['2026-02-28T23:00:00.000Z', '2026-03-31T22:00:00.000Z']);
     const weeks = await series({ from: at('2026-03-22T23:00:00Z'), to: at('2026-04-05T22:00:00Z'), granularity: 'week', tz: 'Europe/Berlin' });
     expect(weeks.map((b) => b.t)).to.deep.equal(['2026-03-22T23:00:00.000Z', '2026-03-29T22:00:00.000Z']);
+  });
+
+  it('a zone whose offset turns to half hours inside the range: days summed from minutes, not hours', async () => {
+    // Lord Howe Island: +11:00 in summer (both ends of the range), +10:30 in winter (between them):
+    // an hour rollup would put 13:45Z, 15 minutes into Jun 16, in the day before.
+    const buckets = await series({ from: at('2026-03-01T13:00:00Z'), to: at('2026-11-01T13:00:00Z'), granularity: 'day', tz: 'Australia/Lord_Howe' });
+    const june = buckets.filter((b) => b.t.startsWith('2026-06-1'));
+    expect(june.map((b) => [b.t, b.count])).to.deep.include.members([
+      ['2026-06-14T13:30:00.000Z', 0],
+      ['2026-06-15T13:30:00.000Z', 1],
+    ]);
   });
 });
