@@ -200,24 +200,25 @@ export async function spendByDimensions(
   const result = { current: emptyPeriod(dims), ...(options.previous ? { previous: emptyPeriod(dims) } : {}) };
   if (branches.length === 0) return result;
 
-  // Values never add across currencies: only the asked one's count. Output aliases differ from
-  // column names: a ClickHouse alias would shadow the column.
-  const rows = await store.query<{ previous: number; dimension: Dimension; key: string; spend_total: string; count: string; max_total: string; value_total: string; valued_total: string }>(
+  // Values never add across currencies: only the asked one's count. Each dimension keeps its top
+  // keys (a team may have millions of URLs); outcomes and unpriced assets are all kept, each its
+  // own group of LIMIT BY: they make the totals. Output aliases differ from column names: a
+  // ClickHouse alias would shadow the column.
+  const rows = await store.query<{ previous: number; dimension: Dimension; key: string; spend_total: string; count: string; max_total: string; value_total: string; valued_total: string; keys: string }>(
     `SELECT previous, dimension, key, toString(sum(s)) AS spend_total, sum(n) AS count, toString(max(m)) AS max_total,
-            toString(sumIf(v, currency = ${currency})) AS value_total, sumIf(vn, currency = ${currency}) AS valued_total
+            toString(sumIf(v, currency = ${currency})) AS value_total, sumIf(vn, currency = ${currency}) AS valued_total,
+            count() OVER (PARTITION BY previous, dimension) AS keys
        FROM (${branches.join('\n      UNION ALL')})
       GROUP BY previous, dimension, key
-      ORDER BY previous, dimension, sumIf(v, currency = ${currency}) DESC, sum(s) DESC, key`,
+      ORDER BY previous, dimension, sumIf(v, currency = ${currency}) DESC, sum(s) DESC, key
+      LIMIT ${p.add(limit, 'UInt32')} BY previous, dimension, if(dimension IN ('outcome', 'unpriced'), key, '')`,
     p.values,
   );
   for (const row of rows) {
     const period = Number(row.previous) ? result.previous! : result.current;
     const by = period.by[row.dimension]!;
-    by.keys += 1;
-    // Outcomes and unpriced assets are few and all counted; other dimensions keep their top keys.
-    if (by.rows.length < limit || row.dimension === 'outcome' || row.dimension === 'unpriced') {
-      by.rows.push({ key: row.key, spend: row.spend_total, value: row.value_total, count: Number(row.count), valued: Number(row.valued_total) });
-    }
+    by.keys = Number(row.keys);
+    by.rows.push({ key: row.key, spend: row.spend_total, value: row.value_total, count: Number(row.count), valued: Number(row.valued_total) });
     if (row.dimension === 'outcome') addOutcome(period.totals, row.key, row.spend_total, Number(row.count), row.max_total, row.value_total, Number(row.valued_total));
     if (row.dimension === 'unpriced') period.totals.unpriced += Number(row.count);
   }
