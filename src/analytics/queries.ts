@@ -127,20 +127,27 @@ export interface SpendTotals {
   unvalued: number;
 }
 
+/**
+ * Each source's value columns, in the asked currency only (values never add across currencies):
+ * `worth` and `worth_count` (aliases that shadow no column).
+ */
+function valueColumns(level: Level | 'raw', currency: string): string {
+  if (level === 'raw') {
+    return `if(currency = ${currency} AND value IS NOT NULL, toDecimal256(value, 18), toDecimal256(0, 18)) AS worth, toUInt64(currency = ${currency} AND value IS NOT NULL) AS worth_count`;
+  }
+  return `if(currency = ${currency}, value, toDecimal256(0, 18)) AS worth, if(currency = ${currency}, valued, toUInt64(0)) AS worth_count`;
+}
+
 export interface PeriodSpend {
   totals: SpendTotals;
   /** Per requested dimension: the top keys by spend (ties by key) and how many keys there are. */
   by: Partial<Record<Dimension, { rows: SpendRow[]; keys: number }>>;
 }
 
-/** The columns every branch of a by-dimension query gives, summed per (previous, dimension, key, currency). */
-const BRANCH_SUMS = 'sum(spend) AS s, sum(events) AS n, max(max_amount) AS m, sum(value) AS v, sum(valued) AS vn';
-
 /**
  * Spend of a range (and, when asked, of the period of equal length before it) by each requested
- * dimension, with totals, in one query: each source (rollup rows of a level, the raw edges) summed
- * on its own, then the union summed per key and ordered, largest value first. One query, each of
- * its reads already summed, because the engine's cost is per table read and per row carried on.
+ * dimension, with totals, in one query: rollup rows of every level and the raw edges as one union,
+ * grouped and ranked in ClickHouse. One query because the embedded engine runs one at a time.
  */
 export async function spendByDimensions(
   store: EventStore,
@@ -153,6 +160,7 @@ export async function spendByDimensions(
   const p = new Params();
   const team = p.add(teamId, 'String');
   const currency = p.add(options.currency ?? DEFAULT_CURRENCY, 'String');
+  const periodStart = p.add(range.from, 'Int64');
   // Every event counts once in the outcome dimension: it gives the totals.
   const dims = [...new Set<Dimension>([...dimensions, 'outcome'])];
   // Dimension names are a closed set of our own (never user input): literals.
@@ -166,23 +174,16 @@ export async function spendByDimensions(
     ? joinAdjacent([...splitRange(previousRange, levels), ...splitRange(range, levels)])
     : splitRange(range, levels);
   const agentCondition = options.agent === undefined ? '' : `AND agent_id = ${p.add(options.agent, 'String')}`;
-  const before = (level: Level | 'raw') => {
-    if (!options.previous) return '0';
-    const start = p.dateTime(range.from);
-    if (level === 'day') return `day < toDate(${start})`;
-    if (level === 'hour') return `hour < ${start}`;
-    return `event_time < fromUnixTimestamp64Milli(${p.add(range.from, 'Int64')})`;
-  };
 
   const branches: string[] = [];
   for (const level of ['day', 'hour'] as const) {
     const where = segmentsCondition(segments, level, p);
     if (!where) continue;
+    const at = SOURCE[level].at;
     branches.push(`
-      SELECT ${before(level)} AS previous, dimension, key, currency, ${BRANCH_SUMS}
+      SELECT toUnixTimestamp(${at}) * 1000 < ${periodStart} AS previous, dimension, key, spend, events, max_amount, ${valueColumns(level, currency)}
         FROM ${SOURCE[level].table}
-       WHERE team_id = ${team} AND dimension IN ${dimList} AND ${where}
-       GROUP BY previous, dimension, key, currency`);
+       WHERE team_id = ${team} AND dimension IN ${dimList} AND ${where}`);
   }
   const rawWhere = segmentsCondition(segments, 'raw', p);
   if (rawWhere) {
@@ -191,35 +192,43 @@ export async function spendByDimensions(
       ? `arrayConcat(${pairs}, if(${UNPRICED_CONDITION}, [('unpriced', ${DIMENSION_COLUMN.unpriced})], []))`
       : pairs;
     branches.push(`
-      SELECT ${before('raw')} AS previous, dim.1 AS dimension, dim.2 AS key, currency, sum(toDecimal256(amount, 18)) AS s, count() AS n,
-             max(amount) AS m, sum(toDecimal256(ifNull(value, 0), 18)) AS v, count(value) AS vn
+      SELECT toUnixTimestamp64Milli(event_time) < ${periodStart} AS previous, dim.1 AS dimension, dim.2 AS key,
+             toDecimal256(amount, 18) AS spend, toUInt64(1) AS events, amount AS max_amount, ${valueColumns('raw', currency)}
         FROM events ARRAY JOIN ${dimensionsOfRow} AS dim
-       WHERE team_id = ${team} ${agentCondition} AND ${rawWhere}
-       GROUP BY previous, dimension, key, currency`);
+       WHERE team_id = ${team} ${agentCondition} AND ${rawWhere}`);
   }
   const result = { current: emptyPeriod(dims), ...(options.previous ? { previous: emptyPeriod(dims) } : {}) };
   if (branches.length === 0) return result;
 
-  // Values never add across currencies: only the asked one's count. Each dimension keeps its top
-  // keys (a team may have millions of URLs); outcomes and unpriced assets are all kept, each its
-  // own group of LIMIT BY: they make the totals. Output aliases differ from column names: a
-  // ClickHouse alias would shadow the column.
-  const rows = await store.query<{ previous: number; dimension: Dimension; key: string; spend_total: string; count: string; max_total: string; value_total: string; valued_total: string; keys: string }>(
-    `SELECT previous, dimension, key, toString(sum(s)) AS spend_total, sum(n) AS count, toString(max(m)) AS max_total,
-            toString(sumIf(v, currency = ${currency})) AS value_total, sumIf(vn, currency = ${currency}) AS valued_total,
-            count() OVER (PARTITION BY previous, dimension) AS keys
-       FROM (${branches.join('\n      UNION ALL')})
-      GROUP BY previous, dimension, key
-      ORDER BY previous, dimension, sumIf(v, currency = ${currency}) DESC, sum(s) DESC, key
-      LIMIT ${p.add(limit, 'UInt32')} BY previous, dimension, if(dimension IN ('outcome', 'unpriced'), key, '')`,
+  // Output aliases differ from column names: a ClickHouse alias would shadow the column.
+  const rows = await store.query<{
+    previous: number;
+    dimension: Dimension;
+    key: string;
+    spend_total: string;
+    count: string;
+    max_total: string;
+    keys: string;
+    value_total: string;
+    valued: string;
+  }>(
+    `SELECT previous, dimension, key, spend_total, count, max_total, keys, value_total, valued
+       FROM (SELECT previous, dimension, key, toString(sum(spend)) AS spend_total, sum(events) AS count,
+                    toString(max(max_amount)) AS max_total, toString(sum(worth)) AS value_total, sum(worth_count) AS valued,
+                    count() OVER (PARTITION BY previous, dimension) AS keys,
+                    row_number() OVER (PARTITION BY previous, dimension ORDER BY sum(worth) DESC, sum(spend) DESC, key ASC) AS rank
+               FROM (${branches.join('\n      UNION ALL')})
+              GROUP BY previous, dimension, key)
+      WHERE rank <= ${p.add(limit, 'UInt32')} OR dimension IN ('outcome', 'unpriced')
+      ORDER BY previous, dimension, rank`,
     p.values,
   );
   for (const row of rows) {
     const period = Number(row.previous) ? result.previous! : result.current;
     const by = period.by[row.dimension]!;
     by.keys = Number(row.keys);
-    by.rows.push({ key: row.key, spend: row.spend_total, value: row.value_total, count: Number(row.count), valued: Number(row.valued_total) });
-    if (row.dimension === 'outcome') addOutcome(period.totals, row.key, row.spend_total, Number(row.count), row.max_total, row.value_total, Number(row.valued_total));
+    by.rows.push({ key: row.key, spend: row.spend_total, value: row.value_total, count: Number(row.count), valued: Number(row.valued) });
+    if (row.dimension === 'outcome') addOutcome(period.totals, row.key, row.spend_total, Number(row.count), row.max_total, row.value_total, Number(row.valued));
     if (row.dimension === 'unpriced') period.totals.unpriced += Number(row.count);
   }
   return result;
