@@ -130,7 +130,7 @@ export class Freshness {
 
   /** Resolves once ClickHouse holds every record the team had acknowledged when this was called. */
   waitForTeam(teamId: string, timeoutMs: number): Promise<boolean> {
-    return this.waitFor(this.committedByTeam.get(teamId) ?? 0, timeoutMs);
+    return this.waitFor(this.awaitedBy(teamId, undefined), timeoutMs);
   }
 
   /**
