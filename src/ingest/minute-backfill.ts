@@ -16,10 +16,14 @@ export async function backfillMinutes(store: EventStore, db: Database, logger: L
   if (await minutesBackfilled(db)) return true;
   // The value backfill writes values into events by mutation after it gave them to the rollups it
   // knew, which did not include this one: summed before the mutation ends, a value would be lost.
-  const [running] = await store.query<{ n: string }>("SELECT toString(count()) AS n FROM system.mutations WHERE database = currentDatabase() AND table = 'events' AND NOT is_done");
-  if (Number(running?.n ?? 0) > 0) return false;
+  const [state] = await store.query<{ running: string; partial: string }>(
+    `SELECT toString((SELECT count() FROM system.mutations WHERE database = currentDatabase() AND table = 'events' AND NOT is_done)) AS running,
+            toString((SELECT count() FROM spend_minutely_by)) AS partial`,
+  );
+  if (Number(state!.running) > 0) return false;
   const started = performance.now();
-  await store.command('TRUNCATE TABLE spend_minutely_by');
+  // Rows of a run cut short (a new store has none: its first start costs two cheap queries more).
+  if (Number(state!.partial) > 0) await store.command('TRUNCATE TABLE spend_minutely_by');
   const days = await store.query<{ day: string }>('SELECT DISTINCT toString(toDate(event_time)) AS day FROM events ORDER BY day');
   for (const { day } of days) await store.command(minutesBackfillSql('toDate(event_time) = {day:Date}'), { day });
   await db.run('INSERT INTO rollup_backfills (name, done_at, legacy_until) VALUES (?, ?, 0) ON CONFLICT DO NOTHING', [MINUTES_BACKFILL, Date.now()]);
