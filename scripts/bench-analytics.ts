@@ -27,8 +27,6 @@ import type { Dimension, TimeRange } from '../src/analytics/queries.js';
 import { loadConfig } from '../src/config.js';
 import type { EventStore } from '../src/stores/clickhouse.js';
 import { openStores } from '../src/stores/open.js';
-import { sqliteDatabase } from '../src/stores/sql.js';
-import { minutesBackfilled } from '../src/analytics/backfills.js';
 import { addCopies } from './seed-copies.js';
 import { largestTeam, seedStore } from './seed.js';
 import { startChildService } from './service.js';
@@ -53,14 +51,14 @@ interface Endpoint {
   name: string;
   path: string;
   /** The same work, called in-process. */
-  bare: (store: EventStore, teamId: string, range: TimeRange, minutes: boolean) => Promise<unknown>;
+  bare: (store: EventStore, teamId: string, range: TimeRange) => Promise<unknown>;
 }
 
-const breakdown = (dimension: Dimension) => (store: EventStore, teamId: string, range: TimeRange, minutes: boolean) =>
-  breakdownReport(store, teamId, range, dimension, 100, undefined, 'USD', minutes);
+const breakdown = (dimension: Dimension) => (store: EventStore, teamId: string, range: TimeRange) =>
+  breakdownReport(store, teamId, range, dimension, 100, undefined, 'USD');
 
 const ENDPOINTS: Endpoint[] = [
-  { name: 'summary', path: 'summary', bare: (s, t, r, minutes) => summaryReport(s, t, r, 100, undefined, 'USD', minutes) },
+  { name: 'summary', path: 'summary', bare: (s, t, r) => summaryReport(s, t, r, 100, undefined, 'USD') },
   { name: 'timeseries', path: 'timeseries', bare: (s, t, r) => timeseriesReport(s, t, r, defaultGranularity(r.to - r.from), 'UTC', undefined, 'USD') },
   { name: 'by-agent', path: 'by-agent', bare: breakdown('agent') },
   { name: 'by-category', path: 'by-category', bare: breakdown('category') },
@@ -159,8 +157,6 @@ async function measureStore(dataDir: string): Promise<void> {
     }
 
     const stores = await openStores(config, pino({ level: 'warn' }));
-    // As the service reads: whole minutes from spend_minutely_by once its backfill is recorded.
-    const minutes = await minutesBackfilled(sqliteDatabase(stores.registry));
     let raw = 0;
     try {
       const scans: number[] = [];
@@ -177,7 +173,7 @@ async function measureStore(dataDir: string): Promise<void> {
           const m = rows.get(`${endpoint.name}|${rangeName}`)!;
           const log: { sql: string; params?: Record<string, unknown>; ms: number }[] = [];
           const store = recording(stores.events, log);
-          m.bare = await timeRuns(() => endpoint.bare(store, top.teamId, range, minutes), REQUESTS);
+          m.bare = await timeRuns(() => endpoint.bare(store, top.teamId, range), REQUESTS);
           const calls = REQUESTS + 3;
           m.queries = log.length / calls;
           m.engineMs = median(chunk(log, m.queries).map((answer) => answer.reduce((sum, q) => sum + q.ms, 0)));

@@ -5,11 +5,9 @@
  * rollup statements. Run while the server is stopped (one process at a time).
  */
 import { pino } from 'pino';
-import { minutesBackfilled } from '../src/analytics/backfills.js';
 import { blockRollupInserts } from '../src/analytics/rollups.js';
 import { loadConfig } from '../src/config.js';
 import { openStores } from '../src/stores/open.js';
-import { sqliteDatabase } from '../src/stores/sql.js';
 
 /** Copies sit above every position the ingest log can reach, one such span per copy. */
 const COPY_SPAN = 2 ** 40;
@@ -37,8 +35,6 @@ export async function addCopies(options: CopyOptions): Promise<void> {
   const { registry, events, loaderEvents } = await openStores(config, pino({ level: process.env.LOG_LEVEL ?? 'warn' }, pino.destination(2)));
   try {
     const started = performance.now();
-    // As the loader does: spend_minutely_by once backfilled (the write path's loader did it), or left to its backfill.
-    const minutes = await minutesBackfilled(sqliteDatabase(registry));
     for (let k = 1; k <= options.copies; k++) {
       const t0 = performance.now();
       const first = k * COPY_SPAN;
@@ -51,7 +47,7 @@ export async function addCopies(options: CopyOptions): Promise<void> {
                   log_pos + ${first} AS log_pos)
            FROM (SELECT * FROM events WHERE log_pos < ${COPY_SPAN})`,
       );
-      for (const insert of blockRollupInserts(false, minutes)) {
+      for (const insert of blockRollupInserts(false)) {
         await events.command(insert.sql(`log_pos BETWEEN ${first} AND ${first + COPY_SPAN - 1}`, `seed-copy:${k}:${insert.name}`));
       }
       log(`copy ${k} / ${options.copies} in ${((performance.now() - t0) / 1000).toFixed(0)} s (${((performance.now() - started) / 1000).toFixed(0)} s in all)`);

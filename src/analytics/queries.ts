@@ -16,7 +16,7 @@ const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
-/** A rollup grain: spend_daily_by, spend_hourly_by, spend_minutely (totals; by dimension: spend_minutely_by). */
+/** A rollup grain: spend_daily_by, spend_hourly_by, spend_minutely (totals only). */
 export type Level = 'day' | 'hour' | 'minute';
 const UNIT_MS: Record<Level, number> = { day: DAY, hour: HOUR, minute: MINUTE };
 
@@ -80,9 +80,6 @@ const SOURCE: Record<Level | 'raw', { table: string; at: string }> = {
   minute: { table: 'spend_minutely', at: 'minute' },
   raw: { table: 'events', at: "toDateTime(event_time, 'UTC')" },
 };
-
-/** Per level, the by-dimension rollup a breakdown reads. */
-const BY_DIMENSION_TABLE: Record<Level, string> = { day: 'spend_daily_by', hour: 'spend_hourly_by', minute: 'spend_minutely_by' };
 
 /** WHERE condition selecting the segments of one level (OR-ed); undefined when there are none. */
 function segmentsCondition(segments: readonly Segment[], level: Level | 'raw', p: Params): string | undefined {
@@ -158,7 +155,7 @@ export async function spendByDimensions(
   range: TimeRange,
   dimensions: readonly Dimension[],
   limit: number,
-  options: { previous?: boolean; agent?: string; currency?: string; minutes?: boolean } = {},
+  options: { previous?: boolean; agent?: string; currency?: string } = {},
 ): Promise<{ current: PeriodSpend; previous?: PeriodSpend }> {
   const p = new Params();
   const team = p.add(teamId, 'String');
@@ -172,21 +169,20 @@ export async function spendByDimensions(
   const previousRange = { from: range.from - (range.to - range.from), to: range.from };
   // The rollups hold one dimension per row, so one agent's endpoints (or anything else) come from
   // the raw events, whose sort key (team, hour, agent) still narrows the read to that agent.
-  // Whole minutes come from spend_minutely_by once it is backfilled (src/analytics/backfills.ts).
-  const levels: Level[] = options.agent !== undefined ? [] : options.minutes ? ['day', 'hour', 'minute'] : ['day', 'hour'];
+  const levels = options.agent === undefined ? (['day', 'hour'] as const) : [];
   const segments = options.previous
     ? joinAdjacent([...splitRange(previousRange, levels), ...splitRange(range, levels)])
     : splitRange(range, levels);
   const agentCondition = options.agent === undefined ? '' : `AND agent_id = ${p.add(options.agent, 'String')}`;
 
   const branches: string[] = [];
-  for (const level of ['day', 'hour', 'minute'] as const) {
+  for (const level of ['day', 'hour'] as const) {
     const where = segmentsCondition(segments, level, p);
     if (!where) continue;
     const at = SOURCE[level].at;
     branches.push(`
       SELECT toUnixTimestamp(${at}) * 1000 < ${periodStart} AS previous, dimension, key, spend, events, max_amount, ${valueColumns(level, currency)}
-        FROM ${BY_DIMENSION_TABLE[level]}
+        FROM ${SOURCE[level].table}
        WHERE team_id = ${team} AND dimension IN ${dimList} AND ${where}`);
   }
   const rawWhere = segmentsCondition(segments, 'raw', p);

@@ -45,12 +45,11 @@ const asMap = (rows: SpendRow[], dimension: Dimension) =>
 
 /**
  * GET /analytics/summary: totals, top agents and domains, and the previous period of equal length;
- * values in `currency` (the team's), with the count of records without one. `minutes`: whole
- * minutes may be read from spend_minutely_by (src/analytics/backfills.ts).
+ * values in `currency` (the team's), with the count of records without one.
  */
-export async function summaryReport(store: EventStore, teamId: string, range: TimeRange, limit: number, agent: string | undefined, currency: string, minutes = false) {
+export async function summaryReport(store: EventStore, teamId: string, range: TimeRange, limit: number, agent: string | undefined, currency: string) {
   const previousRange = { from: range.from - (range.to - range.from), to: range.from };
-  const { current, previous } = await spendByDimensions(store, teamId, range, ['agent', 'domain', 'unpriced'], limit, { previous: true, agent, currency, minutes });
+  const { current, previous } = await spendByDimensions(store, teamId, range, ['agent', 'domain', 'unpriced'], limit, { previous: true, agent, currency });
   const totals = current.totals;
   const before = previous!.totals;
   return {
@@ -74,17 +73,8 @@ export async function summaryReport(store: EventStore, teamId: string, range: Ti
 }
 
 /** GET /analytics/by-*: spend per key with its share of the range's total. */
-export async function breakdownReport(
-  store: EventStore,
-  teamId: string,
-  range: TimeRange,
-  dimension: Dimension,
-  limit: number,
-  agent: string | undefined,
-  currency: string,
-  minutes = false,
-) {
-  const { current } = await spendByDimensions(store, teamId, range, [dimension], limit, { agent, currency, minutes });
+export async function breakdownReport(store: EventStore, teamId: string, range: TimeRange, dimension: Dimension, limit: number, agent: string | undefined, currency: string) {
+  const { current } = await spendByDimensions(store, teamId, range, [dimension], limit, { agent, currency });
   const sum = new Money(current.totals.spend);
   return current.by[dimension]!.rows.map((r) => ({
     key: displayKey(dimension, r.key),

@@ -50,34 +50,24 @@ interface Rollup {
   values(value: string, currency: string): string;
 }
 
-/** The by-dimension rollups: table, unit column, and the unit of an event. */
-const BY_DIMENSION_UNITS = {
-  minute: ['spend_minutely_by', 'minute', 'toStartOfMinute(event_time)'],
-  hour: ['spend_hourly_by', 'hour', 'toStartOfHour(event_time)'],
-  day: ['spend_daily_by', 'day', 'toDate(event_time)'],
-} as const;
-
-const byDimensionRollup = (unit: keyof typeof BY_DIMENSION_UNITS): Rollup => {
-  const [name, column, at] = BY_DIMENSION_UNITS[unit];
-  return {
-    name,
-    table: `${name} (team_id, dimension, ${column}, key, spend, events, max_amount, currency, value, valued)`,
-    select: byDimensions(ALL_DIMENSIONS, at),
-    values: (value, currency) =>
-      `SELECT team_id, dim.1, ${at}, dim.2, toDecimal256(0, 18), toUInt64(0), toDecimal128(0, 18), ${currency} AS valued_in,
-              sum(toDecimal256(ifNull(${value}, 0), 18)), countIf(${value} IS NOT NULL)
-         FROM events ARRAY JOIN ${ALL_DIMENSIONS} AS dim WHERE {rows}
-        GROUP BY team_id, dim.1, ${at}, dim.2, valued_in`,
-    legacy: byDimensions(DIMENSIONS, at),
-    later: byDimensions(LATER_DIMENSIONS, at),
-  };
-};
-
-/** Each rollup every block fills, filled from rows of events; a rollup row is a partial: readers sum them. */
-const ROLLUPS: Rollup[] = [
-  byDimensionRollup('hour'),
-  byDimensionRollup('day'),
-  {
+/** Each rollup, filled from rows of events; a rollup row is a partial: readers sum them. */
+const ROLLUPS: Rollup[] = (['hour', 'day'] as const)
+  .map((unit): Rollup => {
+    const [name, column, at] = unit === 'hour' ? ['spend_hourly_by', 'hour', 'toStartOfHour(event_time)'] : ['spend_daily_by', 'day', 'toDate(event_time)'];
+    return {
+      name,
+      table: `${name} (team_id, dimension, ${column}, key, spend, events, max_amount, currency, value, valued)`,
+      select: byDimensions(ALL_DIMENSIONS, at),
+      values: (value, currency) =>
+        `SELECT team_id, dim.1, ${at}, dim.2, toDecimal256(0, 18), toUInt64(0), toDecimal128(0, 18), ${currency} AS valued_in,
+                sum(toDecimal256(ifNull(${value}, 0), 18)), countIf(${value} IS NOT NULL)
+           FROM events ARRAY JOIN ${ALL_DIMENSIONS} AS dim WHERE {rows}
+          GROUP BY team_id, dim.1, ${at}, dim.2, valued_in`,
+      legacy: byDimensions(DIMENSIONS, at),
+      later: byDimensions(LATER_DIMENSIONS, at),
+    };
+  })
+  .concat({
     name: 'spend_minutely',
     table: 'spend_minutely (team_id, minute, spend, events, currency, value, valued)',
     select: `SELECT team_id, toStartOfMinute(event_time), sum(toDecimal256(amount, 18)), count(), currency, ${VALUE_SUMS}
@@ -86,14 +76,7 @@ const ROLLUPS: Rollup[] = [
       `SELECT team_id, toStartOfMinute(event_time), toDecimal256(0, 18), toUInt64(0), ${currency} AS valued_in,
               sum(toDecimal256(ifNull(${value}, 0), 18)), countIf(${value} IS NOT NULL)
          FROM events WHERE {rows} GROUP BY team_id, toStartOfMinute(event_time), valued_in`,
-  },
-];
-
-/** By dimension per minute (schema/clickhouse/012): filled for every block once backfilled (src/ingest/minute-backfill.ts), never the old way. */
-const MINUTES: Rollup = { ...byDimensionRollup('minute'), legacy: undefined, later: undefined };
-
-/** Names the minutes' backfill in rollup_backfills: once it is there, spend_minutely_by holds every loaded record. */
-export const MINUTES_BACKFILL = 'minutes';
+  });
 
 /** One INSERT filling a rollup from the rows of events a condition selects. */
 export interface RollupInsert {
@@ -115,26 +98,15 @@ const CURRENT_INSERTS = ROLLUPS.map((r) => (r.legacy ? insertOf(r, r.select, `${
 
 const LEGACY_INSERTS = ROLLUPS.flatMap((r) => (r.legacy ? [insertOf(r, r.legacy, r.name), insertOf(r, r.later!, `${r.name}:asset`)] : [insertOf(r, r.select, r.name)]));
 
-const MINUTES_INSERTS = [insertOf(MINUTES, MINUTES.select, MINUTES.name)];
-
-/**
- * The inserts filling every rollup from one block's rows; `legacy`: recorded before the later
- * dimensions, so it keeps its first tokens; `minutes`: spend_minutely_by is backfilled, so blocks fill it.
- */
-export function blockRollupInserts(legacy: boolean, minutes: boolean): readonly RollupInsert[] {
-  const inserts = legacy ? LEGACY_INSERTS : CURRENT_INSERTS;
-  return minutes ? [...inserts, ...MINUTES_INSERTS] : inserts;
-}
-
-/** Fills spend_minutely_by from the rows `rows` selects, deduplicated by nothing: the backfill empties the table before it starts over. */
-export function minutesBackfillSql(rows: string): string {
-  return `INSERT INTO ${MINUTES.table} SETTINGS insert_deduplicate = 0 ${MINUTES.select.replace('{rows}', rows)}`;
+/** The inserts filling every rollup from one block's rows; `legacy`: recorded before the later dimensions, so it keeps its first tokens. */
+export function blockRollupInserts(legacy: boolean): readonly RollupInsert[] {
+  return legacy ? LEGACY_INSERTS : CURRENT_INSERTS;
 }
 
 /** The inserts that fill the later dimensions for rows loaded before they existed. */
 export const LATER_DIMENSION_BACKFILLS: readonly RollupInsert[] = ROLLUPS.filter((r) => r.later).map((r) => insertOf(r, r.later!, `backfill:${r.name}:asset`));
 
 /** The inserts giving the rollups the value of records valued after they were rolled up: `value` and `currency` are expressions over events. */
-export function valueBackfillInserts(value: string, currency: string, minutes: boolean): readonly RollupInsert[] {
-  return (minutes ? [...ROLLUPS, MINUTES] : ROLLUPS).map((r) => insertOf(r, r.values(value, currency), r.name));
+export function valueBackfillInserts(value: string, currency: string): readonly RollupInsert[] {
+  return ROLLUPS.map((r) => insertOf(r, r.values(value, currency), r.name));
 }

@@ -4,7 +4,6 @@ import type { EventStore } from '../stores/clickhouse.js';
 import { isTimeZone, parseQueryTime } from '../http/validation.js';
 import type { Dimension, Granularity, TimeRange } from './queries.js';
 import { breakdownReport, defaultGranularity, summaryReport, timeseriesReport } from './reports.js';
-import { minutesBackfilled } from './backfills.js';
 import { DEFAULT_CURRENCY } from '../domain/currencies.js';
 import type { Sql } from '../stores/sql.js';
 import { findTeam } from '../teams/repository.js';
@@ -35,7 +34,7 @@ export function parseRange(query: RangeQuery, now = Date.now()): TimeRange {
 
 const RANGE_DOC =
   '`from` (inclusive) and `to` (exclusive) take Unix ms or ISO 8601; the default is the last 30 days. Answers are ' +
-  'exact to the millisecond: whole UTC days, hours and minutes come from the rollups, the seconds at the ends from the raw events. ' +
+  'exact to the millisecond: whole UTC days and hours come from the rollups, the ragged ends from the raw events. ' +
   '`agent` keeps one agent\'s records (read from the raw events). `spend` adds amounts of every asset as they are; ' +
   '`value` is the sum of the records\' values in the team\'s currency (`currency`), and `unvalued` counts the records ' +
   'it leaves out (no rate valued them, or they were valued in a currency the team had before). A read waits only ' +
@@ -71,8 +70,7 @@ export const analyticsSummary = defineRoute<unknown, RangeQuery>({
     const currency = await teamCurrency(deps.db, team.teamId);
     // The previous period of equal length counts too.
     const { events, headers } = await freshRead(deps, team.teamId, { from: range.from - (range.to - range.from), to: range.to });
-    const minutes = await minutesBackfilled(deps.db);
-    return { body: await summaryReport(events, team.teamId, range, query.limit ?? DEFAULT_LIMIT, query.agent, currency, minutes), headers };
+    return { body: await summaryReport(events, team.teamId, range, query.limit ?? DEFAULT_LIMIT, query.agent, currency), headers };
   },
 });
 
@@ -116,8 +114,7 @@ function breakdownRoute(path: string, operationId: string, summary: string, dime
       const range = parseRange(query);
       const currency = await teamCurrency(deps.db, team.teamId);
       const { events, headers } = await freshRead(deps, team.teamId, range);
-      const minutes = await minutesBackfilled(deps.db);
-      return { body: await breakdownReport(events, team.teamId, range, by, query.limit ?? DEFAULT_LIMIT, query.agent, currency, minutes), headers };
+      return { body: await breakdownReport(events, team.teamId, range, by, query.limit ?? DEFAULT_LIMIT, query.agent, currency), headers };
     },
   });
 }

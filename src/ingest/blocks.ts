@@ -56,7 +56,7 @@ export const LOG_COLUMNS: Readonly<Record<LogFormat, readonly string[]>> = {
 };
 
 /** Inserts a block into events and every rollup, each under a token of its own, so that inserted again every table keeps it once. */
-export async function insertBlock(store: EventStore, logId: string, block: BlockPositions, body: BlockBody, legacyUntil = 0, minutes = false): Promise<void> {
+export async function insertBlock(store: EventStore, logId: string, block: BlockPositions, body: BlockBody, legacyUntil = 0): Promise<void> {
   const token = (name: string) => `${logId}:${blockName(block)}:${name}`;
   // One parsing thread: parallel parsing costs more CPU on 2 cores, and nothing waits on the loader's wall time.
   const settings = { insert_deduplication_token: token('events'), input_format_parallel_parsing: 0 };
@@ -67,7 +67,7 @@ export async function insertBlock(store: EventStore, logId: string, block: Block
   const rows = block.ranges
     ? `(${block.ranges.map(([first, last]) => `log_pos BETWEEN ${Math.trunc(first)} AND ${Math.trunc(last)}`).join(' OR ')})`
     : `log_pos BETWEEN ${block.firstPos} AND ${block.lastPos}`;
-  for (const insert of blockRollupInserts(block.lastPos <= legacyUntil, minutes)) {
+  for (const insert of blockRollupInserts(block.lastPos <= legacyUntil)) {
     try {
       await store.command(insert.sql(rows, token(insert.name)));
     } catch (err) {

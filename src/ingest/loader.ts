@@ -18,7 +18,6 @@ import {
 } from './blocks.js';
 import type { Backlog } from './freshness.js';
 import type { LogChunk, LogFormat } from './log.js';
-import { backfillMinutes } from './minute-backfill.js';
 import { backfillValues } from './value-backfill.js';
 import type { Database } from '../stores/sql.js';
 
@@ -140,9 +139,6 @@ export class BlockLoader<B extends RecordedBlock> {
   /** Every record stored before values existed is valued (src/ingest/value-backfill.ts). */
   private valued = false;
   private nextValueCheck = 0;
-  /** spend_minutely_by is backfilled: blocks fill it (src/ingest/minute-backfill.ts). */
-  private minutes = false;
-  private nextMinutesCheck = 0;
   private readonly signals: LeaseSignals = {
     urgent: () => {
       this.urgent = true;
@@ -232,10 +228,6 @@ export class BlockLoader<B extends RecordedBlock> {
         const pending = await this.ledger.recorded();
         if (pending.length > 0) {
           for (const block of pending) await this.load(block);
-        } else if (!this.minutes && Date.now() >= this.nextMinutesCheck) {
-          // With no block pending, every row of events is loaded for good: the backfill's condition.
-          this.minutes = await backfillMinutes(this.store, this.ledger.database, this.logger);
-          this.nextMinutesCheck = Date.now() + VALUE_CHECK_MS;
         } else if (await this.due(lease)) {
           const next = await this.ledger.recordNext(this.options.blockRows);
           if (next) await this.load(next.block, next.kept);
@@ -279,7 +271,7 @@ export class BlockLoader<B extends RecordedBlock> {
     const body = await this.body(block, kept);
     const started = performance.now();
     try {
-      await insertBlock(this.store, this.logId!, block.positions, body, this.legacyUntil, this.minutes);
+      await insertBlock(this.store, this.logId!, block.positions, body, this.legacyUntil);
     } catch (err) {
       if (!refusedForData(err)) throw err;
       await this.split(block, err);

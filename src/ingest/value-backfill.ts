@@ -13,7 +13,6 @@ import BigNumber from 'bignumber.js';
 import { assetKey, BUILT_IN_RATES, rateFactor, valuationText, type Rate, type RateFactor } from '../domain/rates.js';
 import { DEFAULT_CURRENCY } from '../domain/currencies.js';
 import { UNPRICED_CONDITION, valueBackfillInserts } from '../analytics/rollups.js';
-import { minutesBackfilled } from '../analytics/backfills.js';
 import type { EventStore } from '../stores/clickhouse.js';
 import { postgresOnly, type Database } from '../stores/sql.js';
 import { LOG_FORMAT } from './log.js';
@@ -69,8 +68,6 @@ export async function backfillValues(store: EventStore, db: Database, logId: str
     { teams: known },
   );
   if (groups.length === 0) return true;
-  // spend_minutely_by gets values only once backfilled: its backfill reads the values written in events.
-  const minutes = await minutesBackfilled(db);
   const started = performance.now();
   const teams = new Map<string, { currency: string; histories: Map<string, Rate[]> }>();
   for (const teamId of new Set(groups.map((g) => g.team_id))) {
@@ -130,7 +127,7 @@ export async function backfillValues(store: EventStore, db: Database, logId: str
       const { sql, params } = batchStatements(group, batch, currency, known);
       if (!rollupsIn) {
         const name = createHash('sha256').update(`${group.team_id}\u0000${group.asset}\u0000${at}`).digest('hex').slice(0, 24);
-        for (const insert of valueBackfillInserts(sql.value, sql.currency, minutes)) await store.command(insert.sql(sql.rows, `${logId}:values:${name}:${insert.name}`), params);
+        for (const insert of valueBackfillInserts(sql.value, sql.currency)) await store.command(insert.sql(sql.rows, `${logId}:values:${name}:${insert.name}`), params);
       }
       // Applied in the background by the engine (a large table takes a while); the rows it has not reached still read currency ''.
       await store.command(`ALTER TABLE events UPDATE value = ${sql.value}, valuation = ${sql.valuation}, currency = ${sql.currency} WHERE ${sql.rows} SETTINGS mutations_sync = 0`, params);

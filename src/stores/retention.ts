@@ -6,7 +6,6 @@ import type { EventStore } from './clickhouse.js';
 export const RETENTION_TABLES = [
   { table: 'events', column: 'event_time', setting: 'eventsTtlDays' },
   { table: 'spend_minutely', column: 'minute', setting: 'rollupTtlDays' },
-  { table: 'spend_minutely_by', column: 'minute', setting: 'rollupTtlDays' },
   { table: 'spend_hourly_by', column: 'hour', setting: 'rollupTtlDays' },
   { table: 'spend_daily_by', column: 'day', setting: 'rollupTtlDays' },
 ] as const;

@@ -24,7 +24,6 @@ async function rawAndRollups(teamId: string): Promise<Record<string, { n: string
     `SELECT 'events' AS name, toString(count()) AS n, toString(sum(toDecimal256(amount, 18))) AS spend,
             toString(sumIf(toDecimal256(ifNull(value, 0), 18), currency = 'USD')) AS worth, toString(countIf(value IS NOT NULL)) AS counted FROM events WHERE team_id = {t:String}
      UNION ALL SELECT 'spend_minutely', ${sums} FROM spend_minutely WHERE team_id = {t:String}
-     UNION ALL SELECT 'spend_minutely_by', ${sums} FROM spend_minutely_by WHERE team_id = {t:String} AND dimension = 'outcome'
      UNION ALL SELECT 'spend_hourly_by', ${sums} FROM spend_hourly_by WHERE team_id = {t:String} AND dimension = 'outcome'
      UNION ALL SELECT 'spend_daily_by', ${sums} FROM spend_daily_by WHERE team_id = {t:String} AND dimension = 'outcome'
      UNION ALL SELECT 'spend_hourly_by asset', ${sums} FROM spend_hourly_by WHERE team_id = {t:String} AND dimension = 'asset'
@@ -35,7 +34,7 @@ async function rawAndRollups(teamId: string): Promise<Record<string, { n: string
 }
 
 /** Every table a block lands in, and the asset dimension of the by-dimension rollups. */
-const ROLLED_UP = ['events', 'spend_minutely', 'spend_minutely_by', 'spend_hourly_by', 'spend_daily_by', 'spend_hourly_by asset', 'spend_daily_by asset'];
+const ROLLED_UP = ['events', 'spend_minutely', 'spend_hourly_by', 'spend_daily_by', 'spend_hourly_by asset', 'spend_daily_by asset'];
 
 /** Rows as the log holds them, positions from `first`. */
 const logged = (rows: readonly EventRow[], first: number): BlockBody => ({ format: 'rowbinary2', bytes: Buffer.from(rowBinaryOf(rows, first)) });
@@ -123,8 +122,8 @@ describe('ingest log and loader', () => {
       const body = logged(rows, first);
       const { loaderEvents } = testEnv();
       const logId = `test-${team.teamId}`;
-      await insertBlock(loaderEvents, logId, block, body, 0, true);
-      await insertBlock(loaderEvents, logId, block, body, 0, true);
+      await insertBlock(loaderEvents, logId, block, body);
+      await insertBlock(loaderEvents, logId, block, body);
       const counts = await rawAndRollups(team.teamId);
       for (const name of ROLLED_UP) {
         expect(counts[name], name).to.deep.equal({ n: '2', spend: '2.75', value: '0.5', valued: '1' });
@@ -135,7 +134,7 @@ describe('ingest log and loader', () => {
       const laterBody = logged(again, later.firstPos);
       await loaderEvents.insertRowBinary('events', LOG_COLUMNS.rowbinary2, laterBody.bytes, { insert_deduplication_token: `${logId}:${later.firstPos}-${later.lastPos}:events` });
       expect((await rawAndRollups(team.teamId)).spend_minutely!.n).to.equal('2');
-      await insertBlock(loaderEvents, logId, later, laterBody, 0, true);
+      await insertBlock(loaderEvents, logId, later, laterBody);
       const completed = await rawAndRollups(team.teamId);
       for (const name of ROLLED_UP) {
         expect(completed[name], name).to.deep.equal({ n: '4', spend: '4.75', value: '2.5', valued: '3' });
@@ -151,7 +150,7 @@ describe('ingest log and loader', () => {
       const body: BlockBody = { format: 'tsv', bytes: Buffer.from(tsvLines(rows, first).join('')) };
       const { loaderEvents } = testEnv();
       const logId = `test-${team.teamId}`;
-      for (let i = 0; i < 3; i++) await insertBlock(loaderEvents, logId, block, body, block.lastPos, true);
+      for (let i = 0; i < 3; i++) await insertBlock(loaderEvents, logId, block, body, block.lastPos);
       const counts = await rawAndRollups(team.teamId);
       // TSV lines of before: no values.
       for (const name of ROLLED_UP) expect(counts[name], name).to.deep.equal({ n: '2', spend: '2.75', value: '0', valued: '0' });
@@ -312,7 +311,7 @@ describe('ingest log and loader', () => {
         expect(deps.ingest.freshness.backlog().rows).to.equal(0);
         const counts = await rawAndRollups(team.teamId);
         expect(counts.events).to.deep.equal({ n: String(acknowledged), spend: (acknowledged / 10).toString(), value: (acknowledged / 10).toString(), valued: String(acknowledged) });
-        for (const name of ['spend_minutely', 'spend_minutely_by', 'spend_hourly_by', 'spend_daily_by']) expect(counts[name], name).to.deep.equal(counts.events);
+        for (const name of ['spend_minutely', 'spend_hourly_by', 'spend_daily_by']) expect(counts[name], name).to.deep.equal(counts.events);
         // And ingest is accepted again.
         expect((await send(1000)).status).to.equal(200);
       } finally {
