@@ -127,6 +127,24 @@ async function checkRoomForActive(sql: Sql, teamId: string, max: number | undefi
  * (TooManyActivePolicies) when the team has that many active policies already.
  */
 export async function createPolicy(sql: Sql, teamId: string, input: PolicyInput, revisions: PolicyRevisions, maxActive?: number): Promise<Policy> {
+  const id = await insertPolicy(sql, teamId, input, maxActive);
+  await policiesChanged(sql, teamId, revisions);
+  return (await findPolicy(sql, teamId, id))!;
+}
+
+/**
+ * Several policies in one transaction (a seeded or imported team), their ids in order: the team's
+ * revision and shared totals are settled once after the last, where one createPolicy each would
+ * read every active policy of the team each time on PostgreSQL.
+ */
+export async function createPolicies(sql: Sql, teamId: string, inputs: readonly PolicyInput[], revisions: PolicyRevisions, maxActive?: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (const input of inputs) ids.push(await insertPolicy(sql, teamId, input, maxActive));
+  await policiesChanged(sql, teamId, revisions);
+  return ids;
+}
+
+async function insertPolicy(sql: Sql, teamId: string, input: PolicyInput, maxActive: number | undefined): Promise<string> {
   const id = newId('pol');
   const now = Date.now();
   if (input.active) await checkRoomForActive(sql, teamId, maxActive);
@@ -154,8 +172,7 @@ export async function createPolicy(sql: Sql, teamId: string, input: PolicyInput,
     ],
   );
   await setAgents(sql, teamId, id, input.agents);
-  await policiesChanged(sql, teamId, revisions);
-  return (await findPolicy(sql, teamId, id))!;
+  return id;
 }
 
 /** One policy of the team. `lock`: on PostgreSQL its row stays locked until the transaction ends (see findAlert). */

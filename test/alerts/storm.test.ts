@@ -4,7 +4,7 @@
  * of alerts (and webhook events) whose counts add up to every breach.
  */
 import { expect } from 'chai';
-import { createPolicy } from '../../src/policies/repository.js';
+import { createPolicies, type PolicyInput } from '../../src/policies/repository.js';
 import { Receiver } from '../webhooks/receiver.js';
 import { sdkId, sleep, type Team } from '../helpers/common.js';
 import { api, listenOnce, newTeam, testEnv, describeOnEachRegistry } from '../helpers/context.js';
@@ -19,23 +19,20 @@ const ENDPOINTS = ['https://api.openai.com/v1/chat/completions', 'https://api.an
  * hosts), written to the registry directly: the API's bound on active policies is 1,000 here.
  */
 async function teamWidePolicies(team: Team, n: number): Promise<void> {
-  await testEnv().deps.db.transaction(async (sql) => {
-    for (let i = 0; i < n; i++) {
-      await createPolicy(sql, team.teamId, {
-        name: `storm ${i}`,
-        agents: [],
-        limits: [
-          { kind: 'per_call', amount: '4.5' },
-          { kind: 'per_hour', amount: '50' },
-          { kind: 'daily', amount: '500' },
-          { kind: 'per_endpoint', amount: '100', endpoint: HOSTS[i % HOSTS.length] },
-        ],
-        action: i % 2 ? 'block' : 'flag',
-        active: true,
-        timezone: null,
-      }, testEnv().deps.policyRevisions);
-    }
-  });
+  const inputs = Array.from({ length: n }, (_, i) => ({
+    name: `storm ${i}`,
+    agents: [],
+    limits: [
+      { kind: 'per_call', amount: '4.5' },
+      { kind: 'per_hour', amount: '50' },
+      { kind: 'daily', amount: '500' },
+      { kind: 'per_endpoint', amount: '100', endpoint: HOSTS[i % HOSTS.length] },
+    ],
+    action: i % 2 ? 'block' : 'flag',
+    active: true,
+    timezone: null,
+  }) satisfies PolicyInput);
+  await testEnv().deps.db.transaction((sql) => createPolicies(sql, team.teamId, inputs, testEnv().deps.policyRevisions));
 }
 
 /** 100 records of amount 5 from 100 agents, SDK-shaped ids (16 random hex). */
@@ -186,11 +183,8 @@ describeOnEachRegistry('a breach storm', function () {
 
   it('an authorization declined by 300 block policies lists every check, and raises 100 alerts and the storm alert counting the other 200', async () => {
     const team = await newTeam('storm');
-    await testEnv().deps.db.transaction(async (sql) => {
-      for (let i = 0; i < 300; i++) {
-        await createPolicy(sql, team.teamId, { name: `block ${i}`, agents: [], limits: [{ kind: 'per_call', amount: '4.5' }, { kind: 'daily', amount: '500' }], action: 'block', active: true, timezone: null }, testEnv().deps.policyRevisions);
-      }
-    });
+    const inputs = Array.from({ length: 300 }, (_, i): PolicyInput => ({ name: `block ${i}`, agents: [], limits: [{ kind: 'per_call', amount: '4.5' }, { kind: 'daily', amount: '500' }], action: 'block', active: true, timezone: null }));
+    await testEnv().deps.db.transaction((sql) => createPolicies(sql, team.teamId, inputs, testEnv().deps.policyRevisions));
     const res = await api().post('/api/v1/authorizations').set(...team.auth).send({ agent_id: 'agent-0', endpoint: ENDPOINTS[0], amount: '5' }).expect(200);
     expect(res.body.decision).to.equal('declined');
     expect(res.body.checks).to.have.length(600);

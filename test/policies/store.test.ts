@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import {
   activePolicyRows,
   countActivePolicies,
+  createPolicies,
   createPolicy,
   deletePolicy,
   findPolicy,
@@ -99,6 +100,29 @@ describe('policies store, on SQLite and PostgreSQL', function () {
         .catch(() => undefined);
       expect(revisions.of(teamId)).to.equal(before + 2);
       expect(await listPolicies(db, teamId, { limit: 10, active: false })).to.deep.equal([]);
+    });
+
+    it('several policies in one transaction: each stored as one at a time would be, in order, the revision raised once, the bound on active ones held', async () => {
+      const { db, teamId } = await seed();
+      const before = revisions.of(teamId);
+      const ids = await db.transaction((sql) => createPolicies(sql, teamId, [input('first', { agents: ['a-bot'] }), input('second', { action: 'block' }), input('third', { active: false })], revisions));
+      expect(ids).to.have.length(3);
+      expect(revisions.of(teamId)).to.equal(before + 1);
+      const stored = await Promise.all(ids.map((id) => findPolicy(db, teamId, id)));
+      expect(stored.map((p) => [p?.name, p?.action, p?.active, p?.agents])).to.deep.equal([
+        ['first', 'flag', true, ['a-bot']],
+        ['second', 'block', true, []],
+        ['third', 'flag', false, []],
+      ]);
+      expect((await activePolicyRows(db, teamId)).map((r) => r.id)).to.have.members(ids.slice(0, 2));
+      // Over the bound: nothing of the batch is kept, and the revision does not rise.
+      const over = db.transaction((sql) => createPolicies(sql, teamId, [input('fourth'), input('fifth')], revisions, 3));
+      await over.then(
+        () => expect.fail('created past the bound'),
+        (e: unknown) => expect(e).to.be.instanceOf(TooManyActivePolicies),
+      );
+      expect(await countActivePolicies(db, teamId)).to.equal(2);
+      expect(revisions.of(teamId)).to.equal(before + 1);
     });
   });
 });
