@@ -54,23 +54,26 @@ export function decodePng(png: Buffer): { width: number; height: number; rgba: U
   for (let y = 0; y < height; y++) {
     const filter = raw[y * (stride + 1)]!;
     const line = raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1));
-    for (let x = 0; x < stride; x++) {
-      const a = x >= channels ? pixels[y * stride + x - channels]! : 0;
-      const b = y > 0 ? pixels[(y - 1) * stride + x]! : 0;
-      const c = x >= channels && y > 0 ? pixels[(y - 1) * stride + x - channels]! : 0;
-      let predictor = 0;
-      if (filter === 1) predictor = a;
-      else if (filter === 2) predictor = b;
-      else if (filter === 3) predictor = (a + b) >> 1;
-      else if (filter === 4) {
+    const row = y * stride;
+    const up = row - stride;
+    // One loop per filter type: a branch per line, not per byte (a full page is millions of bytes).
+    if (filter === 0) pixels.set(line, row);
+    else if (filter === 1) for (let x = 0; x < stride; x++) pixels[row + x] = (line[x]! + (x >= channels ? pixels[row + x - channels]! : 0)) & 0xff;
+    else if (filter === 2) for (let x = 0; x < stride; x++) pixels[row + x] = (line[x]! + (y > 0 ? pixels[up + x]! : 0)) & 0xff;
+    else if (filter === 3) {
+      for (let x = 0; x < stride; x++) pixels[row + x] = (line[x]! + (((x >= channels ? pixels[row + x - channels]! : 0) + (y > 0 ? pixels[up + x]! : 0)) >> 1)) & 0xff;
+    } else if (filter === 4) {
+      for (let x = 0; x < stride; x++) {
+        const a = x >= channels ? pixels[row + x - channels]! : 0;
+        const b = y > 0 ? pixels[up + x]! : 0;
+        const c = x >= channels && y > 0 ? pixels[up + x - channels]! : 0;
         const p = a + b - c;
         const pa = Math.abs(p - a);
         const pb = Math.abs(p - b);
         const pc = Math.abs(p - c);
-        predictor = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+        pixels[row + x] = (line[x]! + (pa <= pb && pa <= pc ? a : pb <= pc ? b : c)) & 0xff;
       }
-      pixels[y * stride + x] = (line[x]! + predictor) & 0xff;
-    }
+    } else throw new Error(`PNG: unknown filter ${filter} on line ${y}`);
   }
   const rgba = new Uint8Array(width * height * 4);
   for (let i = 0; i < width * height; i++) {
@@ -89,10 +92,19 @@ export function decodePng(png: Buffer): { width: number; height: number; rgba: U
 export function renderStats(png: Buffer): { width: number; height: number; inkShare: number; colours: number } {
   const { width, height, rgba } = decodePng(png);
   const counts = new Map<number, number>();
+  // Counted by runs of one colour: a page is mostly long runs, so the map is touched at each change.
+  let run = -1;
+  let length = 0;
   for (let i = 0; i < rgba.length; i += 4) {
     const colour = (rgba[i]! << 16) | (rgba[i + 1]! << 8) | rgba[i + 2]!;
-    counts.set(colour, (counts.get(colour) ?? 0) + 1);
+    if (colour === run) length++;
+    else {
+      if (length > 0) counts.set(run, (counts.get(run) ?? 0) + length);
+      run = colour;
+      length = 1;
+    }
   }
+  if (length > 0) counts.set(run, (counts.get(run) ?? 0) + length);
   const background = Math.max(...counts.values());
   return { width, height, inkShare: 1 - background / (width * height), colours: counts.size };
 }
